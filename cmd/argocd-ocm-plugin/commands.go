@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = ""
+
+func newRootCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "argocd-ocm-plugin",
+		Short: "Render OCM component versions into Kubernetes manifests (an Argo CD config management plugin)",
+		Long: `argocd-ocm-plugin resolves an OCM component version in a CTF archive or an OCI registry,
+fetches only the Helm chart or kustomization it needs, verifies digests, renders it and
+prints the manifests.
+
+  render    preview for people, configured by flags
+  generate  the Argo CD plugin's generate command, configured by Argo CD's environment`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	// Help and usage go to stderr too: stdout is reserved for manifests.
+	root.SetOut(stderr)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %v (see %s --help)", errdef.ErrInvalidInput, err, c.CommandPath())
+	})
+	root.AddCommand(newRenderCommand(stdout, stderr), newGenerateCommand(stdout, stderr, getenv), newVersionCommand(stdout))
+	return root
+}
+
+func newRenderCommand(stdout, stderr io.Writer) *cobra.Command {
+	var req pipeline.Request
+	var apiVersions string
+	c := &cobra.Command{
+		Use:   "render --repository REPO --component NAME --version VERSION [flags]",
+		Short: "Render a component version's chart or kustomization and print the manifests",
+		Example: `  argocd-ocm-plugin render --repository ./ctf --component example.com/demo/podinfo --version 1.0.0 \
+    --release-name demo --namespace demo --set replicaCount=2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req.APIVersions = splitComma(apiVersions)
+			return renderAndPrint(cmd, req, stdout, stderr)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&req.Repository, "repository", "", "CTF (directory, tar, tgz) or component archive path, or OCI registry")
+	f.StringVar(&req.Component, "component", "", "component name, e.g. example.com/demo/podinfo")
+	f.StringVar(&req.Version, "version", "", "component version")
+	f.StringArrayVar(&req.Resources, "resource", nil, "resource to render: name or name,key=value (repeatable; default: the only renderable resource)")
+	f.StringVar(&req.Path, "path", "", "entry path inside a directory resource (kustomization or manifests)")
+	f.StringArrayVarP(&req.ValueFiles, "values", "f", nil, "Helm values file (repeatable; later files win)")
+	f.StringArrayVar(&req.Set, "set", nil, "Helm value key=value (repeatable; wins over values files)")
+	f.StringVarP(&req.Namespace, "namespace", "n", "", "namespace of the release (default \"default\")")
+	f.StringVar(&req.ReleaseName, "release-name", "", "Helm release name (default \"release-name\", as helm template)")
+	f.StringVar(&req.KubeVersion, "kube-version", "", "Kubernetes version for Capabilities.KubeVersion")
+	f.StringVar(&apiVersions, "api-versions", "", "comma-separated API versions for Capabilities.APIVersions")
+	return c
+}
+
+func newGenerateCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "generate",
+		Short: "Argo CD generate command: render the Application's component from the plugin environment",
+		Long: `generate reads its inputs from the environment Argo CD gives a config management plugin:
+plugin parameters (ARGOCD_APP_PARAMETERS) first, then ARGOCD_ENV_<NAME> variables:
+  repository, component, version, resource, path, values (YAML), value-files
+The release name is the Application name (ARGOCD_APP_NAME), the namespace its
+destination namespace (ARGOCD_APP_NAMESPACE); KUBE_VERSION and KUBE_API_VERSIONS feed
+Helm's capabilities.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req, err := cmp.Request(getenv)
+			if err != nil {
+				return err
+			}
+			return renderAndPrint(cmd, req, stdout, stderr)
+		},
+	}
+}
+
+func newVersionCommand(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintf(stdout, "argocd-ocm-plugin %s\n", buildVersion())
+			return err
+		},
+	}
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// renderAndPrint renders completely into memory and writes stdout once, so a
+// failure can never leave a partial manifest stream behind.
+func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.Writer) error {
+	r := &pipeline.Renderer{Log: stderr}
+	res, err := r.Render(cmd.Context(), req)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := manifests.Encode(&buf, res.Objects); err != nil {
+		return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
+	}
+	if buf.Len() == 0 {
+		// An empty stream tells Argo CD to delete everything: refuse it.
+		return errdef.Wrap(fmt.Errorf("%w: rendering produced no objects", errdef.ErrRender),
+			errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
+	}
+	_, err = stdout.Write(buf.Bytes())
+	return err
+}
+
+func splitComma(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,35 @@
+// Command argocd-ocm-plugin renders OCM component versions into Kubernetes
+// manifests, as an Argo CD config management plugin (generate) and for people
+// (render).
+//
+// Contract: on success the manifests go to stdout in one write; on any failure
+// the exit code is non-zero, stdout stays EMPTY (a partial stream would make
+// Argo CD prune live resources) and stderr gets one line naming the
+// Application, component, version and resource.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// run executes the CLI; it returns the exit code.
+func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCommand(stdout, stderr, getenv)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "argocd-ocm-plugin: %v\n", err)
+		return 1
+	}
+	return 0
+}

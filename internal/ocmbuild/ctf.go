@@ -1,0 +1,95 @@
+package ocmbuild
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+)
+
+// CTF returns the files of a CTF (artifact-index.json and blobs/sha256.<hex>)
+// holding the given component versions.
+func CTF(comps ...*Component) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	type entry struct {
+		Repository string `json:"repository"`
+		Tag        string `json:"tag"`
+		Digest     string `json:"digest"`
+		MediaType  string `json:"mediaType"`
+	}
+	var entries []entry
+	for _, c := range comps {
+		a, err := c.Artifact()
+		if err != nil {
+			return nil, fmt.Errorf("component %s:%s: %w", c.Name, c.Version, err)
+		}
+		for d, b := range a.Blobs {
+			files["blobs/"+strings.Replace(d, ":", ".", 1)] = b
+		}
+		entries = append(entries, entry{ocm.DescriptorRepository(c.Name), ocm.VersionToTag(c.Version), a.ManifestDigest, ocispec.MediaTypeImageManifest})
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		if entries[i].Repository != entries[j].Repository {
+			return entries[i].Repository < entries[j].Repository
+		}
+		return entries[i].Tag < entries[j].Tag
+	})
+	idx, err := json.Marshal(map[string]any{"schemaVersion": 1, "artifacts": entries})
+	if err != nil {
+		return nil, err
+	}
+	files["artifact-index.json"] = idx
+	return files, nil
+}
+
+// WriteCTF writes a CTF in directory form.
+func WriteCTF(dir string, comps ...*Component) error {
+	files, err := CTF(comps...)
+	if err != nil {
+		return err
+	}
+	for name, b := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteCTFArchive writes a CTF as a tar file, or a tgz when gz is set.
+func WriteCTFArchive(path string, gz bool, comps ...*Component) error {
+	files, err := CTF(comps...)
+	if err != nil {
+		return err
+	}
+	b, err := TarFiles(files, gz)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+func gzipBytes(b []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.ModTime = fixedTime
+	if _, err := zw.Write(b); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

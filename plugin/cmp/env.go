@@ -1,0 +1,140 @@
+package cmp
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+)
+
+// Parameter names an Application may set (spec.source.plugin.parameters), and
+// their ARGOCD_ENV_ fallbacks (upper-cased).
+const (
+	ParamRepository = "repository"
+	ParamComponent  = "component"
+	ParamVersion    = "version"
+	ParamResource   = "resource"
+	ParamPath       = "path"
+	ParamValues     = "values"      // a YAML string
+	ParamValueFiles = "value-files" // values files in the Application's git path
+	ParamParameters = "parameters"  // instance parameters (a map)
+)
+
+// Variables Argo CD sets for a generate command.
+const (
+	EnvAppName         = "ARGOCD_APP_NAME"
+	EnvAppNamespace    = "ARGOCD_APP_NAMESPACE"
+	EnvAppParameters   = "ARGOCD_APP_PARAMETERS"
+	EnvKubeVersion     = "KUBE_VERSION"
+	EnvKubeAPIVersions = "KUBE_API_VERSIONS"
+	envPrefix          = "ARGOCD_ENV_"
+)
+
+// Parameter is one entry of ARGOCD_APP_PARAMETERS.
+type Parameter struct {
+	Name   string            `json:"name"`
+	String *string           `json:"string,omitempty"`
+	Array  []string          `json:"array,omitempty"`
+	Map    map[string]string `json:"map,omitempty"`
+}
+
+// Env is the generate command's environment.
+type Env struct {
+	Getenv func(string) string
+	params map[string]Parameter
+}
+
+// ParseParameters decodes ARGOCD_APP_PARAMETERS.
+func ParseParameters(s string) (map[string]Parameter, error) {
+	out := map[string]Parameter{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	var ps []Parameter
+	if err := json.Unmarshal([]byte(s), &ps); err != nil {
+		return nil, fmt.Errorf("%w: %s is not a JSON array of parameters: %v", errdef.ErrInvalidInput, EnvAppParameters, err)
+	}
+	for _, p := range ps {
+		out[p.Name] = p
+	}
+	return out, nil
+}
+
+func (e *Env) str(name string) string {
+	if p, ok := e.params[name]; ok && p.String != nil && *p.String != "" {
+		return *p.String
+	}
+	return e.Getenv(envPrefix + envName(name))
+}
+
+// list reads an array parameter, or a string parameter / env value holding a
+// comma-separated list.
+func (e *Env) list(name string) []string {
+	if p, ok := e.params[name]; ok && len(p.Array) > 0 {
+		return nonEmpty(p.Array)
+	}
+	return splitList(e.str(name))
+}
+
+func envName(param string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		default:
+			return '_'
+		}
+	}, param)
+}
+
+func splitList(s string) []string {
+	return nonEmpty(strings.Split(s, ","))
+}
+
+func nonEmpty(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Request builds the pipeline request of a generate command.
+func Request(getenv func(string) string) (pipeline.Request, error) {
+	app := getenv(EnvAppName)
+	params, err := ParseParameters(getenv(EnvAppParameters))
+	if err != nil {
+		return pipeline.Request{}, errdef.Wrap(err, errdef.Error{Application: app})
+	}
+	e := &Env{Getenv: getenv, params: params}
+	req := pipeline.Request{
+		Application: app,
+		Repository:  e.str(ParamRepository),
+		Component:   e.str(ParamComponent),
+		Version:     e.str(ParamVersion),
+		Resources:   e.list(ParamResource),
+		Path:        e.str(ParamPath),
+		ValueFiles:  e.list(ParamValueFiles),
+		ReleaseName: app,
+		Namespace:   getenv(EnvAppNamespace),
+		KubeVersion: getenv(EnvKubeVersion),
+		APIVersions: splitList(getenv(EnvKubeAPIVersions)),
+	}
+	if v := e.str(ParamValues); strings.TrimSpace(v) != "" {
+		vals := map[string]any{}
+		if err := yaml.Unmarshal([]byte(v), &vals); err != nil {
+			return req, errdef.Wrap(fmt.Errorf("%w: parameter %q is not a YAML map: %v", errdef.ErrInvalidInput, ParamValues, err),
+				errdef.Error{Application: app, Component: req.Component, Version: req.Version})
+		}
+		req.Values = vals
+	}
+	return req, nil
+}

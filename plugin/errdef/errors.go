@@ -1,0 +1,128 @@
+package errdef
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinel errors. Wrap them with fmt.Errorf("…: %w", ErrX) to add detail.
+var (
+	// ErrNotFound: a component, version, resource or blob does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalidDescriptor: a component descriptor (or index, manifest) cannot be decoded.
+	ErrInvalidDescriptor = errors.New("invalid component descriptor")
+	// ErrInvalidInput: a request, flag, parameter or values file is malformed.
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrDigestMismatch: bytes do not hash to the digest that names them.
+	ErrDigestMismatch = errors.New("digest mismatch")
+	// ErrUnsupportedAccess: an access type the plugin cannot read.
+	ErrUnsupportedAccess = errors.New("unsupported access type")
+	// ErrUnsupportedMediaType: a blob whose media type the plugin cannot render.
+	ErrUnsupportedMediaType = errors.New("unsupported media type")
+	// ErrUnsafeArchive: an archive entry that would escape its target or is not a plain file.
+	ErrUnsafeArchive = errors.New("unsafe archive")
+	// ErrLimitExceeded: input larger than a configured limit (size, file count, depth).
+	ErrLimitExceeded = errors.New("limit exceeded")
+	// ErrRender: a renderer (helm, kustomize, manifests) failed.
+	ErrRender = errors.New("render failed")
+	// ErrSignature: a required signature is missing or does not verify.
+	ErrSignature = errors.New("signature verification failed")
+	// ErrUnauthorized: a registry refused the credentials (or their absence).
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrInsecure: a plain-HTTP or unverified-TLS connection that was not allowed.
+	ErrInsecure = errors.New("insecure connection refused")
+)
+
+// Error carries the context of a failure. Empty fields are left out of the message.
+type Error struct {
+	Application string // Argo CD Application name, when known
+	Component   string
+	Version     string
+	Resource    string // resource identity, e.g. "chart" or "chart[platform=linux]"
+	Err         error
+}
+
+// Error renders one line: "application X: component C:V: resource R: cause".
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Application != "" {
+		b.WriteString("application ")
+		b.WriteString(e.Application)
+		b.WriteString(": ")
+	}
+	if e.Component != "" {
+		b.WriteString("component ")
+		b.WriteString(e.Component)
+		if e.Version != "" {
+			b.WriteString(":")
+			b.WriteString(e.Version)
+		}
+		b.WriteString(": ")
+	} else if e.Version != "" {
+		b.WriteString("version ")
+		b.WriteString(e.Version)
+		b.WriteString(": ")
+	}
+	if e.Resource != "" {
+		b.WriteString("resource ")
+		b.WriteString(e.Resource)
+		b.WriteString(": ")
+	}
+	if e.Err == nil {
+		b.WriteString("unknown error")
+	} else {
+		b.WriteString(oneLine(e.Err.Error()))
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Wrap adds context to err, filling only the fields that an inner *Error does not
+// already set, so the innermost (most specific) context wins. nil stays nil.
+func Wrap(err error, ctx Error) error {
+	if err == nil {
+		return nil
+	}
+	var inner *Error
+	if errors.As(err, &inner) {
+		out := *inner
+		if out.Application == "" {
+			out.Application = ctx.Application
+		}
+		if out.Component == "" {
+			out.Component, out.Version = ctx.Component, ctx.Version
+		}
+		if out.Resource == "" && out.Component == ctx.Component {
+			out.Resource = ctx.Resource
+		}
+		return &out
+	}
+	ctx.Err = err
+	return &ctx
+}
+
+// oneLine folds multi-line causes (Helm and YAML errors have them) so the message
+// stays one line in Argo CD's UI and in logs.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	var b strings.Builder
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(f)
+	}
+	return b.String()
+}

@@ -1,0 +1,44 @@
+package errdef_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+func TestErrorMessage(t *testing.T) {
+	cause := fmt.Errorf("%w: chart catalog:\n  - at '/image/tag':\n got number", errdef.ErrRender)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&errdef.Error{Application: "shop", Component: "example.com/a", Version: "1.0.0", Resource: "chart", Err: cause},
+			"application shop: component example.com/a:1.0.0: resource chart: render failed: chart catalog: - at '/image/tag': got number"},
+		{&errdef.Error{Version: "1.0.0", Err: errdef.ErrNotFound}, "version 1.0.0: not found"},
+		{&errdef.Error{}, "unknown error"},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
+	}
+}
+
+func TestWrapKeepsInnermostContext(t *testing.T) {
+	inner := errdef.Wrap(errdef.ErrDigestMismatch, errdef.Error{Component: "example.com/child", Version: "2.0.0", Resource: "chart"})
+	outer := errdef.Wrap(inner, errdef.Error{Application: "shop", Component: "example.com/platform", Version: "1.0.0", Resource: "ref"})
+	var e *errdef.Error
+	if !errors.As(outer, &e) {
+		t.Fatal("not an *Error")
+	}
+	if e.Application != "shop" || e.Component != "example.com/child" || e.Version != "2.0.0" || e.Resource != "chart" {
+		t.Fatalf("context %+v", e)
+	}
+	if !errors.Is(outer, errdef.ErrDigestMismatch) {
+		t.Fatal("sentinel lost")
+	}
+	if errdef.Wrap(nil, errdef.Error{}) != nil {
+		t.Fatal("nil must stay nil")
+	}
+}

@@ -1,0 +1,8 @@
+// Package ctf reads OCM's offline forms: the Common Transport Format (CTF) as a
+// directory, a tar or a tgz, and the legacy component archive in the same three
+// forms. The form is detected by content, never by file name.
+//
+// A tgz is decompressed once into a private temporary file (bounded by
+// WithMaxSize) and indexed; blobs are then read by offset, so a large bundle is
+// never held in memory. Every blob is verified against its digest as it is read.
+package ctf

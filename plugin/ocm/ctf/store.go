@@ -1,0 +1,187 @@
+package ctf
+
+import (
+	"archive/tar"
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// store is a flat file namespace: a directory or an indexed tar file.
+type store interface {
+	open(name string) (io.ReadCloser, int64, error)
+	exists(name string) bool
+	close() error
+}
+
+// validName accepts only the relative, clean names this package builds
+// (artifact-index.json, blobs/<file>, component-descriptor.yaml).
+func validName(name string) bool {
+	return name != "" && !strings.HasPrefix(name, "/") && !strings.Contains(name, `\`) &&
+		path.Clean(name) == name && name != ".." && !strings.HasPrefix(name, "../")
+}
+
+type dirStore struct{ root string }
+
+func (d dirStore) open(name string) (io.ReadCloser, int64, error) {
+	if !validName(name) {
+		return nil, 0, fmt.Errorf("%w: file name %q", errdef.ErrUnsafeArchive, name)
+	}
+	p := filepath.Join(d.root, filepath.FromSlash(name))
+	// Refuse links: a CTF written by OCM has none, and one could point anywhere.
+	fi, err := os.Lstat(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, fmt.Errorf("file %s: %w", name, errdef.ErrNotFound)
+		}
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%w: %s is not a regular file", errdef.ErrUnsafeArchive, name)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
+func (d dirStore) exists(name string) bool {
+	fi, err := os.Lstat(filepath.Join(d.root, filepath.FromSlash(name)))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func (d dirStore) close() error { return nil }
+
+type tarEntry struct{ offset, size int64 }
+
+// tarStore indexes a tar file by entry name and reads entries by offset.
+type tarStore struct {
+	f       *os.File
+	entries map[string]tarEntry
+	temp    string // decompressed copy to remove on close
+}
+
+func (t *tarStore) open(name string) (io.ReadCloser, int64, error) {
+	e, ok := t.entries[name]
+	if !ok {
+		return nil, 0, fmt.Errorf("file %s: %w", name, errdef.ErrNotFound)
+	}
+	return io.NopCloser(io.NewSectionReader(t.f, e.offset, e.size)), e.size, nil
+}
+
+func (t *tarStore) exists(name string) bool { _, ok := t.entries[name]; return ok }
+
+func (t *tarStore) close() error {
+	err := t.f.Close()
+	if t.temp != "" {
+		os.Remove(t.temp)
+	}
+	return err
+}
+
+// openFileStore opens path as a tar, or a gzip-compressed tar which is first
+// decompressed into a temporary file.
+func openFileStore(p string, o options) (*tarStore, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	var magic [2]byte
+	n, _ := io.ReadFull(f, magic[:])
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	ts := &tarStore{f: f}
+	if n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		tmp, err := gunzipToTemp(f, o)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		ts.f, ts.temp = tmp, tmp.Name()
+	}
+	if err := ts.index(o); err != nil {
+		ts.close()
+		return nil, err
+	}
+	return ts, nil
+}
+
+func gunzipToTemp(f *os.File, o options) (*os.File, error) {
+	zr, err := gzip.NewReader(bufio.NewReader(f))
+	if err != nil {
+		return nil, fmt.Errorf("%w: gzip: %v", errdef.ErrInvalidInput, err)
+	}
+	tmp, err := os.CreateTemp(o.tempDir, "argocd-ocm-ctf-*.tar")
+	if err != nil {
+		return nil, err
+	}
+	n, err := io.Copy(tmp, io.LimitReader(zr, o.maxSize+1))
+	if err == nil && n > o.maxSize {
+		err = fmt.Errorf("%w: archive is larger than %d bytes uncompressed", errdef.ErrLimitExceeded, o.maxSize)
+	} else if err != nil {
+		err = fmt.Errorf("%w: gzip: %v", errdef.ErrInvalidInput, err)
+	}
+	if err == nil {
+		_, err = tmp.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	return tmp, nil
+}
+
+// index records where each regular file's data starts. archive/tar reads the
+// underlying file without buffering, so after Next the file offset is the data.
+func (t *tarStore) index(o options) error {
+	t.entries = map[string]tarEntry{}
+	tr := tar.NewReader(t.f)
+	var total int64
+	for count := 0; ; count++ {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%w: tar: %v", errdef.ErrInvalidInput, err)
+		}
+		if count >= o.maxEntries {
+			return fmt.Errorf("%w: archive has more than %d entries", errdef.ErrLimitExceeded, o.maxEntries)
+		}
+		name := path.Clean(strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/"))
+		switch h.Typeflag {
+		case tar.TypeReg:
+		case tar.TypeDir, tar.TypeXGlobalHeader:
+			continue
+		default:
+			// CTFs hold plain files only; links and devices are refused, not followed.
+			return fmt.Errorf("%w: archive entry %q is not a regular file or directory", errdef.ErrUnsafeArchive, h.Name)
+		}
+		if !validName(name) {
+			return fmt.Errorf("%w: archive entry %q: path escapes the archive root", errdef.ErrUnsafeArchive, h.Name)
+		}
+		total += h.Size
+		if total > o.maxSize {
+			return fmt.Errorf("%w: archive is larger than %d bytes", errdef.ErrLimitExceeded, o.maxSize)
+		}
+		off, err := t.f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return err
+		}
+		t.entries[name] = tarEntry{offset: off, size: h.Size}
+	}
+	return nil
+}

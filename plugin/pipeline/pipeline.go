@@ -1,0 +1,231 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+)
+
+// Resource types the pipeline renders.
+const (
+	TypeHelmChart     = "helmChart"
+	TypeDirectoryTree = "directoryTree"
+	typeFilesystem    = "filesystem" // legacy name of directoryTree
+)
+
+// Request is what to render. The CLI fills it from flags, the CMP front end from
+// Argo CD's environment.
+type Request struct {
+	Application string // Argo CD Application, for error messages
+	Repository  string // CTF/component archive path, or registry spec
+	Component   string
+	Version     string
+	// Resources to render, as identities "name" or "name,key=value";
+	// empty means the component's only renderable resource.
+	Resources []string
+	// Path is the entry path inside directory resources (default: the root).
+	Path string
+
+	// Helm inputs.
+	ValueFiles  []string       // values files, later ones win
+	Set         []string       // --set style values, win over files
+	Values      map[string]any // inline values, win over files, lose to Set
+	ReleaseName string
+	Namespace   string
+	KubeVersion string
+	APIVersions []string
+}
+
+// Renderer runs requests. The zero value renders offline from CTFs and
+// component archives.
+type Renderer struct {
+	// OpenRepository opens Request.Repository; default OpenOffline.
+	OpenRepository func(ctx context.Context, spec string) (ocm.Repository, error)
+	// Access reads resource content; its Artifacts source is nil offline.
+	Access access.Resolver
+	// Log receives notes for people (e.g. the resolved version); default io.Discard.
+	Log io.Writer
+	// ArchiveOptions bound directory resources when they are unpacked (defaults
+	// of package archive: 256 MiB, 10 000 files).
+	ArchiveOptions []archive.Option
+}
+
+// OpenOffline opens a CTF (directory, tar, tgz) or a component archive.
+func OpenOffline(_ context.Context, spec string) (ocm.Repository, error) {
+	return ctf.Open(spec)
+}
+
+// Result is a rendered request.
+type Result struct {
+	Component, Version string
+	Objects            []manifests.Object
+}
+
+// Render runs one request.
+func (r *Renderer) Render(ctx context.Context, req Request) (*Result, error) {
+	ectx := errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version}
+	res, err := r.render(ctx, req, &ectx)
+	if err != nil {
+		return nil, errdef.Wrap(err, ectx)
+	}
+	return res, nil
+}
+
+func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) (*Result, error) {
+	if err := validate(req); err != nil {
+		return nil, err
+	}
+	open := r.OpenRepository
+	if open == nil {
+		open = OpenOffline
+	}
+	repo, err := open(ctx, req.Repository)
+	if err != nil {
+		return nil, err
+	}
+	defer repo.Close()
+	cv, err := repo.LookupComponentVersion(ctx, req.Component, req.Version)
+	if err != nil {
+		return nil, err
+	}
+	d := cv.Descriptor()
+	targets, err := selectResources(d, req.Resources)
+	if err != nil {
+		return nil, err
+	}
+	values, err := helmValues(req)
+	if err != nil {
+		return nil, err
+	}
+	out := &Result{Component: d.Name, Version: d.Version}
+	for _, res := range targets {
+		ectx.Resource = res.Identity().String()
+		objs, err := r.renderResource(ctx, cv, res, req, values)
+		if err != nil {
+			return nil, err
+		}
+		out.Objects = append(out.Objects, objs...)
+	}
+	ectx.Resource = ""
+	return out, nil
+}
+
+func validate(req Request) error {
+	var missing []string
+	if req.Repository == "" {
+		missing = append(missing, "repository")
+	}
+	if req.Component == "" {
+		missing = append(missing, "component")
+	}
+	if req.Version == "" {
+		missing = append(missing, "version")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: missing %s", errdef.ErrInvalidInput, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// Renderable reports whether the pipeline can render a resource type.
+func Renderable(t string) bool {
+	return t == TypeHelmChart || t == TypeDirectoryTree || t == typeFilesystem
+}
+
+func selectResources(d *ocm.Descriptor, selectors []string) ([]*ocm.Resource, error) {
+	if len(selectors) == 0 {
+		var cands []*ocm.Resource
+		var all []string
+		for i := range d.Resources {
+			all = append(all, d.Resources[i].Identity().String()+" ("+d.Resources[i].Type+")")
+			if Renderable(d.Resources[i].Type) {
+				cands = append(cands, &d.Resources[i])
+			}
+		}
+		switch len(cands) {
+		case 1:
+			return cands, nil
+		case 0:
+			return nil, fmt.Errorf("%w: no renderable resource (helmChart or directoryTree) in component %s:%s; it has: %s",
+				errdef.ErrNotFound, d.Name, d.Version, orNone(all))
+		default:
+			names := make([]string, len(cands))
+			for i, c := range cands {
+				names[i] = c.Identity().String()
+			}
+			return nil, fmt.Errorf("%w: component %s:%s has %d renderable resources (%s): choose with --resource / the resource parameter",
+				errdef.ErrInvalidInput, d.Name, d.Version, len(cands), strings.Join(names, ", "))
+		}
+	}
+	var out []*ocm.Resource
+	for _, s := range selectors {
+		id, err := ocm.ParseIdentity(s)
+		if err != nil {
+			return nil, err
+		}
+		res, err := d.Resource(id)
+		if err != nil {
+			return nil, err
+		}
+		if !Renderable(res.Type) {
+			return nil, fmt.Errorf("%w: resource %s has type %s; the plugin renders helmChart and directoryTree resources",
+				errdef.ErrUnsupportedMediaType, res.Identity(), res.Type)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "no resources"
+	}
+	sort.Strings(s)
+	return strings.Join(s, ", ")
+}
+
+func (r *Renderer) renderResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource, req Request, values map[string]any) ([]manifests.Object, error) {
+	c, err := r.Access.Read(ctx, cv, res)
+	if err != nil {
+		return nil, err
+	}
+	switch res.Type {
+	case TypeHelmChart:
+		chart, err := access.ChartArchive(c)
+		if err != nil {
+			return nil, err
+		}
+		return helm.Render(ctx, chart, helm.Options{
+			ReleaseName: req.ReleaseName,
+			Namespace:   req.Namespace,
+			KubeVersion: req.KubeVersion,
+			APIVersions: req.APIVersions,
+			Values:      values,
+		})
+	default: // directoryTree
+		if !access.IsTarMediaType(c.MediaType) && !archive.IsGzip(c.Data) && c.MediaType != "" {
+			return nil, fmt.Errorf("%w: directory resource has media type %q, want a tar or tgz", errdef.ErrUnsupportedMediaType, c.MediaType)
+		}
+		tree, err := archive.ReadTree(bytes.NewReader(c.Data), r.ArchiveOptions...)
+		if err != nil {
+			return nil, err
+		}
+		return kustomize.Render(ctx, tree, req.Path)
+	}
+}
+
+// readFile is a seam for tests.
+var readFile = os.ReadFile

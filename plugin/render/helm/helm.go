@@ -1,0 +1,140 @@
+package helm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+)
+
+// Options of a render. The zero value renders like `helm template` with
+// release name "release-name" in namespace "default".
+type Options struct {
+	ReleaseName string // default "release-name", as helm template
+	Namespace   string // default "default"
+	// KubeVersion of the target cluster ("1.31.0", "v1.31.0+k3s1"); default Helm's.
+	KubeVersion string
+	// APIVersions available in the target cluster, added to Helm's defaults
+	// ("group/version" or "group/version/Kind").
+	APIVersions []string
+	// Values are the user values (already layered), merged over the chart's.
+	Values map[string]any
+	// SkipCRDs leaves out the chart's crds/ directory (included by default, as Argo CD does).
+	SkipCRDs bool
+	// SkipHooks leaves out hook manifests (rendered by default).
+	SkipHooks bool
+	// SkipTests leaves out helm test hooks.
+	SkipTests bool
+	// SkipSchemaValidation skips values.schema.json validation.
+	SkipSchemaValidation bool
+}
+
+// LoadArchive loads a chart archive (tgz) with Helm's loader, which checks its
+// own size limits and refuses paths outside the chart.
+func LoadArchive(data []byte) (*chart.Chart, error) {
+	c, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: loading chart: %v", errdef.ErrRender, err)
+	}
+	return c, nil
+}
+
+// Render renders a chart archive.
+func Render(ctx context.Context, chartArchive []byte, opts Options) ([]manifests.Object, error) {
+	c, err := LoadArchive(chartArchive)
+	if err != nil {
+		return nil, err
+	}
+	return RenderChart(ctx, c, opts)
+}
+
+// RenderChart renders a loaded chart.
+func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests.Object, error) {
+	if opts.ReleaseName == "" {
+		opts.ReleaseName = "release-name"
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = "default"
+	}
+	if err := chartutil.ValidateReleaseName(opts.ReleaseName); err != nil {
+		return nil, fmt.Errorf("%w: release name %q: %v", errdef.ErrInvalidInput, opts.ReleaseName, err)
+	}
+	cfg := &action.Configuration{Log: func(string, ...any) {}}
+	install := action.NewInstall(cfg)
+	install.DryRun = true
+	install.DryRunOption = "client"
+	install.ClientOnly = true
+	install.Replace = true
+	install.ReleaseName = opts.ReleaseName
+	install.Namespace = opts.Namespace
+	install.IncludeCRDs = !opts.SkipCRDs
+	install.SkipCRDs = opts.SkipCRDs
+	install.SkipSchemaValidation = opts.SkipSchemaValidation
+	install.APIVersions = chartutil.VersionSet(opts.APIVersions)
+	if opts.KubeVersion != "" {
+		kv, err := chartutil.ParseKubeVersion(opts.KubeVersion)
+		if err != nil {
+			return nil, fmt.Errorf("%w: kube version %q: %v", errdef.ErrInvalidInput, opts.KubeVersion, err)
+		}
+		install.KubeVersion = kv
+	}
+	if err := checkDependencies(c); err != nil {
+		return nil, err
+	}
+	vals := opts.Values
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	rel, err := install.RunWithContext(ctx, c, vals)
+	if err != nil {
+		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
+	}
+	objs, err := manifests.Decode("chart "+c.Name(), []byte(rel.Manifest))
+	if err != nil {
+		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
+	}
+	if !opts.SkipHooks {
+		for _, h := range rel.Hooks {
+			if opts.SkipTests && isTestHook(h) {
+				continue
+			}
+			hs, err := manifests.Decode(h.Path, []byte(h.Manifest))
+			if err != nil {
+				return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
+			}
+			objs = append(objs, hs...)
+		}
+	}
+	return objs, nil
+}
+
+func isTestHook(h *release.Hook) bool {
+	for _, e := range h.Events {
+		if e == release.HookTest {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDependencies refuses a chart whose declared dependencies are not packaged
+// inside it: there is no network at render time to fetch them.
+func checkDependencies(c *chart.Chart) error {
+	if c.Metadata == nil || len(c.Metadata.Dependencies) == 0 {
+		return nil
+	}
+	if err := action.CheckDependencies(c, c.Metadata.Dependencies); err != nil {
+		return fmt.Errorf("%w: helm chart %s: dependencies are not packaged in the chart (run `helm dependency build` before adding it to the component): %s",
+			errdef.ErrRender, c.Name(), strings.TrimSpace(err.Error()))
+	}
+	return nil
+}

@@ -1,0 +1,33 @@
+// Package kustomize renders a kustomization shipped inside an OCM resource
+// (a directoryTree archive) with the kustomize library, sigs.k8s.io/kustomize/api
+// (the library behind kustomize v5.8.2).
+//
+// The archive is held in memory (archive.Tree) and copied into kustomize's
+// in-memory file system, so a build never touches the disk and can reach
+// nothing but the tree. On top of that, Render follows the hardening of
+// Argo CD and Flux:
+//
+//   - plugins are disabled (types.DisabledPluginConfig): no exec, Go or KRM
+//     function plugins, and no helm inflation (helmCharts is refused);
+//   - files a kustomization loads must lie in or below its own directory
+//     (types.LoadRestrictionsRootOnly); bases may sit elsewhere in the tree,
+//     as in overlays/prod → ../../base, but never outside it;
+//   - before kustomize runs, every kustomization reachable from the entry
+//     directory is checked, and remote references (URLs, github.com/…,
+//     git::…, ssh://…, user@host:…, ?ref=…), absolute paths, paths that
+//     escape the tree, helm inflation and non-builtin plugin configurations
+//     are refused with an error naming the kustomization file and the entry.
+//     This matters because kustomize itself would clone a remote base with
+//     git and fetch http(s) files even with every restriction in place.
+//
+// A directory without a kustomization file is rendered as plain manifests
+// (see package manifests).
+//
+// Errors match errdef.ErrRender, plus a more specific sentinel:
+// errdef.ErrUnsafeArchive for refused references and plugins,
+// errdef.ErrInvalidInput for a bad entry path or kustomization file, and
+// errdef.ErrNotFound for a missing entry path or referenced file.
+//
+// kustomize keeps process-global state (its OpenAPI schema), so builds are
+// serialised within a process.
+package kustomize

@@ -1,0 +1,240 @@
+package kustomize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+)
+
+// memRoot is where the tree sits in kustomize's in-memory file system, so
+// kustomize's own messages show paths as "/overlays/prod/…".
+const memRoot = "/"
+
+// buildMu serialises kustomize builds: kustomize keeps its OpenAPI schema in
+// process-global variables (kubernetes-sigs/kustomize#4824).
+var buildMu sync.Mutex
+
+// Render builds the kustomization in the directory entryPath of tree ("" or
+// "." for the root) and returns the resulting objects, ordered as
+// `kustomize build` orders them unless WithReorder says otherwise.
+//
+// entryPath is a slash-separated path inside the tree; it must not escape the
+// tree and must name an existing directory. A directory without a
+// kustomization file (kustomization.yaml, kustomization.yml or Kustomization)
+// is rendered as plain manifests with manifests.Render.
+//
+// The build is CPU-bound and cannot be interrupted: when ctx ends first,
+// Render returns ctx's error at once and the build finishes in the
+// background, touching nothing but memory.
+func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...Option) ([]manifests.Object, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if tree == nil {
+		return nil, fail(errdef.ErrInvalidInput, "kustomize: no resource tree")
+	}
+	o := newOptions(opts)
+
+	entry, err := cleanEntry(entryPath)
+	if err != nil {
+		return nil, err
+	}
+	tfs := tree.FS()
+	fi, err := fs.Stat(tfs, entry)
+	switch {
+	case err != nil:
+		return nil, fail(errdef.ErrNotFound, "kustomize: entry path %q does not exist in the resource", entryPath)
+	case !fi.IsDir():
+		return nil, fail(errdef.ErrInvalidInput, "kustomize: entry path %q is a file, not a directory", entryPath)
+	}
+
+	kfile, err := kustomizationFile(tfs, entry)
+	if err != nil {
+		return nil, err
+	}
+	if kfile == "" {
+		return manifests.Render(tfs, entry)
+	}
+
+	sc := newScanner(tfs)
+	if err := sc.scanDir(entry, false); err != nil {
+		return nil, err
+	}
+
+	mem, err := inMemory(tfs)
+	if err != nil {
+		return nil, err
+	}
+	return build(ctx, mem, entry, o, sc.customOpenAPI)
+}
+
+// cleanEntry validates entryPath and returns it cleaned, "." for the root.
+func cleanEntry(entryPath string) (string, error) {
+	p := entryPath
+	switch {
+	case strings.ContainsRune(p, 0):
+		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %q contains a NUL byte", entryPath)
+	case strings.ContainsRune(p, '\\'):
+		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %q contains a backslash; use slashes", entryPath)
+	case path.IsAbs(p) || filepath.IsAbs(p) || hasDriveLetter(p):
+		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %q is absolute; give a path inside the resource", entryPath)
+	}
+	if p == "" {
+		return ".", nil
+	}
+	p = path.Clean(p)
+	if escapes(p) {
+		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %q escapes the resource", entryPath)
+	}
+	return p, nil
+}
+
+// kustomizationFile returns the path of dir's kustomization file, "" when
+// there is none, and an error when there are several (as kustomize does).
+func kustomizationFile(fsys fs.FS, dir string) (string, error) {
+	var found []string
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		p := path.Join(dir, name)
+		if fi, err := fs.Stat(fsys, p); err == nil && !fi.IsDir() {
+			found = append(found, p)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", nil
+	case 1:
+		return found[0], nil
+	default:
+		return "", fail(errdef.ErrInvalidInput, "kustomize: directory %q has several kustomization files (%s); keep one", dir, strings.Join(found, ", "))
+	}
+}
+
+// inMemory copies the tree into a kustomize in-memory file system under memRoot.
+func inMemory(tfs fs.FS) (filesys.FileSystem, error) {
+	mem := filesys.MakeFsInMemory()
+	err := fs.WalkDir(tfs, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		full := path.Join(memRoot, p)
+		if d.IsDir() {
+			return mem.MkdirAll(full)
+		}
+		data, err := fs.ReadFile(tfs, p)
+		if err != nil {
+			return err
+		}
+		return mem.WriteFile(full, data)
+	})
+	if err != nil {
+		return nil, fail(errdef.ErrRender, "kustomize: loading the resource tree: %v", err)
+	}
+	return mem, nil
+}
+
+// build runs krusty on the in-memory file system.
+// customOpenAPI says the build sets kustomize's global OpenAPI schema, which
+// must then be reset for the next build.
+func build(ctx context.Context, mem filesys.FileSystem, entry string, o options, customOpenAPI bool) ([]manifests.Object, error) {
+	kopts := krusty.MakeDefaultOptions()
+	kopts.PluginConfig = types.DisabledPluginConfig()
+	kopts.LoadRestrictions = o.loadRestrictions
+	kopts.Reorder = o.reorder
+	kopts.AddManagedbyLabel = false
+
+	type result struct {
+		objs []manifests.Object
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		objs, err := run(mem, entry, kopts, customOpenAPI)
+		done <- result{objs, err}
+	}()
+	select {
+	case r := <-done:
+		return r.objs, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func run(mem filesys.FileSystem, entry string, kopts *krusty.Options, customOpenAPI bool) (objs []manifests.Object, err error) {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	defer func() {
+		// kustomize panics on some inputs (an invalid custom OpenAPI schema,
+		// for one); a hostile archive must not crash the plugin.
+		p := recover()
+		if p != nil {
+			objs, err = nil, fail(errdef.ErrRender, "kustomize: build of %q panicked: %v", entry, p)
+		}
+		// A custom schema (or a panic half-way through parsing one) would
+		// otherwise stay in kustomize's globals for the next build.
+		if p != nil || customOpenAPI {
+			openapi.ResetOpenAPI()
+		}
+	}()
+	resMap, err := krusty.MakeKustomizer(kopts).Run(mem, path.Join(memRoot, entry))
+	if err != nil {
+		return nil, fail(errdef.ErrRender, "kustomize: build of %q: %s", entry, oneLine(err.Error()))
+	}
+	// Go through YAML text, exactly as `kustomize build | kubectl apply -f -`
+	// and Argo CD read kustomize's output.
+	out, err := resMap.AsYaml()
+	if err != nil {
+		return nil, fail(errdef.ErrRender, "kustomize: build of %q: encoding output: %v", entry, err)
+	}
+	objs, err = manifests.Decode(fmt.Sprintf("kustomize build output of %q", entry), out)
+	if err != nil {
+		return nil, wrap(errdef.ErrRender, err)
+	}
+	return objs, nil
+}
+
+// Error plumbing: every error matches errdef.ErrRender and the given sentinel.
+
+type renderError struct {
+	err error
+}
+
+func (e *renderError) Error() string   { return e.err.Error() }
+func (e *renderError) Unwrap() []error { return []error{e.err, errdef.ErrRender} }
+
+func fail(sentinel error, format string, args ...any) error {
+	return &renderError{fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), sentinel)}
+}
+
+func wrap(sentinel, err error) error {
+	if errors.Is(err, sentinel) {
+		return &renderError{err}
+	}
+	return &renderError{fmt.Errorf("%w: %w", err, sentinel)}
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func escapes(clean string) bool {
+	return clean == ".." || strings.HasPrefix(clean, "../")
+}
+
+func hasDriveLetter(p string) bool {
+	return len(p) >= 2 && p[1] == ':' && ('a' <= p[0] && p[0] <= 'z' || 'A' <= p[0] && p[0] <= 'Z')
+}

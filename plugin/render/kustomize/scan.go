@@ -1,0 +1,414 @@
+package kustomize
+
+import (
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/types"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+)
+
+// The pre-scan: kustomize follows remote references (git clones, http(s)
+// downloads) whatever its load restrictor says, so every kustomization the
+// build can reach is read before the build and anything that could leave
+// the tree is refused with a precise message. Kustomize's own checks
+// (plugins disabled, root-only loading, in-memory file system) stay in place
+// behind it.
+
+type scanner struct {
+	fsys fs.FS
+	seen map[string]bool
+	// customOpenAPI is set when a kustomization has an openapi field.
+	customOpenAPI bool
+}
+
+func newScanner(fsys fs.FS) *scanner {
+	return &scanner{fsys: fsys, seen: map[string]bool{}}
+}
+
+// kust is one kustomization file being checked.
+type kust struct {
+	s      *scanner
+	dir    string // tree-relative directory, "." for the root
+	file   string // tree-relative path of the kustomization file
+	plugin bool   // its output configures generators, transformers or validators
+}
+
+// scanDir checks the kustomization in dir and everything it refers to.
+// plugin is true when dir was named by generators, transformers or
+// validators, so that the objects it produces are plugin configurations.
+func (s *scanner) scanDir(dir string, plugin bool) error {
+	key := fmt.Sprintf("%s\x00%t", dir, plugin)
+	if s.seen[key] {
+		return nil // a cycle or a diamond; kustomize reports cycles itself
+	}
+	s.seen[key] = true
+
+	file, err := kustomizationFile(s.fsys, dir)
+	if err != nil || file == "" {
+		return err // without a kustomization file kustomize reports the directory itself
+	}
+	data, err := fs.ReadFile(s.fsys, file)
+	if err != nil {
+		return fail(errdef.ErrRender, "kustomize: reading %s: %v", file, err)
+	}
+	var k types.Kustomization
+	if err := k.Unmarshal(data); err != nil {
+		return fail(errdef.ErrInvalidInput, "kustomize: %s: %s", file, oneLine(err.Error()))
+	}
+	c := &kust{s: s, dir: dir, file: file, plugin: plugin}
+	return c.check(&k)
+}
+
+func (c *kust) check(k *types.Kustomization) error {
+	if len(k.HelmCharts) > 0 || len(k.HelmChartInflationGenerator) > 0 || k.HelmGlobals != nil {
+		field := "helmCharts"
+		switch {
+		case len(k.HelmChartInflationGenerator) > 0:
+			field = "helmChartInflationGenerator"
+		case len(k.HelmCharts) == 0:
+			field = "helmGlobals"
+		}
+		return fail(errdef.ErrRender, "kustomize: %s: %s is not supported: kustomize would run helm and pull charts from the network; ship the chart as an OCM helm resource instead", c.file, field)
+	}
+
+	for _, f := range []struct {
+		field   string
+		entries []string
+	}{{"resources", k.Resources}, {"bases", k.Bases}} {
+		for _, e := range f.entries {
+			if err := c.resource(f.field, e); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range k.Components {
+		if err := c.component(e); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		field   string
+		entries []string
+	}{{"crds", k.Crds}, {"configurations", k.Configurations}} {
+		for _, e := range f.entries {
+			if _, err := c.ref(f.field, e); err != nil {
+				return err
+			}
+		}
+	}
+	if len(k.OpenAPI) > 0 {
+		c.s.customOpenAPI = true
+	}
+	if p, ok := k.OpenAPI["path"]; ok {
+		if _, err := c.ref("openapi.path", p); err != nil {
+			return err
+		}
+	}
+	for _, p := range append(append([]types.Patch(nil), k.Patches...), k.PatchesJson6902...) {
+		if p.Path != "" {
+			if _, err := c.ref("patches", p.Path); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range k.PatchesStrategicMerge {
+		if s := string(p); !strings.Contains(s, "\n") { // otherwise an inline patch
+			if _, err := c.ref("patchesStrategicMerge", s); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range k.Replacements {
+		if r.Path != "" {
+			if _, err := c.ref("replacements", r.Path); err != nil {
+				return err
+			}
+		}
+	}
+	for _, g := range k.ConfigMapGenerator {
+		if err := c.kvSources("configMapGenerator", g.Name, g.KvPairSources); err != nil {
+			return err
+		}
+	}
+	for _, g := range k.SecretGenerator {
+		if err := c.kvSources("secretGenerator", g.Name, g.KvPairSources); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		field   string
+		entries []string
+	}{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
+		for _, e := range f.entries {
+			if err := c.pluginEntry(f.field, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ref checks one path-like entry of field and returns it as a tree-relative path.
+func (c *kust) ref(field, entry string) (string, error) {
+	e := strings.TrimSpace(entry)
+	if looksRemote(e) {
+		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q is a remote reference; remote bases, resources and files are not supported, the kustomization must be self-contained", c.file, field, entry)
+	}
+	if path.IsAbs(e) || filepath.IsAbs(e) || hasDriveLetter(e) {
+		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q is an absolute path; use a path relative to the kustomization", c.file, field, entry)
+	}
+	rel := path.Join(c.dir, e)
+	if escapes(rel) {
+		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q escapes the resource tree", c.file, field, entry)
+	}
+	return rel, nil
+}
+
+// resource checks an entry of resources (or bases): a file or a kustomization directory.
+func (c *kust) resource(field, entry string) error {
+	rel, err := c.ref(field, entry)
+	if err != nil {
+		return err
+	}
+	fi, err := fs.Stat(c.s.fsys, rel)
+	switch {
+	case err != nil:
+		return c.missing(field, entry)
+	case fi.IsDir():
+		return c.s.scanDir(rel, c.plugin)
+	case c.plugin:
+		return c.pluginFile(field, entry, rel)
+	}
+	return nil
+}
+
+// component checks an entry of components: a directory.
+func (c *kust) component(entry string) error {
+	rel, err := c.ref("components", entry)
+	if err != nil {
+		return err
+	}
+	if _, err := fs.Stat(c.s.fsys, rel); err != nil {
+		return c.missing("components", entry)
+	}
+	return c.s.scanDir(rel, c.plugin)
+}
+
+func (c *kust) missing(field, entry string) error {
+	if hostLike(entry) {
+		return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q looks like a remote reference and is not in the resource; remote bases and resources are not supported", c.file, field, entry)
+	}
+	return fail(errdef.ErrNotFound, "kustomize: %s: %s entry %q: no such file or directory in the resource", c.file, field, entry)
+}
+
+// kvSources checks the files and env files of a ConfigMap or Secret generator.
+func (c *kust) kvSources(field, name string, kv types.KvPairSources) error {
+	field = fmt.Sprintf("%s[%s]", field, name)
+	for _, f := range kv.FileSources {
+		if _, err := c.ref(field+".files", f); err != nil {
+			return err
+		}
+		if _, p, ok := strings.Cut(f, "="); ok { // "key=path"
+			if _, err := c.ref(field+".files", p); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range append(append([]string(nil), kv.EnvSources...), kv.EnvSource) {
+		if f == "" {
+			continue
+		}
+		if _, err := c.ref(field+".envs", f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pluginEntry checks an entry of generators, transformers or validators:
+// inline configuration, a file of configurations or a kustomization
+// directory producing them.
+func (c *kust) pluginEntry(field, entry string) error {
+	if objs, err := manifests.Decode(fmt.Sprintf("%s: inline %s entry", c.file, field), []byte(entry)); err == nil && len(objs) > 0 {
+		return c.pluginConfigs(field, objs)
+	} else if strings.Contains(entry, "\n") {
+		return fail(errdef.ErrInvalidInput, "kustomize: %s: %s: invalid inline configuration: %v", c.file, field, err)
+	}
+	rel, err := c.ref(field, entry)
+	if err != nil {
+		return err
+	}
+	fi, err := fs.Stat(c.s.fsys, rel)
+	switch {
+	case err != nil:
+		return c.missing(field, entry)
+	case fi.IsDir():
+		return c.s.scanDir(rel, true)
+	}
+	return c.pluginFile(field, entry, rel)
+}
+
+func (c *kust) pluginFile(field, entry, rel string) error {
+	data, err := fs.ReadFile(c.s.fsys, rel)
+	if err != nil {
+		return fail(errdef.ErrRender, "kustomize: %s: %s entry %q: %v", c.file, field, entry, err)
+	}
+	objs, err := manifests.Decode(rel, data)
+	if err != nil {
+		return wrap(errdef.ErrInvalidInput, fmt.Errorf("kustomize: %s: %s entry %q: %w", c.file, field, entry, err))
+	}
+	return c.pluginConfigs(field, objs)
+}
+
+// pluginConfigs refuses every configuration but kustomize's builtin plugins
+// (apiVersion "builtin"), and checks the paths the builtins load.
+func (c *kust) pluginConfigs(field string, objs []manifests.Object) error {
+	for _, o := range objs {
+		apiVersion, _ := o["apiVersion"].(string)
+		kind, _ := o["kind"].(string)
+		name := kind
+		if md, ok := o["metadata"].(map[string]any); ok {
+			if n, ok := md["name"].(string); ok && n != "" {
+				name = kind + " " + n
+			}
+		}
+		if apiVersion != konfig.BuiltinPluginApiVersion {
+			what := "an exec or Go plugin"
+			if fn := functionAnnotation(o); fn != "" {
+				what = "a KRM function (" + fn + ")"
+			}
+			return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %s (apiVersion %q) is %s; only kustomize's builtin generators and transformers are allowed", c.file, field, name, apiVersion, what)
+		}
+		if kind == "HelmChartInflationGenerator" {
+			return fail(errdef.ErrRender, "kustomize: %s: %s entry %s is not supported: kustomize would run helm and pull charts from the network; ship the chart as an OCM helm resource instead", c.file, field, name)
+		}
+		if err := c.configPaths(fmt.Sprintf("%s entry %s", field, name), o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pathKeys are the fields of builtin plugin configurations that name files.
+var pathKeys = map[string]bool{"path": true, "paths": true, "files": true, "envs": true, "env": true}
+
+func (c *kust) configPaths(where string, v any) error {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if pathKeys[k] {
+				if err := c.configPathValues(where+" field "+k, e); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := c.configPaths(where, e); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if err := c.configPaths(where, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *kust) configPathValues(where string, v any) error {
+	switch v := v.(type) {
+	case string:
+		if strings.Contains(v, "\n") {
+			return nil // inline content (PatchStrategicMergeTransformer patches)
+		}
+		if _, err := c.ref(where, v); err != nil {
+			return err
+		}
+		if _, p, ok := strings.Cut(v, "="); ok {
+			_, err := c.ref(where, p)
+			return err
+		}
+	case []any:
+		for _, e := range v {
+			if err := c.configPathValues(where, e); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		return c.configPaths(where, v)
+	}
+	return nil
+}
+
+// functionAnnotation describes a KRM function configuration, "" if o is none.
+func functionAnnotation(o manifests.Object) string {
+	md, _ := o["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	for _, k := range []string{"config.kubernetes.io/function", "config.k8s.io/function"} {
+		if s, ok := ann[k].(string); ok {
+			for _, kind := range []string{"exec", "container", "starlark"} {
+				if strings.Contains(s, kind+":") {
+					return kind
+				}
+			}
+			return k
+		}
+	}
+	return ""
+}
+
+// Schemes that name something off the machine, or another repository.
+var remoteSchemes = map[string]bool{
+	"http": true, "https": true, "ssh": true, "git": true, "file": true,
+	"ftp": true, "ftps": true, "sftp": true, "s3": true, "gs": true, "gcs": true,
+	"oci": true, "hg": true, "svn": true, "git+ssh": true, "git+https": true, "ssh+git": true,
+}
+
+// scpUser matches the user part of an scp-style git URL (git@host:org/repo),
+// as kustomize's own parser does.
+var scpUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
+
+// looksRemote reports whether kustomize would, or a user meant to, fetch s
+// from elsewhere: any URL, a git:: or scp-style spec, a github.com path, or
+// a go-getter style ?ref= query.
+func looksRemote(s string) bool {
+	ls := strings.ToLower(s)
+	if strings.HasPrefix(ls, "git::") || strings.Contains(ls, "://") || scpUser.MatchString(s) {
+		return true
+	}
+	if strings.HasPrefix(ls, "github.com/") || strings.HasPrefix(ls, "github.com:") {
+		return true
+	}
+	if scheme, _, ok := strings.Cut(ls, ":"); ok && remoteSchemes[scheme] {
+		return true
+	}
+	if _, q, ok := strings.Cut(s, "?"); ok {
+		if v, err := url.ParseQuery(q); err == nil {
+			for _, k := range []string{"ref", "version", "timeout", "submodules"} {
+				if v.Has(k) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// hostLike reports whether s starts with something like a host name
+// ("gitlab.com/org/repo"): said of an entry that is not in the tree, it is
+// most likely a remote base written without a scheme.
+func hostLike(s string) bool {
+	first, rest, ok := strings.Cut(s, "/")
+	return ok && rest != "" && strings.Contains(first, ".") &&
+		!strings.HasPrefix(first, ".") && !strings.HasSuffix(first, ".")
+}
