@@ -29,5 +29,7 @@
 // errdef.ErrNotFound for a missing entry path or referenced file.
 //
 // kustomize keeps process-global state (its OpenAPI schema), so builds are
-// serialised within a process.
+// serialised within a process, and a custom schema (openapi: in a
+// kustomization) is reset after the build that set it. kustomize prints
+// deprecation warnings on stderr, never on stdout.
 package kustomize

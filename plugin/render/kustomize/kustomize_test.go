@@ -344,3 +344,36 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 	manifeststest.Equal(t, back, got)
 }
+
+// Concurrent renders (a bundle of components renders several resources) give
+// the same result; run with -race.
+func TestRenderConcurrent(t *testing.T) {
+	tree := readTree(t, tarDir(t, richDir))
+	fixture := readTree(t, tarDir(t, fixtures.Path(t, "inputs", "kustomize")))
+	wantRich := manifeststest.ReadFile(t, filepath.Join(richDir, "golden.yaml"))
+	wantApp := manifeststest.ReadFile(t, fixtures.Path(t, "golden", "kustomize-app.yaml"))
+	type res struct {
+		got, want []manifests.Object
+		err       error
+	}
+	results := make(chan res, 8)
+	for i := range 8 {
+		go func() {
+			if i%2 == 0 {
+				got, err := Render(context.Background(), tree, "overlays/prod")
+				results <- res{got, wantRich, err}
+			} else {
+				got, err := Render(context.Background(), fixture, "")
+				results <- res{got, wantApp, err}
+			}
+		}()
+	}
+	for range 8 {
+		r := <-results
+		if r.err != nil {
+			t.Error(r.err)
+			continue
+		}
+		manifeststest.Equal(t, r.got, r.want)
+	}
+}

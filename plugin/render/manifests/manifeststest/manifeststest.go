@@ -194,12 +194,12 @@ func lineDiff(want, got string) string {
 			lines = append(lines, line{' ', a[i]})
 			i++
 			j++
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			lines = append(lines, line{'+', c[j]})
-			j++
-		default:
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
 			lines = append(lines, line{'-', a[i]})
 			i++
+		default:
+			lines = append(lines, line{'+', c[j]})
+			j++
 		}
 	}
 	const ctx = 2
