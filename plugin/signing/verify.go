@@ -1,0 +1,419 @@
+package signing
+
+import (
+	"context"
+	"crypto"
+	"crypto/rsa"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+)
+
+// Signature algorithms and signature media types.
+const (
+	RSAPKCS1v15 = "RSASSA-PKCS1-V1_5"
+	RSAPSS      = "RSASSA-PSS"
+
+	// MediaTypeRSA and MediaTypeRSAPSS: the signature value is hex.
+	MediaTypeRSA    = "application/vnd.ocm.signature.rsa"
+	MediaTypeRSAPSS = "application/vnd.ocm.signature.rsa.pss"
+	// MediaTypePEM: the value is a PEM "SIGNATURE" block followed by the
+	// signer's certificate chain. Only the signature block is used; the key
+	// that verifies it is always the configured one.
+	MediaTypePEM = "application/x-pem-file"
+)
+
+// Result describes one verified signature.
+type Result struct {
+	Component, Version     string
+	Signature              string // signature name
+	Algorithm              string // RSAPKCS1v15 or RSAPSS
+	NormalisationAlgorithm string
+	HashAlgorithm          string
+	Digest                 string // hex digest of the normalised descriptor, as signed
+}
+
+// VerifySignature verifies the signature called name on d with key (an RSA
+// public key, or a certificate holding one).
+//
+// The signed digest is never trusted: it is recomputed from d with the
+// signature's own normalisation and hash algorithms and must equal the one in
+// the signature, and the signature is then checked over the recomputed bytes.
+// Every failure wraps errdef.ErrSignature; a recomputed digest that differs
+// also wraps errdef.ErrDigestMismatch.
+//
+// Component references are covered only through their digests; check those
+// with VerifyReferences (Verifier does both).
+func VerifySignature(d *ocm.Descriptor, name string, key crypto.PublicKey) (*Result, error) {
+	if d == nil {
+		return nil, fmt.Errorf("%w: nil descriptor", errdef.ErrInvalidInput)
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: component %s:%s: signature %q: "+format,
+			append([]any{errdef.ErrSignature, d.Name, d.Version, name}, args...)...)
+	}
+	var sig *ocm.Signature
+	names := make([]string, 0, len(d.Signatures))
+	for i := range d.Signatures {
+		names = append(names, d.Signatures[i].Name)
+		if d.Signatures[i].Name == name && sig == nil {
+			sig = &d.Signatures[i]
+		}
+	}
+	if sig == nil {
+		present := "none"
+		if len(names) > 0 {
+			present = strings.Join(names, ", ")
+		}
+		return nil, fail("not found (signatures present: %s)", present)
+	}
+	pub, err := rsaKey(key)
+	if err != nil {
+		return nil, fail("%w", err)
+	}
+	h, err := hashFor(sig.Digest.HashAlgorithm)
+	if err != nil {
+		return nil, fail("%w", err)
+	}
+	switch sig.Signature.Algorithm {
+	case RSAPKCS1v15, RSAPSS:
+	case "sigstore", "sigstore-v2":
+		return nil, fail("algorithm %q is not supported: sigstore (keyless, Rekor) verification is out of scope; use an RSA signature",
+			sig.Signature.Algorithm)
+	default:
+		return nil, fail("algorithm %q is not supported (supported: %s, %s)", sig.Signature.Algorithm, RSAPKCS1v15, RSAPSS)
+	}
+	got, err := matchDigest(d, sig.Digest)
+	if err != nil {
+		return nil, fail("%w", err)
+	}
+	sigBytes, err := signatureBytes(sig.Signature)
+	if err != nil {
+		return nil, fail("%w", err)
+	}
+	hashed, _ := hex.DecodeString(got)
+	if sig.Signature.Algorithm == RSAPSS {
+		err = rsa.VerifyPSS(pub, h, hashed, sigBytes, nil)
+	} else {
+		err = rsa.VerifyPKCS1v15(pub, h, hashed, sigBytes)
+	}
+	if err != nil {
+		return nil, fail("%s signature does not verify with the given key: %v", sig.Signature.Algorithm, err)
+	}
+	return &Result{
+		Component: d.Name, Version: d.Version, Signature: name, Algorithm: sig.Signature.Algorithm,
+		NormalisationAlgorithm: sig.Digest.NormalisationAlgorithm, HashAlgorithm: sig.Digest.HashAlgorithm, Digest: got,
+	}, nil
+}
+
+// matchDigest recomputes the digest of d that want claims and returns it when
+// it matches, else an error wrapping errdef.ErrDigestMismatch.
+func matchDigest(d *ocm.Descriptor, want ocm.Digest) (string, error) {
+	got, err := digestsFor(d, want.NormalisationAlgorithm, want.HashAlgorithm, true)
+	if err != nil {
+		return "", err
+	}
+	for _, g := range got {
+		if strings.EqualFold(g, want.Value) {
+			return g, nil
+		}
+	}
+	return "", fmt.Errorf("the %s/%s digest of %s:%s is %s, the signed one is %q: %w",
+		want.NormalisationAlgorithm, want.HashAlgorithm, d.Name, d.Version, got[0], want.Value, errdef.ErrDigestMismatch)
+}
+
+// signatureBytes decodes the signature value according to its media type.
+func signatureBytes(s ocm.SignatureSpec) ([]byte, error) {
+	switch s.MediaType {
+	case MediaTypeRSA, MediaTypeRSAPSS:
+		b, err := hex.DecodeString(strings.TrimSpace(s.Value))
+		if err != nil {
+			return nil, fmt.Errorf("signature value is not hex: %v", err)
+		}
+		return b, nil
+	case MediaTypePEM:
+		rest := []byte(s.Value)
+		for {
+			var block *pem.Block
+			block, rest = pem.Decode(rest)
+			if block == nil {
+				return nil, fmt.Errorf("%s value has no SIGNATURE block", MediaTypePEM)
+			}
+			if block.Type != "SIGNATURE" {
+				continue
+			}
+			if a := block.Headers["Signature Algorithm"]; a != "" && a != s.Algorithm {
+				return nil, fmt.Errorf("PEM signature block is for %q, the signature claims %q", a, s.Algorithm)
+			}
+			return block.Bytes, nil
+		}
+	}
+	return nil, fmt.Errorf("signature media type %q is not supported (supported: %s, %s, %s)", s.MediaType, MediaTypeRSA, MediaTypeRSAPSS, MediaTypePEM)
+}
+
+// LookupFunc returns the descriptor of a component version, for following
+// component references. A missing version should wrap errdef.ErrNotFound.
+type LookupFunc func(ctx context.Context, component, version string) (*ocm.Descriptor, error)
+
+// RepositoryLookup looks component versions up in r.
+func RepositoryLookup(r ocm.Repository) LookupFunc {
+	return func(ctx context.Context, component, version string) (*ocm.Descriptor, error) {
+		cv, err := r.LookupComponentVersion(ctx, component, version)
+		if err != nil {
+			return nil, err
+		}
+		return cv.Descriptor(), nil
+	}
+}
+
+// DefaultMaxDepth bounds how deep VerifyReferences follows references.
+// Real component trees are a handful of levels; the bound turns a hostile or
+// broken repository into an error instead of unbounded work.
+const DefaultMaxDepth = 16
+
+// ReferenceResult describes one component reference that was followed.
+type ReferenceResult struct {
+	Parent                 string // component:version holding the reference
+	Name                   string // reference name
+	Component, Version     string // referenced component version
+	NormalisationAlgorithm string
+	HashAlgorithm          string
+	// Digest is the verified hex digest; "" when the reference carries none,
+	// in which case nothing about the referenced version was verified.
+	Digest string
+}
+
+// ReferenceOption configures VerifyReferences.
+type ReferenceOption func(*refOptions)
+
+type refOptions struct {
+	requireDigests bool
+	maxDepth       int
+}
+
+// WithRequireDigests makes a reference without a digest an error. Without it
+// such a reference is reported (with an empty Digest) and not followed: a
+// signature says nothing about what it points to.
+func WithRequireDigests() ReferenceOption { return func(o *refOptions) { o.requireDigests = true } }
+
+// WithMaxDepth sets the maximum reference depth; n <= 0 means DefaultMaxDepth.
+func WithMaxDepth(n int) ReferenceOption { return func(o *refOptions) { o.maxDepth = n } }
+
+// VerifyReferences checks, recursively, that every component reference of d
+// that carries a digest points to a descriptor with exactly that digest
+// (computed with the digest's own normalisation and hash algorithms). Each
+// component version is expanded once; a reference back into the current path
+// is a cycle and an error, as is going deeper than the maximum depth.
+// Failures wrap errdef.ErrSignature; a differing digest also wraps
+// errdef.ErrDigestMismatch.
+func VerifyReferences(ctx context.Context, d *ocm.Descriptor, lookup LookupFunc, opts ...ReferenceOption) ([]ReferenceResult, error) {
+	o := refOptions{maxDepth: DefaultMaxDepth}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if d == nil {
+		return nil, fmt.Errorf("%w: nil descriptor", errdef.ErrInvalidInput)
+	}
+	if o.maxDepth <= 0 {
+		o.maxDepth = DefaultMaxDepth
+	}
+	w := &refWalker{lookup: lookup, o: o, done: map[string]bool{}, onPath: map[string]bool{}}
+	if err := w.walk(ctx, d, 0); err != nil {
+		return w.results, err
+	}
+	return w.results, nil
+}
+
+type refWalker struct {
+	lookup  LookupFunc
+	o       refOptions
+	done    map[string]bool // expanded component versions
+	onPath  map[string]bool // component versions on the current path
+	results []ReferenceResult
+}
+
+func (w *refWalker) walk(ctx context.Context, d *ocm.Descriptor, depth int) error {
+	self := d.Name + ":" + d.Version
+	if w.done[self] {
+		return nil
+	}
+	w.onPath[self] = true
+	defer delete(w.onPath, self)
+	for _, ref := range d.References {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		target := ref.ComponentName + ":" + ref.Version
+		fail := func(format string, args ...any) error {
+			return fmt.Errorf("%w: component %s: reference %q to %s: "+format,
+				append([]any{errdef.ErrSignature, self, ref.Name, target}, args...)...)
+		}
+		res := ReferenceResult{Parent: self, Name: ref.Name, Component: ref.ComponentName, Version: ref.Version}
+		if ref.Digest == nil {
+			if w.o.requireDigests {
+				return fail("has no digest, and digests are required")
+			}
+			w.results = append(w.results, res)
+			continue
+		}
+		if w.onPath[target] {
+			return fail("reference cycle: %w", errdef.ErrInvalidDescriptor)
+		}
+		if depth+1 > w.o.maxDepth {
+			return fail("deeper than %d levels: %w", w.o.maxDepth, errdef.ErrLimitExceeded)
+		}
+		if w.lookup == nil {
+			return fail("no lookup to resolve it: %w", errdef.ErrInvalidInput)
+		}
+		rd, err := w.lookup(ctx, ref.ComponentName, ref.Version)
+		if err != nil {
+			return fail("%w", err)
+		}
+		if rd == nil || rd.Name != ref.ComponentName || rd.Version != ref.Version {
+			return fail("lookup returned a different component version")
+		}
+		got, err := matchDigest(rd, *ref.Digest)
+		if err != nil {
+			return fail("%w", err)
+		}
+		res.NormalisationAlgorithm, res.HashAlgorithm, res.Digest = ref.Digest.NormalisationAlgorithm, ref.Digest.HashAlgorithm, got
+		w.results = append(w.results, res)
+		if err := w.walk(ctx, rd, depth+1); err != nil {
+			return err
+		}
+	}
+	w.done[self] = true
+	return nil
+}
+
+// Verifier verifies a component version: the named signatures and,
+// recursively, the digests of its component references.
+type Verifier struct {
+	// Keys maps a signature name to the key that must verify it. Every named
+	// signature must be present and valid; other signatures are ignored.
+	Keys map[string]crypto.PublicKey
+	// Lookup resolves component references. It is required as soon as a
+	// reference has a digest to check (a signature covers references only by
+	// their digests, so they must be followed to mean anything).
+	Lookup LookupFunc
+	// RequireDigests refuses references without a digest (WithRequireDigests).
+	RequireDigests bool
+	// MaxDepth bounds reference recursion; 0 means DefaultMaxDepth.
+	MaxDepth int
+}
+
+// Report is what Verifier.Verify checked.
+type Report struct {
+	Signatures []Result
+	References []ReferenceResult
+}
+
+// Verify checks every signature named in v.Keys (in name order), then the
+// component references. An empty Keys is an error: verifying nothing must not
+// look like success.
+func (v *Verifier) Verify(ctx context.Context, d *ocm.Descriptor) (*Report, error) {
+	if d == nil {
+		return nil, fmt.Errorf("%w: nil descriptor", errdef.ErrInvalidInput)
+	}
+	if len(v.Keys) == 0 {
+		return nil, fmt.Errorf("%w: no signature keys configured to verify %s:%s with", errdef.ErrInvalidInput, d.Name, d.Version)
+	}
+	names := make([]string, 0, len(v.Keys))
+	for n := range v.Keys {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	rep := &Report{}
+	for _, n := range names {
+		r, err := VerifySignature(d, n, v.Keys[n])
+		if err != nil {
+			return rep, err
+		}
+		rep.Signatures = append(rep.Signatures, *r)
+	}
+	if len(d.References) == 0 {
+		return rep, nil
+	}
+	opts := []ReferenceOption{WithMaxDepth(v.MaxDepth)}
+	if v.RequireDigests {
+		opts = append(opts, WithRequireDigests())
+	}
+	refs, err := VerifyReferences(ctx, d, v.Lookup, opts...)
+	rep.References = refs
+	if err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// Resource digest normalisation algorithms and the markers of resources
+// whose content is not part of the signature.
+const (
+	GenericBlobDigestV1  = "genericBlobDigest/v1"
+	OCIArtifactDigestV1  = "ociArtifactDigest/v1"
+	ExcludeFromSignature = "EXCLUDE-FROM-SIGNATURE"
+	NoDigest             = "NO-DIGEST"
+)
+
+// VerifyResourceDigest checks a digest the caller computed from a resource's
+// content against the digest the (signed) descriptor declares for it.
+// algorithm names what the caller computed: GenericBlobDigestV1 (hash of the
+// blob bytes) or OCIArtifactDigestV1 (the OCI manifest digest); blobDigestHex
+// is hex, optionally prefixed "sha256:"/"sha512:".
+//
+// checked is false, with no error, when the descriptor declares nothing to
+// check: no digest, an EXCLUDE-FROM-SIGNATURE/NO-DIGEST marker, or access
+// type none. Otherwise a differing digest wraps errdef.ErrDigestMismatch.
+// Check checked: content that was not checked is not covered by a signature.
+func VerifyResourceDigest(r *ocm.Resource, blobDigestHex, algorithm string) (checked bool, err error) {
+	if r == nil {
+		return false, fmt.Errorf("%w: nil resource", errdef.ErrInvalidInput)
+	}
+	dg := r.Digest
+	if dg == nil || r.Access.Kind() == ocm.AccessNone {
+		return false, nil
+	}
+	for _, f := range []string{dg.HashAlgorithm, dg.NormalisationAlgorithm, dg.Value} {
+		if f == ExcludeFromSignature || f == NoDigest {
+			return false, nil
+		}
+	}
+	id := r.Identity().String()
+	switch dg.NormalisationAlgorithm {
+	case GenericBlobDigestV1, OCIArtifactDigestV1:
+	default:
+		return false, fmt.Errorf("%w: resource %s: digest normalisation %q is not supported (supported: %s, %s)",
+			errdef.ErrSignature, id, dg.NormalisationAlgorithm, GenericBlobDigestV1, OCIArtifactDigestV1)
+	}
+	if algorithm != dg.NormalisationAlgorithm {
+		return false, fmt.Errorf("%w: resource %s: its digest is %s, but a %s digest was computed",
+			errdef.ErrInvalidInput, id, dg.NormalisationAlgorithm, algorithm)
+	}
+	h, err := hashFor(dg.HashAlgorithm)
+	if err != nil {
+		return false, fmt.Errorf("resource %s: %w", id, err)
+	}
+	got := blobDigestHex
+	if alg, rest, ok := strings.Cut(got, ":"); ok {
+		want := map[crypto.Hash]string{crypto.SHA256: "sha256", crypto.SHA512: "sha512"}[h]
+		if alg != want {
+			return false, fmt.Errorf("%w: resource %s: computed digest %q is not %s (the descriptor says %s)",
+				errdef.ErrInvalidInput, id, blobDigestHex, want, dg.HashAlgorithm)
+		}
+		got = rest
+	}
+	if b, err := hex.DecodeString(got); err != nil || len(b) != h.Size() {
+		return false, fmt.Errorf("%w: resource %s: computed digest %q is not a %s hex digest",
+			errdef.ErrInvalidInput, id, blobDigestHex, dg.HashAlgorithm)
+	}
+	if !strings.EqualFold(got, dg.Value) {
+		return false, fmt.Errorf("resource %s: content %s digest %s, the descriptor declares %s: %w",
+			id, dg.NormalisationAlgorithm, strings.ToLower(got), dg.Value, errdef.ErrDigestMismatch)
+	}
+	return true, nil
+}
