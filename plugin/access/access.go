@@ -154,7 +154,9 @@ func CheckResourceDigest(res *ocm.Resource, c *Content) error {
 	return nil
 }
 
-func isSHA256(alg string) bool { return strings.EqualFold(alg, "SHA-256") || strings.EqualFold(alg, "sha256") }
+func isSHA256(alg string) bool {
+	return strings.EqualFold(alg, "SHA-256") || strings.EqualFold(alg, "sha256")
+}
 
 func describe(acc ocm.Access) string {
 	for _, k := range []string{"imageReference", "reference", "helmRepository", "ref"} {

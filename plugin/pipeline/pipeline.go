@@ -61,6 +61,56 @@ type Renderer struct {
 	// ArchiveOptions bound directory resources when they are unpacked (defaults
 	// of package archive: 256 MiB, 10 000 files).
 	ArchiveOptions []archive.Option
+	// Planner decides what to render; default RequestPlanner (the request alone).
+	Planner Planner
+	// PostProcessors run in order over all rendered objects (localisation,
+	// hooks, provenance).
+	PostProcessors []PostProcessor
+}
+
+// Step is one render of a plan: one resource with its inputs.
+type Step struct {
+	Resource    *ocm.Resource
+	ReleaseName string
+	Namespace   string
+	Path        string         // entry path inside a directory resource
+	Values      map[string]any // final Helm values
+}
+
+// Plan is what a component version renders into, in output order.
+type Plan struct {
+	Steps []Step
+}
+
+// Planner decides the plan for a component version.
+type Planner interface {
+	Plan(ctx context.Context, cv ocm.ComponentVersion, req Request) (*Plan, error)
+}
+
+// PostProcessor transforms the rendered objects of a request.
+type PostProcessor interface {
+	Process(ctx context.Context, cv ocm.ComponentVersion, req Request, objs []manifests.Object) ([]manifests.Object, error)
+}
+
+// RequestPlanner plans from the request alone: the selected resources (or the
+// only renderable one), all with the request's values, release and path.
+type RequestPlanner struct{}
+
+// Plan implements Planner.
+func (RequestPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, req Request) (*Plan, error) {
+	targets, err := SelectResources(cv.Descriptor(), req.Resources)
+	if err != nil {
+		return nil, err
+	}
+	values, err := HelmValues(req)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{}
+	for _, res := range targets {
+		p.Steps = append(p.Steps, Step{Resource: res, ReleaseName: req.ReleaseName, Namespace: req.Namespace, Path: req.Path, Values: values})
+	}
+	return p, nil
 }
 
 // OpenOffline opens a CTF (directory, tar, tgz) or a component archive.
@@ -102,24 +152,29 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		return nil, err
 	}
 	d := cv.Descriptor()
-	targets, err := selectResources(d, req.Resources)
-	if err != nil {
-		return nil, err
+	planner := r.Planner
+	if planner == nil {
+		planner = RequestPlanner{}
 	}
-	values, err := helmValues(req)
+	plan, err := planner.Plan(ctx, cv, req)
 	if err != nil {
 		return nil, err
 	}
 	out := &Result{Component: d.Name, Version: d.Version}
-	for _, res := range targets {
-		ectx.Resource = res.Identity().String()
-		objs, err := r.renderResource(ctx, cv, res, req, values)
+	for _, step := range plan.Steps {
+		ectx.Resource = step.Resource.Identity().String()
+		objs, err := r.renderStep(ctx, cv, step, req)
 		if err != nil {
 			return nil, err
 		}
 		out.Objects = append(out.Objects, objs...)
 	}
 	ectx.Resource = ""
+	for _, pp := range r.PostProcessors {
+		if out.Objects, err = pp.Process(ctx, cv, req, out.Objects); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
@@ -145,7 +200,9 @@ func Renderable(t string) bool {
 	return t == TypeHelmChart || t == TypeDirectoryTree || t == typeFilesystem
 }
 
-func selectResources(d *ocm.Descriptor, selectors []string) ([]*ocm.Resource, error) {
+// SelectResources returns the resources named by selectors ("name" or
+// "name,key=value"), or the only renderable resource when there are none.
+func SelectResources(d *ocm.Descriptor, selectors []string) ([]*ocm.Resource, error) {
 	if len(selectors) == 0 {
 		var cands []*ocm.Resource
 		var all []string
@@ -197,7 +254,12 @@ func orNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-func (r *Renderer) renderResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource, req Request, values map[string]any) ([]manifests.Object, error) {
+func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step Step, req Request) ([]manifests.Object, error) {
+	res := step.Resource
+	if !Renderable(res.Type) {
+		return nil, fmt.Errorf("%w: resource %s has type %s; the plugin renders helmChart and directoryTree resources",
+			errdef.ErrUnsupportedMediaType, res.Identity(), res.Type)
+	}
 	c, err := r.Access.Read(ctx, cv, res)
 	if err != nil {
 		return nil, err
@@ -209,11 +271,11 @@ func (r *Renderer) renderResource(ctx context.Context, cv ocm.ComponentVersion, 
 			return nil, err
 		}
 		return helm.Render(ctx, chart, helm.Options{
-			ReleaseName: req.ReleaseName,
-			Namespace:   req.Namespace,
+			ReleaseName: step.ReleaseName,
+			Namespace:   step.Namespace,
 			KubeVersion: req.KubeVersion,
 			APIVersions: req.APIVersions,
-			Values:      values,
+			Values:      step.Values,
 		})
 	default: // directoryTree
 		if !access.IsTarMediaType(c.MediaType) && !archive.IsGzip(c.Data) && c.MediaType != "" {
@@ -223,7 +285,7 @@ func (r *Renderer) renderResource(ctx context.Context, cv ocm.ComponentVersion, 
 		if err != nil {
 			return nil, err
 		}
-		return kustomize.Render(ctx, tree, req.Path)
+		return kustomize.Render(ctx, tree, step.Path)
 	}
 }
 

@@ -278,4 +278,3 @@ func flipChartBlob(t *testing.T, ctfDir string) {
 	b[len(b)/2] ^= 0xff
 	os.WriteFile(p, b, 0o644)
 }
-

@@ -10,9 +10,9 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
-// helmValues layers values as helm does: files in order, then inline values,
-// then --set. Maps merge deeply, everything else is replaced.
-func helmValues(req Request) (map[string]any, error) {
+// HelmValues layers the request's values as helm does: files in order, then
+// inline values, then --set. Maps merge deeply, everything else is replaced.
+func HelmValues(req Request) (map[string]any, error) {
 	base := map[string]any{}
 	for _, f := range req.ValueFiles {
 		b, err := readFile(f)
