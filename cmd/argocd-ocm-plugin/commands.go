@@ -37,7 +37,8 @@ prints the manifests.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v (see %s --help)", errdef.ErrInvalidInput, err, c.CommandPath())
 	})
-	root.AddCommand(newRenderCommand(stdout, stderr), newGenerateCommand(stdout, stderr, getenv), newVersionCommand(stdout))
+	root.AddCommand(newRenderCommand(stdout, stderr), newGenerateCommand(stdout, stderr, getenv),
+		newParametersCommand(stdout, stderr, getenv), newVersionCommand(stdout))
 	return root
 }
 

@@ -38,6 +38,12 @@ type Request struct {
 	Resources []string
 	// Path is the entry path inside directory resources (default: the root).
 	Path string
+	// DefinitionFile is a deployment definition given by the user (CLI flag or
+	// a file in the Application's git path); see package config.
+	DefinitionFile string
+	// Parameters are instance parameters (name → value as text; the deployment
+	// definition declares their types).
+	Parameters map[string]string
 
 	// Helm inputs.
 	ValueFiles  []string       // values files, later ones win
