@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+const demoRepo = "../../testdata/demo/ctf"
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestRenderPrintsManifests(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"render", "--repository", demoRepo, "--component", "example.com/demo/podinfo", "--version", "1.0.0",
+		"--release-name", "demo", "--namespace", "demo", "--set", "replicaCount=3", "--api-versions", "a/v1, b/v2"}, &stdout, &stderr, env(nil))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"kind: Deployment", "name: demo-podinfo", "replicas: 3", "kind: Service"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Count(out, "\n---\n")+1 != 4 || !strings.HasPrefix(out, "---\n") {
+		t.Errorf("want a 4-document stream:\n%s", out)
+	}
+}
+
+// Every failure: non-zero exit, nothing on stdout, one line on stderr naming what failed.
+func TestFailuresPrintNothingOnStdout(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		mentions []string
+	}{
+		{"unknown version", []string{"render", "--repository", demoRepo, "--component", "example.com/demo/podinfo", "--version", "9.9.9"}, nil,
+			[]string{"example.com/demo/podinfo:9.9.9", "available: 1.0.0"}},
+		{"unknown flag", []string{"render", "--bogus"}, nil, []string{"unknown flag: --bogus"}},
+		{"positional argument", []string{"render", "extra"}, nil, []string{"extra"}},
+		{"missing inputs", []string{"render"}, nil, []string{"missing repository, component, version"}},
+		{"bad set", []string{"render", "--repository", demoRepo, "--component", "example.com/demo/podinfo", "--version", "1.0.0", "--set", "a[=b"}, nil,
+			[]string{"--set a[=b"}},
+		{"helm failure", []string{"render", "--repository", demoRepo, "--component", "example.com/demo/catalog", "--version", "2.3.0", "--set", "image.tag=null"}, nil,
+			[]string{"example.com/demo/catalog:2.3.0", "resource chart", "tag"}},
+		{"generate unknown version", []string{"generate"}, map[string]string{
+			"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop", "ARGOCD_ENV_REPOSITORY": demoRepo,
+			"ARGOCD_APP_PARAMETERS": `[{"name":"component","string":"example.com/demo/podinfo"},{"name":"version","string":"2.0.0"}]`},
+			[]string{"application shop", "example.com/demo/podinfo:2.0.0"}},
+		{"generate bad parameters", []string{"generate"}, map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_PARAMETERS": `{not json`},
+			[]string{"application shop", "ARGOCD_APP_PARAMETERS"}},
+		{"generate bad values", []string{"generate"}, map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_VALUES": "a: [1"},
+			[]string{"application shop", "values"}},
+		{"unknown command", []string{"deploy"}, nil, []string{"unknown command"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr, env(tc.env))
+			if code == 0 {
+				t.Fatal("exit 0")
+			}
+			if stdout.Len() != 0 {
+				t.Fatalf("stdout not empty: %q", stdout.String())
+			}
+			msg := stderr.String()
+			if strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "argocd-ocm-plugin: ") {
+				t.Errorf("stderr is not one line: %q", msg)
+			}
+			for _, m := range tc.mentions {
+				if !strings.Contains(msg, m) {
+					t.Errorf("stderr %q lacks %q", msg, m)
+				}
+			}
+		})
+	}
+}
+
+func TestGenerateFromArgoCDEnvironment(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	e := env(map[string]string{
+		"ARGOCD_APP_NAME":       "shop",
+		"ARGOCD_APP_NAMESPACE":  "shop-ns",
+		"KUBE_VERSION":          "1.29.3",
+		"KUBE_API_VERSIONS":     "v1,apps/v1,monitoring.coreos.com/v1",
+		"ARGOCD_ENV_REPOSITORY": demoRepo,
+		"ARGOCD_ENV_COMPONENT":  "example.com/demo/ignored-because-the-parameter-wins",
+		// unprefixed names must not be read from the Application
+		"COMPONENT": "example.com/demo/wrong",
+		"ARGOCD_APP_PARAMETERS": `[{"name":"component","string":"example.com/demo/catalog"},{"name":"version","string":"2.3.0"},
+			{"name":"values","string":"cache: {enabled: false}"}]`,
+	})
+	if code := run([]string{"generate"}, &stdout, &stderr, e); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"name: shop-catalog", "namespace: shop-ns", "--kube=v1.29.3", "METRICS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "StatefulSet") {
+		t.Errorf("values parameter not applied (cache disabled):\n%s", out)
+	}
+}
+
+func TestHelpAndVersionStayOffStdoutExceptVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"render", "--help"}, &stdout, &stderr, env(nil)); code != 0 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "--repository") {
+		t.Fatalf("help: code %d stdout %q", code, stdout.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"version"}, &stdout, &stderr, env(nil)); code != 0 || !strings.HasPrefix(stdout.String(), "argocd-ocm-plugin ") {
+		t.Fatalf("version: %d %q", code, stdout.String())
+	}
+}
