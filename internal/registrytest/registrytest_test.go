@@ -1,0 +1,43 @@
+package registrytest_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
+)
+
+func TestStartPushCount(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.WithBasicAuth("u", "p"))
+	tree, _ := ocmbuild.TarFiles(map[string][]byte{"a.yaml": []byte("a: 1\n")}, false)
+	c := &ocmbuild.Component{Name: "example.com/x", Version: "1.0.0+b.1", Resources: []ocmbuild.Resource{{Name: "t", Type: "directoryTree", Data: tree, MediaType: ocmbuild.MediaTypeTar}}}
+	p := reg.Push(t, "base", c)
+	if p[0].Repository != "base/component-descriptors/example.com/x" || p[0].Tag != "1.0.0.build-b.1" {
+		t.Fatalf("pushed %+v", p[0])
+	}
+	reg.Reset()
+	// Without credentials the registry refuses; the request is recorded.
+	resp, err := http.Get(reg.URL + "/v2/base/component-descriptors/example.com/x/manifests/1.0.0.build-b.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || reg.Count(nil) != 1 || reg.Requests()[0].Status != 401 {
+		t.Fatalf("status %d, requests %v", resp.StatusCode, reg.Requests())
+	}
+	// With them it serves the manifest.
+	desc, rc, err := reg.Repository(t, p[0].Repository).FetchReference(context.Background(), p[0].Tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	if desc.Digest.String() != p[0].ManifestDigest {
+		t.Fatalf("digest %s, want %s", desc.Digest, p[0].ManifestDigest)
+	}
+	if n := reg.Count(func(q registrytest.Request) bool { return q.IsManifest() && strings.HasSuffix(q.Path, p[0].Tag) }); n < 1 {
+		t.Fatalf("manifest requests not counted: %v", reg.Requests())
+	}
+}

@@ -1,0 +1,220 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ocimapping"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+)
+
+// Client reads OCI content for the plugin: component versions (through
+// Repository) and artifacts named by access specifications (charts). It
+// holds the registry client, the blob cache and the per-generation memo of
+// tag resolutions. It is safe for concurrent use; use one per process.
+type Client struct {
+	reg     *registry.Client
+	cache   *cache.Cache
+	o       options
+	logger  *slog.Logger
+	tags    cache.Memo[string, ocispec.Descriptor] // "<registry>/<repo>:<tag>" → manifest
+	lists   cache.Memo[string, []string]           // "<registry>/<repo>" → tags
+	indexes cache.Memo[string, *helmIndex]         // chart repository URL → index
+
+	mu   sync.Mutex
+	meta map[digest.Digest][]byte // manifests read by tag, for this process
+}
+
+var _ ArtifactResolver = (*Client)(nil)
+
+// NewClient builds a Client; see the options for defaults.
+func NewClient(opts ...Option) (*Client, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return newClient(o)
+}
+
+func newClient(o options) (*Client, error) {
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	reg := o.reg
+	if reg == nil {
+		var err error
+		reg, err = registry.NewClient(append([]registry.Option{registry.WithLogger(o.logger)}, o.regOpts...)...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	reg.AllowPlainHTTP(o.allowPlain...)
+	c := o.cache
+	if !o.cacheSet {
+		dir, err := cache.DefaultDir()
+		if err != nil {
+			o.logger.Warn("blob cache disabled", "cause", err.Error())
+			c = cache.Disabled()
+		} else {
+			c = cache.Open(dir, cache.WithLogger(o.logger))
+		}
+	}
+	if c == nil {
+		c = cache.Disabled()
+	}
+	return &Client{reg: reg, cache: c, o: o, logger: o.logger, meta: map[digest.Digest][]byte{}}, nil
+}
+
+// Registry is the client's registry client.
+func (c *Client) Registry() *registry.Client { return c.reg }
+
+// Cache is the client's blob cache.
+func (c *Client) Cache() *cache.Cache { return c.cache }
+
+// op bounds one operation by the client's timeout.
+func (c *Client) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.o.timeout > 0 {
+		return context.WithTimeout(ctx, c.o.timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// repo returns the oras repository of ref.
+func (c *Client) repo(ref registry.Reference) (*remote.Repository, error) {
+	return c.reg.Repository(ref)
+}
+
+const maxMeta = 512
+
+func (c *Client) putMeta(d digest.Digest, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.meta) >= maxMeta {
+		for k := range c.meta {
+			delete(c.meta, k)
+			break
+		}
+	}
+	c.meta[d] = b
+}
+
+func (c *Client) getMeta(d digest.Digest) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.meta[d]
+	return b, ok
+}
+
+// fetcher implements ocimapping.Fetcher for one repository: manifests read
+// by tag in this process, then the disk cache, then the registry.
+type fetcher struct {
+	c    *Client
+	ref  registry.Reference
+	repo *remote.Repository
+}
+
+func (f *fetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	if b, ok := f.c.getMeta(desc.Digest); ok {
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
+	if desc.Size > f.c.o.maxBlob {
+		return nil, fmt.Errorf("%w: blob %s is %d bytes, more than the limit of %d", errdef.ErrLimitExceeded, desc.Digest, desc.Size, f.c.o.maxBlob)
+	}
+	size := desc.Size
+	if size == 0 {
+		size = -1
+	}
+	return f.c.cache.Fetch(ctx, desc.Digest.String(), size, func(ctx context.Context) (io.ReadCloser, error) {
+		rc, err := f.repo.Fetch(ctx, desc)
+		if err != nil {
+			ref := f.ref
+			ref.Tag, ref.Digest = "", desc.Digest.String()
+			return nil, f.c.reg.Wrap(err, fetchOp(desc), ref)
+		}
+		return rc, nil
+	})
+}
+
+func fetchOp(desc ocispec.Descriptor) string {
+	switch desc.MediaType {
+	case ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageIndex,
+		"application/vnd.docker.distribution.manifest.v2+json", "application/vnd.docker.distribution.manifest.list.v2+json":
+		return "fetch manifest"
+	}
+	return "fetch blob"
+}
+
+// manifestDesc resolves ref (tag or digest) to the descriptor of its manifest
+// (or index), keeping the manifest bytes for the fetcher. A digest that is in
+// the cache costs no request; a tag costs one GET per process.
+func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo *remote.Repository) (ocispec.Descriptor, error) {
+	if ref.Digest != "" {
+		d := digest.Digest(ref.Digest)
+		if b, ok := c.getMeta(d); ok {
+			return ocispec.Descriptor{MediaType: probeMediaType(b), Digest: d, Size: int64(len(b))}, nil
+		}
+		if f, ok := c.cache.Get(ref.Digest, -1); ok {
+			b, err := io.ReadAll(io.LimitReader(f, ocimapping.MaxManifestSize+1))
+			f.Close()
+			if err == nil && int64(len(b)) <= ocimapping.MaxManifestSize {
+				c.putMeta(d, b)
+				return ocispec.Descriptor{MediaType: probeMediaType(b), Digest: d, Size: int64(len(b))}, nil
+			}
+		}
+		return c.fetchManifestRef(ctx, ref, repo, ref.Digest)
+	}
+	if ref.Tag == "" {
+		return ocispec.Descriptor{}, fmt.Errorf("%w: reference %s has neither tag nor digest", errdef.ErrInvalidInput, ref)
+	}
+	return c.tags.Do(ctx, ref.Name()+":"+ref.Tag, func(ctx context.Context) (ocispec.Descriptor, error) {
+		return c.fetchManifestRef(ctx, ref, repo, ref.Tag)
+	})
+}
+
+// fetchManifestRef GETs a manifest by tag or digest, verifies it against the
+// digest the registry names (or the one asked for) and keeps it.
+func (c *Client) fetchManifestRef(ctx context.Context, ref registry.Reference, repo *remote.Repository, reference string) (ocispec.Descriptor, error) {
+	desc, rc, err := repo.FetchReference(ctx, reference)
+	if err != nil {
+		return ocispec.Descriptor{}, c.reg.Wrap(err, "fetch manifest", ref)
+	}
+	defer rc.Close()
+	if ref.Digest != "" && desc.Digest.String() != ref.Digest {
+		return ocispec.Descriptor{}, c.reg.Wrap(fmt.Errorf("%w: the registry returned manifest %s for %s", errdef.ErrDigestMismatch, desc.Digest, ref.Digest), "fetch manifest", ref)
+	}
+	b, err := blob.ReadAll(rc, desc.Digest.String(), desc.Size, ocimapping.MaxManifestSize)
+	if err != nil {
+		return ocispec.Descriptor{}, c.reg.Wrap(err, "fetch manifest", ref)
+	}
+	c.putMeta(desc.Digest, b)
+	if c.cache.Enabled() {
+		if err := c.cache.Put(ctx, desc.Digest.String(), bytes.NewReader(b)); err != nil {
+			c.logger.Debug("manifest not cached", "digest", desc.Digest.String(), "cause", err.Error())
+		}
+	}
+	if mt := probeMediaType(b); mt != "" {
+		desc.MediaType = mt
+	}
+	return desc, nil
+}
+
+// probeMediaType reads a manifest's own mediaType field.
+func probeMediaType(b []byte) string {
+	var p struct {
+		MediaType string `json:"mediaType"`
+	}
+	_ = json.Unmarshal(b, &p)
+	return p.MediaType
+}

@@ -1,0 +1,93 @@
+package oci
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+func TestParseSpec(t *testing.T) {
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "bundle.ctf")
+	os.Mkdir(bundle, 0o755)
+	cases := []struct {
+		in         string
+		typ        string
+		loc        location
+		file, text string
+		err        error
+	}{
+		{in: "ghcr.io/org/ocm", typ: TypeOCIRegistry, loc: location{host: "ghcr.io", prefix: "org/ocm"}},
+		{in: "https://ghcr.io/org/ocm/", typ: TypeOCIRegistry, loc: location{scheme: "https", host: "ghcr.io", prefix: "org/ocm"}},
+		{in: "http://127.0.0.1:5000/ocm", typ: TypeOCIRegistry, loc: location{scheme: "http", host: "127.0.0.1:5000", prefix: "ocm"}, text: "http://127.0.0.1:5000/ocm"},
+		{in: "oci://Registry.Example.com:443", typ: TypeOCIRegistry, loc: location{host: "registry.example.com:443"}},
+		{in: "OCIRegistry::ghcr.io/org", typ: TypeOCIRegistry, loc: location{host: "ghcr.io", prefix: "org"}},
+		{in: "type: OCIRegistry\nbaseUrl: http://127.0.0.1:5078\nsubPath: ocm\ncomponentNameMapping: urlPath\n", typ: TypeOCIRegistry,
+			loc: location{scheme: "http", host: "127.0.0.1:5078", prefix: "ocm"}},
+		{in: `{"type":"OCIRegistry/v1","baseUrl":"ghcr.io/org","subPath":"/team/ocm/"}`, typ: TypeOCIRegistry, loc: location{host: "ghcr.io", prefix: "org/team/ocm"}},
+		{in: `{"type":"ociRegistry","baseUrl":"ghcr.io","legacyTypes":true}`, typ: TypeOCIRegistry, loc: location{host: "ghcr.io"}},
+		{in: `{"type":"OCI/v1","baseUrl":"ghcr.io"}`, typ: TypeOCIRegistry, loc: location{host: "ghcr.io"}},
+		{in: "type: CommonTransportFormat/v1\nfilePath: ./bundle.ctf\nfileFormat: directory\naccessMode: 1\n", typ: TypeCTF, file: "./bundle.ctf"},
+		{in: "ctf::./x.tgz", typ: TypeCTF, file: "./x.tgz"},
+		{in: "./bundle", typ: TypeCTF, file: "./bundle"},
+		{in: "/abs/path", typ: TypeCTF, file: "/abs/path"},
+		{in: "file:///abs/path", typ: TypeCTF, file: "/abs/path"},
+		{in: bundle, typ: TypeCTF, file: bundle},
+		// hostile or unsupported
+		{in: "", err: errdef.ErrInvalidInput},
+		{in: "ftp://host/x", err: errdef.ErrInvalidInput},
+		{in: "https://user:pass@ghcr.io/org", err: errdef.ErrInvalidInput},
+		{in: "ghcr.io/org/../x", err: errdef.ErrInvalidInput},
+		{in: "ghcr.io/org?x=1", err: errdef.ErrInvalidInput},
+		{in: `{"type":"OCIRegistry","baseUrl":"ghcr.io","subPath":"../../x"}`, err: errdef.ErrInvalidInput},
+		{in: `{"type":"OCIRegistry","baseUrl":"ghcr.io","componentNameMapping":"sha256-digest"}`, err: errdef.ErrInvalidInput},
+		{in: `{"type":"OCIRegistry"}`, err: errdef.ErrInvalidInput},
+		{in: `{"type":"S3","bucket":"x"}`, err: errdef.ErrInvalidInput},
+		{in: `{"baseUrl":"ghcr.io"}`, err: errdef.ErrInvalidInput},
+		{in: `{"type":"CommonTransportFormat"}`, err: errdef.ErrInvalidInput},
+		{in: "{not json", err: errdef.ErrInvalidInput},
+		{in: "gitlab::x", err: errdef.ErrInvalidInput},
+		{in: strings.Repeat("a", maxSpecLen+1), err: errdef.ErrInvalidInput},
+	}
+	for _, c := range cases {
+		name := c.in
+		if len(name) > 60 {
+			name = name[:60]
+		}
+		t.Run(name, func(t *testing.T) {
+			sp, err := ParseSpec(c.in)
+			if c.err != nil {
+				if !errors.Is(err, c.err) {
+					t.Fatalf("got %+v, %v; want %v", sp, err, c.err)
+				}
+				return
+			}
+			if err != nil || sp.Type != c.typ {
+				t.Fatalf("got %+v, %v", sp, err)
+			}
+			if c.typ == TypeCTF {
+				if sp.FilePath != c.file {
+					t.Fatalf("file %q, want %q", sp.FilePath, c.file)
+				}
+				return
+			}
+			loc, err := sp.location()
+			if err != nil || loc != c.loc {
+				t.Fatalf("location %+v, %v; want %+v", loc, err, c.loc)
+			}
+			if c.text != "" && sp.String() != c.text {
+				t.Fatalf("String %q, want %q", sp.String(), c.text)
+			}
+		})
+	}
+}
+
+func TestNewRefusesCTF(t *testing.T) {
+	if _, err := New("ctf::./x", WithCache(nil)); !errors.Is(err, errdef.ErrInvalidInput) {
+		t.Fatal(err)
+	}
+}

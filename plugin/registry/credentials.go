@@ -1,0 +1,250 @@
+package registry
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// Credential is what authenticates the plugin to one registry. It is oras-go's
+// auth.Credential: Username+Password (basic auth, or the password grant of a
+// token server), RefreshToken (an identity token) or AccessToken (a registry
+// bearer token).
+type Credential = auth.Credential
+
+// EnvPrefix starts every credential environment variable.
+const EnvPrefix = "ARGOCD_OCM_REGISTRY_"
+
+// EnvCAFile names a PEM bundle of extra CA certificates trusted for every registry.
+const EnvCAFile = EnvPrefix + "CA_FILE"
+
+// maxSecretFile bounds a credential file; secrets are short.
+const maxSecretFile = 64 << 10
+
+// EnvName maps a registry host[:port] to the middle part of its credential
+// variables: upper case, every character outside [A-Z0-9] replaced by "_".
+func EnvName(host string) string {
+	b := []byte(strings.ToUpper(host))
+	for i, c := range b {
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// credentials resolves credentials per host. Values are never formatted into
+// errors or logs.
+type credentials struct {
+	static     map[string]Credential
+	lookupEnv  func(string) (string, bool)
+	docker     map[string]Credential
+	dockerPath string
+}
+
+// source says where the credential for host comes from ("" if none), for
+// error messages; it never includes a value.
+func (c *credentials) source(host string) string {
+	if _, ok := c.static[host]; ok {
+		return "client options"
+	}
+	name := EnvPrefix + EnvName(host) + "_"
+	for _, k := range []string{"USERNAME", "PASSWORD", "TOKEN"} {
+		if _, ok := c.lookupEnv(name + k); ok {
+			return "environment " + name + "*"
+		}
+		if _, ok := c.lookupEnv(name + k + "_FILE"); ok {
+			return "environment " + name + "*_FILE"
+		}
+	}
+	if _, ok := c.dockerLookup(host); ok {
+		return "docker config " + c.dockerPath
+	}
+	return ""
+}
+
+// get implements auth.CredentialFunc.
+func (c *credentials) get(_ context.Context, host string) (Credential, error) {
+	if cred, ok := c.static[host]; ok {
+		return cred, nil
+	}
+	cred, ok, err := c.fromEnv(host)
+	if err != nil || ok {
+		return cred, err
+	}
+	if cred, ok := c.dockerLookup(host); ok {
+		return cred, nil
+	}
+	return auth.EmptyCredential, nil
+}
+
+func (c *credentials) fromEnv(host string) (Credential, bool, error) {
+	name := EnvPrefix + EnvName(host) + "_"
+	var cred Credential
+	found := false
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"USERNAME", &cred.Username}, {"PASSWORD", &cred.Password}, {"TOKEN", &cred.AccessToken}} {
+		if v, ok := c.lookupEnv(name + f.key); ok {
+			*f.dst, found = v, true
+			continue
+		}
+		p, ok := c.lookupEnv(name + f.key + "_FILE")
+		if !ok {
+			continue
+		}
+		v, err := readSecretFile(p)
+		if err != nil {
+			return auth.EmptyCredential, false, fmt.Errorf("credentials for %s from %s%s_FILE: %w", host, name, f.key, err)
+		}
+		*f.dst, found = v, true
+	}
+	return cred, found, nil
+}
+
+func readSecretFile(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("file %s does not exist", p)
+		}
+		return "", fmt.Errorf("cannot open file %s", p)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return "", fmt.Errorf("cannot read file %s", p)
+	}
+	if len(b) > maxSecretFile {
+		return "", fmt.Errorf("%w: file %s is larger than %d bytes", errdef.ErrLimitExceeded, p, maxSecretFile)
+	}
+	s := string(b)
+	s = strings.TrimSuffix(s, "\n")
+	s = strings.TrimSuffix(s, "\r")
+	return s, nil
+}
+
+// dockerHubKeys are the keys Docker writes for Docker Hub.
+var dockerHubKeys = []string{"https://index.docker.io/v1/", "index.docker.io", "docker.io", "registry-1.docker.io"}
+
+func (c *credentials) dockerLookup(host string) (Credential, bool) {
+	if c.docker == nil {
+		return auth.EmptyCredential, false
+	}
+	if cred, ok := c.docker[host]; ok {
+		return cred, true
+	}
+	if host == "docker.io" || host == "registry-1.docker.io" || host == "index.docker.io" {
+		for _, k := range dockerHubKeys {
+			if cred, ok := c.docker[dockerKey(k)]; ok {
+				return cred, true
+			}
+		}
+	}
+	return auth.EmptyCredential, false
+}
+
+// dockerKey normalises an "auths" key to host[:port], as docker does.
+func dockerKey(k string) string {
+	k = strings.TrimPrefix(k, "http://")
+	k = strings.TrimPrefix(k, "https://")
+	k, _, _ = strings.Cut(k, "/")
+	return k
+}
+
+// DefaultDockerConfig returns the Docker config file the docker CLI would read:
+// $DOCKER_CONFIG/config.json, else ~/.docker/config.json ("" if no home).
+func DefaultDockerConfig() string {
+	if d := os.Getenv("DOCKER_CONFIG"); d != "" {
+		return filepath.Join(d, "config.json")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".docker", "config.json")
+}
+
+const maxDockerConfig = 4 << 20
+
+type dockerAuth struct {
+	Auth          string `json:"auth"`
+	Username      string `json:"username"`
+	Password      string `json:"password"`
+	IdentityToken string `json:"identitytoken"`
+	RegistryToken string `json:"registrytoken"`
+}
+
+// loadDockerConfig reads a Docker config file. A missing file is no error.
+// It returns a warning for credential helpers, which are not run.
+func loadDockerConfig(p string) (map[string]Credential, string, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", nil
+		}
+		return nil, "", fmt.Errorf("%w: docker config %s: cannot read it", errdef.ErrInvalidInput, p)
+	}
+	if len(b) > maxDockerConfig {
+		return nil, "", fmt.Errorf("%w: docker config %s is larger than %d bytes", errdef.ErrLimitExceeded, p, maxDockerConfig)
+	}
+	var cfg struct {
+		Auths       map[string]dockerAuth `json:"auths"`
+		CredsStore  string                `json:"credsStore"`
+		CredHelpers map[string]string     `json:"credHelpers"`
+	}
+	// The decoder's error could quote file content; report only the position class.
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, "", fmt.Errorf("%w: docker config %s is not valid JSON (syntax error at byte %d)", errdef.ErrInvalidInput, p, se.Offset)
+		}
+		return nil, "", fmt.Errorf("%w: docker config %s does not have the docker config layout", errdef.ErrInvalidInput, p)
+	}
+	out := map[string]Credential{}
+	keys := make([]string, 0, len(cfg.Auths))
+	for k := range cfg.Auths {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // deterministic when two keys normalise to one host
+	for _, k := range keys {
+		a := cfg.Auths[k]
+		cred := Credential{Username: a.Username, Password: a.Password, RefreshToken: a.IdentityToken, AccessToken: a.RegistryToken}
+		if a.Auth != "" {
+			dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(a.Auth))
+			if err != nil {
+				return nil, "", fmt.Errorf("%w: docker config %s: auths[%q].auth is not base64", errdef.ErrInvalidInput, p, k)
+			}
+			u, pw, ok := strings.Cut(string(dec), ":")
+			if !ok {
+				return nil, "", fmt.Errorf("%w: docker config %s: auths[%q].auth is not base64(username:password)", errdef.ErrInvalidInput, p, k)
+			}
+			cred.Username, cred.Password = u, pw
+		}
+		if cred == auth.EmptyCredential {
+			continue
+		}
+		host := dockerKey(k)
+		if _, dup := out[host]; !dup {
+			out[host] = cred
+		}
+	}
+	warn := ""
+	if cfg.CredsStore != "" || len(cfg.CredHelpers) > 0 {
+		warn = fmt.Sprintf("docker config %s: credsStore/credHelpers are ignored (the plugin runs no credential helper binaries); put credentials in \"auths\" or the environment", p)
+	}
+	return out, warn, nil
+}

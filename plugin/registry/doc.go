@@ -1,0 +1,47 @@
+// Package registry is the plugin's HTTP side of OCI registries: credentials,
+// TLS trust, the plain-HTTP policy, retries, and errors that say which registry,
+// repository, reference and HTTP status failed. It hands out oras-go
+// remote.Repository values configured with all of that; the OCM mapping lives
+// in plugin/ocm/oci.
+//
+// # Credentials
+//
+// For a registry host (host[:port], as in an image reference) the first source
+// that has an entry wins:
+//
+//  1. WithCredential options (programmatic, used by tests and the CLI);
+//  2. the sidecar's environment, ARGOCD_OCM_REGISTRY_<HOST>_USERNAME,
+//     _PASSWORD and _TOKEN, or the same names with a _FILE suffix naming a
+//     file that holds the value (a mounted Kubernetes Secret key; one trailing
+//     newline is removed). <HOST> is the host[:port] upper-cased with every
+//     character outside [A-Z0-9] replaced by "_": ghcr.io → GHCR_IO,
+//     127.0.0.1:5000 → 127_0_0_1_5000. USERNAME+PASSWORD is basic auth (also
+//     what GHCR personal access tokens and ECR tokens use); TOKEN is a registry
+//     access token sent as "Authorization: Bearer" when the registry challenges
+//     for a bearer token. These are never read with Argo CD's ARGOCD_ENV_
+//     prefix: an Application must not be able to choose credentials.
+//  3. a Docker config file: WithDockerConfig, else $DOCKER_CONFIG/config.json,
+//     else ~/.docker/config.json — what a Kubernetes kubernetes.io/dockerconfigjson
+//     Secret mounts. "auths" entries with "auth" (base64 user:password),
+//     "username"/"password", "identitytoken" (OAuth2 refresh token) and
+//     "registrytoken" are used; "credsStore" and "credHelpers" are ignored with
+//     a warning, because the plugin never runs helper binaries.
+//
+// Credentials never appear in errors or logs: messages name the host and the
+// source (environment variable or file name), never a value.
+//
+// # Transport security
+//
+// HTTPS is the default, verified against the system roots plus any CA bundle
+// given with WithCAFile / WithCAPEM (or ARGOCD_OCM_REGISTRY_CA_FILE). Plain
+// HTTP is used only for hosts explicitly allowed (WithPlainHTTP, or
+// AllowPlainHTTP, which plugin/ocm/oci calls for an http:// repository URL);
+// any other http:// request, including one reached by a redirect, is refused
+// with errdef.ErrInsecure.
+//
+// # Retries
+//
+// Requests are retried with exponential backoff on connection errors, 408,
+// 429 and 5xx (except 501 and 505), at most WithRetries times (default 3);
+// retries stop when the request's context ends.
+package registry

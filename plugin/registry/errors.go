@@ -1,0 +1,185 @@
+package registry
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	orasdef "oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// Error is a failed registry operation. Its message names the registry,
+// repository, reference, operation and HTTP status; errors.Is finds the
+// errdef sentinel that classifies it (ErrNotFound, ErrUnauthorized,
+// ErrInsecure, ErrDigestMismatch, …) when there is one.
+type Error struct {
+	Op         string // "fetch manifest", "fetch blob", "list tags", …
+	Registry   string
+	Repository string
+	Reference  string // tag or digest, may be ""
+	StatusCode int    // HTTP status, 0 if no response
+	Hint       string // what the user can do, may be ""
+	Kind       error  // errdef sentinel, may be nil
+	Err        error  // cause
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "registry %s", e.Registry)
+	if e.Repository != "" {
+		fmt.Fprintf(&b, ": repository %s", e.Repository)
+	}
+	if e.Reference != "" {
+		fmt.Fprintf(&b, ": reference %s", e.Reference)
+	}
+	if e.Op != "" {
+		fmt.Fprintf(&b, ": %s", e.Op)
+	}
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, ": HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	}
+	if e.Err != nil {
+		if m := Sanitize(e.Err.Error()); m != "" {
+			b.WriteString(": ")
+			b.WriteString(m)
+		}
+	}
+	if e.Kind != nil && (e.Err == nil || !errors.Is(e.Err, e.Kind)) {
+		b.WriteString(": ")
+		b.WriteString(e.Kind.Error())
+	}
+	if e.Hint != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Hint)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel and the cause.
+func (e *Error) Unwrap() []error {
+	var out []error
+	if e.Kind != nil {
+		out = append(out, e.Kind)
+	}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+var (
+	queryRe    = regexp.MustCompile(`((?:https?|oci)://[^\s"?#]*)[?#][^\s"]*`)
+	userinfoRe = regexp.MustCompile(`((?:https?|oci)://)[^\s"/@]*@`)
+)
+
+// Sanitize removes what must not reach a log or the Argo CD UI from a message:
+// URL query strings (signed blob redirect URLs carry credentials there) and
+// URL user info.
+func Sanitize(msg string) string {
+	msg = userinfoRe.ReplaceAllString(msg, "${1}")
+	return queryRe.ReplaceAllString(msg, "${1}")
+}
+
+// wrapError classifies err from an operation on ref. It is what every
+// operation of Client returns; a nil err stays nil.
+func (c *Client) wrapError(err error, op string, ref Reference) error {
+	if err == nil {
+		return nil
+	}
+	var already *Error
+	if errors.As(err, &already) {
+		return err
+	}
+	e := &Error{Op: op, Registry: ref.Registry, Repository: ref.Repository, Reference: ref.Ref(), Err: err}
+	var resp *errcode.ErrorResponse
+	switch {
+	case errors.As(err, &resp):
+		e.StatusCode = resp.StatusCode
+		e.Err = errors.New(registryMessage(resp))
+		switch resp.StatusCode {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			e.Kind = errdef.ErrUnauthorized
+			e.Hint = c.authHint(ref.Registry)
+		case http.StatusNotFound:
+			e.Kind = errdef.ErrNotFound
+		case http.StatusTooManyRequests:
+			e.Hint = "rate limited; retried with backoff"
+		}
+	case errors.Is(err, auth.ErrBasicCredentialNotFound):
+		e.StatusCode = http.StatusUnauthorized
+		e.Kind, e.Err = errdef.ErrUnauthorized, errors.New("the registry requires credentials")
+		e.Hint = c.authHint(ref.Registry)
+	case strings.Contains(err.Error(), "missing username or password"):
+		e.StatusCode = http.StatusUnauthorized
+		e.Kind, e.Err = errdef.ErrUnauthorized, errors.New("the registry requires a username and password")
+		e.Hint = c.authHint(ref.Registry)
+	case errors.Is(err, orasdef.ErrNotFound):
+		e.Kind, e.Err = errdef.ErrNotFound, nil
+	case errors.Is(err, errdef.ErrInsecure):
+		// from the guard transport; its message says what to do
+	case isTLSError(err):
+		e.Kind, e.Err = errdef.ErrInsecure, causeOnly(err)
+		e.Hint = fmt.Sprintf("TLS verification failed; trust the registry's CA with %s", EnvCAFile)
+	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		e.Kind, e.Err = errdef.ErrInsecure, errors.New("the registry speaks plain HTTP")
+		e.Hint = "use an http:// repository URL or allow plain HTTP for this host explicitly"
+	case errors.Is(err, context.DeadlineExceeded):
+		e.Err = fmt.Errorf("timed out: %w", context.DeadlineExceeded)
+	case errors.Is(err, context.Canceled):
+		e.Err = context.Canceled
+	default:
+		e.Err = causeOnly(err)
+	}
+	return e
+}
+
+// registryMessage is the registry's own error text (codes and messages),
+// never the request URL.
+func registryMessage(resp *errcode.ErrorResponse) string {
+	var parts []string
+	for _, e := range resp.Errors {
+		code := strings.ToLower(strings.ReplaceAll(e.Code, "_", " "))
+		if e.Message != "" && !strings.EqualFold(e.Message, code) {
+			code += ": " + e.Message
+		}
+		parts = append(parts, code) // Detail is left out: it is noise (and could echo request data)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// causeOnly drops the url.Error wrapper, whose text repeats the URL.
+func causeOnly(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return fmt.Errorf("%s: %w", strings.ToUpper(ue.Op), ue.Err)
+	}
+	return err
+}
+
+func isTLSError(err error) bool {
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	var rh tls.RecordHeaderError
+	var ve *tls.CertificateVerificationError
+	return errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &ve) ||
+		(errors.As(err, &rh) && !strings.Contains(err.Error(), "HTTP response"))
+}
+
+func (c *Client) authHint(host string) string {
+	if src := c.creds.source(host); src != "" {
+		return "credentials from " + src + " were rejected"
+	}
+	return fmt.Sprintf("no credentials configured for %s: set %s%s_USERNAME/_PASSWORD (or _TOKEN), or mount a docker config", host, EnvPrefix, EnvName(host))
+}

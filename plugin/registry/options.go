@@ -1,0 +1,134 @@
+package registry
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Defaults of NewClient.
+const (
+	// DefaultRetries is how often a request is retried after a connection
+	// error, 408, 429 or a 5xx response (so at most 4 attempts).
+	DefaultRetries = 3
+	// DefaultMinBackoff is the wait before the first retry; it doubles per
+	// attempt (±10 % jitter) up to DefaultMaxBackoff.
+	DefaultMinBackoff = 200 * time.Millisecond
+	// DefaultMaxBackoff caps one wait between retries, also one asked for by
+	// a Retry-After header.
+	DefaultMaxBackoff = 3 * time.Second
+	// DefaultResponseHeaderTimeout bounds the wait for a response's headers;
+	// bodies are bounded by the caller's context.
+	DefaultResponseHeaderTimeout = 30 * time.Second
+	// DefaultDialTimeout bounds connecting and the TLS handshake.
+	DefaultDialTimeout = 10 * time.Second
+)
+
+// Option configures NewClient.
+type Option func(*options)
+
+type options struct {
+	dockerConfig   string
+	noDockerConfig bool
+	lookupEnv      func(string) (string, bool)
+	static         map[string]Credential
+	caFiles        []string
+	caPEM          [][]byte
+	plainHTTP      []string
+	retries        int
+	minBackoff     time.Duration
+	maxBackoff     time.Duration
+	headerTimeout  time.Duration
+	base           http.RoundTripper
+	userAgent      string
+	logger         *slog.Logger
+}
+
+// WithDockerConfig reads credentials from this Docker config file instead of
+// the default ($DOCKER_CONFIG/config.json, else ~/.docker/config.json). A
+// missing file is not an error; a malformed one is.
+func WithDockerConfig(path string) Option {
+	return func(o *options) { o.dockerConfig, o.noDockerConfig = path, false }
+}
+
+// WithoutDockerConfig reads no Docker config file.
+func WithoutDockerConfig() Option { return func(o *options) { o.noDockerConfig = true } }
+
+// WithEnv replaces os.LookupEnv as the source of ARGOCD_OCM_REGISTRY_*
+// variables (tests; a CLI that filters its environment).
+func WithEnv(lookup func(string) (string, bool)) Option {
+	return func(o *options) {
+		if lookup != nil {
+			o.lookupEnv = lookup
+		}
+	}
+}
+
+// WithCredential sets the credential for a registry host[:port]; it wins over
+// the environment and the Docker config.
+func WithCredential(host string, cred Credential) Option {
+	return func(o *options) {
+		if o.static == nil {
+			o.static = map[string]Credential{}
+		}
+		o.static[host] = cred
+	}
+}
+
+// WithCAFile trusts the CA certificates of a PEM bundle in addition to the
+// system roots. ARGOCD_OCM_REGISTRY_CA_FILE does the same.
+func WithCAFile(path string) Option { return func(o *options) { o.caFiles = append(o.caFiles, path) } }
+
+// WithCAPEM trusts PEM-encoded CA certificates in addition to the system roots.
+func WithCAPEM(pem []byte) Option { return func(o *options) { o.caPEM = append(o.caPEM, pem) } }
+
+// WithPlainHTTP allows plain HTTP (no TLS) to these registry hosts (host[:port]).
+// No host is allowed by default.
+func WithPlainHTTP(hosts ...string) Option {
+	return func(o *options) { o.plainHTTP = append(o.plainHTTP, hosts...) }
+}
+
+// WithRetries sets how often a failed request is retried (default
+// DefaultRetries; 0 disables retries; negative keeps the default).
+func WithRetries(n int) Option {
+	return func(o *options) {
+		if n >= 0 {
+			o.retries = n
+		}
+	}
+}
+
+// WithBackoff sets the first wait between retries and the cap of one wait
+// (defaults DefaultMinBackoff, DefaultMaxBackoff). Values <= 0 keep the default.
+func WithBackoff(min, max time.Duration) Option {
+	return func(o *options) {
+		if min > 0 {
+			o.minBackoff = min
+		}
+		if max > 0 {
+			o.maxBackoff = max
+		}
+	}
+}
+
+// WithResponseHeaderTimeout bounds the wait for response headers (default
+// DefaultResponseHeaderTimeout).
+func WithResponseHeaderTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.headerTimeout = d
+		}
+	}
+}
+
+// WithTransport replaces the base HTTP transport (default: a clone of
+// http.DefaultTransport with the CA pool and timeouts). The plain-HTTP guard
+// and retries still wrap it.
+func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.base = rt } }
+
+// WithUserAgent sets the User-Agent header (default "argocd-ocm-plugin").
+func WithUserAgent(ua string) Option { return func(o *options) { o.userAgent = ua } }
+
+// WithLogger receives warnings (ignored credential helpers, retries); default
+// slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }

@@ -1,0 +1,140 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	orasregistry "oras.land/oras-go/v2/registry"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// Reference is a parsed OCI artifact reference.
+type Reference struct {
+	// Scheme as written: "http", "https", or "" (none; "oci://" also gives "").
+	Scheme string
+	// Registry is host[:port].
+	Registry string
+	// Repository is the path inside the registry.
+	Repository string
+	// Tag and Digest as written; either, both or neither may be set.
+	Tag    string
+	Digest string
+}
+
+// maxReferenceLen bounds what is parsed; real references are far shorter.
+const maxReferenceLen = 4096
+
+// ParseReference parses [scheme://]host[:port]/repository[:tag][@digest].
+// Accepted schemes are http://, https:// and oci://. A reference whose first
+// path segment is not a host (no ".", no ":" and not "localhost") is a Docker
+// Hub short name, as Docker reads it: "nginx:1" is docker.io/library/nginx:1.
+func ParseReference(s string) (Reference, error) {
+	var r Reference
+	orig := s
+	if len(s) > maxReferenceLen {
+		return r, fmt.Errorf("%w: reference is longer than %d bytes", errdef.ErrInvalidInput, maxReferenceLen)
+	}
+	if strings.TrimSpace(s) != s || s == "" {
+		return r, fmt.Errorf("%w: reference %q is empty or has surrounding space", errdef.ErrInvalidInput, orig)
+	}
+	if i := strings.Index(s, "://"); i >= 0 {
+		switch scheme := strings.ToLower(s[:i]); scheme {
+		case "http", "https":
+			r.Scheme = scheme
+		case "oci":
+		default:
+			return r, fmt.Errorf("%w: reference %q: unsupported scheme %q", errdef.ErrInvalidInput, orig, scheme)
+		}
+		s = s[i+3:]
+	}
+	host, path, ok := strings.Cut(s, "/")
+	if !ok || path == "" {
+		if r.Scheme != "" {
+			return r, fmt.Errorf("%w: reference %q has no repository", errdef.ErrInvalidInput, orig)
+		}
+		host, path = "docker.io", "library/"+s
+	} else if !strings.ContainsAny(host, ".:") && host != "localhost" {
+		if r.Scheme != "" {
+			return r, fmt.Errorf("%w: reference %q: %q is not a registry host", errdef.ErrInvalidInput, orig, host)
+		}
+		host, path = "docker.io", s
+	}
+	if host == "docker.io" && !strings.Contains(strings.SplitN(path, "@", 2)[0], "/") {
+		path = "library/" + path
+	}
+	r.Registry = host
+	if at := strings.Index(path, "@"); at >= 0 {
+		d, err := blob.Normalize(path[at+1:])
+		if err != nil {
+			return Reference{}, fmt.Errorf("%w: reference %q: bad digest", errdef.ErrInvalidInput, orig)
+		}
+		r.Digest = d
+		path = path[:at]
+	}
+	if c := strings.LastIndex(path, ":"); c >= 0 {
+		r.Tag = path[c+1:]
+		path = path[:c]
+	}
+	r.Repository = path
+	o := orasregistry.Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Tag}
+	if err := o.ValidateRegistry(); err != nil {
+		return Reference{}, fmt.Errorf("%w: reference %q: invalid registry %q", errdef.ErrInvalidInput, orig, r.Registry)
+	}
+	if err := o.ValidateRepository(); err != nil {
+		return Reference{}, fmt.Errorf("%w: reference %q: invalid repository %q", errdef.ErrInvalidInput, orig, r.Repository)
+	}
+	if r.Tag != "" {
+		if err := o.ValidateReferenceAsTag(); err != nil {
+			return Reference{}, fmt.Errorf("%w: reference %q: invalid tag %q", errdef.ErrInvalidInput, orig, r.Tag)
+		}
+	}
+	return r, nil
+}
+
+// Ref is what to ask the registry for: the digest when there is one (a tag
+// next to it is informational), else the tag.
+func (r Reference) Ref() string {
+	if r.Digest != "" {
+		return r.Digest
+	}
+	return r.Tag
+}
+
+// Name is registry/repository.
+func (r Reference) Name() string { return r.Registry + "/" + r.Repository }
+
+// String is registry/repository[:tag][@digest], without a scheme.
+func (r Reference) String() string {
+	s := r.Name()
+	if r.Tag != "" {
+		s += ":" + r.Tag
+	}
+	if r.Digest != "" {
+		s += "@" + r.Digest
+	}
+	return s
+}
+
+func refToOras(r Reference) orasregistry.Reference {
+	return orasregistry.Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Ref()}
+}
+
+// Validate checks registry, repository and tag (the digest is checked by
+// ParseReference).
+func (r Reference) Validate() error {
+	o := orasregistry.Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Tag}
+	if err := o.ValidateRegistry(); err != nil {
+		return fmt.Errorf("%w: invalid registry %q", errdef.ErrInvalidInput, r.Registry)
+	}
+	if err := o.ValidateRepository(); err != nil {
+		return fmt.Errorf("%w: invalid repository %q", errdef.ErrInvalidInput, r.Repository)
+	}
+	if r.Tag != "" {
+		if err := o.ValidateReferenceAsTag(); err != nil {
+			return fmt.Errorf("%w: invalid tag %q", errdef.ErrInvalidInput, r.Tag)
+		}
+	}
+	return nil
+}
