@@ -37,12 +37,12 @@ prints the manifests.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v (see %s --help)", errdef.ErrInvalidInput, err, c.CommandPath())
 	})
-	root.AddCommand(newRenderCommand(stdout, stderr), newGenerateCommand(stdout, stderr, getenv),
+	root.AddCommand(newRenderCommand(stdout, stderr, getenv), newGenerateCommand(stdout, stderr, getenv),
 		newParametersCommand(stdout, stderr, getenv), newVersionCommand(stdout))
 	return root
 }
 
-func newRenderCommand(stdout, stderr io.Writer) *cobra.Command {
+func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	var req pipeline.Request
 	var apiVersions string
 	c := &cobra.Command{
@@ -53,7 +53,7 @@ func newRenderCommand(stdout, stderr io.Writer) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.APIVersions = splitComma(apiVersions)
-			return renderAndPrint(cmd, req, stdout, stderr)
+			return renderAndPrint(cmd, req, stdout, stderr, getenv)
 		},
 	}
 	f := c.Flags()
@@ -87,7 +87,7 @@ Helm's capabilities.`,
 			if err != nil {
 				return err
 			}
-			return renderAndPrint(cmd, req, stdout, stderr)
+			return renderAndPrint(cmd, req, stdout, stderr, getenv)
 		},
 	}
 }
@@ -116,9 +116,18 @@ func buildVersion() string {
 
 // renderAndPrint renders completely into memory and writes stdout once, so a
 // failure can never leave a partial manifest stream behind.
-func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.Writer) error {
-	r := &pipeline.Renderer{Log: stderr}
-	res, err := r.Render(cmd.Context(), req)
+func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string) error {
+	ectx := errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version}
+	ctx, cancel, err := withDeadline(cmd.Context(), 0, getenv)
+	if err != nil {
+		return errdef.Wrap(err, ectx)
+	}
+	defer cancel()
+	r, err := newRenderer(stderr, getenv)
+	if err != nil {
+		return errdef.Wrap(err, ectx)
+	}
+	res, err := r.Render(ctx, req)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -119,6 +120,13 @@ func (RequestPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, req Reque
 	return p, nil
 }
 
+func (r *Renderer) log() io.Writer {
+	if r.Log == nil {
+		return io.Discard
+	}
+	return r.Log
+}
+
 // OpenOffline opens a CTF (directory, tar, tgz) or a component archive.
 func OpenOffline(_ context.Context, spec string) (ocm.Repository, error) {
 	return ctf.Open(spec)
@@ -153,7 +161,16 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		return nil, err
 	}
 	defer repo.Close()
-	cv, err := repo.LookupComponentVersion(ctx, req.Component, req.Version)
+	version, err := resolve.ResolveVersion(ctx, repo, req.Component, req.Version)
+	if err != nil {
+		return nil, err
+	}
+	if version != req.Version {
+		fmt.Fprintf(r.log(), "argocd-ocm-plugin: %s: version constraint %q resolved to %s (pin it to avoid surprises: Argo CD caches manifests per git revision)\n",
+			req.Component, req.Version, version)
+		ectx.Version, req.Version = version, version
+	}
+	cv, err := repo.LookupComponentVersion(ctx, req.Component, version)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+)
+
+// Sidecar settings. They are read from the process environment WITHOUT the
+// ARGOCD_ENV_ prefix, so an Application cannot set them: they belong to
+// whoever installs the sidecar.
+const (
+	envTimeout   = "ARGOCD_OCM_TIMEOUT"    // overall deadline of one render, Go duration (default 50s)
+	envPlainHTTP = "ARGOCD_OCM_PLAIN_HTTP" // comma-separated registry hosts allowed over plain HTTP
+)
+
+// DefaultTimeout stays below Argo CD's 60 s repo-server deadline so that our
+// error, not Argo's SIGTERM, is what the user reads.
+const DefaultTimeout = 50 * time.Second
+
+// newRenderer builds the pipeline with a registry client for this one render.
+func newRenderer(stderr io.Writer, getenv func(string) string) (*pipeline.Renderer, error) {
+	var ropts []registry.Option
+	if hosts := splitComma(getenv(envPlainHTTP)); len(hosts) > 0 {
+		ropts = append(ropts, registry.WithPlainHTTP(hosts...))
+	}
+	src, err := pipeline.NewRegistrySource(oci.WithRegistryOptions(ropts...))
+	if err != nil {
+		return nil, err
+	}
+	return &pipeline.Renderer{
+		OpenRepository: src.Open,
+		Access:         access.Resolver{Artifacts: src},
+		Log:            stderr,
+	}, nil
+}
+
+// withDeadline applies the overall deadline (flag value, else ARGOCD_OCM_TIMEOUT, else DefaultTimeout).
+func withDeadline(ctx context.Context, flagValue time.Duration, getenv func(string) string) (context.Context, context.CancelFunc, error) {
+	d := flagValue
+	if d == 0 {
+		d = DefaultTimeout
+		if s := strings.TrimSpace(getenv(envTimeout)); s != "" {
+			v, err := time.ParseDuration(s)
+			if err != nil || v <= 0 {
+				return nil, nil, fmt.Errorf("%w: %s=%q is not a positive duration", errdef.ErrInvalidInput, envTimeout, s)
+			}
+			d = v
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, cancel, nil
+}
