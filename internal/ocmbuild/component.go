@@ -47,8 +47,16 @@ type Component struct {
 	Resources     []Resource
 	References    []Reference
 	V3            bool // serialise as ocm.software/v3alpha1 instead of v2
-	// RawDescriptor replaces the generated descriptor (for malformed-input tests).
+	// RawDescriptor replaces the generated descriptor (for malformed-input
+	// and tampering tests); Blobs are then the local blobs to store as layers.
 	RawDescriptor []byte
+	Blobs         []Blob
+}
+
+// Blob is a local blob stored as a layer next to a RawDescriptor.
+type Blob struct {
+	MediaType string
+	Data      []byte
 }
 
 // Resource of a component. Set Data for a local blob, or Access for an
@@ -236,6 +244,13 @@ func (c *Component) Artifact() (*Artifact, error) {
 	}
 	m.SchemaVersion = 2
 	seen := map[string]bool{}
+	for _, b := range c.Blobs {
+		d := add(b.MediaType, b.Data, nil)
+		if !seen[d.Digest.String()] {
+			seen[d.Digest.String()] = true
+			m.Layers = append(m.Layers, d)
+		}
+	}
 	for _, r := range c.Resources {
 		if r.Data == nil {
 			continue

@@ -18,6 +18,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
 
 // Resource types the pipeline renders.
@@ -73,6 +74,14 @@ type Renderer struct {
 	// PostProcessors run in order over all rendered objects (localisation,
 	// hooks, provenance).
 	PostProcessors []PostProcessor
+	// Signatures, when set, must verify before anything renders (keys by
+	// signature name; references are verified recursively), and every rendered
+	// resource must carry a digest the signature covers.
+	Signatures *signing.Verifier
+	// Provenance annotates every object with the component, version,
+	// descriptor digest, resource and verified signatures. Off by default so
+	// output stays identical to helm template.
+	Provenance bool
 }
 
 // Step is one render of a plan: one resource with its inputs.
@@ -135,6 +144,8 @@ func OpenOffline(_ context.Context, spec string) (ocm.Repository, error) {
 // Result is a rendered request.
 type Result struct {
 	Component, Version string
+	DescriptorDigest   string
+	Signatures         []string // verified signature names
 	Objects            []manifests.Object
 }
 
@@ -175,6 +186,10 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		return nil, err
 	}
 	d := cv.Descriptor()
+	signatures, err := r.verify(ctx, repo, cv)
+	if err != nil {
+		return nil, err
+	}
 	planner := r.Planner
 	if planner == nil {
 		planner = RequestPlanner{}
@@ -183,12 +198,20 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if err != nil {
 		return nil, err
 	}
-	out := &Result{Component: d.Name, Version: d.Version}
+	out := &Result{Component: d.Name, Version: d.Version, DescriptorDigest: cv.DescriptorDigest(), Signatures: signatures}
 	for _, step := range plan.Steps {
 		ectx.Resource = step.Resource.Identity().String()
+		if r.Signatures != nil {
+			if err := requireSignedDigest(step.Resource); err != nil {
+				return nil, err
+			}
+		}
 		objs, err := r.renderStep(ctx, cv, step, req)
 		if err != nil {
 			return nil, err
+		}
+		if r.Provenance {
+			annotateProvenance(objs, cv, step.Resource, signatures)
 		}
 		out.Objects = append(out.Objects, objs...)
 	}
