@@ -13,6 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -38,13 +39,14 @@ prints the manifests.
 		return fmt.Errorf("%w: %v (see %s --help)", errdef.ErrInvalidInput, err, c.CommandPath())
 	})
 	root.AddCommand(newRenderCommand(stdout, stderr, getenv), newGenerateCommand(stdout, stderr, getenv),
-		newParametersCommand(stdout, stderr, getenv), newVersionCommand(stdout))
+		newParametersCommand(stdout, stderr, getenv), newVerifyCommand(stdout, stderr, getenv), newVersionCommand(stdout))
 	return root
 }
 
 func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	var req pipeline.Request
 	var apiVersions string
+	var sig signatureFlags
 	c := &cobra.Command{
 		Use:   "render --repository REPO --component NAME --version VERSION [flags]",
 		Short: "Render a component version's chart or kustomization and print the manifests",
@@ -53,7 +55,11 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.APIVersions = splitComma(apiVersions)
-			return renderAndPrint(cmd, req, stdout, stderr, getenv)
+			v, err := signaturePolicy(sig.names, sig.keys)
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
+			}
+			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: sig.provenance})
 		},
 	}
 	f := c.Flags()
@@ -68,6 +74,9 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 	f.StringVar(&req.ReleaseName, "release-name", "", "Helm release name (default \"release-name\", as helm template)")
 	f.StringVar(&req.KubeVersion, "kube-version", "", "Kubernetes version for Capabilities.KubeVersion")
 	f.StringVar(&apiVersions, "api-versions", "", "comma-separated API versions for Capabilities.APIVersions")
+	f.StringArrayVar(&sig.names, "signature", nil, "signature name that must verify before rendering (repeatable)")
+	f.StringArrayVar(&sig.keys, "public-key", nil, "PEM public key or certificate file (one, or one per --signature)")
+	f.BoolVar(&sig.provenance, "provenance", false, "annotate every object with component, version, descriptor digest, resource and verified signatures")
 	return c
 }
 
@@ -87,7 +96,11 @@ Helm's capabilities.`,
 			if err != nil {
 				return err
 			}
-			return renderAndPrint(cmd, req, stdout, stderr, getenv)
+			v, err := sidecarSignaturePolicy(getenv)
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
+			}
+			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: isTrue(getenv(envProvenance)) || req.Provenance})
 		},
 	}
 }
@@ -116,7 +129,17 @@ func buildVersion() string {
 
 // renderAndPrint renders completely into memory and writes stdout once, so a
 // failure can never leave a partial manifest stream behind.
-func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string) error {
+type signatureFlags struct {
+	names, keys []string
+	provenance  bool
+}
+
+type renderOptions struct {
+	signatures *signing.Verifier
+	provenance bool
+}
+
+func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
 	ectx := errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version}
 	ctx, cancel, err := withDeadline(cmd.Context(), 0, getenv)
 	if err != nil {
@@ -127,6 +150,7 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 	if err != nil {
 		return errdef.Wrap(err, ectx)
 	}
+	r.Signatures, r.Provenance = opts.signatures, opts.provenance
 	res, err := r.Render(ctx, req)
 	if err != nil {
 		return err

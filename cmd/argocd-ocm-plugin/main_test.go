@@ -117,3 +117,48 @@ func TestHelpAndVersionStayOffStdoutExceptVersion(t *testing.T) {
 		t.Fatalf("version: %d %q", code, stdout.String())
 	}
 }
+
+func TestVerifyAndSignedRender(t *testing.T) {
+	fx := "../../../shared/fixtures/ocm-cli/"
+	key := fx + "keys/key.pub"
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"verify", "--repository", fx + "ctf-signed.tgz", "--component", "example.com/fixtures/signed-bundle", "--version", "1.0.0",
+		"--signature", "mysig", "--public-key", key}, &stdout, &stderr, env(nil))
+	if code != 0 || !strings.Contains(stdout.String(), "verified reference example.com/fixtures/signed-bundle:1.0.0 -> example.com/fixtures/signed-app:1.0.0") {
+		t.Fatalf("verify: %d %q %q", code, stdout.String(), stderr.String())
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	code = run([]string{"verify", "--repository", fx + "ctf-signed", "--component", "example.com/fixtures/signed-app", "--version", "1.0.0",
+		"--signature", "othersig", "--public-key", key}, &stdout, &stderr, env(nil))
+	if code == 0 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "mysig") {
+		t.Fatalf("missing signature: %d %q %q", code, stdout.String(), stderr.String())
+	}
+
+	// generate: the policy comes from the sidecar's unprefixed environment.
+	stdout.Reset()
+	stderr.Reset()
+	e := env(map[string]string{
+		"ARGOCD_APP_NAME": "signed", "ARGOCD_ENV_REPOSITORY": fx + "ctf-signed", "ARGOCD_ENV_COMPONENT": "example.com/fixtures/signed-app",
+		"ARGOCD_ENV_VERSION": "1.0.0", "ARGOCD_ENV_RESOURCE": "chart",
+		"ARGOCD_OCM_SIGNATURE": "mysig", "ARGOCD_OCM_PUBLIC_KEY": key, "ARGOCD_OCM_PROVENANCE": "true",
+	})
+	if code := run([]string{"generate"}, &stdout, &stderr, e); code != 0 {
+		t.Fatalf("signed generate: %s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "argocd-ocm-plugin.io/verified-signatures: mysig") {
+		t.Fatalf("no provenance:\n%s", stdout.String())
+	}
+	// An Application cannot bring its own trust root: ARGOCD_ENV_ names are not read for keys.
+	stdout.Reset()
+	stderr.Reset()
+	e = env(map[string]string{
+		"ARGOCD_APP_NAME": "signed", "ARGOCD_ENV_REPOSITORY": fx + "ctf-signed", "ARGOCD_ENV_COMPONENT": "example.com/fixtures/signed-app",
+		"ARGOCD_ENV_VERSION": "1.0.0", "ARGOCD_ENV_RESOURCE": "chart",
+		"ARGOCD_OCM_SIGNATURE": "mysig", "ARGOCD_OCM_PUBLIC_KEY": fx + "nonexistent.pub", "ARGOCD_ENV_ARGOCD_OCM_PUBLIC_KEY": key,
+	})
+	if code := run([]string{"generate"}, &stdout, &stderr, e); code == 0 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "application signed") {
+		t.Fatalf("key from the Application was used: %d %q", code, stderr.String())
+	}
+}

@@ -22,6 +22,7 @@ const (
 	ParamValues     = "values"      // a YAML string
 	ParamValueFiles = "value-files" // values files in the Application's git path
 	ParamParameters = "parameters"  // instance parameters (a map)
+	ParamProvenance = "provenance"  // "true": annotate objects with their provenance
 )
 
 // Variables Argo CD sets for a generate command.
@@ -127,6 +128,7 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 		Namespace:   getenv(EnvAppNamespace),
 		KubeVersion: getenv(EnvKubeVersion),
 		APIVersions: splitList(getenv(EnvKubeAPIVersions)),
+		Provenance:  strings.EqualFold(strings.TrimSpace(e.str(ParamProvenance)), "true"),
 	}
 	if v := e.str(ParamValues); strings.TrimSpace(v) != "" {
 		vals := map[string]any{}

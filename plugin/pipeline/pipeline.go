@@ -43,9 +43,16 @@ type Request struct {
 	// DefinitionFile is a deployment definition given by the user (CLI flag or
 	// a file in the Application's git path); see package config.
 	DefinitionFile string
+	// Provenance asks for provenance annotations (the Application's
+	// "provenance" parameter; the sidecar may also force them on).
+	Provenance bool
 	// Parameters are instance parameters (name → value as text; the deployment
 	// definition declares their types).
 	Parameters map[string]string
+	// Localize turns on automatic localisation: image references in the
+	// rendered workloads that match an image resource of the component are
+	// rewritten to the component's location of it (see package localize).
+	Localize bool
 
 	// Helm inputs.
 	ValueFiles  []string       // values files, later ones win

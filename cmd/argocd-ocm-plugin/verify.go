@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
+)
+
+// Sidecar verification settings for generate. Like every unprefixed variable
+// they come from the sidecar's own environment: an Application author must not
+// be able to supply their own trust root.
+const (
+	envSignature  = "ARGOCD_OCM_SIGNATURE"  // comma-separated signature names that must verify
+	envPublicKey  = "ARGOCD_OCM_PUBLIC_KEY" // comma-separated PEM files, one per signature name (or one for all)
+	envProvenance = "ARGOCD_OCM_PROVENANCE" // "true": annotate objects with their provenance
+)
+
+// signaturePolicy pairs signature names with public key files: one key file
+// per name, or a single key file for every name.
+func signaturePolicy(names, keyFiles []string) (*signing.Verifier, error) {
+	if len(names) == 0 && len(keyFiles) == 0 {
+		return nil, nil
+	}
+	if len(names) == 0 || len(keyFiles) == 0 {
+		return nil, fmt.Errorf("%w: signature verification needs both a signature name and a public key", errdef.ErrInvalidInput)
+	}
+	if len(keyFiles) != 1 && len(keyFiles) != len(names) {
+		return nil, fmt.Errorf("%w: %d signature names but %d public keys: give one key, or one per name", errdef.ErrInvalidInput, len(names), len(keyFiles))
+	}
+	v := &signing.Verifier{Keys: map[string]crypto.PublicKey{}}
+	for i, name := range names {
+		f := keyFiles[0]
+		if len(keyFiles) > 1 {
+			f = keyFiles[i]
+		}
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: public key for signature %s: %v", errdef.ErrInvalidInput, name, err)
+		}
+		k, err := signing.ParsePublicKey(pem)
+		if err != nil {
+			return nil, fmt.Errorf("public key %s: %w", f, err)
+		}
+		v.Keys[name] = k
+	}
+	return v, nil
+}
+
+func sidecarSignaturePolicy(getenv func(string) string) (*signing.Verifier, error) {
+	return signaturePolicy(splitComma(getenv(envSignature)), splitComma(getenv(envPublicKey)))
+}
+
+func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	var repository, component, version string
+	var names, keys []string
+	c := &cobra.Command{
+		Use:   "verify --repository REPO --component NAME --version VERSION --signature NAME --public-key FILE",
+		Short: "Verify a component version's signatures (and its references, recursively); exit 0 only when valid",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ectx := errdef.Error{Component: component, Version: version}
+			if repository == "" || component == "" || version == "" {
+				return errdef.Wrap(fmt.Errorf("%w: --repository, --component and --version are required", errdef.ErrInvalidInput), ectx)
+			}
+			v, err := signaturePolicy(names, keys)
+			if err != nil {
+				return errdef.Wrap(err, ectx)
+			}
+			if v == nil {
+				return errdef.Wrap(fmt.Errorf("%w: --signature and --public-key are required", errdef.ErrInvalidInput), ectx)
+			}
+			ctx, cancel, err := withDeadline(cmd.Context(), 0, getenv)
+			if err != nil {
+				return errdef.Wrap(err, ectx)
+			}
+			defer cancel()
+			report, err := verify(ctx, stderr, getenv, repository, component, version, v)
+			if err != nil {
+				return errdef.Wrap(err, ectx)
+			}
+			for _, s := range report.Signatures {
+				fmt.Fprintf(stdout, "verified %s:%s signature %s (%s, %s %s %s)\n", component, version, s.Signature, s.Algorithm, s.NormalisationAlgorithm, s.HashAlgorithm, s.Digest)
+			}
+			for _, r := range report.References {
+				if r.Digest != "" {
+					fmt.Fprintf(stdout, "verified reference %s -> %s:%s (%s)\n", r.Parent, r.Component, r.Version, r.Digest)
+				}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&repository, "repository", "", "CTF, component archive or OCI registry")
+	f.StringVar(&component, "component", "", "component name")
+	f.StringVar(&version, "version", "", "component version")
+	f.StringArrayVar(&names, "signature", nil, "signature name that must verify (repeatable)")
+	f.StringArrayVar(&keys, "public-key", nil, "PEM public key or certificate file (one, or one per --signature)")
+	return c
+}
+
+func verify(ctx context.Context, stderr io.Writer, getenv func(string) string, repository, component, version string, v *signing.Verifier) (*signing.Report, error) {
+	r, err := newRenderer(stderr, getenv)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := r.OpenRepository(ctx, repository)
+	if err != nil {
+		return nil, err
+	}
+	defer repo.Close()
+	resolved, err := resolve.ResolveVersion(ctx, repo, component, version)
+	if err != nil {
+		return nil, err
+	}
+	cv, err := repo.LookupComponentVersion(ctx, component, resolved)
+	if err != nil {
+		return nil, err
+	}
+	vv := *v
+	vv.Lookup = signing.RepositoryLookup(repo)
+	return vv.Verify(ctx, cv.Descriptor())
+}
+
+func isTrue(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
