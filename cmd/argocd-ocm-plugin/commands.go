@@ -76,6 +76,11 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 	f.StringVar(&apiVersions, "api-versions", "", "comma-separated API versions for Capabilities.APIVersions")
 	f.StringArrayVar(&sig.names, "signature", nil, "signature name that must verify before rendering (repeatable)")
 	f.StringArrayVar(&sig.keys, "public-key", nil, "PEM public key or certificate file (one, or one per --signature)")
+	f.BoolVar(&req.Platform.Force, "platform", false, "render the component's references as child Argo CD Applications (default for components with references and no renderable resource)")
+	f.StringArrayVar(&req.Platform.ConfigFiles, "platform-config", nil, "platform config file: per-package settings (repeatable)")
+	f.StringVar(&req.Platform.Source.RepoURL, "source-repo-url", "", "platform preview: the git repository child Applications point back at")
+	f.StringVar(&req.Platform.Source.Path, "source-path", "", "platform preview: the path in that repository")
+	f.StringVar(&req.Platform.Source.TargetRevision, "source-revision", "HEAD", "platform preview: the revision of that repository")
 	f.BoolVar(&sig.provenance, "provenance", false, "annotate every object with component, version, descriptor digest, resource and verified signatures")
 	return c
 }
@@ -96,6 +101,7 @@ Helm's capabilities.`,
 			if err != nil {
 				return err
 			}
+			req.Platform.Source.PluginName = getenv(envPluginName)
 			v, err := sidecarSignaturePolicy(getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})

@@ -162,3 +162,28 @@ func TestVerifyAndSignedRender(t *testing.T) {
 		t.Fatalf("key from the Application was used: %d %q", code, stderr.String())
 	}
 }
+
+// A component with references and no resources renders as child Applications
+// that point back at the parent's git source and pin the referenced versions.
+func TestGeneratePlatform(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	e := env(map[string]string{
+		"ARGOCD_APP_NAME": "idp", "ARGOCD_APP_NAMESPACE": "argocd",
+		"ARGOCD_APP_SOURCE_REPO_URL": "https://git.example.com/idp.git", "ARGOCD_APP_SOURCE_PATH": "envs/prod",
+		"ARGOCD_APP_SOURCE_TARGET_REVISION": "v1", "ARGOCD_APP_PROJECT_NAME": "platform",
+		"ARGOCD_ENV_REPOSITORY": demoRepo, "ARGOCD_ENV_COMPONENT": "example.com/demo/platform", "ARGOCD_ENV_VERSION": "1.0.0",
+		"ARGOCD_ENV_VALUES":      "packages: {podinfo: {syncWave: 2, values: {replicaCount: 3}}}",
+		"ARGOCD_OCM_PLUGIN_NAME": "argocd-ocm-plugin-v1",
+	})
+	if code := run([]string{"generate"}, &stdout, &stderr, e); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"name: idp-podinfo", "name: idp-extras", "project: platform", "repoURL: https://git.example.com/idp.git",
+		"path: envs/prod", "targetRevision: v1", "name: argocd-ocm-plugin-v1", "string: example.com/demo/podinfo-extras",
+		"argocd.argoproj.io/sync-wave: \"2\"", "replicaCount: 3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -20,6 +20,9 @@ import (
 const (
 	envTimeout   = "ARGOCD_OCM_TIMEOUT"    // overall deadline of one render, Go duration (default 50s)
 	envPlainHTTP = "ARGOCD_OCM_PLAIN_HTTP" // comma-separated registry hosts allowed over plain HTTP
+	// envPluginName is the name child Applications of a platform use for this
+	// plugin (plugin.yaml metadata.name, "-<spec.version>" appended when set).
+	envPluginName = "ARGOCD_OCM_PLUGIN_NAME"
 )
 
 // DefaultTimeout stays below Argo CD's 60 s repo-server deadline so that our

@@ -9,6 +9,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
 )
 
 // Parameter names an Application may set (spec.source.plugin.parameters), and
@@ -23,6 +24,9 @@ const (
 	ParamValueFiles = "value-files" // values files in the Application's git path
 	ParamParameters = "parameters"  // instance parameters (a map)
 	ParamProvenance = "provenance"  // "true": annotate objects with their provenance
+	ParamPlatform   = "platform"    // "true": render the component's references as child Applications
+	// ParamPlatformConfig names platform config files in the Application's git path.
+	ParamPlatformConfig = "platform-config"
 )
 
 // Variables Argo CD sets for a generate command.
@@ -32,6 +36,10 @@ const (
 	EnvAppParameters   = "ARGOCD_APP_PARAMETERS"
 	EnvKubeVersion     = "KUBE_VERSION"
 	EnvKubeAPIVersions = "KUBE_API_VERSIONS"
+	EnvSourceRepoURL   = "ARGOCD_APP_SOURCE_REPO_URL"
+	EnvSourcePath      = "ARGOCD_APP_SOURCE_PATH"
+	EnvSourceRevision  = "ARGOCD_APP_SOURCE_TARGET_REVISION"
+	EnvProjectName     = "ARGOCD_APP_PROJECT_NAME"
 	envPrefix          = "ARGOCD_ENV_"
 )
 
@@ -129,6 +137,16 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 		KubeVersion: getenv(EnvKubeVersion),
 		APIVersions: splitList(getenv(EnvKubeAPIVersions)),
 		Provenance:  strings.EqualFold(strings.TrimSpace(e.str(ParamProvenance)), "true"),
+		Platform: pipeline.PlatformRequest{
+			Force:       strings.EqualFold(strings.TrimSpace(e.str(ParamPlatform)), "true"),
+			ConfigFiles: e.list(ParamPlatformConfig),
+			Project:     getenv(EnvProjectName),
+			Source: platform.Source{
+				RepoURL:        getenv(EnvSourceRepoURL),
+				Path:           getenv(EnvSourcePath),
+				TargetRevision: getenv(EnvSourceRevision),
+			},
+		},
 	}
 	if v := e.str(ParamValues); strings.TrimSpace(v) != "" {
 		vals := map[string]any{}

@@ -43,6 +43,8 @@ type Request struct {
 	// DefinitionFile is a deployment definition given by the user (CLI flag or
 	// a file in the Application's git path); see package config.
 	DefinitionFile string
+	// Platform configures app-of-apps rendering of platform components.
+	Platform PlatformRequest
 	// Provenance asks for provenance annotations (the Application's
 	// "provenance" parameter; the sidecar may also force them on).
 	Provenance bool
@@ -196,6 +198,13 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	signatures, err := r.verify(ctx, repo, cv)
 	if err != nil {
 		return nil, err
+	}
+	if isPlatform(d, req) {
+		objs, err := r.renderPlatform(ctx, repo, cv, req)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Component: d.Name, Version: d.Version, DescriptorDigest: cv.DescriptorDigest(), Signatures: signatures, Objects: objs}, nil
 	}
 	planner := r.Planner
 	if planner == nil {

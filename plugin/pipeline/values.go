@@ -36,6 +36,8 @@ func HelmValues(req Request) (map[string]any, error) {
 	return base, nil
 }
 
+func yamlMarshal(v any) ([]byte, error) { return yaml.Marshal(v) }
+
 func deepCopy(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {

@@ -1,0 +1,63 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+)
+
+// PlatformRequest is what a platform render needs beyond a Request: where the
+// parent Application comes from, so that children can point back at it.
+type PlatformRequest struct {
+	// Force renders as a platform even when the component has resources.
+	Force bool
+	// ConfigFiles are platform configs (per-package settings), later ones win;
+	// Request.Values, when set, is applied last as an inline platform config.
+	ConfigFiles []string
+	Source      platform.Source
+	Project     string
+}
+
+// isPlatform: forced, or a component with references and no renderable
+// resource of its own when no resource was asked for.
+func isPlatform(d *ocm.Descriptor, req Request) bool {
+	return req.Platform.Force || (len(req.Resources) == 0 && platform.IsPlatform(d, Renderable))
+}
+
+func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVersion, req Request) ([]manifests.Object, error) {
+	src := req.Platform.Source
+	if src.Repository == "" {
+		src.Repository = req.Repository
+	}
+	opts := platform.Options{Parent: req.ReleaseName, Project: req.Platform.Project, Source: src}
+	if opts.Parent == "" {
+		opts.Parent = req.Application
+	}
+	for _, f := range req.Platform.ConfigFiles {
+		b, err := readFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: platform config %s: %v", errdef.ErrInvalidInput, f, err)
+		}
+		c, err := platform.DecodeConfig(b)
+		if err != nil {
+			return nil, fmt.Errorf("platform config %s: %w", f, err)
+		}
+		opts.ApplyConfig(c)
+	}
+	if len(req.Values) > 0 {
+		b, err := yamlMarshal(req.Values)
+		if err != nil {
+			return nil, err
+		}
+		c, err := platform.DecodeConfig(b)
+		if err != nil {
+			return nil, fmt.Errorf("values of a platform are its platform config: %w", err)
+		}
+		opts.ApplyConfig(c)
+	}
+	return platform.Applications(ctx, repo, cv, opts)
+}

@@ -1,0 +1,398 @@
+package platform
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+)
+
+// Defaults of Options.
+const (
+	DefaultPluginName = "argocd-ocm-plugin"
+	DefaultProject    = "default"
+	DefaultServer     = "https://kubernetes.default.svc"
+	DefaultMaxDepth   = 16
+
+	// LabelPlatform marks child Applications with their parent's name.
+	LabelPlatform = "argocd-ocm-plugin.io/platform"
+	// AnnotationSyncWave is Argo CD's sync wave annotation.
+	AnnotationSyncWave = "argocd.argoproj.io/sync-wave"
+)
+
+// Source is where the parent Application's manifests come from; children
+// point back at the same git source and OCM repository.
+type Source struct {
+	RepoURL, TargetRevision, Path string
+	// Repository is the OCM repository spec the parent used (a path relative
+	// to Path stays valid for the children, which share Path).
+	Repository string
+	// PluginName is the plugin children name (default DefaultPluginName).
+	PluginName string
+}
+
+// Destination of a child Application.
+type Destination struct {
+	Server    string `json:"server,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Package configures the child Application of one reference (by reference name).
+type Package struct {
+	Disabled    bool              `json:"disabled,omitempty"`
+	Namespace   string            `json:"namespace,omitempty"` // default: the reference name
+	Destination *Destination      `json:"destination,omitempty"`
+	SyncWave    *int              `json:"syncWave,omitempty"`
+	Values      map[string]any    `json:"values,omitempty"`
+	Parameters  map[string]string `json:"parameters,omitempty"`
+	Resource    []string          `json:"resource,omitempty"`
+	Path        string            `json:"path,omitempty"`
+}
+
+// Config is a platform-level configuration: per-package settings that override
+// what the platform ships (like TAP or idpbuilder config files).
+type Config struct {
+	Destination *Destination       `json:"destination,omitempty"`
+	Project     string             `json:"project,omitempty"`
+	SyncPolicy  map[string]any     `json:"syncPolicy,omitempty"`
+	Packages    map[string]Package `json:"packages,omitempty"`
+}
+
+// Options of Applications.
+type Options struct {
+	Parent  string // parent Application name; children are <parent>-<reference name>
+	Project string // default DefaultProject
+	Source  Source
+	// Destination defaults for every child: server DefaultServer, namespace
+	// the reference name (not the parent's namespace, which is where the child
+	// Application objects themselves go).
+	Destination Destination
+	// SyncPolicy of the children (default: automated prune and self-heal,
+	// CreateNamespace=true).
+	SyncPolicy map[string]any
+	Packages   map[string]Package
+	MaxDepth   int // reference depth checked for cycles (default DefaultMaxDepth)
+}
+
+// ApplyConfig merges a platform config over opts (config wins, per package
+// field by field).
+func (o *Options) ApplyConfig(c *Config) {
+	if c == nil {
+		return
+	}
+	if c.Project != "" {
+		o.Project = c.Project
+	}
+	if c.Destination != nil {
+		o.Destination = mergeDest(o.Destination, *c.Destination)
+	}
+	if c.SyncPolicy != nil {
+		o.SyncPolicy = c.SyncPolicy
+	}
+	if o.Packages == nil {
+		o.Packages = map[string]Package{}
+	}
+	for name, p := range c.Packages {
+		o.Packages[name] = mergePackage(o.Packages[name], p)
+	}
+}
+
+// DecodeConfig strictly decodes a platform config document.
+func DecodeConfig(data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("%w: platform config: %v", errdef.ErrInvalidInput, err)
+	}
+	return &c, nil
+}
+
+func mergeDest(base, over Destination) Destination {
+	if over.Server != "" || over.Name != "" {
+		base.Server, base.Name = over.Server, over.Name
+	}
+	if over.Namespace != "" {
+		base.Namespace = over.Namespace
+	}
+	return base
+}
+
+func mergePackage(base, over Package) Package {
+	if over.Disabled {
+		base.Disabled = true
+	}
+	if over.Namespace != "" {
+		base.Namespace = over.Namespace
+	}
+	if over.Destination != nil {
+		d := Destination{}
+		if base.Destination != nil {
+			d = *base.Destination
+		}
+		d = mergeDest(d, *over.Destination)
+		base.Destination = &d
+	}
+	if over.SyncWave != nil {
+		base.SyncWave = over.SyncWave
+	}
+	if over.Values != nil {
+		base.Values = deepMerge(base.Values, over.Values)
+	}
+	if over.Parameters != nil {
+		if base.Parameters == nil {
+			base.Parameters = map[string]string{}
+		}
+		for k, v := range over.Parameters {
+			base.Parameters[k] = v
+		}
+	}
+	if over.Resource != nil {
+		base.Resource = over.Resource
+	}
+	if over.Path != "" {
+		base.Path = over.Path
+	}
+	return base
+}
+
+func deepMerge(base, over map[string]any) map[string]any {
+	out := make(map[string]any, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		if bm, ok := out[k].(map[string]any); ok {
+			if om, ok := v.(map[string]any); ok {
+				out[k] = deepMerge(bm, om)
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// IsPlatform reports whether a component renders as a platform by default: it
+// has component references and no resource that renderable reports true for.
+func IsPlatform(d *ocm.Descriptor, renderable func(resourceType string) bool) bool {
+	if len(d.References) == 0 {
+		return false
+	}
+	for _, r := range d.Resources {
+		if renderable(r.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// Applications returns one child Application per component reference of cv
+// (disabled packages left out), after checking that the reference graph below
+// cv resolves and has no cycle.
+func Applications(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVersion, opts Options) ([]manifests.Object, error) {
+	d := cv.Descriptor()
+	if err := CheckReferences(ctx, repo, d, opts.MaxDepth); err != nil {
+		return nil, err
+	}
+	if opts.Parent == "" {
+		return nil, fmt.Errorf("%w: a platform needs the parent Application's name (ARGOCD_APP_NAME, or --release-name)", errdef.ErrInvalidInput)
+	}
+	for name := range opts.Packages {
+		if !hasReference(d, name) {
+			return nil, fmt.Errorf("%w: platform config names package %q, but component %s:%s has no such reference (it has: %s)",
+				errdef.ErrInvalidInput, name, d.Name, d.Version, strings.Join(referenceNames(d), ", "))
+		}
+	}
+	refs := append([]ocm.Reference(nil), d.References...)
+	sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	var out []manifests.Object
+	for _, ref := range refs {
+		pkg := opts.Packages[ref.Name]
+		if pkg.Disabled {
+			continue
+		}
+		app, err := child(opts, ref, pkg)
+		if err != nil {
+			return nil, fmt.Errorf("reference %s: %w", ref.Name, err)
+		}
+		out = append(out, app)
+	}
+	return out, nil
+}
+
+func hasReference(d *ocm.Descriptor, name string) bool {
+	for _, r := range d.References {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func referenceNames(d *ocm.Descriptor) []string {
+	var n []string
+	for _, r := range d.References {
+		n = append(n, r.Name)
+	}
+	return n
+}
+
+var invalidName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// appName makes a DNS-1123 name from parent and reference name.
+func appName(parent, ref string) string {
+	n := invalidName.ReplaceAllString(strings.ToLower(parent+"-"+ref), "-")
+	n = strings.Trim(n, "-")
+	if len(n) > 253 {
+		n = strings.TrimRight(n[:253], "-")
+	}
+	return n
+}
+
+func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, error) {
+	src := opts.Source
+	plugin := src.PluginName
+	if plugin == "" {
+		plugin = DefaultPluginName
+	}
+	params := []any{
+		map[string]any{"name": "repository", "string": src.Repository},
+		map[string]any{"name": "component", "string": ref.ComponentName},
+		map[string]any{"name": "version", "string": ref.Version},
+	}
+	if len(pkg.Resource) > 0 {
+		params = append(params, map[string]any{"name": "resource", "array": toAny(pkg.Resource)})
+	}
+	if pkg.Path != "" {
+		params = append(params, map[string]any{"name": "path", "string": pkg.Path})
+	}
+	if len(pkg.Values) > 0 {
+		v, err := yaml.Marshal(pkg.Values)
+		if err != nil {
+			return nil, err
+		}
+		params = append(params, map[string]any{"name": "values", "string": string(v)})
+	}
+	if len(pkg.Parameters) > 0 {
+		m := map[string]any{}
+		for k, v := range pkg.Parameters {
+			m[k] = v
+		}
+		params = append(params, map[string]any{"name": "parameters", "map": m})
+	}
+	// Namespace: the package's, else the platform default, else the reference name.
+	dest := mergeDest(Destination{Server: DefaultServer}, opts.Destination)
+	if pkg.Destination != nil {
+		dest = mergeDest(dest, *pkg.Destination)
+	}
+	if pkg.Namespace != "" {
+		dest.Namespace = pkg.Namespace
+	}
+	if dest.Namespace == "" {
+		dest.Namespace = strings.Trim(invalidName.ReplaceAllString(strings.ToLower(ref.Name), "-"), "-")
+	}
+	if dest.Name != "" {
+		dest.Server = ""
+	}
+	destMap := map[string]any{"namespace": dest.Namespace}
+	if dest.Server != "" {
+		destMap["server"] = dest.Server
+	} else {
+		destMap["name"] = dest.Name
+	}
+	project := opts.Project
+	if project == "" {
+		project = DefaultProject
+	}
+	policy := opts.SyncPolicy
+	if policy == nil {
+		policy = map[string]any{
+			"automated":   map[string]any{"prune": true, "selfHeal": true},
+			"syncOptions": []any{"CreateNamespace=true"},
+		}
+	}
+	source := map[string]any{
+		"repoURL":        src.RepoURL,
+		"targetRevision": src.TargetRevision,
+		"path":           src.Path,
+		"plugin":         map[string]any{"name": plugin, "parameters": params},
+	}
+	if src.RepoURL == "" {
+		return nil, fmt.Errorf("%w: the parent's git source is unknown (ARGOCD_APP_SOURCE_REPO_URL), children cannot point back at it", errdef.ErrInvalidInput)
+	}
+	meta := map[string]any{
+		"name":       appName(opts.Parent, ref.Name),
+		"labels":     map[string]any{LabelPlatform: opts.Parent},
+		"finalizers": []any{"resources-finalizer.argocd.argoproj.io"},
+	}
+	if pkg.SyncWave != nil {
+		meta["annotations"] = map[string]any{AnnotationSyncWave: strconv.Itoa(*pkg.SyncWave)}
+	}
+	return manifests.Object{
+		"apiVersion": "argoproj.io/v1alpha1",
+		"kind":       "Application",
+		"metadata":   meta,
+		"spec": map[string]any{
+			"project":     project,
+			"destination": destMap,
+			"source":      source,
+			"syncPolicy":  policy,
+		},
+	}, nil
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// CheckReferences resolves every reference below d and fails on a missing
+// component version, a cycle (naming its path) or a chain deeper than maxDepth.
+func CheckReferences(ctx context.Context, repo ocm.Repository, d *ocm.Descriptor, maxDepth int) error {
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	done := map[string]bool{}
+	var walk func(d *ocm.Descriptor, path []string) error
+	walk = func(d *ocm.Descriptor, path []string) error {
+		key := d.Name + ":" + d.Version
+		for i, p := range path {
+			if p == key {
+				return fmt.Errorf("%w: component reference cycle: %s", errdef.ErrInvalidDescriptor, strings.Join(append(path[i:], key), " -> "))
+			}
+		}
+		if done[key] {
+			return nil
+		}
+		if len(path) >= maxDepth {
+			return fmt.Errorf("%w: component references nest deeper than %d below %s", errdef.ErrLimitExceeded, maxDepth, path[0])
+		}
+		path = append(path, key)
+		for _, ref := range d.References {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			cv, err := repo.LookupComponentVersion(ctx, ref.ComponentName, ref.Version)
+			if err != nil {
+				return fmt.Errorf("reference %s of %s: %w", ref.Name, key, err)
+			}
+			if err := walk(cv.Descriptor(), path); err != nil {
+				return err
+			}
+		}
+		done[key] = true
+		return nil
+	}
+	return walk(d, nil)
+}
