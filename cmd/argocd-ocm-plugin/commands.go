@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -47,6 +48,8 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 	var req pipeline.Request
 	var apiVersions string
 	var sig signatureFlags
+	var params []string
+	var explain bool
 	c := &cobra.Command{
 		Use:   "render --repository REPO --component NAME --version VERSION [flags]",
 		Short: "Render a component version's chart or kustomization and print the manifests",
@@ -55,11 +58,16 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.APIVersions = splitComma(apiVersions)
+			p, err := parseParams(params)
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
+			}
+			req.Parameters = p
 			v, err := signaturePolicy(sig.names, sig.keys)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
 			}
-			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: sig.provenance})
+			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: sig.provenance, explain: explain})
 		},
 	}
 	f := c.Flags()
@@ -82,6 +90,10 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 	f.StringVar(&req.Platform.Source.Path, "source-path", "", "platform preview: the path in that repository")
 	f.StringVar(&req.Platform.Source.TargetRevision, "source-revision", "HEAD", "platform preview: the revision of that repository")
 	f.BoolVar(&sig.provenance, "provenance", false, "annotate every object with component, version, descriptor digest, resource and verified signatures")
+	f.StringVar(&req.DefinitionFile, "definition", "", "deployment definition file (replaces one shipped in the component), or resource:NAME to pick a shipped one")
+	f.StringArrayVar(&params, "param", nil, "instance parameter name=value, typed by the deployment definition (repeatable)")
+	f.BoolVar(&req.Localize, "localize", false, "automatic localisation: point workload images that are resources of the component at the component's location of them")
+	f.BoolVar(&explain, "explain", false, "print, instead of the manifests, where every value came from and what each expression evaluated to")
 	return c
 }
 
@@ -91,7 +103,9 @@ func newGenerateCommand(stdout, stderr io.Writer, getenv func(string) string) *c
 		Short: "Argo CD generate command: render the Application's component from the plugin environment",
 		Long: `generate reads its inputs from the environment Argo CD gives a config management plugin:
 plugin parameters (ARGOCD_APP_PARAMETERS) first, then ARGOCD_ENV_<NAME> variables:
-  repository, component, version, resource, path, values (YAML), value-files
+  repository, component, version, resource, path, values (YAML), value-files,
+  parameters (a map of instance parameters), definition (a deployment definition file in
+  the Application's directory, or resource:NAME), localize ("true")
 The release name is the Application name (ARGOCD_APP_NAME), the namespace its
 destination namespace (ARGOCD_APP_NAMESPACE); KUBE_VERSION and KUBE_API_VERSIONS feed
 Helm's capabilities.`,
@@ -143,6 +157,7 @@ type signatureFlags struct {
 type renderOptions struct {
 	signatures *signing.Verifier
 	provenance bool
+	explain    bool // print the config report instead of the manifests
 }
 
 func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
@@ -157,8 +172,28 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 		return errdef.Wrap(err, ectx)
 	}
 	r.Signatures, r.Provenance = opts.signatures, opts.provenance
+	// Deployment definitions, config resources and localisation (package config)
+	// plan every render and post-process it first.
+	planner := &config.Planner{Access: &r.Access, Log: stderr, RequireDigests: r.Signatures != nil}
+	var report *config.Report
+	if opts.explain {
+		planner.Explain = func(rep *config.Report) { report = rep }
+	}
+	r.Planner = planner
+	r.PostProcessors = append([]pipeline.PostProcessor{planner}, r.PostProcessors...)
 	res, err := r.Render(ctx, req)
 	if err != nil {
+		return err
+	}
+	if opts.explain {
+		if report == nil {
+			return errdef.Wrap(fmt.Errorf("%w: --explain: the component renders as a platform of child Applications, which has no values to explain", errdef.ErrInvalidInput), ectx)
+		}
+		var buf bytes.Buffer
+		if err := report.WriteText(&buf); err != nil {
+			return errdef.Wrap(err, ectx)
+		}
+		_, err = stdout.Write(buf.Bytes())
 		return err
 	}
 	var buf bytes.Buffer
@@ -172,6 +207,31 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 	}
 	_, err = stdout.Write(buf.Bytes())
 	return err
+}
+
+// parseParams reads --param name=value flags; a later one wins.
+func parseParams(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(flags))
+	for _, f := range flags {
+		name, value, ok := strings.Cut(f, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("%w: --param %q is not name=value", errdef.ErrInvalidInput, truncateFlag(f))
+		}
+		out[strings.TrimSpace(name)] = value
+	}
+	return out, nil
+}
+
+// truncateFlag keeps a malformed flag short in messages (it may hold a secret
+// pasted by mistake: show its start only).
+func truncateFlag(s string) string {
+	if len(s) > 12 {
+		return s[:12] + "…"
+	}
+	return s
 }
 
 func splitComma(s string) []string {

@@ -3,6 +3,7 @@ package cmp
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -23,8 +24,12 @@ const (
 	ParamValues     = "values"      // a YAML string
 	ParamValueFiles = "value-files" // values files in the Application's git path
 	ParamParameters = "parameters"  // instance parameters (a map)
-	ParamProvenance = "provenance"  // "true": annotate objects with their provenance
-	ParamPlatform   = "platform"    // "true": render the component's references as child Applications
+	// ParamDefinition is a deployment definition file in the Application's
+	// source directory (or resource:NAME for one shipped in the component).
+	ParamDefinition = "definition"
+	ParamLocalize   = "localize"   // "true": automatic localisation of workload images
+	ParamProvenance = "provenance" // "true": annotate objects with their provenance
+	ParamPlatform   = "platform"   // "true": render the component's references as child Applications
 	// ParamPlatformConfig names platform config files in the Application's git path.
 	ParamPlatformConfig = "platform-config"
 )
@@ -89,6 +94,36 @@ func (e *Env) list(name string) []string {
 	return splitList(e.str(name))
 }
 
+// stringMap reads a map parameter, or its ARGOCD_ENV_ fallback holding a YAML
+// map; values that are not strings are kept as JSON text (a deployment
+// definition types them).
+func (e *Env) stringMap(name string) (map[string]string, error) {
+	if p, ok := e.params[name]; ok && len(p.Map) > 0 {
+		return p.Map, nil
+	}
+	s := e.Getenv(envPrefix + envName(name))
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	m := map[string]any{}
+	if err := yaml.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("%w: %s%s is not a YAML map: %v", errdef.ErrInvalidInput, envPrefix, envName(name), err)
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if str, ok := v.(string); ok {
+			out[k] = str
+			continue
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s%s: %s: %v", errdef.ErrInvalidInput, envPrefix, envName(name), k, err)
+		}
+		out[k] = string(b)
+	}
+	return out, nil
+}
+
 func envName(param string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
@@ -137,6 +172,7 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 		KubeVersion: getenv(EnvKubeVersion),
 		APIVersions: splitList(getenv(EnvKubeAPIVersions)),
 		Provenance:  strings.EqualFold(strings.TrimSpace(e.str(ParamProvenance)), "true"),
+		Localize:    strings.EqualFold(strings.TrimSpace(e.str(ParamLocalize)), "true"),
 		Platform: pipeline.PlatformRequest{
 			Force:       strings.EqualFold(strings.TrimSpace(e.str(ParamPlatform)), "true"),
 			ConfigFiles: e.list(ParamPlatformConfig),
@@ -148,6 +184,21 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 			},
 		},
 	}
+	ectx := errdef.Error{Application: app, Component: req.Component, Version: req.Version}
+	if def := strings.TrimSpace(e.str(ParamDefinition)); def != "" {
+		// A file must stay inside the Application's source directory (the
+		// working directory of generate): the repo-server holds other repositories.
+		if !strings.HasPrefix(def, "resource:") && !filepath.IsLocal(def) {
+			return req, errdef.Wrap(fmt.Errorf("%w: parameter %q: %q is not a relative path inside the Application's source directory",
+				errdef.ErrInvalidInput, ParamDefinition, def), ectx)
+		}
+		req.DefinitionFile = def
+	}
+	instance, err := e.stringMap(ParamParameters)
+	if err != nil {
+		return req, errdef.Wrap(err, ectx)
+	}
+	req.Parameters = instance
 	if v := e.str(ParamValues); strings.TrimSpace(v) != "" {
 		vals := map[string]any{}
 		if err := yaml.Unmarshal([]byte(v), &vals); err != nil {

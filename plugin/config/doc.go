@@ -1,0 +1,30 @@
+// Package config turns a component version into a render plan: the
+// deployment definition (apiVersion deploy.argocd-ocm-plugin.io/v1alpha1,
+// kind ComponentDeployment), its instance parameters, CEL expressions in
+// ${…}, value layering with provenance, ConfigData compatibility and the
+// report behind `render --explain`.
+//
+// Where the definition comes from, first match wins (an explicit definition
+// replaces the shipped one, they are never merged):
+//
+//  1. Request.DefinitionFile: --definition FILE, the Argo CD parameter
+//     "definition" (a file in the Application's source directory), or
+//     "resource:NAME" for a definition resource of the component;
+//  2. the component's one resource of type deploymentDefinition;
+//  3. none: the request alone decides what to render, as
+//     pipeline.RequestPlanner does.
+//
+// Values of a render are layered, lowest first; maps merge deeply, lists and
+// scalars replace:
+//
+//	chart defaults < config resources (helmValues, ConfigData defaults)
+//	  < localization (image mappings, localization-hint labels)
+//	  < definition values < instance values (values files < values < --set)
+//
+// Instance parameters reach the values through the definition's
+// expressions. Expressions see parameters, component, resources,
+// references, app and cluster (and values, in patches), are bounded by a
+// cost limit and a timeout, and fail with their location and text.
+//
+// See docs/deployment-definition.md for the format.
+package config

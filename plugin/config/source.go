@@ -1,0 +1,121 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+)
+
+// ResourcePrefix in Request.DefinitionFile selects a definition shipped in
+// the component by resource identity: "resource:deploy-prod".
+const ResourcePrefix = "resource:"
+
+// LoadDefinition finds the deployment definition of a request, in this order:
+//
+//  1. Request.DefinitionFile: a file (CLI --definition, or the Argo CD
+//     "definition" parameter, a path in the Application's source directory),
+//     or "resource:NAME" for a definition resource of the component;
+//  2. the component's one resource of type deploymentDefinition;
+//  3. none: nil, and the request alone decides (see Planner).
+//
+// An explicit definition replaces the shipped one entirely; they are never
+// merged. It returns nil, nil when there is none.
+func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*Definition, error) {
+	d := cv.Descriptor()
+	spec := strings.TrimSpace(req.DefinitionFile)
+	switch {
+	case strings.HasPrefix(spec, ResourcePrefix):
+		id, err := ocm.ParseIdentity(strings.TrimPrefix(spec, ResourcePrefix))
+		if err != nil {
+			return nil, fmt.Errorf("deployment definition %q: %w", spec, err)
+		}
+		res, err := d.Resource(id)
+		if err != nil {
+			return nil, fmt.Errorf("deployment definition %q: %w", spec, err)
+		}
+		return p.definitionFromResource(ctx, cv, res)
+	case spec != "":
+		data, err := p.readDefinitionFile(spec)
+		if err != nil {
+			return nil, err
+		}
+		return Decode("deployment definition file "+spec, data)
+	}
+	var found []*ocm.Resource
+	for i := range d.Resources {
+		if d.Resources[i].Type == ResourceType {
+			found = append(found, &d.Resources[i])
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return p.definitionFromResource(ctx, cv, found[0])
+	default:
+		names := make([]string, len(found))
+		for i, r := range found {
+			names[i] = r.Identity().String()
+		}
+		return nil, fmt.Errorf("%w: the component ships %d deployment definitions (%s): choose one with --definition resource:NAME (Argo CD parameter definition)",
+			errdef.ErrInvalidInput, len(found), strings.Join(names, ", "))
+	}
+}
+
+func (p *Planner) readDefinitionFile(path string) ([]byte, error) {
+	if p.ReadFile != nil {
+		b, err := p.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, path, err)
+		}
+		return b, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxDocumentSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, path, err)
+	}
+	return b, nil
+}
+
+func (p *Planner) definitionFromResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (*Definition, error) {
+	data, err := p.readResource(ctx, cv, res)
+	if err != nil {
+		return nil, fmt.Errorf("deployment definition resource %s: %w", res.Identity(), err)
+	}
+	return Decode("deployment definition resource "+res.Identity().String(), data)
+}
+
+// readResource reads a small document resource (definition, config), verified.
+func (p *Planner) readResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) ([]byte, error) {
+	if p.RequireDigests && (res.Digest == nil || res.Digest.Value == "") {
+		return nil, fmt.Errorf("%w: resource %s has no digest, so no signature covers it", errdef.ErrSignature, res.Identity())
+	}
+	r := p.Access
+	if r == nil {
+		r = &access.Resolver{}
+	}
+	limited := *r
+	if limited.MaxBlobSize <= 0 || limited.MaxBlobSize > MaxDocumentSize {
+		limited.MaxBlobSize = MaxDocumentSize
+	}
+	c, err := limited.Read(ctx, cv, res)
+	if err != nil {
+		return nil, err
+	}
+	if access.IsTarMediaType(c.MediaType) {
+		return nil, fmt.Errorf("%w: media type %s is an archive, want a YAML document", errdef.ErrUnsupportedMediaType, c.MediaType)
+	}
+	return c.Data, nil
+}
