@@ -1,11 +1,14 @@
 package main
 
 import (
-	"fmt"
+	"bytes"
+	"encoding/json"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -16,10 +19,40 @@ func newParametersCommand(stdout, stderr io.Writer, getenv func(string) string) 
 	return &cobra.Command{
 		Use:   "parameters",
 		Short: "Argo CD dynamic parameters: announce the component's parameters as JSON",
-		Args:  cobra.NoArgs,
+		Long: `parameters prints the parameters the Argo CD UI offers for an Application of this
+plugin, as a JSON array of ParameterAnnouncement objects: the plugin's own parameters
+(repository, component, version, resource, path, values, value-files, parameters) and,
+once repository, component and version are set (ARGOCD_APP_PARAMETERS first, then
+ARGOCD_ENV_<NAME>), the component's renderable resources, the resolved version and
+the instance parameters of its deployment definition as typed fields named
+parameters.<name> (they win over the parameters map).
+On failure nothing is printed on stdout and one line on stderr says why.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, _, _ = stdout, stderr, getenv
-			return fmt.Errorf("%w: parameters is not implemented yet", errdef.ErrInvalidInput)
+			app := getenv(cmp.EnvAppName)
+			ctx, cancel, err := withDeadline(cmd.Context(), 0, getenv)
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Application: app})
+			}
+			defer cancel()
+			r, err := newRenderer(stderr, getenv)
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Application: app})
+			}
+			planner := &config.Planner{Access: &r.Access, Log: stderr}
+			a := &cmp.Announcer{OpenRepository: r.OpenRepository, Sources: []cmp.ParameterSource{definitionParameters(planner)}}
+			params, err := a.Announce(ctx, getenv)
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Application: app})
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(params); err != nil {
+				return errdef.Wrap(err, errdef.Error{Application: app})
+			}
+			_, err = stdout.Write(buf.Bytes())
+			return err
 		},
 	}
 }

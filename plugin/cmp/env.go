@@ -48,6 +48,26 @@ const (
 	envPrefix          = "ARGOCD_ENV_"
 )
 
+// InstanceParamPrefix names one instance parameter as its own Argo CD
+// parameter: "parameters.replicas".
+const InstanceParamPrefix = ParamParameters + "."
+
+// text renders a parameter's value as instance-parameter text: a string as
+// is, an array or map as JSON (the definition's types parse it).
+func (p Parameter) text() (string, bool, error) {
+	switch {
+	case p.String != nil:
+		return *p.String, *p.String != "", nil
+	case p.Array != nil:
+		b, err := json.Marshal(p.Array)
+		return string(b), true, err
+	case p.Map != nil:
+		b, err := json.Marshal(p.Map)
+		return string(b), true, err
+	}
+	return "", false, nil
+}
+
 // Parameter is one entry of ARGOCD_APP_PARAMETERS.
 type Parameter struct {
 	Name   string            `json:"name"`
@@ -197,6 +217,25 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 	instance, err := e.stringMap(ParamParameters)
 	if err != nil {
 		return req, errdef.Wrap(err, ectx)
+	}
+	// Instance parameters announced one by one ("parameters.<name>", typed
+	// fields in the UI) win over the map.
+	for name, p := range params {
+		key, ok := strings.CutPrefix(name, InstanceParamPrefix)
+		if !ok || key == "" {
+			continue
+		}
+		text, set, err := p.text()
+		if err != nil {
+			return req, errdef.Wrap(fmt.Errorf("%w: parameter %q: %v", errdef.ErrInvalidInput, name, err), ectx)
+		}
+		if !set {
+			continue
+		}
+		if instance == nil {
+			instance = map[string]string{}
+		}
+		instance[key] = text
 	}
 	req.Parameters = instance
 	if v := e.str(ParamValues); strings.TrimSpace(v) != "" {

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+)
+
+// definitionParameters announces the instance parameters of the component's
+// deployment definition as typed fields ("parameters.<name>"), with their
+// defaults, so the Argo CD UI offers them for editing.
+func definitionParameters(planner *config.Planner) cmp.ParameterSource {
+	return cmp.ParameterSourceFunc(func(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) ([]cmp.Announcement, error) {
+		def, err := planner.LoadDefinition(ctx, cv, req)
+		if err != nil || def == nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(def.Spec.Parameters))
+		for n := range def.Spec.Parameters {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var out []cmp.Announcement
+		for _, n := range names {
+			p := def.Spec.Parameters[n]
+			a := cmp.Announcement{
+				Name:     cmp.InstanceParamPrefix + n,
+				Title:    n,
+				Tooltip:  parameterTooltip(p),
+				Required: p.Required,
+				ItemType: p.Type,
+			}
+			switch {
+			case p.Secret:
+				a.CollectionType, a.ItemType = cmp.CollectionMap, "string"
+				a.Map = map[string]string{"secretName": "", "key": ""}
+			case p.Type == config.TypeObject:
+				a.CollectionType, a.ItemType = cmp.CollectionMap, "string"
+				if m, ok := p.Default.(map[string]any); ok {
+					a.Map = map[string]string{}
+					for k, v := range m {
+						a.Map[k] = fmt.Sprint(v)
+					}
+				}
+			case p.Type == config.TypeArray:
+				a.CollectionType, a.ItemType = cmp.CollectionArray, "string"
+				if l, ok := p.Default.([]any); ok {
+					for _, v := range l {
+						a.Array = append(a.Array, fmt.Sprint(v))
+					}
+				}
+			default:
+				a.CollectionType = cmp.CollectionString
+				if p.Default != nil {
+					if s, ok := p.Default.(string); ok {
+						a.String = s
+					} else {
+						b, _ := json.Marshal(p.Default)
+						a.String = string(b)
+					}
+				}
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	})
+}
+
+func parameterTooltip(p *config.Parameter) string {
+	var b strings.Builder
+	b.WriteString(p.Description)
+	if b.Len() > 0 {
+		b.WriteString(" ")
+	}
+	fmt.Fprintf(&b, "(%s", p.Type)
+	if len(p.Enum) > 0 {
+		fmt.Fprintf(&b, "; one of %v", p.Enum)
+	}
+	if p.Secret {
+		b.WriteString("; secret: give secretName and key of an existing Secret, never the value")
+	}
+	b.WriteString(")")
+	return b.String()
+}

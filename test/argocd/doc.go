@@ -1,0 +1,21 @@
+// Package argocd holds the Argo CD contract tests of argocd-ocm-plugin. It is
+// a separate Go module so that Argo CD's dependencies (Kubernetes 0.31,
+// gitops-engine, …) stay out of the product's go.mod.
+//
+// The tests build the plugin binary from the repository root, put it on PATH
+// and run Argo CD's own code against it:
+//
+//   - cmpserver_test.go: Argo CD's config management plugin server
+//     (cmpserver) in-process with manifests/install/plugin.yaml, fed a
+//     repository stream the way the repo-server sends it (util/cmp);
+//   - reposerver_test.go: Argo CD's repo-server service (reposerver/repository)
+//     generating an Application's manifests from a local git repository, so
+//     the plugin environment (ARGOCD_ENV_ prefixing, parameters, KUBE_VERSION)
+//     is built by Argo CD itself;
+//   - manifests_test.go: the install overlay builds with kustomize over Argo
+//     CD's stock install.yaml, the Helm values say the same as the overlay, and
+//     the examples decode strictly into Argo CD's types (ApplicationSets are
+//     expanded by Argo CD's generators).
+//
+// Run with: cd test/argocd && go test ./...
+package argocd

@@ -1,0 +1,160 @@
+package argocd
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/argoproj/argo-cd/v2/cmpserver"
+	"github.com/argoproj/argo-cd/v2/cmpserver/plugin"
+	log "github.com/sirupsen/logrus"
+	"google.golang.org/grpc"
+)
+
+// pluginName is metadata.name of manifests/install/plugin.yaml: what
+// Applications put in spec.source.plugin.name.
+const pluginName = "argocd-ocm-plugin"
+
+var (
+	repoRoot  string               // the product repository (../..)
+	pluginCfg *plugin.PluginConfig // manifests/install/plugin.yaml as Argo CD reads it
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	log.SetLevel(log.WarnLevel)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		return fail(err)
+	}
+	repoRoot = root
+
+	tmp, err := os.MkdirTemp("", "cmp") // short: unix socket paths are limited to ~100 bytes
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(tmp)
+
+	// The plugin binary, built like `make build`, found on PATH by argocd-cmp-server.
+	bin := filepath.Join(tmp, "bin")
+	start := time.Now()
+	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(bin, "argocd-ocm-plugin"), "./cmd/argocd-ocm-plugin")
+	build.Dir = repoRoot
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("building the plugin: %v\n%s", err, out))
+	}
+	fmt.Fprintf(os.Stderr, "argocd contract tests: plugin built in %s\n", time.Since(start).Round(time.Second))
+
+	for k, v := range map[string]string{
+		"PATH":                      bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"ARGOCD_PLUGINSOCKFILEPATH": filepath.Join(tmp, "s"),
+		"ARGOCD_CMP_WORKDIR":        filepath.Join(tmp, "w"),
+		"ARGOCD_OCM_CACHE_DIR":      filepath.Join(tmp, "cache"),
+	} {
+		os.Setenv(k, v)
+	}
+	// The sidecar's environment is the plugin's too: keep the host's out.
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "ARGOCD_ENV_") || strings.HasPrefix(k, "ARGOCD_APP_") || strings.HasPrefix(k, "KUBE_") {
+			os.Unsetenv(k)
+		}
+	}
+	if err := os.MkdirAll(os.Getenv("ARGOCD_PLUGINSOCKFILEPATH"), 0o700); err != nil {
+		return fail(err)
+	}
+
+	stop, err := startCMPServer()
+	if err != nil {
+		return fail(err)
+	}
+	defer stop()
+	return m.Run()
+}
+
+// startCMPServer runs Argo CD's argocd-cmp-server in-process with the
+// project's plugin.yaml, listening where the repo-server looks for it.
+func startCMPServer() (func(), error) {
+	cfg, err := plugin.ReadPluginConfig(filepath.Join(repoRoot, "manifests", "install"))
+	if err != nil {
+		return nil, err
+	}
+	pluginCfg = cfg
+	srv, err := cmpserver.NewServer(plugin.CMPServerInitConstants{PluginConfig: *cfg})
+	if err != nil {
+		return nil, err
+	}
+	gs, err := srv.CreateGRPC() // not Run(): it traps signals and calls log.Fatal
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("unix", cfg.Address())
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = gs.Serve(l) }()
+	return func() { stopGRPC(gs) }, nil
+}
+
+func stopGRPC(gs *grpc.Server) {
+	done := make(chan struct{})
+	go func() { gs.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		gs.Stop()
+	}
+}
+
+func fail(err error) int {
+	fmt.Fprintln(os.Stderr, "argocd contract tests:", err)
+	return 1
+}
+
+// copyDir copies a directory tree (regular files and directories).
+func copyDir(t testing.TB, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

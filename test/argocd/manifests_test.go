@@ -1,0 +1,566 @@
+package argocd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/argoproj/argo-cd/v2/applicationset/controllers/template"
+	"github.com/argoproj/argo-cd/v2/applicationset/generators"
+	"github.com/argoproj/argo-cd/v2/applicationset/utils"
+	"github.com/argoproj/argo-cd/v2/cmpserver/plugin"
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	log "github.com/sirupsen/logrus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	projectRepoURL = "https://github.com/argocd-ocm-plugin/argocd-ocm-plugin.git"
+	sidecarName    = "argocd-ocm-plugin"
+)
+
+// argoInstallYAML is Argo CD's stock manifests/install.yaml of the version
+// this module builds against (from the module cache).
+func argoInstallYAML(t *testing.T) []byte {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/argoproj/argo-cd/v2")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("locating the argo-cd module: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "manifests", "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func argoVersion(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/argoproj/argo-cd/v2").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func kustomize(t *testing.T, fs filesys.FileSystem, dir string) resmap.ResMap {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	return m
+}
+
+// inMemoryTree copies manifests/ into an in-memory filesystem, with the
+// remote Argo CD install of manifests/argocd replaced by the stock file of
+// the same version, so the build needs no network.
+func inMemoryTree(t *testing.T) filesys.FileSystem {
+	t.Helper()
+	fs := filesys.MakeFsInMemory()
+	src := filepath.Join(repoRoot, "manifests")
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return fs.WriteFile(filepath.Join("/m", rel), b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := fs.ReadFile("/m/argocd/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := regexp.MustCompile(`https://raw.githubusercontent.com/argoproj/argo-cd/(v[0-9.]+)/manifests/install.yaml`)
+	m := remote.FindSubmatch(k)
+	if m == nil {
+		t.Fatal("manifests/argocd does not install a stock Argo CD release")
+	}
+	if got, want := string(m[1]), argoVersion(t); got != want {
+		t.Errorf("manifests/argocd installs Argo CD %s, the contract tests run %s", got, want)
+	}
+	if err := fs.WriteFile("/m/argocd/kustomization.yaml", remote.ReplaceAll(k, []byte("stock-install.yaml"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.WriteFile("/m/argocd/stock-install.yaml", argoInstallYAML(t)); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func repoServerDeployment(t *testing.T, m resmap.ResMap) *appsv1.Deployment {
+	t.Helper()
+	for _, r := range m.Resources() {
+		if r.GetKind() == "Deployment" && r.GetName() == "argocd-repo-server" {
+			b, err := r.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d appsv1.Deployment
+			if err := json.Unmarshal(b, &d); err != nil {
+				t.Fatal(err)
+			}
+			return &d
+		}
+	}
+	t.Fatal("no argocd-repo-server Deployment")
+	return nil
+}
+
+func container(t *testing.T, cs []corev1.Container, name string) *corev1.Container {
+	t.Helper()
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	t.Fatalf("no container %q", name)
+	return nil
+}
+
+func mountPath(c *corev1.Container, volume string) string {
+	for _, m := range c.VolumeMounts {
+		if m.Name == volume {
+			return m.MountPath
+		}
+	}
+	return ""
+}
+
+func TestInstallOverlay(t *testing.T) {
+	fs := inMemoryTree(t)
+	m := kustomize(t, fs, "/m/argocd")
+
+	d := repoServerDeployment(t, m)
+	spec := d.Spec.Template.Spec
+	if d.Namespace != "argocd" {
+		t.Errorf("namespace %q", d.Namespace)
+	}
+	repo := container(t, spec.Containers, "argocd-repo-server")
+	side := container(t, spec.Containers, sidecarName)
+	copyutil := container(t, spec.InitContainers, "copyutil")
+
+	// argocd-cmp-server from the shared var-files volume, where copyutil puts it.
+	if len(side.Command) != 1 || side.Command[0] != mountPath(copyutil, "var-files")+"/argocd-cmp-server" {
+		t.Errorf("sidecar command %v; copyutil copies to %v", side.Command, copyutil.Command)
+	}
+	// The socket directory the repo-server scans.
+	if got, want := mountPath(side, "plugins"), mountPath(repo, "plugins"); got == "" || got != want {
+		t.Errorf("plugins volume at %q in the sidecar, %q in the repo-server", got, want)
+	}
+	if got := mountPath(side, "argocd-ocm-plugin-config"); got != "/home/argocd/cmp-server/config/plugin.yaml" {
+		t.Errorf("plugin config mounted at %q", got)
+	}
+	sc := side.SecurityContext
+	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 999 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("sidecar security context %+v: want uid 999, non-root, read-only root filesystem, no privilege escalation", sc)
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := side.Resources.Requests[r]; !ok {
+			t.Errorf("no %s request", r)
+		}
+	}
+	if _, ok := side.Resources.Limits[corev1.ResourceMemory]; !ok {
+		t.Error("no memory limit")
+	}
+	if !strings.HasPrefix(side.Image, "ghcr.io/argocd-ocm-plugin/argocd-ocm-plugin:") {
+		t.Errorf("image %q", side.Image)
+	}
+
+	vols := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		if _, dup := vols[v.Name]; dup {
+			t.Errorf("volume %q twice", v.Name)
+		}
+		vols[v.Name] = v
+	}
+	writable := map[string]bool{}
+	for _, vm := range side.VolumeMounts {
+		v, ok := vols[vm.Name]
+		if !ok {
+			t.Errorf("mount of unknown volume %q", vm.Name)
+			continue
+		}
+		if v.EmptyDir != nil && !vm.ReadOnly {
+			writable[vm.MountPath] = true
+		}
+	}
+	if !writable["/tmp"] {
+		t.Error("argocd-cmp-server needs a writable /tmp (its work directory)")
+	}
+	env := map[string]string{}
+	for _, e := range side.Env {
+		env[e.Name] = e.Value
+	}
+	if !writable[env["ARGOCD_OCM_CACHE_DIR"]] {
+		t.Errorf("ARGOCD_OCM_CACHE_DIR=%q is not a writable volume", env["ARGOCD_OCM_CACHE_DIR"])
+	}
+	reg := vols["argocd-ocm-plugin-registry"]
+	if reg.Secret == nil || reg.Secret.Optional == nil || !*reg.Secret.Optional ||
+		len(reg.Secret.Items) != 1 || reg.Secret.Items[0].Key != ".dockerconfigjson" || reg.Secret.Items[0].Path != "config.json" {
+		t.Errorf("registry secret volume %+v: want an optional dockerconfigjson secret as config.json", reg.Secret)
+	}
+	if env["DOCKER_CONFIG"] != mountPath(side, "argocd-ocm-plugin-registry") {
+		t.Errorf("DOCKER_CONFIG=%q, secret mounted at %q", env["DOCKER_CONFIG"], mountPath(side, "argocd-ocm-plugin-registry"))
+	}
+
+	// The ConfigMap the config volume names holds manifests/install/plugin.yaml,
+	// and Argo CD accepts it.
+	cmName := vols["argocd-ocm-plugin-config"].ConfigMap.Name
+	var cm *corev1.ConfigMap
+	for _, r := range m.Resources() {
+		if r.GetKind() == "ConfigMap" && r.GetName() == cmName {
+			b, _ := r.MarshalJSON()
+			cm = &corev1.ConfigMap{}
+			if err := json.Unmarshal(b, cm); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if cm == nil {
+		t.Fatalf("no ConfigMap %q (hash suffixed) in the build", cmName)
+	}
+	want, _ := os.ReadFile(filepath.Join(repoRoot, "manifests", "install", "plugin.yaml"))
+	if cm.Data["plugin.yaml"] != string(want) {
+		t.Error("ConfigMap plugin.yaml differs from manifests/install/plugin.yaml")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "plugin.yaml"), cm.Data["plugin.yaml"])
+	if _, err := plugin.ReadPluginConfig(dir); err != nil {
+		t.Errorf("Argo CD rejects the ConfigMap's plugin.yaml: %v", err)
+	}
+
+	// Everything else is Argo CD's install, untouched but for the namespace.
+	base := kustomizeStock(t, fs)
+	if got, want := len(m.Resources()), len(base.Resources())+1; got != want {
+		t.Errorf("%d objects, want stock %d + the plugin ConfigMap", got, want-1)
+	}
+}
+
+// kustomizeStock builds the stock install with the same namespace.
+func kustomizeStock(t *testing.T, fs filesys.FileSystem) resmap.ResMap {
+	t.Helper()
+	b, err := fs.ReadFile("/m/argocd/stock-install.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string][]byte{
+		"/stock/kustomization.yaml": []byte("namespace: argocd\nresources:\n  - install.yaml\n"),
+		"/stock/install.yaml":       b,
+	} {
+		if err := fs.WriteFile(name, content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return kustomize(t, fs, "/stock")
+}
+
+// The Component alone builds on top of any base holding argocd-repo-server
+// (here the stock install, without namespace), from disk as a user runs it.
+func TestInstallComponentFromDisk(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "install.yaml"), string(argoInstallYAML(t)))
+	rel, err := filepath.Rel(dir, filepath.Join(repoRoot, "manifests", "install"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "kustomization.yaml"), fmt.Sprintf("resources:\n  - install.yaml\ncomponents:\n  - %s\n", rel))
+	d := repoServerDeployment(t, kustomize(t, filesys.MakeFsOnDisk(), dir))
+	container(t, d.Spec.Template.Spec.Containers, sidecarName)
+}
+
+func toJSONValue(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readYAML(t *testing.T, rel string, into any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, into); err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+}
+
+// manifests/helm/values.yaml says what manifests/install says, in the argo-cd
+// chart's terms.
+func TestHelmValuesMatchOverlay(t *testing.T) {
+	var values struct {
+		Configs struct {
+			CMP struct {
+				Create  bool                      `json:"create"`
+				Plugins map[string]map[string]any `json:"plugins"`
+			} `json:"cmp"`
+		} `json:"configs"`
+		RepoServer struct {
+			ExtraContainers []corev1.Container `json:"extraContainers"`
+			Volumes         []corev1.Volume    `json:"volumes"`
+		} `json:"repoServer"`
+	}
+	readYAML(t, "manifests/helm/values.yaml", &values)
+	var pluginYAML map[string]any
+	readYAML(t, "manifests/install/plugin.yaml", &pluginYAML)
+
+	spec, ok := values.Configs.CMP.Plugins[pluginName]
+	if !values.Configs.CMP.Create || !ok {
+		t.Fatalf("configs.cmp: create %v, plugins %v", values.Configs.CMP.Create, values.Configs.CMP.Plugins)
+	}
+	if !reflect.DeepEqual(toJSONValue(t, spec), toJSONValue(t, pluginYAML["spec"])) {
+		t.Error("configs.cmp.plugins.argocd-ocm-plugin differs from the spec of manifests/install/plugin.yaml")
+	}
+	// The chart writes <name>.yaml into argocd-cmp-cm as a ConfigManagementPlugin.
+	doc, _ := yaml.Marshal(map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "ConfigManagementPlugin",
+		"metadata": map[string]any{"name": pluginName}, "spec": spec})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "plugin.yaml"), string(doc))
+	if _, err := plugin.ReadPluginConfig(dir); err != nil {
+		t.Errorf("Argo CD rejects the chart's plugin config: %v", err)
+	}
+
+	var patch appsv1.Deployment
+	readYAML(t, "manifests/install/repo-server-sidecar.yaml", &patch)
+	want := container(t, patch.Spec.Template.Spec.Containers, sidecarName).DeepCopy()
+	if len(values.RepoServer.ExtraContainers) != 1 {
+		t.Fatalf("%d extra containers", len(values.RepoServer.ExtraContainers))
+	}
+	got := values.RepoServer.ExtraContainers[0].DeepCopy()
+	// The one difference: where the plugin config comes from.
+	for i, m := range got.VolumeMounts {
+		if m.Name == "argocd-cmp-cm" && m.SubPath == pluginName+".yaml" {
+			got.VolumeMounts[i].Name, got.VolumeMounts[i].SubPath = "argocd-ocm-plugin-config", "plugin.yaml"
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		g, _ := yaml.Marshal(got)
+		w, _ := yaml.Marshal(want)
+		t.Errorf("repoServer.extraContainers[0] differs from the overlay's sidecar:\n--- values\n%s--- overlay\n%s", g, w)
+	}
+	vols := func(vs []corev1.Volume, skip string) map[string]any {
+		out := map[string]any{}
+		for _, v := range vs {
+			if v.Name != skip {
+				out[v.Name] = toJSONValue(t, v)
+			}
+		}
+		return out
+	}
+	if !reflect.DeepEqual(vols(values.RepoServer.Volumes, "argocd-cmp-cm"), vols(patch.Spec.Template.Spec.Volumes, "argocd-ocm-plugin-config")) {
+		t.Error("repoServer.volumes differ from the overlay's volumes")
+	}
+}
+
+// contractEnv are the spec.source.plugin.env names the plugin reads (as
+// ARGOCD_ENV_<name>).
+var contractEnv = map[string]bool{"REPOSITORY": true, "COMPONENT": true, "VERSION": true, "RESOURCE": true,
+	"PATH": true, "VALUES": true, "VALUE_FILES": true, "PARAMETERS": true, "DEFINITION": true, "PLATFORM": true,
+	"PLATFORM_CONFIG": true, "LOCALIZE": true, "PROVENANCE": true}
+
+// checkPluginApplication checks what the plugin needs of an Application.
+func checkPluginApplication(t *testing.T, where string, app *v1alpha1.Application) {
+	t.Helper()
+	src := app.Spec.Source
+	if src == nil || src.Plugin == nil {
+		return
+	}
+	if src.Plugin.Name != pluginName {
+		t.Errorf("%s: plugin %q, want %q (no discovery: Applications name the plugin)", where, src.Plugin.Name, pluginName)
+	}
+	static := map[string]bool{}
+	for _, p := range pluginCfg.Spec.Parameters.Static {
+		static[p.Name] = true
+	}
+	set := map[string]string{}
+	for _, p := range src.Plugin.Parameters {
+		if !static[p.Name] {
+			t.Errorf("%s: parameter %q is not one the plugin reads", where, p.Name)
+		}
+		if p.String_ != nil {
+			set[p.Name] = *p.String_
+		} else {
+			set[p.Name] = "(collection)"
+		}
+	}
+	for _, e := range src.Plugin.Env {
+		if !contractEnv[e.Name] {
+			t.Errorf("%s: env %q is not one the plugin reads", where, e.Name)
+		}
+		name := strings.ReplaceAll(strings.ToLower(e.Name), "_", "-")
+		if _, ok := set[name]; !ok {
+			set[name] = e.Value
+		}
+	}
+	for _, req := range []string{"repository", "component", "version"} {
+		if set[req] == "" {
+			t.Errorf("%s: no %s", where, req)
+		}
+	}
+	if v, ok := set["values"]; ok {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(v), &m); err != nil {
+			t.Errorf("%s: values is not a YAML map: %v", where, err)
+		}
+	}
+	if app.Spec.Destination.Namespace == "" {
+		t.Errorf("%s: no destination namespace (the release namespace)", where)
+	}
+	if src.RepoURL == projectRepoURL && !strings.Contains(src.Path, "{{") {
+		if st, err := os.Stat(filepath.Join(repoRoot, src.Path)); err != nil || !st.IsDir() {
+			t.Errorf("%s: path %q does not exist in this repository", where, src.Path)
+		}
+	}
+}
+
+// localRepos serves the git generator from the working tree.
+type localRepos struct{}
+
+func (localRepos) GetFiles(_ context.Context, repoURL, _, pattern string, _, _ bool) (map[string][]byte, error) {
+	if repoURL != projectRepoURL {
+		return nil, fmt.Errorf("git generator of %s: only %s is served", repoURL, projectRepoURL)
+	}
+	matches, err := filepath.Glob(filepath.Join(repoRoot, pattern))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, m := range matches {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(repoRoot, m)
+		out[filepath.ToSlash(rel)] = b
+	}
+	return out, nil
+}
+
+func (localRepos) GetDirectories(context.Context, string, string, bool, bool) ([]string, error) {
+	return nil, fmt.Errorf("not served")
+}
+
+// expandApplicationSet runs Argo CD's ApplicationSet generators and template
+// rendering.
+func expandApplicationSet(t *testing.T, as *v1alpha1.ApplicationSet) []v1alpha1.Application {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	project := &v1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "argocd"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(project).Build()
+	gens := map[string]generators.Generator{
+		"List": generators.NewListGenerator(),
+		"Git":  generators.NewGitGenerator(localRepos{}, "argocd"),
+	}
+	apps, _, err := template.GenerateApplications(log.NewEntry(log.StandardLogger()), *as, gens, &utils.Render{}, c)
+	if err != nil {
+		t.Fatalf("ApplicationSet %s: %v", as.Name, err)
+	}
+	return apps
+}
+
+// Every example decodes strictly into Argo CD's types; ApplicationSets expand
+// into Applications the plugin can serve.
+func TestExamplesDecode(t *testing.T) {
+	root := filepath.Join(repoRoot, "manifests", "examples")
+	kinds := map[string]int{}
+	generated := map[string][]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+			if strings.TrimSpace(doc) == "" {
+				continue
+			}
+			where := fmt.Sprintf("%s#%d", rel, i)
+			var meta metav1.TypeMeta
+			if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+				t.Errorf("%s: %v", where, err)
+				continue
+			}
+			kinds[meta.Kind]++
+			switch meta.Kind {
+			case "Application":
+				var app v1alpha1.Application
+				if err := yaml.UnmarshalStrict([]byte(doc), &app); err != nil {
+					t.Errorf("%s: %v", where, err)
+					continue
+				}
+				checkPluginApplication(t, where, &app)
+			case "ApplicationSet":
+				var as v1alpha1.ApplicationSet
+				if err := yaml.UnmarshalStrict([]byte(doc), &as); err != nil {
+					t.Errorf("%s: %v", where, err)
+					continue
+				}
+				for _, app := range expandApplicationSet(t, &as) {
+					checkPluginApplication(t, where+" → "+app.Name, &app)
+					generated[as.Name] = append(generated[as.Name], app.Name+"@"+app.Spec.Destination.Server)
+				}
+			case "":
+				if !strings.Contains(rel, "/clusters/") {
+					t.Errorf("%s: not a Kubernetes object", where)
+				}
+			default:
+				t.Errorf("%s: unexpected kind %q", where, meta.Kind)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kinds["Application"] < 5 || kinds["ApplicationSet"] < 2 {
+		t.Errorf("examples: %v", kinds)
+	}
+	for name, want := range map[string][]string{
+		"podinfo":     {"podinfo-dev@https://dev.example.com:6443", "podinfo-prod-eu@https://prod-eu.example.com:6443"},
+		"podinfo-git": {"podinfo-dev@https://kubernetes.default.svc", "podinfo-prod@https://prod.example.com:6443"},
+	} {
+		got := generated[name]
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("ApplicationSet %s generates %v, want %v", name, got, want)
+		}
+	}
+}
