@@ -589,7 +589,7 @@ func (d *Definition) checkExpressions() error {
 			}
 		}
 	}
-	return nil
+	return d.checkOrderingExpressions(e)
 }
 
 // formatValue renders a value compactly for reports and messages.

@@ -5,7 +5,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // Report explains a render: the definition used, the instance parameters,
@@ -21,7 +23,14 @@ type Report struct {
 	Patches            []PatchReport
 	Localized          bool
 	Images             []localize.Change
-	Notes              []string
+	Jobs               []JobReport
+	// Order is the output in Argo CD's sync order, Unsynced what a sync does
+	// not apply, Defaults the waves the pipeline gives Namespaces and CRDs;
+	// all empty when the output has no hooks and no waves.
+	Order    []hooks.Step
+	Unsynced []hooks.Unsynced
+	Defaults []hooks.Assigned
+	Notes    []string
 }
 
 // RenderReport is one render of a report.
@@ -41,6 +50,24 @@ type PatchReport struct {
 	Path    string
 	Value   any
 	Objects []string
+}
+
+// addOrdering records the sync order of the output, with the defaults the
+// pipeline applies last (on a copy: objs stay as they are).
+func (r *Report) addOrdering(objs []manifests.Object) {
+	cp := make([]manifests.Object, len(objs))
+	for i, o := range objs {
+		cp[i] = deepCopyValue(o).(map[string]any)
+	}
+	defaults := hooks.ApplyDefaults(cp)
+	order, unsynced := hooks.SyncOrder(cp)
+	relevant := len(defaults) > 0 || len(unsynced) > 0
+	for _, s := range order {
+		relevant = relevant || s.Hook || s.Wave != 0
+	}
+	if relevant {
+		r.Order, r.Unsynced, r.Defaults = order, unsynced, defaults
+	}
 }
 
 func (r *Report) addPatch(bp boundPatch, objects []string) {
@@ -105,6 +132,20 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 	}
+	if len(r.Jobs) > 0 {
+		b.WriteString("\njobs:\n")
+		for _, j := range r.Jobs {
+			if j.Skipped != "" {
+				fmt.Fprintf(&b, "  %s: skipped: %s\n", j.Name, j.Skipped)
+				continue
+			}
+			wave := ""
+			if j.Wave != nil {
+				wave = fmt.Sprintf(", wave %d", *j.Wave)
+			}
+			fmt.Fprintf(&b, "  %s: image %s (resource %s), hook %s%s\n", j.Name, j.Image, j.Resource, j.Hook, wave)
+		}
+	}
 	if len(r.Expressions) > 0 {
 		b.WriteString("\nexpressions:\n")
 		for _, e := range r.Expressions {
@@ -124,6 +165,26 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		for _, c := range r.Images {
 			fmt.Fprintf(&b, "  %s\n", c)
+		}
+	}
+	if len(r.Order) > 0 || len(r.Unsynced) > 0 {
+		b.WriteString("\nsync order (Argo CD: phase, wave, kind, name):\n")
+		defaulted := map[string]bool{}
+		for _, d := range r.Defaults {
+			defaulted[d.Object] = true
+		}
+		for _, s := range r.Order {
+			line := fmt.Sprintf("  %-8s wave %-4d %s", s.Phase, s.Wave, s.Object)
+			if s.Hook {
+				line += "  (hook, delete policy " + strings.Join(s.DeletePolicies, ",") + ")"
+			}
+			if defaulted[s.Object] {
+				line += "  (default: before every wave)"
+			}
+			b.WriteString(line + "\n")
+		}
+		for _, u := range r.Unsynced {
+			fmt.Fprintf(&b, "  not synced: %s: %s\n", u.Object, u.Why)
 		}
 	}
 	if len(r.Notes) > 0 {

@@ -25,23 +25,9 @@ func (rs *resolver) patches(ctx context.Context, rp renderPlan, where string, co
 		vars[VarValues] = final
 		for j, p := range rp.render.Patches {
 			w := fmt.Sprintf("%s.patches[%d]", where, j)
-			var t Target
-			for _, f := range []struct {
-				name, val string
-				out       *string
-			}{
-				{"apiVersion", p.Target.APIVersion, &t.APIVersion}, {"kind", p.Target.Kind, &t.Kind},
-				{"name", p.Target.Name, &t.Name}, {"namespace", p.Target.Namespace, &t.Namespace},
-			} {
-				v, err := rs.eval.Template(ctx, w+".target."+f.name, f.val, vars)
-				if err != nil {
-					return nil, err
-				}
-				s, ok := v.(string)
-				if !ok {
-					return nil, fmt.Errorf("%w: %s.target.%s is %s, want a string", errdef.ErrInvalidInput, w, f.name, describeValue(v))
-				}
-				*f.out = s
+			t, err := rs.target(ctx, w, p.Target, vars)
+			if err != nil {
+				return nil, err
 			}
 			value, err := rs.eval.Walk(ctx, w+".value", p.Value, vars)
 			if err != nil {

@@ -120,6 +120,7 @@ func (p *Planner) Process(ctx context.Context, cv ocm.ComponentVersion, req pipe
 		r.report.Localized = true
 	}
 	if p.Explain != nil {
+		r.report.addOrdering(objs)
 		p.Explain(r.report)
 	}
 	return objs, nil
@@ -226,6 +227,11 @@ func (p *Planner) resolve(ctx context.Context, cv ocm.ComponentVersion, req pipe
 		out.steps = append(out.steps, step)
 		out.patches = append(out.patches, patches...)
 	}
+	jobs, err := rs.jobs(ctx, plans)
+	if err != nil {
+		return nil, err
+	}
+	out.steps = append(out.steps, jobs...)
 	rs.report.Expressions = rs.eval.Evaluations()
 	if def != nil {
 		for i := range rs.report.Expressions {
@@ -547,7 +553,12 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []b
 	if err != nil {
 		return pipeline.Step{}, nil, err
 	}
-	step := pipeline.Step{Resource: rp.res, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path, Values: final}
+	// 6. placement in Argo CD's sync
+	ordering, err := rs.ordering(ctx, rp, where)
+	if err != nil {
+		return pipeline.Step{}, nil, err
+	}
+	step := pipeline.Step{Resource: rp.res, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path, Values: final, Ordering: ordering}
 	return step, patches, nil
 }
 

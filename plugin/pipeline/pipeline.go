@@ -12,6 +12,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
@@ -100,6 +101,13 @@ type Step struct {
 	Namespace   string
 	Path        string         // entry path inside a directory resource
 	Values      map[string]any // final Helm values
+	// Ordering places the step's objects in Argo CD's sync (waves, hooks;
+	// see hooks.Apply); nil leaves them as rendered.
+	Ordering *hooks.Ordering
+	// Objects, when not nil, are the step's output as they are, and nothing
+	// is rendered: objects the planner built, such as a Job running an image
+	// resource (Resource). They are copied, then placed like rendered ones.
+	Objects []manifests.Object
 }
 
 // Plan is what a component version renders into, in output order.
@@ -222,9 +230,16 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 				return nil, err
 			}
 		}
-		objs, err := r.renderStep(ctx, cv, step, req)
-		if err != nil {
+		var objs []manifests.Object
+		if step.Objects != nil {
+			objs = cloneObjects(step.Objects)
+		} else if objs, err = r.renderStep(ctx, cv, step, req); err != nil {
 			return nil, err
+		}
+		if step.Ordering != nil {
+			if err := hooks.Apply(objs, *step.Ordering); err != nil {
+				return nil, err
+			}
 		}
 		if r.Provenance {
 			annotateProvenance(objs, cv, step.Resource, signatures)
@@ -237,7 +252,38 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 			return nil, err
 		}
 	}
+	// Last, so that patches and post-processors are taken into account: when
+	// the output uses sync waves, Namespaces and CRDs without a wave of their
+	// own go before every wave (a no-op otherwise; see hooks.ApplyDefaults).
+	hooks.ApplyDefaults(out.Objects)
 	return out, nil
+}
+
+// cloneObjects deep-copies objects (JSON-compatible values).
+func cloneObjects(objs []manifests.Object) []manifests.Object {
+	out := make([]manifests.Object, len(objs))
+	for i, o := range objs {
+		out[i] = cloneValue(o).(map[string]any)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[k] = cloneValue(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, e := range v {
+			l[i] = cloneValue(e)
+		}
+		return l
+	}
+	return v
 }
 
 func validate(req Request) error {
