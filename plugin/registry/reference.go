@@ -29,15 +29,16 @@ const maxReferenceLen = 4096
 // ParseReference parses [scheme://]host[:port]/repository[:tag][@digest].
 // Accepted schemes are http://, https:// and oci://. A reference whose first
 // path segment is not a host (no ".", no ":" and not "localhost") is a Docker
-// Hub short name, as Docker reads it: "nginx:1" is docker.io/library/nginx:1.
+// Hub short name, as Docker reads it: "nginx:1" is docker.io/library/nginx:1;
+// index.docker.io and registry-1.docker.io are read as docker.io.
 func ParseReference(s string) (Reference, error) {
 	var r Reference
 	orig := s
 	if len(s) > maxReferenceLen {
-		return r, fmt.Errorf("%w: reference is longer than %d bytes", errdef.ErrInvalidInput, maxReferenceLen)
+		return Reference{}, fmt.Errorf("%w: reference is longer than %d bytes", errdef.ErrInvalidInput, maxReferenceLen)
 	}
 	if strings.TrimSpace(s) != s || s == "" {
-		return r, fmt.Errorf("%w: reference %q is empty or has surrounding space", errdef.ErrInvalidInput, orig)
+		return Reference{}, fmt.Errorf("%w: reference %q is empty or has surrounding space", errdef.ErrInvalidInput, orig)
 	}
 	if i := strings.Index(s, "://"); i >= 0 {
 		switch scheme := strings.ToLower(s[:i]); scheme {
@@ -45,21 +46,24 @@ func ParseReference(s string) (Reference, error) {
 			r.Scheme = scheme
 		case "oci":
 		default:
-			return r, fmt.Errorf("%w: reference %q: unsupported scheme %q", errdef.ErrInvalidInput, orig, scheme)
+			return Reference{}, fmt.Errorf("%w: reference %q: unsupported scheme %q", errdef.ErrInvalidInput, orig, scheme)
 		}
 		s = s[i+3:]
 	}
 	host, path, ok := strings.Cut(s, "/")
 	if !ok || path == "" {
 		if r.Scheme != "" {
-			return r, fmt.Errorf("%w: reference %q has no repository", errdef.ErrInvalidInput, orig)
+			return Reference{}, fmt.Errorf("%w: reference %q has no repository", errdef.ErrInvalidInput, orig)
 		}
 		host, path = "docker.io", "library/"+s
 	} else if !strings.ContainsAny(host, ".:") && host != "localhost" {
 		if r.Scheme != "" {
-			return r, fmt.Errorf("%w: reference %q: %q is not a registry host", errdef.ErrInvalidInput, orig, host)
+			return Reference{}, fmt.Errorf("%w: reference %q: %q is not a registry host", errdef.ErrInvalidInput, orig, host)
 		}
 		host, path = "docker.io", s
+	}
+	if host == "index.docker.io" || host == "registry-1.docker.io" {
+		host = "docker.io" // aliases of Docker Hub, as Docker and package localize read them
 	}
 	if host == "docker.io" && !strings.Contains(strings.SplitN(path, "@", 2)[0], "/") {
 		path = "library/" + path

@@ -91,6 +91,13 @@ func retryableStatus(code int) bool {
 	}
 }
 
+// RetryableReadError reports whether an error reading a response body is
+// worth fetching again: the connection was reset or cut off, or stalled past
+// a transport timeout. The caller's deadline and cancellation are not.
+func RetryableReadError(err error) bool {
+	return err != nil && !errors.Is(err, io.EOF) && retryableError(err)
+}
+
 func retryableError(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errdef.ErrInsecure) {
 		return false

@@ -118,8 +118,48 @@ func openFileStore(p string, o options) (*tarStore, error) {
 	return ts, nil
 }
 
+// Compression bombs: past ratioFloor bytes of output, a tgz may not expand
+// more than maxRatio times its compressed size. Real CTFs (charts, manifests,
+// image layers that are compressed already) stay far below; a gzip of zeros
+// expands about 1000 times, so without this a 16 MiB file in a git
+// repository would write DefaultMaxSize (16 GiB) to the repo-server's disk on
+// every render.
+const (
+	maxRatio   = 100
+	ratioFloor = 64 << 20
+)
+
+// ratioReader fails once the output outgrows the compressed input.
+type ratioReader struct {
+	r  io.Reader
+	in *countReader
+	n  int64
+}
+
+func (r *ratioReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.n += int64(n)
+	if r.n > ratioFloor && r.n > maxRatio*r.in.n {
+		return n, fmt.Errorf("%w: archive expands more than %d times (%d compressed bytes gave %d): a compression bomb?",
+			errdef.ErrLimitExceeded, maxRatio, r.in.n, r.n)
+	}
+	return n, err
+}
+
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
 func gunzipToTemp(f *os.File, o options) (*os.File, error) {
-	zr, err := gzip.NewReader(bufio.NewReader(f))
+	in := &countReader{r: f}
+	zr, err := gzip.NewReader(bufio.NewReader(in))
 	if err != nil {
 		return nil, fmt.Errorf("%w: gzip: %v", errdef.ErrInvalidInput, err)
 	}
@@ -127,10 +167,12 @@ func gunzipToTemp(f *os.File, o options) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := io.Copy(tmp, io.LimitReader(zr, o.maxSize+1))
-	if err == nil && n > o.maxSize {
+	n, err := io.Copy(tmp, &ratioReader{r: io.LimitReader(zr, o.maxSize+1), in: in})
+	switch {
+	case err == nil && n > o.maxSize:
 		err = fmt.Errorf("%w: archive is larger than %d bytes uncompressed", errdef.ErrLimitExceeded, o.maxSize)
-	} else if err != nil {
+	case errors.Is(err, errdef.ErrLimitExceeded):
+	case err != nil:
 		err = fmt.Errorf("%w: gzip: %v", errdef.ErrInvalidInput, err)
 	}
 	if err == nil {

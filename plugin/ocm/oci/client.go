@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -136,16 +137,109 @@ func (f *fetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCl
 	if size == 0 {
 		size = -1
 	}
+	ref := f.ref
+	ref.Tag, ref.Digest = "", desc.Digest.String()
 	return f.c.cache.Fetch(ctx, desc.Digest.String(), size, func(ctx context.Context) (io.ReadCloser, error) {
-		rc, err := f.repo.Fetch(ctx, desc)
-		if err != nil {
-			ref := f.ref
-			ref.Tag, ref.Digest = "", desc.Digest.String()
-			return nil, f.c.reg.Wrap(err, fetchOp(desc), ref)
+		open := func(ctx context.Context) (io.ReadCloser, error) {
+			rc, err := f.repo.Fetch(ctx, desc)
+			if err != nil {
+				return nil, f.c.reg.Wrap(err, fetchOp(desc), ref)
+			}
+			return rc, nil
 		}
-		return rc, nil
+		rc, err := open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &resumingReader{ctx: ctx, open: open, rc: rc, wrap: func(err error) error {
+			return f.c.reg.Wrap(err, fetchOp(desc)+": read", ref)
+		}}, nil
 	})
 }
+
+// maxResumes bounds how often one blob download starts over after its
+// connection broke off.
+const maxResumes = registry.DefaultRetries
+
+// resumingReader reads a blob and, when the connection breaks off in the
+// middle (reset, cut off, stalled past a transport timeout), fetches it again
+// and skips what was already delivered. The consumer verifies the digest of
+// the whole, so a registry that served different bytes the second time is
+// still caught. Errors that end the read name the registry, repository and
+// blob.
+type resumingReader struct {
+	ctx     context.Context
+	open    func(context.Context) (io.ReadCloser, error)
+	rc      io.ReadCloser
+	n       int64 // bytes delivered
+	resumes int
+	wrap    func(error) error
+	err     error
+}
+
+func (r *resumingReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	for {
+		n, err := r.rc.Read(p)
+		r.n += int64(n)
+		if err == nil || err == io.EOF {
+			return n, err
+		}
+		if !registry.RetryableReadError(err) || r.ctx.Err() != nil || r.resumes >= maxResumes {
+			if r.ctx.Err() != nil {
+				err = r.ctx.Err()
+			}
+			r.err = r.wrap(err)
+			return n, r.err
+		}
+		if rerr := r.resume(); rerr != nil {
+			r.err = rerr
+			return n, r.err
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// resume replaces the broken body with a new one positioned after the bytes
+// already delivered.
+func (r *resumingReader) resume() error {
+	r.rc.Close()
+	for {
+		r.resumes++
+		t := time.NewTimer(time.Duration(r.resumes) * 100 * time.Millisecond)
+		select {
+		case <-r.ctx.Done():
+			t.Stop()
+			return r.wrap(r.ctx.Err())
+		case <-t.C:
+		}
+		rc, err := r.open(r.ctx)
+		if err != nil {
+			return err // already wrapped
+		}
+		_, err = io.CopyN(io.Discard, rc, r.n)
+		if err == nil {
+			r.rc = rc
+			return nil
+		}
+		rc.Close()
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // the registry now serves less than before
+		}
+		if !registry.RetryableReadError(err) || r.ctx.Err() != nil || r.resumes >= maxResumes {
+			if r.ctx.Err() != nil {
+				err = r.ctx.Err()
+			}
+			return r.wrap(err)
+		}
+	}
+}
+
+func (r *resumingReader) Close() error { return r.rc.Close() }
 
 func fetchOp(desc ocispec.Descriptor) string {
 	switch desc.MediaType {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -40,12 +41,79 @@ type Options struct {
 
 // LoadArchive loads a chart archive (tgz) with Helm's loader, which checks its
 // own size limits and refuses paths outside the chart.
+//
+// Before Helm parses anything, subchart archives (charts/*.tgz, nested) are
+// unpacked here too so that all of them together stay within Helm's limit for
+// one chart (loader.MaxDecompressedChartSize; Helm applies it to each archive
+// alone, so a chart of small subchart archives that each unpack to the limit
+// would cost that much memory per subchart), and the files Helm decodes as
+// YAML (Chart.yaml, values.yaml, …) are bounded in structure like manifests
+// (manifests.MaxDocumentNodes). Both give errors wrapping
+// errdef.ErrLimitExceeded.
 func LoadArchive(data []byte) (*chart.Chart, error) {
+	budget := loader.MaxDecompressedChartSize
+	if _, err := checkArchive(data, "", 0, &budget); err != nil {
+		return nil, fmt.Errorf("%w: loading chart: %w", errdef.ErrRender, err)
+	}
 	c, err := loader.LoadArchive(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading chart: %v", errdef.ErrRender, err)
 	}
 	return c, nil
+}
+
+// isSubchartArchive reports whether Helm's loader unpacks the chart file
+// name as a subchart archive: charts/<x>.tgz, also inside subchart
+// directories (charts/<dir>/charts/<x>.tgz), unless <x> starts with "_" or ".".
+func isSubchartArchive(name string) bool {
+	seg := strings.Split(name, "/")
+	for i := 0; i+1 < len(seg) && seg[i] == "charts"; i += 2 {
+		if strings.IndexAny(seg[i+1], "_.") == 0 {
+			return false
+		}
+		if i+2 == len(seg) {
+			return path.Ext(seg[i+1]) == ".tgz"
+		}
+	}
+	return false
+}
+
+// parsedFiles are the chart files Helm's loader decodes as YAML or JSON.
+var parsedFiles = map[string]bool{
+	"Chart.yaml": true, "values.yaml": true, "Chart.lock": true,
+	"requirements.yaml": true, "requirements.lock": true, "values.schema.json": true,
+}
+
+// checkArchive unpacks a chart archive with Helm's own reader and checks it
+// and its subchart archives against a shared budget of unpacked bytes.
+func checkArchive(data []byte, where string, depth int, budget *int64) ([]*loader.BufferedFile, error) {
+	if depth > maxChartDepth {
+		return nil, fmt.Errorf("%s: subchart archives nested more than %d levels: %w", where, maxChartDepth, errdef.ErrLimitExceeded)
+	}
+	files, err := loader.LoadArchiveFiles(bytes.NewReader(data))
+	if err != nil {
+		if where == "" {
+			return nil, fmt.Errorf("%v", err) // Helm's own message, as loader.LoadArchive gives it
+		}
+		return nil, fmt.Errorf("%s: %v", where, err)
+	}
+	for _, f := range files {
+		name := path.Join(where, f.Name)
+		if *budget -= int64(len(f.Data)); *budget < 0 {
+			return nil, fmt.Errorf("%s: the chart and its subchart archives unpack to more than %d bytes in all: %w", name, loader.MaxDecompressedChartSize, errdef.ErrLimitExceeded)
+		}
+		if parsedFiles[path.Base(f.Name)] {
+			if n := manifests.StructureCount(f.Data); n > manifests.MaxDocumentNodes {
+				return nil, fmt.Errorf("%s has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w", name, n, manifests.MaxDocumentNodes, errdef.ErrLimitExceeded)
+			}
+		}
+		if isSubchartArchive(f.Name) {
+			if _, err := checkArchive(f.Data, name, depth+1, budget); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return files, nil
 }
 
 // Render renders a chart archive.
@@ -89,6 +157,11 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	}
 	if err := checkDependencies(c); err != nil {
 		return nil, err
+	}
+	if !opts.SkipSchemaValidation {
+		if err := checkSchemas(c); err != nil {
+			return nil, fmt.Errorf("%w: helm chart %s-%s: %w", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
+		}
 	}
 	vals := opts.Values
 	if vals == nil {

@@ -75,6 +75,9 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 	if err := sc.scanDir(entry, false); err != nil {
 		return nil, err
 	}
+	if err := sc.checkExpansion(entry); err != nil {
+		return nil, err
+	}
 
 	mem, err := inMemory(tfs)
 	if err != nil {

@@ -3,10 +3,12 @@ package kustomize
 import (
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/konfig"
@@ -28,10 +30,71 @@ type scanner struct {
 	seen map[string]bool
 	// customOpenAPI is set when a kustomization has an openapi field.
 	customOpenAPI bool
+	// size of each scanned kustomization as the build expands it: kustomize
+	// builds a base once per path that reaches it, so a few kilobytes of
+	// kustomizations that include each other twice per level make it build
+	// 2^depth copies (see maxInstances and manifests.MaxStreamNodes).
+	sizes map[string]expansion
 }
 
+// expansion is what building one kustomization costs, its bases expanded.
+type expansion struct {
+	instances int64 // kustomizations built
+	nodes     int64 // structure (manifests.StructureCount) of the files they read
+}
+
+func (e *expansion) add(o expansion) {
+	e.instances = satAdd(e.instances, o.instances)
+	e.nodes = satAdd(e.nodes, o.nodes)
+}
+
+// satAdd adds without overflowing: expansions grow exponentially.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// maxInstances bounds the kustomizations one build expands to (a base
+// reached through two overlays counts twice). Real trees build tens.
+const maxInstances = 1000
+
 func newScanner(fsys fs.FS) *scanner {
-	return &scanner{fsys: fsys, seen: map[string]bool{}}
+	return &scanner{fsys: fsys, seen: map[string]bool{}, sizes: map[string]expansion{}}
+}
+
+// checkExpansion refuses a build of dir that would expand to more
+// kustomizations, or read more structure, than the limits allow. It runs
+// after scanDir(dir, false).
+func (s *scanner) checkExpansion(dir string) error {
+	e := s.sizes[scanKey(dir, false)]
+	switch {
+	case e.instances > maxInstances:
+		return fail(errdef.ErrLimitExceeded, "kustomize: %q expands to %s kustomization builds (bases reached through several overlays are built once per path), more than the limit of %d", dir, count(e.instances), maxInstances)
+	case e.nodes > manifests.MaxStreamNodes:
+		return fail(errdef.ErrLimitExceeded, "kustomize: %q reads %s structural characters (',' '[' '{' '-' ':' '?' newline) of manifests, counting bases once per path that reaches them, more than the limit of %d", dir, count(e.nodes), manifests.MaxStreamNodes)
+	}
+	return nil
+}
+
+func count(n int64) string {
+	if n == math.MaxInt64 {
+		return "more than 2^63"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func scanKey(dir string, plugin bool) string { return fmt.Sprintf("%s\x00%t", dir, plugin) }
+
+// fileNodes is the structure of a file the build reads as YAML, 0 when it
+// cannot be read (kustomize reports that itself).
+func (s *scanner) fileNodes(rel string) int64 {
+	data, err := fs.ReadFile(s.fsys, rel)
+	if err != nil {
+		return 0
+	}
+	return int64(manifests.StructureCount(data))
 }
 
 // kust is one kustomization file being checked.
@@ -40,13 +103,28 @@ type kust struct {
 	dir    string // tree-relative directory, "." for the root
 	file   string // tree-relative path of the kustomization file
 	plugin bool   // its output configures generators, transformers or validators
+	size   expansion
+}
+
+// file accounts for a file the build reads as YAML.
+func (c *kust) readsFile(rel string) {
+	c.size.add(expansion{nodes: c.s.fileNodes(rel)})
+}
+
+// sub accounts for a kustomization directory the build includes.
+func (c *kust) sub(rel string, plugin bool) error {
+	if err := c.s.scanDir(rel, plugin); err != nil {
+		return err
+	}
+	c.size.add(c.s.sizes[scanKey(rel, plugin)]) // absent (zero) for a cycle, which kustomize reports
+	return nil
 }
 
 // scanDir checks the kustomization in dir and everything it refers to.
 // plugin is true when dir was named by generators, transformers or
 // validators, so that the objects it produces are plugin configurations.
 func (s *scanner) scanDir(dir string, plugin bool) error {
-	key := fmt.Sprintf("%s\x00%t", dir, plugin)
+	key := scanKey(dir, plugin)
 	if s.seen[key] {
 		return nil // a cycle or a diamond; kustomize reports cycles itself
 	}
@@ -64,8 +142,12 @@ func (s *scanner) scanDir(dir string, plugin bool) error {
 	if err := k.Unmarshal(data); err != nil {
 		return fail(errdef.ErrInvalidInput, "kustomize: %s: %s", file, oneLine(err.Error()))
 	}
-	c := &kust{s: s, dir: dir, file: file, plugin: plugin}
-	return c.check(&k)
+	c := &kust{s: s, dir: dir, file: file, plugin: plugin, size: expansion{instances: 1, nodes: int64(manifests.StructureCount(data))}}
+	if err := c.check(&k); err != nil {
+		return err
+	}
+	s.sizes[key] = c.size
+	return nil
 }
 
 func (c *kust) check(k *types.Kustomization) error {
@@ -100,38 +182,48 @@ func (c *kust) check(k *types.Kustomization) error {
 		entries []string
 	}{{"crds", k.Crds}, {"configurations", k.Configurations}} {
 		for _, e := range f.entries {
-			if _, err := c.ref(f.field, e); err != nil {
+			rel, err := c.ref(f.field, e)
+			if err != nil {
 				return err
 			}
+			c.readsFile(rel)
 		}
 	}
 	if len(k.OpenAPI) > 0 {
 		c.s.customOpenAPI = true
 	}
 	if p, ok := k.OpenAPI["path"]; ok {
-		if _, err := c.ref("openapi.path", p); err != nil {
+		rel, err := c.ref("openapi.path", p)
+		if err != nil {
 			return err
 		}
+		c.readsFile(rel)
 	}
 	for _, p := range append(append([]types.Patch(nil), k.Patches...), k.PatchesJson6902...) {
 		if p.Path != "" {
-			if _, err := c.ref("patches", p.Path); err != nil {
+			rel, err := c.ref("patches", p.Path)
+			if err != nil {
 				return err
 			}
+			c.readsFile(rel)
 		}
 	}
 	for _, p := range k.PatchesStrategicMerge {
 		if s := string(p); !strings.Contains(s, "\n") { // otherwise an inline patch
-			if _, err := c.ref("patchesStrategicMerge", s); err != nil {
+			rel, err := c.ref("patchesStrategicMerge", s)
+			if err != nil {
 				return err
 			}
+			c.readsFile(rel)
 		}
 	}
 	for _, r := range k.Replacements {
 		if r.Path != "" {
-			if _, err := c.ref("replacements", r.Path); err != nil {
+			rel, err := c.ref("replacements", r.Path)
+			if err != nil {
 				return err
 			}
+			c.readsFile(rel)
 		}
 	}
 	for _, g := range k.ConfigMapGenerator {
@@ -184,8 +276,10 @@ func (c *kust) resource(field, entry string) error {
 	case err != nil:
 		return c.missing(field, entry)
 	case fi.IsDir():
-		return c.s.scanDir(rel, c.plugin)
-	case c.plugin:
+		return c.sub(rel, c.plugin)
+	}
+	c.readsFile(rel)
+	if c.plugin {
 		return c.pluginFile(field, entry, rel)
 	}
 	return nil
@@ -200,7 +294,7 @@ func (c *kust) component(entry string) error {
 	if _, err := fs.Stat(c.s.fsys, rel); err != nil {
 		return c.missing("components", entry)
 	}
-	return c.s.scanDir(rel, c.plugin)
+	return c.sub(rel, c.plugin)
 }
 
 func (c *kust) missing(field, entry string) error {
@@ -252,8 +346,9 @@ func (c *kust) pluginEntry(field, entry string) error {
 	case err != nil:
 		return c.missing(field, entry)
 	case fi.IsDir():
-		return c.s.scanDir(rel, true)
+		return c.sub(rel, true)
 	}
+	c.readsFile(rel)
 	return c.pluginFile(field, entry, rel)
 }
 

@@ -22,6 +22,43 @@ import (
 // post-processor shares it without conversion.
 type Object = map[string]any
 
+// Bounds on the structure of what Decode reads, counted by StructureCount
+// (an over-estimate of the number of YAML nodes). The YAML decoder needs
+// some 130 bytes of heap per node while it works and the decoded objects
+// about 50, so without them a small compressed archive of "[0,0,0,…]" or of
+// tiny documents would exhaust memory long before the archive's byte limit.
+// A 1 MiB CustomResourceDefinition counts about 35 000 (the API server
+// refuses objects over 3 MiB anyway); Argo CD's own limit for directory
+// applications is 10 MiB of manifests, about 400 000.
+const (
+	// MaxDocumentNodes bounds one YAML document.
+	MaxDocumentNodes = 1 << 18
+	// MaxStreamNodes bounds one call of Decode, and all files of one Render.
+	MaxStreamNodes = 1 << 20
+	// MaxObjects bounds the documents and objects of one call of Decode, and
+	// of all files of one Render: decoding costs some 10 KiB of garbage and
+	// 70 µs per document however small, so a stream of tiny documents is
+	// expensive long before MaxStreamNodes.
+	MaxObjects = 10_000
+)
+
+// StructureCount counts the bytes of a YAML or JSON text that can start or
+// separate nodes (',' '[' '{' '-' ':' '?' and newlines). Every node but the
+// first follows one of them (a block mapping in a sequence shares its '-'
+// with its first key), so it bounds the node count from above up to a small
+// factor; it counts these characters inside strings too, which only makes it
+// larger. One pass, no allocation.
+func StructureCount(b []byte) int {
+	n := 0
+	for _, c := range b {
+		switch c {
+		case ',', '[', '{', '-', ':', '?', '\n':
+			n++
+		}
+	}
+	return n
+}
+
 // Decode reads every object in data, a multi-document YAML stream or a JSON
 // value (or a stream of JSON values). name identifies the source in error
 // messages, typically a path inside the resource.
@@ -31,8 +68,17 @@ type Object = map[string]any
 // have a non-empty string apiVersion and kind. Integers decode as int64 and
 // other numbers as float64. Errors name the file and the 1-based document
 // index and wrap errdef.ErrInvalidInput.
+//
+// The structure of data is bounded before anything is decoded (see
+// StructureCount): at most MaxDocumentNodes per document and MaxStreamNodes
+// in all, and at most MaxObjects documents and objects; more wraps
+// errdef.ErrLimitExceeded as well.
 func Decode(name string, data []byte) ([]Object, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 BOM
+	if n := StructureCount(data); n > MaxStreamNodes {
+		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",
+			name, n, MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+	}
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
 		if objs, err := decodeJSONStream(name, trimmed); err == nil {
 			return objs, nil
@@ -40,8 +86,16 @@ func Decode(name string, data []byte) ([]Object, error) {
 		// Not a JSON stream after all (YAML flow style is a superset):
 		// fall through to YAML, which gives the better error message.
 	}
+	docs := splitYAML(data)
+	if len(docs) > MaxObjects {
+		return nil, fmt.Errorf("%s: %d YAML documents, more than the limit of %d: %w: %w", name, len(docs), MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+	}
 	var out []Object
-	for i, doc := range splitYAML(data) {
+	for i, doc := range docs {
+		if n := StructureCount(doc.data); n > MaxDocumentNodes {
+			return nil, fmt.Errorf("%w: %w", docErr(name, i+1, "document starting at line %d has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d",
+				doc.line, n, MaxDocumentNodes), errdef.ErrLimitExceeded)
+		}
 		j, err := yaml.YAMLToJSON(doc.data)
 		if err != nil {
 			return nil, docErr(name, i+1, "invalid YAML (document starts at line %d): %v", doc.line, err)
@@ -50,9 +104,15 @@ func Decode(name string, data []byte) ([]Object, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, objs...)
+		if out = append(out, objs...); len(out) > MaxObjects {
+			return nil, tooManyObjects(name)
+		}
 	}
 	return out, nil
+}
+
+func tooManyObjects(name string) error {
+	return fmt.Errorf("%s: more than %d objects: %w: %w", name, MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 }
 
 func decodeJSONStream(name string, data []byte) ([]Object, error) {
@@ -66,11 +126,16 @@ func decodeJSONStream(name string, data []byte) ([]Object, error) {
 		} else if err != nil {
 			return nil, docErr(name, i, "invalid JSON: %v", err)
 		}
+		if i > MaxObjects {
+			return nil, fmt.Errorf("%s: more than %d JSON documents: %w: %w", name, MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+		}
 		objs, err := flatten(name, i, normalize(v))
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, objs...)
+		if out = append(out, objs...); len(out) > MaxObjects {
+			return nil, tooManyObjects(name)
+		}
 	}
 }
 

@@ -59,16 +59,24 @@ func Render(fsys fs.FS, dir string) ([]Object, error) {
 	// WalkDir visits "a/x.yaml" before "a.yaml"; sort by the full path.
 	sort.Strings(files)
 	var out []Object
+	total := 0
 	for _, p := range files {
 		data, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return nil, renderErr(fmt.Errorf("manifests: reading %s: %w", p, err))
 		}
+		if total += StructureCount(data); total > MaxStreamNodes {
+			return nil, renderErr(fmt.Errorf("manifests: %s: the manifests under %q have more than %d structural characters (',' '[' '{' '-' ':' '?' newline) in all: %w: %w",
+				p, dir, MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded))
+		}
 		objs, err := Decode(p, data)
 		if err != nil {
 			return nil, renderErr(fmt.Errorf("manifests: %w", err))
 		}
-		out = append(out, objs...)
+		if out = append(out, objs...); len(out) > MaxObjects {
+			return nil, renderErr(fmt.Errorf("manifests: %s: the manifests under %q hold more than %d objects in all: %w: %w",
+				p, dir, MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded))
+		}
 	}
 	return out, nil
 }
