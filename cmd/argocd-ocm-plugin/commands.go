@@ -167,14 +167,17 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 		return errdef.Wrap(err, ectx)
 	}
 	defer cancel()
-	r, err := newRenderer(stderr, getenv)
+	// Notes and warnings (resolved versions, unmatched images, a disabled
+	// cache) reach stderr only on success: on failure stderr is the one error line.
+	var notes bytes.Buffer
+	r, err := newRenderer(&notes, getenv)
 	if err != nil {
 		return errdef.Wrap(err, ectx)
 	}
 	r.Signatures, r.Provenance = opts.signatures, opts.provenance
 	// Deployment definitions, config resources and localisation (package config)
 	// plan every render and post-process it first.
-	planner := &config.Planner{Access: &r.Access, Log: stderr, RequireDigests: r.Signatures != nil}
+	planner := &config.Planner{Access: &r.Access, Log: &notes, RequireDigests: r.Signatures != nil}
 	var report *config.Report
 	if opts.explain {
 		planner.Explain = func(rep *config.Report) { report = rep }
@@ -193,6 +196,7 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 		if err := report.WriteText(&buf); err != nil {
 			return errdef.Wrap(err, ectx)
 		}
+		stderr.Write(notes.Bytes())
 		_, err = stdout.Write(buf.Bytes())
 		return err
 	}
@@ -205,6 +209,7 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 		return errdef.Wrap(fmt.Errorf("%w: rendering produced no objects", errdef.ErrRender),
 			errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 	}
+	stderr.Write(notes.Bytes())
 	_, err = stdout.Write(buf.Bytes())
 	return err
 }

@@ -187,3 +187,27 @@ func TestGeneratePlatform(t *testing.T) {
 		}
 	}
 }
+
+// Files an Application names stay inside its directory; warnings reach stderr
+// only on success, so a failure is exactly one line.
+func TestGenerateConfinesFilesAndKeepsOneErrorLine(t *testing.T) {
+	for _, p := range []string{
+		`[{"name":"value-files","array":["../../../var/run/secrets/kubernetes.io/serviceaccount/token"]}]`,
+		`[{"name":"value-files","array":["/etc/passwd"]}]`,
+		`[{"name":"platform-config","array":["../other-tenant/config.yaml"]}]`,
+	} {
+		var stdout, stderr bytes.Buffer
+		e := env(map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": demoRepo,
+			"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0", "ARGOCD_APP_PARAMETERS": p})
+		if code := run([]string{"generate"}, &stdout, &stderr, e); code == 0 || stdout.Len() != 0 ||
+			!strings.Contains(stderr.String(), "not a relative path inside the Application's source directory") {
+			t.Errorf("%s: exit %d, stderr %q", p, code, stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	t.Setenv("ARGOCD_OCM_CACHE_DIR", "/etc/passwd/cache") // unusable: a warning, not a failure
+	code := run([]string{"render", "--repository", demoRepo, "--component", "example.com/demo/podinfo", "--version", "9.9.9"}, &stdout, &stderr, env(nil))
+	if code == 0 || strings.Count(stderr.String(), "\n") != 1 {
+		t.Fatalf("failure with a cache warning: exit %d, stderr %q", code, stderr.String())
+	}
+}

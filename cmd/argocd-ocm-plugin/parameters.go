@@ -35,11 +35,12 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}
 			defer cancel()
-			r, err := newRenderer(stderr, getenv)
+			var notes bytes.Buffer // to stderr on success only: a failure is one line
+			r, err := newRenderer(&notes, getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}
-			planner := &config.Planner{Access: &r.Access, Log: stderr}
+			planner := &config.Planner{Access: &r.Access, Log: &notes}
 			a := &cmp.Announcer{OpenRepository: r.OpenRepository, Sources: []cmp.ParameterSource{definitionParameters(planner)}}
 			params, err := a.Announce(ctx, getenv)
 			if err != nil {
@@ -51,6 +52,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			if err := enc.Encode(params); err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}
+			stderr.Write(notes.Bytes())
 			_, err = stdout.Write(buf.Bytes())
 			return err
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -30,19 +31,21 @@ const (
 const DefaultTimeout = 50 * time.Second
 
 // newRenderer builds the pipeline with a registry client for this one render.
-func newRenderer(stderr io.Writer, getenv func(string) string) (*pipeline.Renderer, error) {
+// Notes and warnings of every layer (registry, cache, pipeline) go to notes.
+func newRenderer(notes io.Writer, getenv func(string) string) (*pipeline.Renderer, error) {
 	var ropts []registry.Option
 	if hosts := splitComma(getenv(envPlainHTTP)); len(hosts) > 0 {
 		ropts = append(ropts, registry.WithPlainHTTP(hosts...))
 	}
-	src, err := pipeline.NewRegistrySource(oci.WithRegistryOptions(ropts...))
+	logger := slog.New(slog.NewTextHandler(notes, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	src, err := pipeline.NewRegistrySource(oci.WithRegistryOptions(ropts...), oci.WithLogger(logger))
 	if err != nil {
 		return nil, err
 	}
 	return &pipeline.Renderer{
 		OpenRepository: src.Open,
 		Access:         access.Resolver{Artifacts: src},
-		Log:            stderr,
+		Log:            notes,
 	}, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"fmt"
@@ -83,10 +84,12 @@ func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 				return errdef.Wrap(err, ectx)
 			}
 			defer cancel()
-			report, err := verify(ctx, stderr, getenv, repository, component, version, v)
+			var notes bytes.Buffer // to stderr on success only: a failure is one line
+			report, err := verify(ctx, &notes, getenv, repository, component, version, v)
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}
+			stderr.Write(notes.Bytes())
 			for _, s := range report.Signatures {
 				fmt.Fprintf(stdout, "verified %s:%s signature %s (%s, %s %s %s)\n", component, version, s.Signature, s.Algorithm, s.NormalisationAlgorithm, s.HashAlgorithm, s.Digest)
 			}
@@ -107,8 +110,8 @@ func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 	return c
 }
 
-func verify(ctx context.Context, stderr io.Writer, getenv func(string) string, repository, component, version string, v *signing.Verifier) (*signing.Report, error) {
-	r, err := newRenderer(stderr, getenv)
+func verify(ctx context.Context, notes io.Writer, getenv func(string) string, repository, component, version string, v *signing.Verifier) (*signing.Report, error) {
+	r, err := newRenderer(notes, getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -214,6 +214,14 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 		}
 		req.DefinitionFile = def
 	}
+	// Files named by the Application must stay inside its source directory
+	// (the working directory of generate): the repo-server holds other
+	// checkouts and its own secrets (cf. CVE-2022-24348).
+	for _, f := range append(append([]string{}, req.ValueFiles...), req.Platform.ConfigFiles...) {
+		if !filepath.IsLocal(f) {
+			return req, errdef.Wrap(fmt.Errorf("%w: %q is not a relative path inside the Application's source directory", errdef.ErrInvalidInput, f), ectx)
+		}
+	}
 	instance, err := e.stringMap(ParamParameters)
 	if err != nil {
 		return req, errdef.Wrap(err, ectx)

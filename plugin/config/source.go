@@ -2,9 +2,8 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
@@ -77,13 +76,11 @@ func (p *Planner) readDefinitionFile(path string) ([]byte, error) {
 		}
 		return b, nil
 	}
-	f, err := os.Open(path)
+	b, err := pipeline.ReadUserFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxDocumentSize+1))
-	if err != nil {
+		if errors.Is(err, errdef.ErrInvalidInput) {
+			return nil, fmt.Errorf("deployment definition file %s: %w", path, err)
+		}
 		return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, path, err)
 	}
 	return b, nil

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"sort"
 
 	"helm.sh/helm/v3/pkg/strvals"
@@ -154,7 +153,7 @@ func instanceValues(req pipeline.Request, readFile func(string) ([]byte, error))
 		return nil, nil, err
 	}
 	if readFile == nil {
-		readFile = os.ReadFile
+		readFile = pipeline.ReadUserFile
 	}
 	type piece struct {
 		source string

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -398,4 +397,4 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 }
 
 // readFile is a seam for tests.
-var readFile = os.ReadFile
+var readFile = ReadUserFile
