@@ -51,6 +51,11 @@ fmt-check:
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./hack/fuzz.sh
 
+# Side-by-side figures against helm template and kustomize build (see bench/README.md);
+# the first run builds the reference CLIs (3-7 min), later runs take a few minutes.
+bench:
+	CGO_ENABLED=0 $(GO) run ./bench/harness
+
 # Rebuild the committed example CTF from testdata/src.
 testdata:
 	$(GO) run ./hack/gen-testdata

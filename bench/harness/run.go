@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// cmdSpec is one process to measure.
+type cmdSpec struct {
+	Name string   // for messages
+	Bin  string   // executable
+	Args []string // arguments
+	Env  []string // complete environment
+	Dir  string   // working directory ("" inherits)
+}
+
+// sample is one measured process run.
+type sample struct {
+	Wall     time.Duration
+	CPU      time.Duration // user + system
+	MaxRSSKB int64
+	Exit     int
+	Stdout   []byte
+	Stderr   string
+}
+
+// procstat is the small runner measured processes are started through
+// (see bench/procstat); statsDir holds its reports.
+var (
+	procstat string
+	statsDir string
+	statsSeq atomic.Int64
+)
+
+// runProc runs c to completion through procstat and returns its wall time
+// (exec to exit), CPU time (user+sys) and peak RSS (the child's getrusage).
+func runProc(ctx context.Context, c cmdSpec) sample {
+	statsFile := filepath.Join(statsDir, fmt.Sprintf("%d.json", statsSeq.Add(1)))
+	defer os.Remove(statsFile)
+	cmd := exec.CommandContext(ctx, procstat, append([]string{statsFile, c.Bin}, c.Args...)...)
+	cmd.Env = c.Env
+	cmd.Dir = c.Dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	s := sample{Stdout: out.Bytes(), Stderr: errb.String()}
+	var st struct {
+		WallNS   int64 `json:"wall_ns"`
+		CPUNS    int64 `json:"cpu_ns"`
+		MaxRSSKB int64 `json:"max_rss_kb"`
+		Exit     int   `json:"exit"`
+	}
+	b, rerr := os.ReadFile(statsFile)
+	if rerr != nil || json.Unmarshal(b, &st) != nil {
+		s.Exit = -1
+		s.Stderr += fmt.Sprintf(" (procstat: %v, %v)", err, rerr)
+		return s
+	}
+	s.Wall, s.CPU, s.MaxRSSKB, s.Exit = time.Duration(st.WallNS), time.Duration(st.CPUNS), st.MaxRSSKB, st.Exit
+	return s
+}
+
+// mustOK fails the benchmark when a run failed: figures of failed runs mean nothing.
+func mustOK(c cmdSpec, s sample) sample {
+	if s.Exit != 0 {
+		fatalf("%s failed (exit %d): %s", c.Name, s.Exit, strings.TrimSpace(s.Stderr))
+	}
+	return s
+}
+
+// series is the samples of one command.
+type series struct {
+	Name    string    `json:"name"`
+	WallMS  []float64 `json:"wall_ms"`
+	CPUMS   []float64 `json:"cpu_ms"`
+	RSSMiB  []float64 `json:"max_rss_mib"`
+	samples []sample
+}
+
+func (s *series) add(x sample) {
+	s.samples = append(s.samples, x)
+	s.WallMS = append(s.WallMS, round(ms(x.Wall)))
+	s.CPUMS = append(s.CPUMS, round(ms(x.CPU)))
+	s.RSSMiB = append(s.RSSMiB, round(float64(x.MaxRSSKB)/1024))
+}
+
+func (s *series) wall() float64 { return median(s.WallMS) }
+func (s *series) cpu() float64  { return median(s.CPUMS) }
+func (s *series) rss() float64  { return median(s.RSSMiB) }
+
+// summary is what the JSON result keeps of a series.
+type summary struct {
+	Name         string  `json:"name"`
+	N            int     `json:"n"`
+	WallMedianMS float64 `json:"wall_median_ms"`
+	WallMinMS    float64 `json:"wall_min_ms"`
+	WallMaxMS    float64 `json:"wall_max_ms"`
+	CPUMedianMS  float64 `json:"cpu_median_ms"`
+	RSSMedianMiB float64 `json:"max_rss_median_mib"`
+	RSSMaxMiB    float64 `json:"max_rss_max_mib"`
+	Samples      *series `json:"samples,omitempty"`
+}
+
+func (s *series) summary() summary {
+	return summary{Name: s.Name, N: len(s.WallMS), WallMedianMS: round(s.wall()), WallMinMS: round(minOf(s.WallMS)),
+		WallMaxMS: round(maxOf(s.WallMS)), CPUMedianMS: round(s.cpu()), RSSMedianMiB: round(s.rss()),
+		RSSMaxMiB: round(maxOf(s.RSSMiB)), Samples: s}
+}
+
+// job is one command of an interleaved comparison, with optional hooks
+// around each run (e.g. emptying the cache for a cold run, reading the
+// registry's request log after it).
+type job struct {
+	spec   cmdSpec
+	before func()
+	after  func(sample)
+	s      *series
+}
+
+func newJob(c cmdSpec) *job { return &job{spec: c, s: &series{Name: c.Name}} }
+
+func (j *job) run(ctx context.Context) sample {
+	if j.before != nil {
+		j.before()
+	}
+	x := mustOK(j.spec, runProc(ctx, j.spec))
+	if j.after != nil {
+		j.after(x)
+	}
+	return x
+}
+
+// interleave runs the jobs n times each, in rounds, rotating which job goes
+// first in each round so that drift in machine load (other engineers
+// compiling) hits every job alike; one untimed warm-up run of each first.
+func interleave(ctx context.Context, n int, jobs ...*job) {
+	for _, j := range jobs {
+		j.run(ctx)
+	}
+	for i := 0; i < n; i++ {
+		for k := range jobs {
+			j := jobs[(i+k)%len(jobs)]
+			j.s.add(j.run(ctx))
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func minOf(xs []float64) float64 {
+	m := math.Inf(1)
+	for _, x := range xs {
+		m = math.Min(m, x)
+	}
+	return m
+}
+
+func maxOf(xs []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range xs {
+		m = math.Max(m, x)
+	}
+	return m
+}
+
+func round(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return math.Round(x*100) / 100
+}
+
+func fatalf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", a...)
+	if globalTB != nil {
+		globalTB.close()
+	}
+	os.Exit(1)
+}
+
+// loadAvg is /proc/loadavg's 1-minute figure (-1 when unknown).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l1 float64
+	if _, err := fmt.Sscan(string(b), &l1); err != nil {
+		return -1
+	}
+	return l1
+}

@@ -1,0 +1,81 @@
+// Command profrender renders one component version the way the plugin's
+// generate command does (a registry source with the blob cache, the
+// pipeline, YAML on stdout) in a fresh process, under the CPU profiler and
+// optionally with a heap profile at the end: what one generation costs,
+// lazy initialisation included, which in-process loops amortise away.
+//
+//	go build -o bin/profrender ./bench/profrender
+//	profrender -repository DIR|HOST/PATH -component C -version V [-path P] \
+//	    -cpuprofile cpu.pprof [-memprofile heap.pprof] [-plain-http HOST] [-n 1] > out.yaml
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+)
+
+func main() {
+	var req pipeline.Request
+	var cpu, mem, plain string
+	n := flag.Int("n", 1, "renders (each with a new registry client, as a generate process)")
+	flag.StringVar(&req.Repository, "repository", "", "CTF path or registry")
+	flag.StringVar(&req.Component, "component", "", "component")
+	flag.StringVar(&req.Version, "version", "", "version")
+	flag.StringVar(&req.Path, "path", "", "entry path in a directory resource")
+	flag.StringVar(&req.ReleaseName, "release-name", "bench", "release name")
+	flag.StringVar(&req.Namespace, "namespace", "bench", "namespace")
+	flag.StringVar(&cpu, "cpuprofile", "", "CPU profile file")
+	flag.StringVar(&mem, "memprofile", "", "heap profile file (in-use and allocated, at the end)")
+	flag.StringVar(&plain, "plain-http", "", "registry host allowed over plain HTTP")
+	flag.Parse()
+	req.Application = "bench"
+	if cpu != "" {
+		f, err := os.Create(cpu)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
+	var out bytes.Buffer
+	for i := 0; i < *n; i++ {
+		var ropts []registry.Option
+		if plain != "" {
+			ropts = append(ropts, registry.WithPlainHTTP(plain))
+		}
+		src, err := pipeline.NewRegistrySource(oci.WithRegistryOptions(ropts...))
+		check(err)
+		r := &pipeline.Renderer{OpenRepository: src.Open, Access: access.Resolver{Artifacts: src}, Log: os.Stderr}
+		res, err := r.Render(context.Background(), req)
+		check(err)
+		out.Reset()
+		check(manifests.Encode(&out, res.Objects))
+	}
+	if mem != "" {
+		runtime.GC()
+		f, err := os.Create(mem)
+		check(err)
+		check(pprof.Lookup("allocs").WriteTo(f, 0))
+		f.Close()
+	}
+	_, err := io.Copy(os.Stdout, &out)
+	check(err)
+}
+
+func check(err error) {
+	if err != nil {
+		pprof.StopCPUProfile()
+		fmt.Fprintln(os.Stderr, "profrender:", err)
+		os.Exit(1)
+	}
+}
