@@ -6,7 +6,13 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
+	"strings"
 )
+
+// Untar reads a (gzipped) tar of trusted, self-made test content into a map
+// of regular files (a leading "./" dropped). Untrusted input goes through
+// plugin/archive instead.
+func Untar(b []byte) (map[string][]byte, error) { return untarAll(b) }
 
 // untarAll reads a (gzipped) tar of trusted, self-made content.
 func untarAll(b []byte) (map[string][]byte, error) {
@@ -35,6 +41,6 @@ func untarAll(b []byte) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[h.Name] = c
+		out[strings.TrimPrefix(h.Name, "./")] = c
 	}
 }

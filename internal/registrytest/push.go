@@ -1,14 +1,11 @@
 package registrytest
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 	"testing"
@@ -147,7 +144,7 @@ func (r *Registry) PushTransferred(t testing.TB, base string, comps ...*ocmbuild
 // pushArtifactSet pushes the main artifact of an OCM artifact set into
 // <repoBase>/<chart name> and returns chart name, tag and manifest digest.
 func (r *Registry) pushArtifactSet(t testing.TB, repoBase string, set []byte) (string, string, string, error) {
-	files, err := untar(set)
+	files, err := ocmbuild.Untar(set)
 	if err != nil {
 		return "", "", "", err
 	}
@@ -213,35 +210,4 @@ func (r *Registry) pushArtifactSet(t testing.TB, repoBase string, set []byte) (s
 	}
 	r.PushManifest(t, repo, tag, mt, mb)
 	return chart.Name, tag, main.Digest.String(), nil
-}
-
-// untar reads a (gzipped) tar of trusted test data.
-func untar(b []byte) (map[string][]byte, error) {
-	var rd io.Reader = bytes.NewReader(b)
-	if len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b {
-		zr, err := gzip.NewReader(rd)
-		if err != nil {
-			return nil, err
-		}
-		rd = zr
-	}
-	tr := tar.NewReader(rd)
-	out := map[string][]byte{}
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		c, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, err
-		}
-		out[strings.TrimPrefix(h.Name, "./")] = c
-	}
 }
