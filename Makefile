@@ -53,8 +53,9 @@ fuzz:
 
 # Side-by-side figures against helm template and kustomize build (see bench/README.md);
 # the first run builds the reference CLIs (3-7 min), later runs take a few minutes.
+BENCHFLAGS ?=
 bench:
-	CGO_ENABLED=0 $(GO) run ./bench/harness
+	CGO_ENABLED=0 $(GO) run ./bench/harness $(BENCHFLAGS)
 
 # Rebuild the committed example CTF from testdata/src.
 testdata:

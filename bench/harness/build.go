@@ -67,7 +67,7 @@ func buildAll(root, buildDir, pluginBin string) binaries {
 		logf("reference tools cached in %s", dir)
 	} else {
 		t1 := time.Now()
-		logf("building helm and kustomize from bench/tools into %s (first run only: a few minutes on 2 cores)", dir)
+		logf("building helm and kustomize from bench/tools into %s (first run only; most packages are shared with the harness build)", dir)
 		tmp, err := os.MkdirTemp(buildDir, "tools-build-*")
 		if err != nil {
 			fatalf("%v", err)

@@ -50,12 +50,16 @@ type Options struct {
 // YAML (Chart.yaml, values.yaml, …) are bounded in structure like manifests
 // (manifests.MaxDocumentNodes). Both give errors wrapping
 // errdef.ErrLimitExceeded.
+//
+// The archive is unpacked once: Helm loads the files the check unpacked
+// (loader.LoadArchive is LoadArchiveFiles followed by LoadFiles).
 func LoadArchive(data []byte) (*chart.Chart, error) {
 	budget := loader.MaxDecompressedChartSize
-	if _, err := checkArchive(data, "", 0, &budget); err != nil {
+	files, err := checkArchive(data, "", 0, &budget)
+	if err != nil {
 		return nil, fmt.Errorf("%w: loading chart: %w", errdef.ErrRender, err)
 	}
-	c, err := loader.LoadArchive(bytes.NewReader(data))
+	c, err := loader.LoadFiles(files)
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading chart: %v", errdef.ErrRender, err)
 	}
