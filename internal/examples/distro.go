@@ -1,8 +1,6 @@
 package examples
 
 import (
-	"path/filepath"
-
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 )
 
@@ -31,11 +29,7 @@ func DistroComponents(root string) ([]*ocmbuild.Component, error) {
 			extras = c
 		}
 	}
-	widgetFiles, err := ocmbuild.ReadDir(filepath.Join(root, "manifests", "widgets"))
-	if err != nil {
-		return nil, err
-	}
-	widgets, err := ocmbuild.TarFiles(widgetFiles, false)
+	widgets, err := manifestsTar(root, "widgets", false)
 	if err != nil {
 		return nil, err
 	}

@@ -23,35 +23,15 @@ const (
 // Demo returns the example component versions, reading sources under root
 // (the repository's testdata/src).
 func Demo(root string) ([]*ocmbuild.Component, error) {
-	podinfoFiles, err := ocmbuild.ReadDir(filepath.Join(root, "charts", "podinfo"))
+	podinfoSet, podinfoChart, err := chart(root, "podinfo", "6.7.0", false)
 	if err != nil {
 		return nil, err
 	}
-	podinfoChart, err := ocmbuild.PackageChart(podinfoFiles)
+	catalogSet, _, err := chart(root, "catalog", "2.3.0", true)
 	if err != nil {
 		return nil, err
 	}
-	podinfoSet, err := ocmbuild.ChartArtifactSet(podinfoChart, "6.7.0", false)
-	if err != nil {
-		return nil, err
-	}
-	catalogFiles, err := ocmbuild.ReadDir(filepath.Join(root, "charts", "catalog"))
-	if err != nil {
-		return nil, err
-	}
-	catalogChart, err := ocmbuild.PackageChart(catalogFiles)
-	if err != nil {
-		return nil, err
-	}
-	catalogSet, err := ocmbuild.ChartArtifactSet(catalogChart, "2.3.0", true)
-	if err != nil {
-		return nil, err
-	}
-	extrasFiles, err := ocmbuild.ReadDir(filepath.Join(root, "manifests", "podinfo-extras"))
-	if err != nil {
-		return nil, err
-	}
-	extrasTgz, err := ocmbuild.TarFiles(extrasFiles, true)
+	extrasTgz, err := manifestsTar(root, "podinfo-extras", true)
 	if err != nil {
 		return nil, err
 	}
@@ -101,4 +81,26 @@ func Demo(root string) ([]*ocmbuild.Component, error) {
 			},
 		},
 	}, nil
+}
+
+// chart packages testdata/src/charts/<name> and wraps it in an artifact set.
+func chart(root, name, tag string, nestedBlobDirs bool) (set, archive []byte, err error) {
+	files, err := ocmbuild.ReadDir(filepath.Join(root, "charts", name))
+	if err != nil {
+		return nil, nil, err
+	}
+	if archive, err = ocmbuild.PackageChart(files); err != nil {
+		return nil, nil, err
+	}
+	set, err = ocmbuild.ChartArtifactSet(archive, tag, nestedBlobDirs)
+	return set, archive, err
+}
+
+// manifestsTar packs testdata/src/manifests/<name> as a tar (tgz when gz).
+func manifestsTar(root, name string, gz bool) ([]byte, error) {
+	files, err := ocmbuild.ReadDir(filepath.Join(root, "manifests", name))
+	if err != nil {
+		return nil, err
+	}
+	return ocmbuild.TarFiles(files, gz)
 }

@@ -1,8 +1,6 @@
 package examples
 
 import (
-	"path/filepath"
-
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
@@ -23,23 +21,11 @@ const (
 // reading sources under root (the repository's testdata/src). Tests build it
 // into a temporary CTF; it is not part of the committed test data.
 func HooksComponents(root string) ([]*ocmbuild.Component, error) {
-	catalogFiles, err := ocmbuild.ReadDir(filepath.Join(root, "charts", "catalog"))
+	catalogSet, _, err := chart(root, "catalog", "2.3.0", false)
 	if err != nil {
 		return nil, err
 	}
-	catalogChart, err := ocmbuild.PackageChart(catalogFiles)
-	if err != nil {
-		return nil, err
-	}
-	catalogSet, err := ocmbuild.ChartArtifactSet(catalogChart, "2.3.0", false)
-	if err != nil {
-		return nil, err
-	}
-	widgetFiles, err := ocmbuild.ReadDir(filepath.Join(root, "manifests", "widgets"))
-	if err != nil {
-		return nil, err
-	}
-	widgets, err := ocmbuild.TarFiles(widgetFiles, true)
+	widgets, err := manifestsTar(root, "widgets", true)
 	if err != nil {
 		return nil, err
 	}
