@@ -8,7 +8,6 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -574,29 +573,9 @@ func (h *hostileFixture) cycleCTF(t *testing.T) string {
 	a := &ocmbuild.Component{Name: "example.com/cycle/a", Version: "1.0.0",
 		Resources:  []ocmbuild.Resource{{Name: "chart", Type: "helmChart", MediaType: ocmbuild.MediaTypeHelmChart, Data: chart}},
 		References: []ocmbuild.Reference{{Name: "b", ComponentName: b.Name, Version: "1.0.0", Digest: &ocm.Digest{HashAlgorithm: "SHA-256", NormalisationAlgorithm: "jsonNormalisation/v3", Value: bDigest}}}}
-	aRaw, err := a.DescriptorYAML()
-	if err != nil {
+	if err := a.Sign("release", cycleKey(t)); err != nil {
 		t.Fatal(err)
 	}
-	ad, err := ocm.DecodeDescriptor(aRaw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	aDigest, err := signing.Digest(ad, "jsonNormalisation/v3", "SHA-256")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, _ := hex.DecodeString(aDigest)
-	sig, err := rsa.SignPKCS1v15(rand.Reader, cycleKey(t), crypto.SHA256, sum)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := map[string]any{}
-	yaml.Unmarshal(aRaw, &doc)
-	doc["signatures"] = []any{map[string]any{"name": "release",
-		"digest":    map[string]any{"hashAlgorithm": "SHA-256", "normalisationAlgorithm": "jsonNormalisation/v3", "value": aDigest},
-		"signature": map[string]any{"algorithm": signing.RSAPKCS1v15, "mediaType": signing.MediaTypeRSA, "value": hex.EncodeToString(sig)}}}
-	a.RawDescriptor, _ = yaml.Marshal(doc)
 	a.Blobs = []ocmbuild.Blob{{MediaType: ocmbuild.MediaTypeHelmChart, Data: chart}}
 	dir := filepath.Join(h.dir, "cycle")
 	if err := ocmbuild.WriteCTF(dir, a, b); err != nil {

@@ -154,29 +154,9 @@ func TestImageDigestAndUndigestedResources(t *testing.T) {
 			{Name: "image", Type: "ociImage", Access: map[string]any{"type": "ociArtifact", "imageReference": imageRef},
 				Digest: &ocm.Digest{HashAlgorithm: "SHA-256", NormalisationAlgorithm: "ociArtifactDigest/v1", Value: imageDigest}},
 		}}
-		raw, err := c.DescriptorYAML()
-		if err != nil {
+		if err := c.Sign("release", priv); err != nil {
 			t.Fatal(err)
 		}
-		d, err := ocm.DecodeDescriptor(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dg, err := signing.Digest(d, "jsonNormalisation/v3", "SHA-256")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, _ := hex.DecodeString(dg)
-		sig, err := rsa.SignPKCS1v15(rand.Reader, priv, crypto.SHA256, sum)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc := map[string]any{}
-		yaml.Unmarshal(raw, &doc)
-		doc["signatures"] = []any{map[string]any{"name": "release",
-			"digest":    map[string]any{"hashAlgorithm": "SHA-256", "normalisationAlgorithm": "jsonNormalisation/v3", "value": dg},
-			"signature": map[string]any{"algorithm": "RSASSA-PKCS1-V1_5", "mediaType": "application/vnd.ocm.signature.rsa", "value": hex.EncodeToString(sig)}}}
-		c.RawDescriptor, _ = yaml.Marshal(doc)
 		c.Blobs = []ocmbuild.Blob{{MediaType: ocmbuild.MediaTypeArtifactSet, Data: chart}}
 		dir := filepath.Join(t.TempDir(), "ctf")
 		if err := ocmbuild.WriteCTF(dir, c); err != nil {
