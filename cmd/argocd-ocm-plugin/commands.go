@@ -20,7 +20,10 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = ""
 
-func newRootCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+// newRootCommand builds the CLI. dir is the directory generate and parameters
+// read the Application's files from (empty: the working directory; the render
+// server passes each request's).
+func newRootCommand(stdout, stderr io.Writer, getenv func(string) string, dir string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "argocd-ocm-plugin",
 		Short: "Render OCM component versions into Kubernetes manifests (an Argo CD config management plugin)",
@@ -39,8 +42,9 @@ prints the manifests.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v (see %s --help)", errdef.ErrInvalidInput, err, c.CommandPath())
 	})
-	root.AddCommand(newRenderCommand(stdout, stderr, getenv), newGenerateCommand(stdout, stderr, getenv),
-		newParametersCommand(stdout, stderr, getenv), newVerifyCommand(stdout, stderr, getenv), newVersionCommand(stdout))
+	root.AddCommand(newRenderCommand(stdout, stderr, getenv), newGenerateCommand(stdout, stderr, getenv, dir),
+		newParametersCommand(stdout, stderr, getenv, dir), newVerifyCommand(stdout, stderr, getenv), newVersionCommand(stdout),
+		newServeCommand(stderr, getenv))
 	return root
 }
 
@@ -97,7 +101,7 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 	return c
 }
 
-func newGenerateCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+func newGenerateCommand(stdout, stderr io.Writer, getenv func(string) string, dir string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "generate",
 		Short: "Argo CD generate command: render the Application's component from the plugin environment",
@@ -115,6 +119,7 @@ Helm's capabilities.`,
 			if err != nil {
 				return err
 			}
+			req.Dir = dir
 			req.Platform.Source.PluginName = getenv(envPluginName)
 			v, err := sidecarSignaturePolicy(getenv)
 			if err != nil {

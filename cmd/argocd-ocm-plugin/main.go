@@ -21,11 +21,17 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
 
-// run executes the CLI; it returns the exit code.
+// run executes the CLI in this process; it returns the exit code.
 func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root := newRootCommand(stdout, stderr, getenv)
+	return execute(ctx, args, stdout, stderr, getenv, "")
+}
+
+// execute runs one command line: in a process of its own (run), or for a
+// client of the render server, with that client's environment and directory.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string, dir string) int {
+	root := newRootCommand(stdout, stderr, getenv, dir)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "argocd-ocm-plugin: %v\n", err)

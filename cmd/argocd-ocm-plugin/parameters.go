@@ -15,7 +15,7 @@ import (
 // newParametersCommand is the plugin's dynamic parameter announcement
 // (plugin.yaml spec.parameters.dynamic): a JSON array of Argo CD
 // ParameterAnnouncement objects on stdout.
-func newParametersCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+func newParametersCommand(stdout, stderr io.Writer, getenv func(string) string, dir string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "parameters",
 		Short: "Argo CD dynamic parameters: announce the component's parameters as JSON",
@@ -41,7 +41,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}
 			planner := &config.Planner{Access: &r.Access, Log: &notes}
-			a := &cmp.Announcer{OpenRepository: r.OpenRepository, Sources: []cmp.ParameterSource{definitionParameters(planner)}}
+			a := &cmp.Announcer{OpenRepository: r.OpenRepository, Sources: []cmp.ParameterSource{definitionParameters(planner)}, Dir: dir}
 			params, err := a.Announce(ctx, getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})

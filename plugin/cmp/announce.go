@@ -74,6 +74,9 @@ type Announcer struct {
 	// Sources add announcements for the resolved component version (the
 	// deployment definition's instance parameters), in order.
 	Sources []ParameterSource
+	// Dir is the Application's directory (pipeline.Request.Dir); empty: the
+	// working directory.
+	Dir string
 }
 
 // maxListedVersions bounds the versions a tooltip lists.
@@ -123,6 +126,7 @@ func (a *Announcer) Announce(ctx context.Context, getenv func(string) string) ([
 	if err != nil {
 		return nil, err
 	}
+	req.Dir = a.Dir
 	if req.Repository == "" || req.Component == "" {
 		return out, nil
 	}
@@ -139,7 +143,7 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 	if open == nil {
 		open = pipeline.OpenOffline
 	}
-	repo, err := open(ctx, req.Repository)
+	repo, err := open(ctx, req.RepositoryLocation())
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 		}
 		return p.definitionFromResource(ctx, cv, res)
 	case spec != "":
-		data, err := p.readDefinitionFile(spec)
+		data, err := p.readDefinitionFile(spec, req.File(spec))
 		if err != nil {
 			return nil, err
 		}
@@ -68,20 +68,21 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 	}
 }
 
-func (p *Planner) readDefinitionFile(path string) ([]byte, error) {
+// readDefinitionFile reads the file at path; messages name it as the user did (name).
+func (p *Planner) readDefinitionFile(name, path string) ([]byte, error) {
 	if p.ReadFile != nil {
 		b, err := p.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, path, err)
+			return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, name, err)
 		}
 		return b, nil
 	}
 	b, err := pipeline.ReadUserFile(path)
 	if err != nil {
 		if errors.Is(err, errdef.ErrInvalidInput) {
-			return nil, fmt.Errorf("deployment definition file %s: %w", path, err)
+			return nil, fmt.Errorf("deployment definition file %s: %w", name, err)
 		}
-		return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, path, err)
+		return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, name, err)
 	}
 	return b, nil
 }

@@ -171,7 +171,7 @@ func instanceValues(req pipeline.Request, readFile func(string) ([]byte, error))
 	}
 	for i := len(req.ValueFiles) - 1; i >= 0; i-- {
 		f := req.ValueFiles[i]
-		b, err := readFile(f)
+		b, err := readFile(req.File(f))
 		if err != nil {
 			return nil, nil, fmt.Errorf("values file %s: %v", f, err)
 		}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -33,8 +35,13 @@ const (
 type Request struct {
 	Application string // Argo CD Application, for error messages
 	Repository  string // CTF/component archive path, or registry spec
-	Component   string
-	Version     string
+	// Dir is the directory relative file names in the request (a CTF
+	// repository, values, platform config and definition files) are read
+	// from; empty means the working directory. A long-lived render server
+	// serves many Applications from one process, so it cannot chdir.
+	Dir       string
+	Component string
+	Version   string
 	// Resources to render, as identities "name" or "name,key=value";
 	// empty means the component's only renderable resource.
 	Resources []string
@@ -64,6 +71,29 @@ type Request struct {
 	Namespace   string
 	KubeVersion string
 	APIVersions []string
+}
+
+// File is where a file the request names is read: name itself when it is
+// absolute or Dir is empty, else name inside Dir. Messages keep naming name.
+func (r Request) File(name string) string {
+	if r.Dir == "" || filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(r.Dir, name)
+}
+
+// RepositoryLocation is the repository to open: a relative path that exists
+// inside Dir is a CTF or component archive there; anything else (a registry
+// spec, an absolute path) is returned as it is.
+func (r Request) RepositoryLocation() string {
+	if r.Dir == "" || r.Repository == "" || filepath.IsAbs(r.Repository) {
+		return r.Repository
+	}
+	p := filepath.Join(r.Dir, r.Repository)
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	return r.Repository
 }
 
 // Renderer runs requests. The zero value renders offline from CTFs and
@@ -183,7 +213,7 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if open == nil {
 		open = OpenOffline
 	}
-	repo, err := open(ctx, req.Repository)
+	repo, err := open(ctx, req.RepositoryLocation())
 	if err != nil {
 		return nil, err
 	}

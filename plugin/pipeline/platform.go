@@ -38,7 +38,7 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 		opts.Parent = req.Application
 	}
 	for _, f := range req.Platform.ConfigFiles {
-		b, err := readFile(f)
+		b, err := readFile(req.File(f))
 		if err != nil {
 			return nil, fmt.Errorf("%w: platform config %s: %v", errdef.ErrInvalidInput, f, err)
 		}

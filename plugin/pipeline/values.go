@@ -18,7 +18,7 @@ import (
 func HelmValues(req Request) (map[string]any, error) {
 	base := map[string]any{}
 	for _, f := range req.ValueFiles {
-		b, err := readFile(f)
+		b, err := readFile(req.File(f))
 		if err != nil {
 			return nil, fmt.Errorf("%w: values file %s: %v", errdef.ErrInvalidInput, f, err)
 		}

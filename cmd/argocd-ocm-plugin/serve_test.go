@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
+)
+
+// startServer serves requestHandler in-process on a fresh socket.
+func startServer(t *testing.T) (socket, fingerprint string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "srv") // short: sun_path is ~108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket = filepath.Join(dir, "r.sock")
+	l, err := server.Listen(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fingerprint = "test"
+	srv := &server.Server{Handler: requestHandler(slog.New(slog.DiscardHandler)), Fingerprint: fingerprint}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return socket, fingerprint
+}
+
+func viaServer(t *testing.T, socket, fingerprint, dir string, args []string, env map[string]string) *server.Result {
+	t.Helper()
+	req := &server.Request{Protocol: server.ProtocolVersion, Args: args, Dir: dir, Fingerprint: fingerprint}
+	for k, v := range env {
+		req.Env = append(req.Env, k+"="+v)
+	}
+	res, err := server.Do(context.Background(), socket, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// appDir is an Application's directory as argocd-cmp-server unpacks it: a CTF,
+// a values file, a platform config and a deployment definition, all named
+// relative to it.
+func appDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	copyTree(t, demoRepo, filepath.Join(dir, "ctf"))
+	writeTestFile(t, filepath.Join(dir, "values", "prod.yaml"), "replicaCount: 4\n")
+	return dir
+}
+
+// The server's result equals that of a generate process run in the
+// Application's directory, for successes and failures alike, and relative
+// names resolve against the request's directory, not the server's.
+func TestServerMatchesProcess(t *testing.T) {
+	socket, fp := startServer(t)
+	dir := appDir(t)
+	base := map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop-ns", "ARGOCD_ENV_REPOSITORY": "ctf",
+		"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		ok   bool
+	}{
+		{"generate", []string{"generate"}, base, true},
+		{"value file", []string{"generate"}, with("ARGOCD_ENV_VALUE_FILES", "values/prod.yaml"), true},
+		{"constraint", []string{"generate"}, with("ARGOCD_ENV_VERSION", "~1.0"), true},
+		{"parameters", []string{"parameters"}, base, true},
+		{"missing value file", []string{"generate"}, with("ARGOCD_ENV_VALUE_FILES", "values/none.yaml"), false},
+		{"escaping value file", []string{"generate"}, with("ARGOCD_ENV_VALUE_FILES", "../values/prod.yaml"), false},
+		{"unknown version", []string{"generate"}, with("ARGOCD_ENV_VERSION", "9.9.9"), false},
+		{"kustomization", []string{"generate"}, with("ARGOCD_ENV_COMPONENT", "example.com/demo/podinfo-extras"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			t.Chdir(dir)
+			code := run(tc.args, &stdout, &stderr, env(tc.env))
+			t.Chdir(t.TempDir()) // the server must not depend on the working directory
+			res := viaServer(t, socket, fp, dir, tc.args, tc.env)
+			if (code == 0) != tc.ok {
+				t.Fatalf("process: exit %d: %s", code, stderr.String())
+			}
+			if res.Exit != code || !bytes.Equal(res.Stdout, stdout.Bytes()) || string(res.Stderr) != stderr.String() {
+				t.Fatalf("server and process differ:\nserver exit %d, stderr %q, %d bytes\nprocess exit %d, stderr %q, %d bytes",
+					res.Exit, res.Stderr, len(res.Stdout), code, stderr.String(), stdout.Len())
+			}
+			if !tc.ok && len(res.Stdout) != 0 {
+				t.Fatalf("failure with stdout: %q", res.Stdout)
+			}
+		})
+	}
+}
+
+// Requests never see each other's variables: 24 Applications at once, each
+// rendered with its own name and values.
+func TestServerIsolatesConcurrentRequests(t *testing.T) {
+	socket, fp := startServer(t)
+	dir := appDir(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 24)
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			app := fmt.Sprintf("tenant%02d", i)
+			res := viaServer(t, socket, fp, dir, []string{"generate"}, map[string]string{
+				"ARGOCD_APP_NAME": app, "ARGOCD_APP_NAMESPACE": "ns-" + app, "ARGOCD_ENV_REPOSITORY": "ctf",
+				"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0",
+				"ARGOCD_ENV_VALUES": fmt.Sprintf("replicaCount: %d", 100+i),
+			})
+			out := string(res.Stdout)
+			switch {
+			case res.Exit != 0:
+				errs <- fmt.Errorf("%s: exit %d: %s", app, res.Exit, res.Stderr)
+			case !strings.Contains(out, "name: "+app+"-podinfo") || !strings.Contains(out, fmt.Sprintf("replicas: %d\n", 100+i)):
+				errs <- fmt.Errorf("%s: output lacks its own name or replicas:\n%s", app, out)
+			case strings.Count(out, "tenant") != strings.Count(out, app):
+				errs <- fmt.Errorf("%s: output names another Application:\n%s", app, out)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// The server runs generate and parameters only: it is not a remote shell for
+// render's flags, verify or itself.
+func TestServerRefusesOtherCommands(t *testing.T) {
+	socket, fp := startServer(t)
+	for _, args := range [][]string{{"render", "--repository", demoRepo}, {"serve"}, {"verify"}, {}} {
+		res := viaServer(t, socket, fp, "/", args, map[string]string{"ARGOCD_APP_NAME": "shop"})
+		if res.Exit == 0 || len(res.Stdout) != 0 || !strings.Contains(string(res.Stderr), "generate and parameters only") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, res.Exit, res.Stdout, res.Stderr)
+		}
+	}
+	res := viaServer(t, socket, fp, "relative/dir", []string{"generate"}, nil)
+	if res.Exit == 0 || !strings.Contains(string(res.Stderr), "not absolute") {
+		t.Errorf("relative directory: exit %d, stderr %q", res.Exit, res.Stderr)
+	}
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		_, err = io.Copy(out, in)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeTestFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package main
+
+import "errors"
+
+func supervise(argv, env []string) (int, error) {
+	return 0, errors.New("supervising a command needs a unix system")
+}

@@ -1,0 +1,216 @@
+package server
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// ProtocolVersion changes whenever Request or the response framing changes.
+const ProtocolVersion = 1
+
+// EnvSocket names the server's socket. `argocd-ocm-plugin serve -- COMMAND`
+// sets it for COMMAND (argocd-cmp-server), whose generate commands inherit it.
+const EnvSocket = "ARGOCD_OCM_SERVER_SOCKET"
+
+// MaxRequestSize bounds a request: Argo CD passes an Application's parameters
+// in the environment, and a values parameter can be large, but not this large.
+const MaxRequestSize = 16 << 20
+
+// ErrUnavailable means the server did not run the request (no server, another
+// protocol or environment, shutting down, connection lost before a complete
+// result). The caller can safely render by itself: nothing was written.
+var ErrUnavailable = errors.New("render server unavailable")
+
+// Request is one command for the server.
+type Request struct {
+	Protocol int      `json:"protocol"`
+	Args     []string `json:"args"`
+	// Dir is the client's working directory: the Application's path.
+	Dir string `json:"dir"`
+	// Env holds the request-scoped variables of the client ("NAME=value").
+	Env []string `json:"env"`
+	// Fingerprint is Fingerprint of the client's whole environment.
+	Fingerprint string `json:"fingerprint"`
+}
+
+// NewRequest builds a request from a client's arguments, working directory
+// and environment (os.Environ()).
+func NewRequest(args []string, dir string, environ []string) *Request {
+	req := &Request{Protocol: ProtocolVersion, Args: args, Dir: dir, Fingerprint: Fingerprint(environ)}
+	for _, kv := range environ {
+		if name, _, ok := strings.Cut(kv, "="); ok && RequestScoped(name) {
+			req.Env = append(req.Env, kv)
+		}
+	}
+	return req
+}
+
+// Getenv returns the environment a command of this request sees:
+// request-scoped variables from the request only (unset when it does not
+// carry them), everything else from sidecar (the server's os.Getenv).
+func (r *Request) Getenv(sidecar func(string) string) func(string) string {
+	own := make(map[string]string, len(r.Env))
+	for _, kv := range r.Env {
+		if name, value, ok := strings.Cut(kv, "="); ok && RequestScoped(name) {
+			own[name] = value
+		}
+	}
+	return func(name string) string {
+		if RequestScoped(name) {
+			return own[name]
+		}
+		return sidecar(name)
+	}
+}
+
+// RequestScoped reports whether a variable belongs to one generation rather
+// than to the sidecar: what argocd-cmp-server adds for an Application
+// (ARGOCD_APP_*, ARGOCD_ENV_*, PARAM_*, KUBE_VERSION, KUBE_API_VERSIONS).
+func RequestScoped(name string) bool {
+	switch name {
+	case "KUBE_VERSION", "KUBE_API_VERSIONS":
+		return true
+	}
+	return strings.HasPrefix(name, "ARGOCD_APP_") || strings.HasPrefix(name, "ARGOCD_ENV_") || strings.HasPrefix(name, "PARAM_")
+}
+
+// volatile variables differ between a process and its children without
+// meaning anything to the plugin (shells and os/exec set them).
+func volatile(name string) bool {
+	switch name {
+	case "PWD", "OLDPWD", "SHLVL", "_", EnvSocket:
+		return true
+	}
+	return false
+}
+
+// Fingerprint hashes the sidecar-level part of an environment: everything
+// that is neither request-scoped nor volatile. Client and server compare it so
+// that a client started with other settings (registry credentials, signature
+// policy, cache directory, timeouts) is never served with the server's.
+func Fingerprint(environ []string) string {
+	kept := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "" || RequestScoped(name) || volatile(name) {
+			continue
+		}
+		kept = append(kept, kv)
+	}
+	slices.Sort(kept)
+	kept = slices.Compact(kept)
+	h := sha256.New()
+	for _, kv := range kept {
+		h.Write([]byte(kv))
+		h.Write([]byte{0})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Result is what the command did.
+type Result struct {
+	Exit   int
+	Stdout []byte
+	Stderr []byte
+}
+
+// header precedes the raw stdout and stderr bytes of a response.
+type header struct {
+	Exit   int `json:"exit"`
+	Stdout int `json:"stdout"`
+	Stderr int `json:"stderr"`
+	// Refused says why the server did not run the request.
+	Refused string `json:"refused,omitempty"`
+}
+
+func writeRequest(w io.Writer, req *Request) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if len(b) > MaxRequestSize {
+		return fmt.Errorf("request of %d bytes is larger than %d", len(b), MaxRequestSize)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func readRequest(r *bufio.Reader) (*Request, error) {
+	line, err := readLine(r, MaxRequestSize)
+	if err != nil {
+		return nil, err
+	}
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return nil, fmt.Errorf("malformed request: %v", err)
+	}
+	return &req, nil
+}
+
+func writeResult(w io.Writer, h header, stdout, stderr []byte) error {
+	h.Stdout, h.Stderr = len(stdout), len(stderr)
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(append(b, '\n'))
+	bw.Write(stdout)
+	bw.Write(stderr)
+	return bw.Flush()
+}
+
+// maxOutput bounds what a client accepts; Argo CD's own gRPC limit is 100 MiB.
+const maxOutput = 1 << 30
+
+func readResult(r *bufio.Reader) (*Result, string, error) {
+	line, err := readLine(r, 4096)
+	if err != nil {
+		return nil, "", err
+	}
+	var h header
+	if err := json.Unmarshal(line, &h); err != nil {
+		return nil, "", fmt.Errorf("malformed response: %v", err)
+	}
+	if h.Refused != "" {
+		return nil, h.Refused, nil
+	}
+	if h.Stdout < 0 || h.Stderr < 0 || h.Stdout > maxOutput || h.Stderr > maxOutput {
+		return nil, "", fmt.Errorf("malformed response: output sizes %d, %d", h.Stdout, h.Stderr)
+	}
+	res := &Result{Exit: h.Exit, Stdout: make([]byte, h.Stdout), Stderr: make([]byte, h.Stderr)}
+	if _, err := io.ReadFull(r, res.Stdout); err != nil {
+		return nil, "", fmt.Errorf("response cut short: %w", err)
+	}
+	if _, err := io.ReadFull(r, res.Stderr); err != nil {
+		return nil, "", fmt.Errorf("response cut short: %w", err)
+	}
+	return res, "", nil
+}
+
+// readLine reads up to '\n', refusing lines longer than limit.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > limit+1 {
+			return nil, fmt.Errorf("message longer than %d bytes", limit)
+		}
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return nil, err
+		}
+	}
+}
