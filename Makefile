@@ -12,8 +12,9 @@ FUZZTIME  ?= 8s
 
 all: build
 
+# The plugin and the thin client the sidecar runs per generation (see serve).
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/argocd-ocm-plugin
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/argocd-ocm-plugin ./cmd/argocd-ocm-client
 
 # Render the bundled example component (a Helm chart in an offline CTF): no network.
 demo: build

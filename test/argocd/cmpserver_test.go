@@ -3,6 +3,7 @@ package argocd
 import (
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -233,7 +234,7 @@ func TestCMPGenerateFailureShowsPluginError(t *testing.T) {
 			}
 			msg := status.Convert(err).Message()
 			t.Logf("Argo CD shows: %s", msg)
-			if !strings.Contains(msg, "argocd-ocm-plugin generate` failed exit status 1: ") {
+			if !strings.Contains(msg, "argocd-ocm-client generate` failed exit status 1: ") {
 				t.Errorf("not the plugin's failure: %q", msg)
 			}
 			for _, m := range tc.mentions {
@@ -308,7 +309,7 @@ func TestCMPParametersAnnouncementFailure(t *testing.T) {
 		t.Fatalf("no error; announced %d", len(got))
 	}
 	msg := status.Convert(err).Message()
-	for _, m := range []string{"argocd-ocm-plugin parameters` failed exit status 1", "argocd-ocm-plugin: application shop: component example.com/demo/podinfo:3.0.0:"} {
+	for _, m := range []string{"argocd-ocm-client parameters` failed exit status 1", "argocd-ocm-plugin: application shop: component example.com/demo/podinfo:3.0.0:"} {
 		if !strings.Contains(msg, m) {
 			t.Errorf("error %q lacks %q", msg, m)
 		}
@@ -327,5 +328,46 @@ func TestCMPNoDiscovery(t *testing.T) {
 	}
 	if pluginCfg.Metadata.Name != pluginName || pluginCfg.Spec.Version != "" {
 		t.Errorf("plugin %q version %q: Applications name it %q", pluginCfg.Metadata.Name, pluginCfg.Spec.Version, pluginName)
+	}
+}
+
+// Generation goes through the render server the sidecar runs, and a client
+// without a server (none listening) renders the same manifests, and the same
+// error, in a process of its own.
+func TestCMPRenderServerAndFallbackAgree(t *testing.T) {
+	root, app := gitCheckout(t)
+	ok := append([]string{"ARGOCD_APP_NAME=shop", "ARGOCD_APP_NAMESPACE=shop-ns"},
+		pluginParams(t, str("repository", "ctf"), str("component", podinfo), str("version", "1.0.0"),
+			v1alpha1.ApplicationSourcePluginParameter{Name: "value-files", OptionalArray: &v1alpha1.OptionalArray{Array: []string{"values-prod.yaml"}}})...)
+	bad := append([]string{"ARGOCD_APP_NAME=shop"}, pluginParams(t, str("repository", "ctf"), str("component", podinfo), str("version", "9.9.9"))...)
+
+	before := strings.Count(renderLog.String(), "command done")
+	served, err := cmpGenerate(t, root, app, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, servedErr := cmpGenerate(t, root, app, bad)
+	if n := strings.Count(renderLog.String(), "command done") - before; n != 2 {
+		t.Fatalf("the render server ran %d commands, want 2; its log:\n%s", n, renderLog.String())
+	}
+
+	// argocd-cmp-server gives each command its own environment at the time.
+	t.Setenv("ARGOCD_OCM_SERVER_SOCKET", filepath.Join(t.TempDir(), "none.sock"))
+	fallback, err := cmpGenerate(t, root, app, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fallbackErr := cmpGenerate(t, root, app, bad)
+	if n := strings.Count(renderLog.String(), "command done") - before; n != 2 {
+		t.Fatalf("the render server ran commands without being reachable")
+	}
+	if !reflect.DeepEqual(served, fallback) {
+		t.Errorf("render server and process differ:\n%q\n%q", served, fallback)
+	}
+	if servedErr == nil || fallbackErr == nil || status.Convert(servedErr).Message() != status.Convert(fallbackErr).Message() {
+		t.Errorf("errors differ:\nserver:  %v\nprocess: %v", servedErr, fallbackErr)
+	}
+	if r := replicas(decodeManifests(t, served)["Deployment/shop-podinfo"]); r != float64(5) {
+		t.Errorf("replicas %v, want 5 from values-prod.yaml (read from the Application's directory by the server)", r)
 	}
 }

@@ -1,6 +1,7 @@
 package argocd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,10 +47,11 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 
-	// The plugin binary, built like `make build`, found on PATH by argocd-cmp-server.
+	// The plugin and the thin client, built like `make build`, found on PATH
+	// by argocd-cmp-server.
 	bin := filepath.Join(tmp, "bin")
 	start := time.Now()
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(bin, "argocd-ocm-plugin"), "./cmd/argocd-ocm-plugin")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin+string(filepath.Separator), "./cmd/argocd-ocm-plugin", "./cmd/argocd-ocm-client")
 	build.Dir = repoRoot
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -73,12 +77,64 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 
+	// The sidecar's entrypoint: the render server, with the sidecar's
+	// environment; argocd-cmp-server's commands reach it through the socket
+	// variable, as `serve -- argocd-cmp-server` arranges in the pod.
+	socket := filepath.Join(tmp, "r", "render.sock")
+	stopRender, err := startRenderServer(filepath.Join(bin, "argocd-ocm-plugin"), socket)
+	if err != nil {
+		return fail(err)
+	}
+	defer stopRender()
+	os.Setenv("ARGOCD_OCM_SERVER_SOCKET", socket)
+
 	stop, err := startCMPServer()
 	if err != nil {
 		return fail(err)
 	}
 	defer stop()
 	return m.Run()
+}
+
+// renderLog is the render server's stderr: one line per command it ran.
+var renderLog syncBuffer
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startRenderServer runs `argocd-ocm-plugin serve` and waits for its socket.
+func startRenderServer(plugin, socket string) (func(), error) {
+	cmd := exec.Command(plugin, "serve", "--socket", socket)
+	cmd.Stderr = &renderLog
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("unix", socket); err == nil {
+			c.Close()
+			return stop, nil
+		}
+	}
+	stop()
+	return nil, fmt.Errorf("render server did not listen on %s: %s", socket, renderLog.String())
 }
 
 // startCMPServer runs Argo CD's argocd-cmp-server in-process with the

@@ -163,9 +163,24 @@ func TestInstallOverlay(t *testing.T) {
 	side := container(t, spec.Containers, sidecarName)
 	copyutil := container(t, spec.InitContainers, "copyutil")
 
-	// argocd-cmp-server from the shared var-files volume, where copyutil puts it.
-	if len(side.Command) != 1 || side.Command[0] != mountPath(copyutil, "var-files")+"/argocd-cmp-server" {
-		t.Errorf("sidecar command %v; copyutil copies to %v", side.Command, copyutil.Command)
+	// The render server supervises argocd-cmp-server from the shared var-files
+	// volume, where copyutil puts it; both binaries come from the image.
+	wantCmd := []string{"/usr/local/bin/argocd-ocm-plugin", "serve", "--", mountPath(copyutil, "var-files") + "/argocd-cmp-server"}
+	if strings.Join(side.Command, " ") != strings.Join(wantCmd, " ") {
+		t.Errorf("sidecar command %v, want %v (copyutil: %v)", side.Command, wantCmd, copyutil.Command)
+	}
+	dockerfile, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(dockerfile), "COPY --from=build /out/argocd-ocm-plugin /out/argocd-ocm-client /usr/local/bin/") {
+		t.Error("the Dockerfile does not install argocd-ocm-plugin and argocd-ocm-client in /usr/local/bin")
+	}
+	// plugin.yaml's commands are the thin client, found on PATH.
+	for _, c := range [][]string{pluginCfg.Spec.Generate.Command, pluginCfg.Spec.Parameters.Dynamic.Command} {
+		if len(c) != 2 || c[0] != "argocd-ocm-client" {
+			t.Errorf("plugin.yaml command %v, want argocd-ocm-client", c)
+		}
 	}
 	// The socket directory the repo-server scans.
 	if got, want := mountPath(side, "plugins"), mountPath(repo, "plugins"); got == "" || got != want {

@@ -1,6 +1,7 @@
 package argocd3
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +31,25 @@ import (
 var (
 	repoRoot  string
 	pluginCfg *plugin.PluginConfig
+	renderLog syncBuffer // the render server's stderr: a line per command
 )
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
@@ -41,7 +62,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "bin")
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(bin, "argocd-ocm-plugin"), "./cmd/argocd-ocm-plugin")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin+string(filepath.Separator), "./cmd/argocd-ocm-plugin", "./cmd/argocd-ocm-client")
 	build.Dir = repoRoot
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -63,6 +84,25 @@ func run(m *testing.M) int {
 	if err := os.MkdirAll(os.Getenv("ARGOCD_PLUGINSOCKFILEPATH"), 0o700); err != nil {
 		return fail(err)
 	}
+	// The sidecar's entrypoint, the render server: generate goes through it.
+	socket := filepath.Join(tmp, "r", "render.sock")
+	render := exec.Command(filepath.Join(bin, "argocd-ocm-plugin"), "serve", "--socket", socket)
+	render.Stderr = &renderLog
+	if err := render.Start(); err != nil {
+		return fail(err)
+	}
+	defer func() { _ = render.Process.Signal(syscall.SIGTERM); _ = render.Wait() }()
+	for i := 0; ; i++ {
+		if c, err := net.Dial("unix", socket); err == nil {
+			c.Close()
+			break
+		}
+		if i == 1000 {
+			return fail(fmt.Errorf("render server did not listen on %s: %s", socket, renderLog.String()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	os.Setenv("ARGOCD_OCM_SERVER_SOCKET", socket)
 	if pluginCfg, err = plugin.ReadPluginConfig(filepath.Join(repoRoot, "manifests", "install")); err != nil {
 		return fail(err)
 	}
@@ -173,6 +213,7 @@ func kinds(t *testing.T, ms []string) map[string]bool {
 
 func TestV3Generate(t *testing.T) {
 	root, app := checkout(t)
+	before := strings.Count(renderLog.String(), "command done")
 	// v3 passes env entries with empty values: an empty one counts as unset.
 	env := append([]string{"ARGOCD_APP_NAME=shop", "ARGOCD_APP_NAMESPACE=shop", "ARGOCD_APP_PROJECT_NAME=default",
 		"ARGOCD_ENV_RESOURCE=", "ARGOCD_ENV_VALUES=", "ARGOCD_ENV_VERSION="},
@@ -186,6 +227,9 @@ func TestV3Generate(t *testing.T) {
 		if !got[want] {
 			t.Errorf("no %s in %v", want, got)
 		}
+	}
+	if strings.Count(renderLog.String(), "command done") != before+1 {
+		t.Errorf("generate did not go through the render server; its log:\n%s", renderLog.String())
 	}
 }
 

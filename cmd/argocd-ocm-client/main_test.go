@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
+)
+
+// The test binary doubles as the argocd-ocm-plugin the client falls back to
+// (ARGOCD_OCM_PLUGIN_BINARY): it prints what it was started with.
+func TestMain(m *testing.M) {
+	if os.Getenv("CLIENT_TEST_AS_PLUGIN") == "1" {
+		if os.Getenv("ARGOCD_APP_NAME") == "broken" {
+			fmt.Fprintln(os.Stderr, "argocd-ocm-plugin: application broken: failed")
+			os.Exit(1)
+		}
+		dir, _ := os.Getwd()
+		fmt.Printf("process %s in %s app=%s\n", strings.Join(os.Args, " "), dir, os.Getenv("ARGOCD_APP_NAME"))
+		os.Exit(0)
+	}
+	code := m.Run()
+	if clientBin != "" {
+		os.Remove(clientBin)
+	}
+	os.Exit(code)
+}
+
+var clientBin string
+
+func buildClient(t *testing.T) string {
+	t.Helper()
+	if clientBin != "" {
+		return clientBin
+	}
+	bin := filepath.Join(os.TempDir(), fmt.Sprintf("argocd-ocm-client-test-%d", os.Getpid()))
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	clientBin = bin
+	return bin
+}
+
+type outcome struct {
+	code           int
+	stdout, stderr string
+}
+
+func runClient(t *testing.T, dir string, env []string, args ...string) outcome {
+	t.Helper()
+	cmd := exec.Command(buildClient(t), args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return outcome{code, stdout.String(), stderr.String()}
+}
+
+// serve runs a render server whose handler echoes the request.
+func serve(t *testing.T, fingerprint string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "r.sock")
+	l, err := server.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server.Server{Fingerprint: fingerprint, Handler: func(_ context.Context, req *server.Request, stdout, stderr io.Writer) int {
+		app := req.Getenv(os.Getenv)("ARGOCD_APP_NAME")
+		if app == "broken" {
+			fmt.Fprintln(stderr, "argocd-ocm-plugin: application broken: failed")
+			return 1
+		}
+		fmt.Fprintf(stdout, "server %s in %s app=%s\n", strings.Join(req.Args, " "), req.Dir, app)
+		return 0
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx, l); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return sock
+}
+
+func TestClient(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sidecar := []string{"PATH=/usr/bin:/bin", "HOME=/home/argocd", "CLIENT_TEST_AS_PLUGIN=1", "ARGOCD_OCM_PLUGIN_BINARY=" + self}
+	live := serve(t, server.Fingerprint(sidecar))
+	other := serve(t, server.Fingerprint(append(sidecar, "DOCKER_CONFIG=/elsewhere")))
+	env := func(socket, app string) []string {
+		e := append([]string{"ARGOCD_APP_NAME=" + app}, sidecar...)
+		if socket != "" {
+			e = append(e, server.EnvSocket+"="+socket)
+		}
+		return e
+	}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want outcome
+	}{
+		{"server", env(live, "shop"), []string{"generate"}, outcome{0, "server generate in " + dir + " app=shop\n", ""}},
+		{"server parameters", env(live, "shop"), []string{"parameters"}, outcome{0, "server parameters in " + dir + " app=shop\n", ""}},
+		{"server failure", env(live, "broken"), []string{"generate"}, outcome{1, "", "argocd-ocm-plugin: application broken: failed\n"}},
+		{"no server configured", env("", "shop"), []string{"generate"}, outcome{0, "process argocd-ocm-plugin generate in " + dir + " app=shop\n", ""}},
+		{"nobody listening", env(filepath.Join(dir, "none.sock"), "shop"), []string{"generate"},
+			outcome{0, "process argocd-ocm-plugin generate in " + dir + " app=shop\n", ""}},
+		{"server of another environment", env(other, "shop"), []string{"generate"},
+			outcome{0, "process argocd-ocm-plugin generate in " + dir + " app=shop\n", ""}},
+		{"fallback failure", env("", "broken"), []string{"generate"}, outcome{1, "", "argocd-ocm-plugin: application broken: failed\n"}},
+		{"other commands run in a process", env(live, "shop"), []string{"version"}, outcome{0, "process argocd-ocm-plugin version in " + dir + " app=shop\n", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runClient(t, dir, tc.env, tc.args...)
+			if got != tc.want {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Without a server and without a plugin binary: a failure, nothing on stdout.
+func TestClientWithoutPlugin(t *testing.T) {
+	got := runClient(t, t.TempDir(), []string{"PATH=" + t.TempDir(), "ARGOCD_OCM_PLUGIN_BINARY="}, "generate")
+	if got.code == 0 || got.stdout != "" || !strings.Contains(got.stderr, "no render server and no argocd-ocm-plugin binary") {
+		t.Fatalf("%+v", got)
+	}
+}
