@@ -208,3 +208,25 @@ func writeTestFile(t *testing.T, p, content string) {
 		t.Fatal(err)
 	}
 }
+
+// serve -- COMMAND: the command sees the socket and a listening server, its
+// exit status is serve's result, and the socket is gone afterwards.
+func TestServeSupervisesCommand(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	socket := filepath.Join(dir, "r.sock")
+	var log bytes.Buffer
+	err = serve(context.Background(), socket, 0, []string{"/bin/sh", "-c", `test "$ARGOCD_OCM_SERVER_SOCKET" = "` + socket + `" && test -S "$ARGOCD_OCM_SERVER_SOCKET" && exit 3`}, &log)
+	if err == nil || !strings.Contains(err.Error(), "exited with status 3") {
+		t.Fatalf("serve: %v (log: %s)", err, log.String())
+	}
+	if _, err := os.Lstat(socket); !os.IsNotExist(err) {
+		t.Errorf("socket left behind: %v", err)
+	}
+	if err := serve(context.Background(), socket, 0, []string{"/bin/true"}, &log); err != nil {
+		t.Errorf("a command exiting 0: %v", err)
+	}
+}
