@@ -44,6 +44,17 @@ type Content struct {
 	ManifestDigest string
 }
 
+// ArtifactOpener is an ArtifactSource that can also stream what it reads.
+// ReadTree prefers it, so that a large directory resource is unpacked as it
+// arrives instead of being held whole first; a source without it still works,
+// through Artifact.
+type ArtifactOpener interface {
+	// OpenArtifact opens the content Artifact would read. manifestDigest is
+	// as in Content.ManifestDigest. The blob verifies its digest as it is
+	// read: nothing read from it may be trusted before it reached EOF.
+	OpenArtifact(ctx context.Context, cv ocm.ComponentVersion, acc ocm.Access) (b ocm.Blob, manifestDigest string, err error)
+}
+
 // Resolver reads resource content.
 type Resolver struct {
 	// Artifacts reads remote accesses; nil refuses them with a clear error.
@@ -52,12 +63,34 @@ type Resolver struct {
 	MaxBlobSize int64
 }
 
+func (r *Resolver) limit() int64 {
+	if r.MaxBlobSize <= 0 {
+		return DefaultMaxBlobSize
+	}
+	return r.MaxBlobSize
+}
+
+// remote checks that acc, an access to content outside the component
+// version's store, can be read.
+func (r *Resolver) remote(acc ocm.Access) error {
+	if r.Artifacts == nil {
+		return fmt.Errorf("%w: access %s (%s) needs registry access, which this render does not have (offline repository)",
+			errdef.ErrUnsupportedAccess, acc.Type, describe(acc))
+	}
+	return nil
+}
+
+// unreadable is the error for an access kind the resolver does not read.
+func unreadable(acc ocm.Access) error {
+	if acc.Kind() == ocm.AccessNone {
+		return fmt.Errorf("%w: access type none has no content", errdef.ErrUnsupportedAccess)
+	}
+	return fmt.Errorf("%w %q: the plugin reads localBlob, localFilesystemBlob, ociArtifact, relativeOciReference and helm", errdef.ErrUnsupportedAccess, acc.Type)
+}
+
 // Read returns the verified content of a resource of cv.
 func (r *Resolver) Read(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (*Content, error) {
-	limit := r.MaxBlobSize
-	if limit <= 0 {
-		limit = DefaultMaxBlobSize
-	}
+	limit := r.limit()
 	acc := res.Access
 	var c *Content
 	var err error
@@ -66,19 +99,16 @@ func (r *Resolver) Read(ctx context.Context, cv ocm.ComponentVersion, res *ocm.R
 		c, err = r.readLocal(ctx, cv, acc, limit)
 		if errors.Is(err, errdef.ErrNotFound) {
 			if g, ok := acc.GlobalAccess(); ok && r.Artifacts != nil {
-				c, err = r.Artifacts.Artifact(ctx, cv, *g)
+				c, err = r.readRemote(ctx, cv, *g, limit)
 			}
 		}
 	case ocm.AccessOCIArtifact, ocm.AccessRelativeOCIReference, ocm.AccessHelm, ocm.AccessOCIBlob:
-		if r.Artifacts == nil {
-			return nil, fmt.Errorf("%w: access %s (%s) needs registry access, which this render does not have (offline repository)",
-				errdef.ErrUnsupportedAccess, acc.Type, describe(acc))
+		if err := r.remote(acc); err != nil {
+			return nil, err
 		}
-		c, err = r.Artifacts.Artifact(ctx, cv, acc)
-	case ocm.AccessNone:
-		return nil, fmt.Errorf("%w: access type none has no content", errdef.ErrUnsupportedAccess)
+		c, err = r.readRemote(ctx, cv, acc, limit)
 	default:
-		return nil, fmt.Errorf("%w %q: the plugin reads localBlob, localFilesystemBlob, ociArtifact, relativeOciReference and helm", errdef.ErrUnsupportedAccess, acc.Type)
+		return nil, unreadable(acc)
 	}
 	if err != nil {
 		return nil, err
@@ -95,23 +125,60 @@ func (r *Resolver) readLocal(ctx context.Context, cv ocm.ComponentVersion, acc o
 		return nil, err
 	}
 	defer b.Close()
-	if b.Size() > limit {
-		return nil, fmt.Errorf("%w: local blob is %d bytes, more than the limit of %d", errdef.ErrLimitExceeded, b.Size(), limit)
-	}
 	// The blob reader verifies its digest at EOF; read it all before use.
-	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(b, limit+1))
+	data, err := ReadBlob(b, limit)
 	if err != nil {
 		return nil, fmt.Errorf("local blob %s: %w", acc.String("localReference")+acc.String("fileName"), err)
-	}
-	if n > limit {
-		return nil, fmt.Errorf("%w: local blob is more than %d bytes", errdef.ErrLimitExceeded, limit)
 	}
 	mt := acc.String("mediaType")
 	if mt == "" {
 		mt = b.MediaType()
 	}
-	return &Content{Data: buf.Bytes(), MediaType: mt, Digest: blob.Digest(buf.Bytes())}, nil
+	return &Content{Data: data, MediaType: mt, Digest: blob.Digest(data)}, nil
+}
+
+// readRemote reads content through the ArtifactSource, streamed when it can
+// so that limit applies while reading, not after.
+func (r *Resolver) readRemote(ctx context.Context, cv ocm.ComponentVersion, acc ocm.Access, limit int64) (*Content, error) {
+	o, ok := r.Artifacts.(ArtifactOpener)
+	if !ok {
+		return r.Artifacts.Artifact(ctx, cv, acc)
+	}
+	b, manifestDigest, err := o.OpenArtifact(ctx, cv, acc)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	data, err := ReadBlob(b, limit)
+	if err != nil {
+		return nil, err
+	}
+	return &Content{Data: data, MediaType: b.MediaType(), Digest: b.Digest(), ManifestDigest: manifestDigest}, nil
+}
+
+// ReadBlob reads b to EOF (where it verifies its digest), at most limit
+// bytes. When b declares its size the bytes go into one slice of that size:
+// a growing buffer would double past it and hold up to twice the blob.
+func ReadBlob(b ocm.Blob, limit int64) ([]byte, error) {
+	size := b.Size()
+	if size > limit {
+		return nil, fmt.Errorf("%w: blob is %d bytes, more than the limit of %d", errdef.ErrLimitExceeded, size, limit)
+	}
+	var buf *bytes.Buffer
+	if size > 0 {
+		// Room for the blob and for reading EOF without growing.
+		buf = bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	} else {
+		buf = new(bytes.Buffer)
+	}
+	n, err := io.Copy(buf, io.LimitReader(b, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%w: blob is more than %d bytes", errdef.ErrLimitExceeded, limit)
+	}
+	return buf.Bytes(), nil
 }
 
 // CheckResourceDigest compares content with the resource digest of the
@@ -128,9 +195,7 @@ func CheckResourceDigest(res *ocm.Resource, c *Content) error {
 		if !isSHA256(d.HashAlgorithm) {
 			return nil
 		}
-		if got := strings.TrimPrefix(blob.Digest(c.Data), "sha256:"); got != d.Value {
-			return fmt.Errorf("%w: content hashes to sha256:%s, the component descriptor says sha256:%s", errdef.ErrDigestMismatch, got, d.Value)
-		}
+		return checkBlobDigest(strings.TrimPrefix(blob.Digest(c.Data), "sha256:"), d.Value)
 	case "ociArtifactDigest/v1":
 		md := c.ManifestDigest
 		if md == "" && artifactset.IsArtifactSet(c.MediaType) {
@@ -140,16 +205,32 @@ func CheckResourceDigest(res *ocm.Resource, c *Content) error {
 			}
 			md = set.Main.Digest.String()
 		}
-		if md == "" {
-			return nil
-		}
-		_, h, err := blob.ParseDigest(md)
-		if err != nil {
-			return err
-		}
-		if h != d.Value {
-			return fmt.Errorf("%w: artifact manifest is %s, the component descriptor says %s", errdef.ErrDigestMismatch, md, d.Value)
-		}
+		return checkManifestDigest(md, d.Value)
+	}
+	return nil
+}
+
+// checkBlobDigest compares the sha256 (hex) of content with the one of a
+// genericBlobDigest/v1 resource digest.
+func checkBlobDigest(got, want string) error {
+	if got != want {
+		return fmt.Errorf("%w: content hashes to sha256:%s, the component descriptor says sha256:%s", errdef.ErrDigestMismatch, got, want)
+	}
+	return nil
+}
+
+// checkManifestDigest compares an OCI manifest digest ("" when there is
+// none to compare) with the value of an ociArtifactDigest/v1 resource digest.
+func checkManifestDigest(md, want string) error {
+	if md == "" {
+		return nil
+	}
+	_, h, err := blob.ParseDigest(md)
+	if err != nil {
+		return err
+	}
+	if h != want {
+		return fmt.Errorf("%w: artifact manifest is %s, the component descriptor says %s", errdef.ErrDigestMismatch, md, want)
 	}
 	return nil
 }

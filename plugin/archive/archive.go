@@ -30,6 +30,12 @@ const maxTrailer = 1 << 20
 // Unsafe entries give errors wrapping errdef.ErrUnsafeArchive, exceeded limits
 // errdef.ErrLimitExceeded; both name the offending entry. A truncated or
 // corrupt stream gives an error wrapping the underlying io, tar or gzip error.
+//
+// r is consumed as a stream, never held whole: each file is read into a slice
+// of its own size as its entry comes by. ReadTree stops shortly after the tar
+// end marker (for gzip, at the end of the gzip stream or 1 MiB of decompressed
+// data past the marker, whichever comes first), so r may have bytes left; a caller that verifies r's digest at EOF must read the
+// rest itself before trusting the tree.
 func ReadTree(r io.Reader, opts ...Option) (*Tree, error) {
 	o := newOptions(opts)
 
@@ -190,28 +196,30 @@ func (rd *reader) add(tr *tar.Reader, hdr *tar.Header) error {
 	return nil
 }
 
-// readData reads a regular file's contents, never more than the remaining
-// budget plus one byte, so an oversized or bomb entry costs bounded memory.
+// readData reads a regular file's contents into a slice of exactly the
+// declared size. archive/tar delivers exactly hdr.Size bytes for a regular
+// file (sparse holes as zeros) and refuses negative sizes, and the checks
+// below bound that size by the per-file limit and the remaining budget before
+// anything is allocated, so an oversized or bomb entry still costs bounded
+// memory. One exact allocation, unlike io.ReadAll's doubling, keeps a large
+// file at 1× its size instead of up to 2× while it is read.
 func (rd *reader) readData(tr *tar.Reader, hdr *tar.Header) ([]byte, error) {
-	// Fail fast on the declared size; the LimitReader below is the real guard.
-	if hdr.Size > rd.o.maxFileSize {
+	switch {
+	case hdr.Size < 0:
+		return nil, unsafeErr(hdr.Name, "negative size %d", hdr.Size)
+	case hdr.Size > rd.o.maxFileSize:
 		return nil, limitErr(hdr.Name, "size %d exceeds the per-file limit of %d bytes", hdr.Size, rd.o.maxFileSize)
-	}
-	if hdr.Size > rd.o.maxSize-rd.total {
+	case hdr.Size > rd.o.maxSize-rd.total:
 		return nil, limitErr(hdr.Name, "total size exceeds the limit of %d bytes", rd.o.maxSize)
 	}
-	budget := min(rd.o.maxFileSize, rd.o.maxSize-rd.total)
-	data, err := io.ReadAll(io.LimitReader(tr, budget+1))
-	if err != nil {
+	data := make([]byte, hdr.Size)
+	if _, err := io.ReadFull(tr, data); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // some bytes were declared, none came
+		}
 		return nil, fmt.Errorf("archive entry %q: reading contents: %w", hdr.Name, err)
 	}
-	rd.total += int64(len(data))
-	if int64(len(data)) > rd.o.maxFileSize {
-		return nil, limitErr(hdr.Name, "size exceeds the per-file limit of %d bytes", rd.o.maxFileSize)
-	}
-	if rd.total > rd.o.maxSize {
-		return nil, limitErr(hdr.Name, "total size exceeds the limit of %d bytes", rd.o.maxSize)
-	}
+	rd.total += hdr.Size
 	return data, nil
 }
 

@@ -427,6 +427,36 @@ func TestGzipBomb(t *testing.T) {
 	}
 }
 
+// TestReadTreeAllocatesFilesOnce: each file is read into one slice of its
+// declared size; growing a buffer (io.ReadAll) allocated about twice the
+// file, and held up to twice it at the end.
+func TestReadTreeAllocatesFilesOnce(t *testing.T) {
+	const size = 8<<20 + 7
+	for _, compress := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gzip=%v", compress), func(t *testing.T) {
+			pr, done := bombStream(t, compress, 1, size)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			tree, err := archive.ReadTree(pr)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if werr := <-done; werr != nil {
+				t.Fatal(werr)
+			}
+			if tree.Size() != size {
+				t.Fatalf("tree size %d, want %d", tree.Size(), size)
+			}
+			// The file, plus buffers (the generator's gzip writer takes
+			// most of the slack); io.ReadAll took about 2.5 times the file.
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size+2<<20 {
+				t.Fatalf("reading a %d byte file allocated %d bytes", size, alloc)
+			}
+		})
+	}
+}
+
 func TestCorruptInput(t *testing.T) {
 	valid := mkTar(t, file("chart/values.yaml", strings.Repeat("v", 3000)))
 	validGz := gz(t, valid)

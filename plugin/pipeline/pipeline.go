@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -397,12 +396,12 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 		return nil, fmt.Errorf("%w: resource %s has type %s; the plugin renders helmChart and directoryTree resources",
 			errdef.ErrUnsupportedMediaType, res.Identity(), res.Type)
 	}
-	c, err := r.Access.Read(ctx, cv, res)
-	if err != nil {
-		return nil, err
-	}
 	switch res.Type {
 	case TypeHelmChart:
+		c, err := r.Access.Read(ctx, cv, res)
+		if err != nil {
+			return nil, err
+		}
 		chart, err := access.ChartArchive(c)
 		if err != nil {
 			return nil, err
@@ -415,10 +414,10 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 			Values:      step.Values,
 		})
 	default: // directoryTree
-		if !access.IsTarMediaType(c.MediaType) && !archive.IsGzip(c.Data) && c.MediaType != "" {
-			return nil, fmt.Errorf("%w: directory resource has media type %q, want a tar or tgz", errdef.ErrUnsupportedMediaType, c.MediaType)
-		}
-		tree, err := archive.ReadTree(bytes.NewReader(c.Data), r.ArchiveOptions...)
+		// Streamed from where the blob lives, unpacked as it is read and
+		// verified at its end (see access.Resolver.ReadTree): a large tree
+		// is never held twice.
+		tree, err := r.Access.ReadTree(ctx, cv, res, r.ArchiveOptions...)
 		if err != nil {
 			return nil, err
 		}

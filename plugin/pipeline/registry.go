@@ -1,10 +1,8 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -38,26 +36,60 @@ func (s *RegistrySource) Open(_ context.Context, spec string) (ocm.Repository, e
 
 // Artifact implements access.ArtifactSource.
 func (s *RegistrySource) Artifact(ctx context.Context, cv ocm.ComponentVersion, acc ocm.Access) (*access.Content, error) {
+	b, manifestDigest, err := s.OpenArtifact(ctx, cv, acc)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	data, err := access.ReadBlob(b, s.limit())
+	if err != nil {
+		return nil, err
+	}
+	return &access.Content{Data: data, MediaType: b.MediaType(), Digest: b.Digest(), ManifestDigest: manifestDigest}, nil
+}
+
+// OpenArtifact implements access.ArtifactOpener, so that a large remote
+// directory resource is unpacked as it arrives rather than read whole first.
+// The blob is bounded by MaxBlobSize as Artifact's content is.
+func (s *RegistrySource) OpenArtifact(ctx context.Context, cv ocm.ComponentVersion, acc ocm.Access) (ocm.Blob, string, error) {
 	var resolver oci.ArtifactResolver = s.Client
 	if r, ok := cv.Repository().(oci.ArtifactResolver); ok {
 		resolver = r // resolves relativeOciReference against its registry
 	}
 	b, manifestDigest, err := resolver.OpenAccess(ctx, cv, acc)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	defer b.Close()
-	limit := s.MaxBlobSize
-	if limit <= 0 {
-		limit = access.DefaultMaxBlobSize
+	limit := s.limit()
+	if b.Size() > limit {
+		b.Close()
+		return nil, "", fmt.Errorf("%w: remote content is %d bytes, more than the limit of %d", errdef.ErrLimitExceeded, b.Size(), limit)
 	}
-	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(b, limit+1))
-	if err != nil {
-		return nil, err
+	return &limitedBlob{Blob: b, limit: limit, left: limit}, manifestDigest, nil
+}
+
+func (s *RegistrySource) limit() int64 {
+	if s.MaxBlobSize <= 0 {
+		return access.DefaultMaxBlobSize
 	}
-	if n > limit {
-		return nil, fmt.Errorf("%w: remote content is more than %d bytes", errdef.ErrLimitExceeded, limit)
+	return s.MaxBlobSize
+}
+
+// limitedBlob fails a read that goes past limit bytes, for content whose
+// size was not declared (or was declared wrongly).
+type limitedBlob struct {
+	ocm.Blob
+	limit, left int64
+}
+
+func (b *limitedBlob) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte more than allowed tells "more" from "exactly"
 	}
-	return &access.Content{Data: buf.Bytes(), MediaType: b.MediaType(), Digest: b.Digest(), ManifestDigest: manifestDigest}, nil
+	n, err := b.Blob.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, fmt.Errorf("%w: remote content is more than %d bytes", errdef.ErrLimitExceeded, b.limit)
+	}
+	return n, err
 }

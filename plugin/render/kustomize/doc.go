@@ -2,9 +2,10 @@
 // (a directoryTree archive) with the kustomize library, sigs.k8s.io/kustomize/api
 // (the library behind kustomize v5.8.2).
 //
-// The archive is held in memory (archive.Tree) and copied into kustomize's
-// in-memory file system, so a build never touches the disk and can reach
-// nothing but the tree. On top of that, Render follows the hardening of
+// The archive is held in memory (archive.Tree) and shown to kustomize as a
+// read-only file system (kyaml's in-memory one for the structure, the tree
+// itself for the contents, so nothing is copied up front), so a build never
+// touches the disk and can reach nothing but the tree. On top of that, Render follows the hardening of
 // Argo CD and Flux:
 //
 //   - plugins are disabled (types.DisabledPluginConfig): no exec, Go or KRM

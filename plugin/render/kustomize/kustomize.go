@@ -127,23 +127,10 @@ func kustomizationFile(fsys fs.FS, dir string) (string, error) {
 	}
 }
 
-// inMemory copies the tree into a kustomize in-memory file system under memRoot.
+// inMemory gives kustomize the tree under memRoot, without copying it (see
+// treeFileSystem).
 func inMemory(tfs fs.FS) (filesys.FileSystem, error) {
-	mem := filesys.MakeFsInMemory()
-	err := fs.WalkDir(tfs, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		full := path.Join(memRoot, p)
-		if d.IsDir() {
-			return mem.MkdirAll(full)
-		}
-		data, err := fs.ReadFile(tfs, p)
-		if err != nil {
-			return err
-		}
-		return mem.WriteFile(full, data)
-	})
+	mem, err := newTreeFileSystem(tfs)
 	if err != nil {
 		return nil, fail(errdef.ErrRender, "kustomize: loading the resource tree: %v", err)
 	}
