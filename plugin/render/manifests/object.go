@@ -1,13 +1,11 @@
 package manifests
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
@@ -91,20 +89,11 @@ func Decode(name string, data []byte) ([]Object, error) {
 		return nil, fmt.Errorf("%s: %d YAML documents, more than the limit of %d: %w: %w", name, len(docs), MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
 	var out []Object
-	for i, doc := range docs {
-		if n := StructureCount(doc.data); n > MaxDocumentNodes {
-			return nil, fmt.Errorf("%w: %w", docErr(name, i+1, "document starting at line %d has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d",
-				doc.line, n, MaxDocumentNodes), errdef.ErrLimitExceeded)
+	for _, r := range decodeDocs(name, docs, decodeDoc) {
+		if r.err != nil {
+			return nil, r.err
 		}
-		j, err := yaml.YAMLToJSON(doc.data)
-		if err != nil {
-			return nil, docErr(name, i+1, "invalid YAML (document starts at line %d): %v", doc.line, err)
-		}
-		objs, err := fromJSON(name, i+1, j)
-		if err != nil {
-			return nil, err
-		}
-		if out = append(out, objs...); len(out) > MaxObjects {
+		if out = append(out, r.objs...); len(out) > MaxObjects {
 			return nil, tooManyObjects(name)
 		}
 	}
@@ -276,46 +265,58 @@ type yamlDoc struct {
 // directives) is not counted as a document.
 func splitYAML(data []byte) []yamlDoc {
 	var docs []yamlDoc
-	var cur bytes.Buffer
 	start, lineNo := 1, 0
 	first := true
-	flush := func(next int) {
-		if !(first && !hasContent(cur.Bytes())) {
-			docs = append(docs, yamlDoc{data: bytes.Clone(cur.Bytes()), line: start})
+	// The current document is head (the content of a "--- content" line
+	// and a newline, or nil) followed by data[from:to].
+	var head []byte
+	from := 0
+	cur := func(to int) []byte {
+		if head == nil {
+			return data[from:to:to]
+		}
+		return append(head, data[from:to]...)
+	}
+	flush := func(to int) {
+		if d := cur(to); !(first && !hasContent(d)) {
+			docs = append(docs, yamlDoc{data: d, line: start})
 		}
 		first = false
-		cur.Reset()
-		start = next
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), math.MaxInt32)
-	sc.Split(scanLinesKeepEOL)
-	for sc.Scan() {
+	for pos := 0; pos < len(data); {
 		lineNo++
-		line := sc.Bytes()
-		body := bytes.TrimRight(line, "\r\n")
+		next := len(data)
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			next = pos + i + 1
+		}
+		body := bytes.TrimRight(data[pos:next], "\r\n")
 		switch {
 		case bytes.HasPrefix(body, []byte("---")):
 			rest := body[3:]
 			if len(rest) > 0 && rest[0] != ' ' && rest[0] != '\t' {
 				break // "----" or "---x": an ordinary line
 			}
+			flush(pos)
 			if r := bytes.TrimSpace(rest); len(r) > 0 && r[0] != '#' {
-				flush(lineNo)
-				cur.Write(bytes.TrimLeft(rest, " \t"))
-				cur.WriteByte('\n')
+				start = lineNo
+				c := bytes.TrimLeft(rest, " \t")
+				head = append(make([]byte, 0, len(c)+1), c...)
+				head = append(head, '\n')
 			} else {
-				flush(lineNo + 1)
+				start, head = lineNo+1, nil
 			}
+			pos, from = next, next
 			continue
 		case bytes.Equal(bytes.TrimRight(body, " \t"), []byte("...")):
-			flush(lineNo + 1)
+			flush(pos)
+			start, head = lineNo+1, nil
+			pos, from = next, next
 			continue
 		}
-		cur.Write(line)
+		pos = next
 	}
-	if hasContent(cur.Bytes()) || len(docs) == 0 {
-		flush(lineNo + 1)
+	if hasContent(cur(len(data))) || len(docs) == 0 {
+		flush(len(data))
 	}
 	return docs
 }
@@ -323,7 +324,13 @@ func splitYAML(data []byte) []yamlDoc {
 // hasContent reports whether b holds anything but blank lines, comments and
 // directives.
 func hasContent(b []byte) bool {
-	for _, l := range bytes.Split(b, []byte("\n")) {
+	for len(b) > 0 {
+		l := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			l, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
 		l = bytes.TrimSpace(l)
 		if len(l) > 0 && l[0] != '#' && l[0] != '%' {
 			return true
@@ -332,26 +339,11 @@ func hasContent(b []byte) bool {
 	return false
 }
 
-// scanLinesKeepEOL is bufio.ScanLines that keeps the line terminators, so a
-// document's bytes are passed on unchanged.
-func scanLinesKeepEOL(data []byte, atEOF bool) (int, []byte, error) {
-	if atEOF && len(data) == 0 {
-		return 0, nil, nil
-	}
-	if i := bytes.IndexByte(data, '\n'); i >= 0 {
-		return i + 1, data[:i+1], nil
-	}
-	if atEOF {
-		return len(data), data, nil
-	}
-	return 0, nil, nil
-}
-
 // Encode writes objs to w as a YAML stream, each document preceded by
 // "---\n", with map keys sorted.
 func Encode(w io.Writer, objs []Object) error {
 	for i, o := range objs {
-		b, err := yaml.Marshal(o)
+		b, err := marshalYAML(o)
 		if err != nil {
 			return fmt.Errorf("encoding object %d (%s): %w", i, Key(o), err)
 		}
@@ -363,6 +355,23 @@ func Encode(w io.Writer, objs []Object) error {
 		}
 	}
 	return nil
+}
+
+// marshalYAML is sigs.k8s.io/yaml.Marshal (json.Marshal, then JSONToYAML,
+// which reads the JSON with a YAML reader and writes it as YAML), except that
+// characters a YAML stream may not hold (see escapeForYAML) are escaped in
+// the JSON first: the YAML reader refuses U+007F, U+0080 to U+009F, U+FFFE
+// and U+FFFF, and reads U+0085 as a line break, folding it into a space.
+// Anything else gives what yaml.Marshal gives.
+func marshalYAML(o Object) ([]byte, error) {
+	j, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling into JSON: %w", err)
+	}
+	if !yamlAllowed(j) {
+		j = escapeForYAML(j)
+	}
+	return yaml.JSONToYAML(j)
 }
 
 // Key identifies an object as "group/Kind/namespace/name" (the group is

@@ -138,6 +138,25 @@ func TestEncode(t *testing.T) {
 	}
 }
 
+// TestEncodeYAMLCharacters: characters that a YAML stream may not hold raw
+// (which Encode's YAML reader used to refuse, or read as a line break) come
+// back as they were.
+func TestEncodeYAMLCharacters(t *testing.T) {
+	objs := []manifests.Object{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"},
+		"data": map[string]any{"del\u007f": "a\u007fb", "nel\u0085": "a\u0085b", "c1": "\u0080\u009f", "non": "\ufffe\uffff", "ls": "\u2028"}}}
+	var b bytes.Buffer
+	if err := manifests.Encode(&b, objs); err != nil {
+		t.Fatal(err)
+	}
+	back, err := manifests.Decode("out", b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, objs) {
+		t.Errorf("round trip = %#v\nwant %#v\n%s", back, objs, b.Bytes())
+	}
+}
+
 func TestKey(t *testing.T) {
 	for _, tc := range []struct {
 		o    manifests.Object
