@@ -49,7 +49,7 @@ func TestDefinitionParametersRoundTrip(t *testing.T) {
 	if code := run([]string{"generate"}, &stdout, &stderr, env(e)); code != 0 {
 		t.Fatalf("generate: %s", stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "replicas: 4") || !strings.Contains(stdout.String(), "shop-db") {
-		t.Fatalf("typed parameters not applied (the field must win over the map):\n%s", stdout.String())
+	if out := generated(t, stdout.Bytes()); !strings.Contains(out, "replicas: 4") || !strings.Contains(out, "shop-db") {
+		t.Fatalf("typed parameters not applied (the field must win over the map):\n%s", out)
 	}
 }

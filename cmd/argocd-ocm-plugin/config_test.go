@@ -156,8 +156,9 @@ func TestGenerateWithInstanceParameters(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
+	out := generated(t, stdout.Bytes())
 	for _, want := range []string{"replicas: 5", "name: shop-db", "key: pw", "name: shop-api"} {
-		if !strings.Contains(stdout.String(), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}

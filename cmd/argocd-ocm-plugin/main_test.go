@@ -2,14 +2,51 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 const demoRepo = "../../testdata/demo/ctf"
 
 func env(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
+}
+
+// generated checks that generate printed a stream of JSON documents ("---"
+// and one JSON object per line) and returns it as YAML, for assertions that
+// read like the manifests.
+func generated(t *testing.T, out []byte) string {
+	t.Helper()
+	y, err := generatedYAML(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y
+}
+
+func generatedYAML(out []byte) (string, error) {
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) < 2 || len(lines)%2 != 0 {
+		return "", fmt.Errorf("generate output is not ---/JSON line pairs:\n%s", out)
+	}
+	for i := 0; i < len(lines); i += 2 {
+		if lines[i] != "---" || !json.Valid([]byte(lines[i+1])) || !strings.HasPrefix(lines[i+1], "{") {
+			return "", fmt.Errorf("generate output line %d is not a JSON document: %q", i+2, lines[i+1])
+		}
+	}
+	objs, err := manifests.Decode("generate output", out)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := manifests.Encode(&buf, objs); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
 }
 
 func TestRenderPrintsManifests(t *testing.T) {
@@ -27,6 +64,21 @@ func TestRenderPrintsManifests(t *testing.T) {
 	}
 	if strings.Count(out, "\n---\n")+1 != 4 || !strings.HasPrefix(out, "---\n") {
 		t.Errorf("want a 4-document stream:\n%s", out)
+	}
+}
+
+// render -o json prints what generate prints; the objects equal the YAML's.
+func TestRenderJSONOutput(t *testing.T) {
+	args := []string{"render", "--repository", demoRepo, "--component", "example.com/demo/podinfo", "--version", "1.0.0", "--release-name", "demo"}
+	var yamlOut, jsonOut, stderr bytes.Buffer
+	if code := run(args, &yamlOut, &stderr, env(nil)); code != 0 {
+		t.Fatal(stderr.String())
+	}
+	if code := run(append(args, "-o", "json"), &jsonOut, &stderr, env(nil)); code != 0 {
+		t.Fatal(stderr.String())
+	}
+	if got := generated(t, jsonOut.Bytes()); got != yamlOut.String() {
+		t.Fatalf("JSON output decodes to other objects:\n%s\nwant\n%s", got, yamlOut.String())
 	}
 }
 
@@ -56,6 +108,8 @@ func TestFailuresPrintNothingOnStdout(t *testing.T) {
 		{"generate bad values", []string{"generate"}, map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_VALUES": "a: [1"},
 			[]string{"application shop", "values"}},
 		{"unknown command", []string{"deploy"}, nil, []string{"unknown command"}},
+		{"unknown output format", []string{"render", "--repository", demoRepo, "--component", "example.com/demo/podinfo", "--version", "1.0.0", "-o", "xml"}, nil,
+			[]string{`--output "xml": want yaml or json`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -96,7 +150,7 @@ func TestGenerateFromArgoCDEnvironment(t *testing.T) {
 	if code := run([]string{"generate"}, &stdout, &stderr, e); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	out := stdout.String()
+	out := generated(t, stdout.Bytes())
 	for _, want := range []string{"name: shop-catalog", "namespace: shop-ns", "--kube=v1.29.3", "METRICS"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -147,7 +201,7 @@ func TestVerifyAndSignedRender(t *testing.T) {
 	if code := run([]string{"generate"}, &stdout, &stderr, e); code != 0 {
 		t.Fatalf("signed generate: %s", stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "argocd-ocm-plugin.io/verified-signatures: mysig") {
+	if !strings.Contains(generated(t, stdout.Bytes()), "argocd-ocm-plugin.io/verified-signatures: mysig") {
 		t.Fatalf("no provenance:\n%s", stdout.String())
 	}
 	// An Application cannot bring its own trust root: ARGOCD_ENV_ names are not read for keys.
@@ -178,7 +232,7 @@ func TestGeneratePlatform(t *testing.T) {
 	if code := run([]string{"generate"}, &stdout, &stderr, e); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	out := stdout.String()
+	out := generated(t, stdout.Bytes())
 	for _, want := range []string{"name: idp-podinfo", "name: idp-extras", "project: platform", "repoURL: https://git.example.com/idp.git",
 		"path: envs/prod", "targetRevision: v1", "name: argocd-ocm-plugin-v1", "string: example.com/demo/podinfo-extras",
 		"argocd.argoproj.io/sync-wave: \"2\"", "replicaCount: 3"} {

@@ -136,8 +136,10 @@ func TestServerIsolatesConcurrentRequests(t *testing.T) {
 				"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0",
 				"ARGOCD_ENV_VALUES": fmt.Sprintf("replicaCount: %d", 100+i),
 			})
-			out := string(res.Stdout)
+			out, err := generatedYAML(res.Stdout)
 			switch {
+			case res.Exit == 0 && err != nil:
+				errs <- fmt.Errorf("%s: %v", app, err)
 			case res.Exit != 0:
 				errs <- fmt.Errorf("%s: exit %d: %s", app, res.Exit, res.Stderr)
 			case !strings.Contains(out, "name: "+app+"-podinfo") || !strings.Contains(out, fmt.Sprintf("replicas: %d\n", 100+i)):
