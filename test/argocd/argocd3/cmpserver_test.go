@@ -324,8 +324,10 @@ func TestV3InstallComponent(t *testing.T) {
 					t.Errorf("sidecar mounts %q, which v3's repo-server does not have", vm.Name)
 				}
 			}
-			if !strings.Contains(copyTarget, c.Command[0]) {
-				t.Errorf("sidecar runs %s; v3's copyutil runs %q", c.Command[0], copyTarget)
+			// serve -- <argocd-cmp-server, where copyutil puts it>
+			cmpServer := c.Command[len(c.Command)-1]
+			if len(c.Command) != 4 || c.Command[1] != "serve" || c.Command[2] != "--" || !strings.Contains(copyTarget, cmpServer) {
+				t.Errorf("sidecar runs %v; v3's copyutil runs %q", c.Command, copyTarget)
 			}
 			return
 		}
