@@ -23,6 +23,9 @@ var buildFlags = []string{"-ldflags=-s -w"}
 // binaries are the executables compared.
 type binaries struct {
 	Plugin, Helm, Kustomize, Procstat string
+	// Client is argocd-ocm-client, the sidecar's generate command, which
+	// hands generate to `argocd-ocm-plugin serve`.
+	Client string
 	// Versions of the libraries linked into each binary (from its build info).
 	PluginHelm, PluginKustomize string
 	HelmHelm, KustomizeAPI      string
@@ -31,8 +34,9 @@ type binaries struct {
 	PluginBuildSeconds          float64
 }
 
-// buildAll builds the plugin (always: it is what changes) and the reference
-// CLIs from bench/tools (once per bench/tools/go.sum, Go version and flags).
+// buildAll builds the plugin and argocd-ocm-client (always: they are what
+// changes) and the reference CLIs from bench/tools (once per
+// bench/tools/go.sum, Go version and flags).
 func buildAll(root, buildDir, pluginBin string) binaries {
 	var b binaries
 	if err := os.MkdirAll(buildDir, 0o755); err != nil {
@@ -47,6 +51,8 @@ func buildAll(root, buildDir, pluginBin string) binaries {
 		logf("building the plugin (%s)", b.Plugin)
 		goBuild(root, b.Plugin, "./cmd/argocd-ocm-plugin")
 	}
+	b.Client = filepath.Join(buildDir, "argocd-ocm-client")
+	goBuild(root, b.Client, "./cmd/argocd-ocm-client")
 	b.PluginBuildSeconds = time.Since(t0).Seconds()
 	b.Procstat = filepath.Join(buildDir, "procstat")
 	goBuild(root, b.Procstat, "./bench/procstat")

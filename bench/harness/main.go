@@ -3,8 +3,10 @@
 // issue 9 asks: warm and cold renders, request counts, 100 concurrent
 // generations sharing one cache, peak memory, unused and large resources,
 // kustomize. It serves the components from an in-process CNCF distribution
-// registry (internal/registrytest) and runs the plugin as separate
-// `generate` processes with Argo CD's environment, over loopback.
+// registry (internal/registrytest) and runs every generation twice, with
+// Argo CD's environment, over loopback: as installed in the sidecar
+// (argocd-ocm-client handing generate to a long-lived `argocd-ocm-plugin
+// serve`, see sidecar.go) and as a separate `generate` process.
 //
 //	go run ./bench/harness            # full run (make bench)
 //	go run ./bench/harness -quick     # CI smoke: few runs, small sizes
@@ -15,6 +17,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -23,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -137,6 +141,7 @@ func main() {
 	if b.want("concurrent") {
 		b.concurrent(ctx)
 	}
+	b.stopServers()
 	b.res.Machine.LoadAvgEnd = loadAvg()
 	b.res.DurationSeconds = round(time.Since(started).Seconds())
 	b.report(out)
@@ -247,11 +252,17 @@ type result struct {
 	Info            []goal             `json:"info"`
 	Sections        map[string]any     `json:"sections"`
 	LoadAvg         map[string]float64 `json:"loadavg_1m_per_section"`
+	Servers         []*renderServer    `json:"render_servers"`
 }
 
 // goal is one figure: a measured value against its reference and limit.
 type goal struct {
-	ID        string  `json:"id"`
+	ID string `json:"id"`
+	// Mode is "sidecar" (argocd-ocm-client + serve, the product as
+	// installed), "process" (one argocd-ocm-plugin generate process per
+	// generation) or "" (a goal for both modes measured on processes:
+	// G4's memory of one render).
+	Mode      string  `json:"mode,omitempty"`
 	What      string  `json:"what"`
 	Value     float64 `json:"value"`
 	Unit      string  `json:"unit"`
@@ -298,7 +309,10 @@ func (b *bench) report(out string) {
 		}
 		fmt.Fprintf(&md, "| %s | %s | %s %s | %s | %s | %s | %s |\n", g.ID, g.What, num(g.Value), g.Unit, ref, ratio, limit, met)
 	}
-	for _, g := range b.res.Goals {
+	// The product as installed first, the one-shot process figures second.
+	goals := slices.Clone(b.res.Goals)
+	slices.SortStableFunc(goals, func(x, y goal) int { return cmp.Compare(modeRank(x.Mode), modeRank(y.Mode)) })
+	for _, g := range goals {
 		row(g)
 	}
 	if len(b.res.Info) > 0 {
@@ -308,19 +322,21 @@ func (b *bench) report(out string) {
 		}
 	}
 	md.WriteString("\nNotes:\n")
-	for _, g := range append(append([]goal(nil), b.res.Goals...), b.res.Info...) {
+	for _, g := range append(goals, b.res.Info...) {
 		if g.Note != "" {
 			fmt.Fprintf(&md, "- %s, %s: %s\n", g.ID, g.What, g.Note)
 		}
 	}
-	met, total := 0, 0
+	met, total := map[bool]int{}, map[bool]int{}
 	for _, g := range b.res.Goals {
-		total++
+		p := g.Mode == "process"
+		total[p]++
 		if *g.Met {
-			met++
+			met[p]++
 		}
 	}
-	fmt.Fprintf(&md, "\n%d of %d goal figures met. Reproduce: `make bench` (`go run ./bench/harness`); %.0f s.\n", met, total, b.res.DurationSeconds)
+	fmt.Fprintf(&md, "\n%d of %d goal figures met as installed (sidecar rows, and G4's memory goals measured on processes); %d of %d in one-shot process mode. Reproduce: `make bench` (`go run ./bench/harness`); %.0f s.\n",
+		met[false], total[false], met[true], total[true], b.res.DurationSeconds)
 	fmt.Print("\n" + md.String())
 
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
@@ -338,6 +354,13 @@ func (b *bench) report(out string) {
 		fatalf("%v", err)
 	}
 	logf("wrote %s and %s", out, mdPath)
+}
+
+func modeRank(m string) int {
+	if m == "process" {
+		return 1
+	}
+	return 0
 }
 
 func num(v float64) string {

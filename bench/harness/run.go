@@ -22,6 +22,12 @@ type cmdSpec struct {
 	Args []string // arguments
 	Env  []string // complete environment
 	Dir  string   // working directory ("" inherits)
+	// server is the render server a sidecar-mode command (argocd-ocm-client)
+	// talks to; nil for a process of its own.
+	server *renderServer
+	// concurrent: runs overlap (a burst), so the server's CPU time per run
+	// is not read (it would be wrong, and reading costs CPU).
+	concurrent bool
 }
 
 // sample is one measured process run.
@@ -29,9 +35,13 @@ type sample struct {
 	Wall     time.Duration
 	CPU      time.Duration // user + system
 	MaxRSSKB int64
-	Exit     int
-	Stdout   []byte
-	Stderr   string
+	// ServerCPU is the CPU time the render server used during a
+	// sidecar-mode run (only meaningful when runs do not overlap).
+	ServerCPU time.Duration
+	Sidecar   bool
+	Exit      int
+	Stdout    []byte
+	Stderr    string
 }
 
 // procstat is the small runner measured processes are started through
@@ -47,13 +57,26 @@ var (
 func runProc(ctx context.Context, c cmdSpec) sample {
 	statsFile := filepath.Join(statsDir, fmt.Sprintf("%d.json", statsSeq.Add(1)))
 	defer os.Remove(statsFile)
+	var cpu0 int64
+	if c.server != nil {
+		c.server.runs.Add(1)
+		if !c.concurrent {
+			cpu0 = c.server.cpu()
+		}
+	}
 	cmd := exec.CommandContext(ctx, procstat, append([]string{statsFile, c.Bin}, c.Args...)...)
 	cmd.Env = c.Env
 	cmd.Dir = c.Dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	s := sample{Stdout: out.Bytes(), Stderr: errb.String()}
+	s := sample{Stdout: out.Bytes(), Stderr: errb.String(), Sidecar: c.server != nil}
+	if c.server != nil {
+		c.server.lastRun.Store(time.Now().UnixNano())
+		if !c.concurrent {
+			s.ServerCPU = time.Duration(max(0, c.server.cpu()-cpu0))
+		}
+	}
 	var st struct {
 		WallNS   int64 `json:"wall_ns"`
 		CPUNS    int64 `json:"cpu_ns"`
@@ -80,11 +103,14 @@ func mustOK(c cmdSpec, s sample) sample {
 
 // series is the samples of one command.
 type series struct {
-	Name    string    `json:"name"`
-	WallMS  []float64 `json:"wall_ms"`
-	CPUMS   []float64 `json:"cpu_ms"`
-	RSSMiB  []float64 `json:"max_rss_mib"`
-	samples []sample
+	Name   string    `json:"name"`
+	WallMS []float64 `json:"wall_ms"`
+	CPUMS  []float64 `json:"cpu_ms"`
+	RSSMiB []float64 `json:"max_rss_mib"`
+	// Sidecar mode: CPU time of the render server per run (CPUMS and
+	// RSSMiB are the client's).
+	ServerCPUMS []float64 `json:"server_cpu_ms,omitempty"`
+	samples     []sample
 }
 
 func (s *series) add(x sample) {
@@ -92,11 +118,28 @@ func (s *series) add(x sample) {
 	s.WallMS = append(s.WallMS, round(ms(x.Wall)))
 	s.CPUMS = append(s.CPUMS, round(ms(x.CPU)))
 	s.RSSMiB = append(s.RSSMiB, round(float64(x.MaxRSSKB)/1024))
+	if x.Sidecar {
+		s.ServerCPUMS = append(s.ServerCPUMS, round(ms(x.ServerCPU)))
+	}
 }
 
 func (s *series) wall() float64 { return median(s.WallMS) }
-func (s *series) cpu() float64  { return median(s.CPUMS) }
-func (s *series) rss() float64  { return median(s.RSSMiB) }
+
+// cpu is the median CPU time of a run: the process's, or in sidecar mode
+// the client's plus the render server's.
+func (s *series) cpu() float64 {
+	if len(s.ServerCPUMS) != len(s.CPUMS) {
+		return median(s.CPUMS)
+	}
+	t := make([]float64, len(s.CPUMS))
+	for i := range t {
+		t[i] = s.CPUMS[i] + s.ServerCPUMS[i]
+	}
+	return median(t)
+}
+func (s *series) clientCPU() float64 { return median(s.CPUMS) }
+func (s *series) serverCPU() float64 { return median(s.ServerCPUMS) }
+func (s *series) rss() float64       { return median(s.RSSMiB) }
 
 // summary is what the JSON result keeps of a series.
 type summary struct {
@@ -105,7 +148,8 @@ type summary struct {
 	WallMedianMS float64 `json:"wall_median_ms"`
 	WallMinMS    float64 `json:"wall_min_ms"`
 	WallMaxMS    float64 `json:"wall_max_ms"`
-	CPUMedianMS  float64 `json:"cpu_median_ms"`
+	CPUMedianMS  float64 `json:"cpu_median_ms"` // sidecar mode: client + server
+	ServerCPUMS  float64 `json:"server_cpu_median_ms,omitempty"`
 	RSSMedianMiB float64 `json:"max_rss_median_mib"`
 	RSSMaxMiB    float64 `json:"max_rss_max_mib"`
 	Samples      *series `json:"samples,omitempty"`
@@ -114,7 +158,7 @@ type summary struct {
 func (s *series) summary() summary {
 	return summary{Name: s.Name, N: len(s.WallMS), WallMedianMS: round(s.wall()), WallMinMS: round(minOf(s.WallMS)),
 		WallMaxMS: round(maxOf(s.WallMS)), CPUMedianMS: round(s.cpu()), RSSMedianMiB: round(s.rss()),
-		RSSMaxMiB: round(maxOf(s.RSSMiB)), Samples: s}
+		RSSMaxMiB: round(maxOf(s.RSSMiB)), ServerCPUMS: round(s.serverCPU()), Samples: s}
 }
 
 // job is one command of an interleaved comparison, with optional hooks
