@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,12 +39,24 @@ type Server struct {
 	// DrainTimeout bounds how long Serve waits for running commands after ctx
 	// ends. Default 10 s.
 	DrainTimeout time.Duration
+	// ReleaseMemoryAfter is how long the server must have been idle before it
+	// returns freed heap to the operating system (debug.FreeOSMemory): the
+	// Go runtime otherwise keeps the peak of a large render (a 100 MiB tree)
+	// for minutes, counted against the sidecar's memory limit. Default 3 s;
+	// negative: never.
+	ReleaseMemoryAfter time.Duration
 
 	sem      chan struct{}
 	inflight sync.WaitGroup
 	draining chan struct{}
 	connMu   sync.Mutex
 	conns    map[net.Conn]struct{}
+
+	idleMu  sync.Mutex
+	running int
+	idle    *time.Timer
+	// releases counts FreeOSMemory calls (tests).
+	releases atomic.Int64
 }
 
 // Listen creates the socket at path: its directory is created with mode 0700
@@ -95,6 +108,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	if s.Log == nil {
 		s.Log = slog.New(slog.DiscardHandler)
+	}
+	if s.ReleaseMemoryAfter == 0 {
+		s.ReleaseMemoryAfter = 3 * time.Second
 	}
 	stop := context.AfterFunc(ctx, func() {
 		close(s.draining)
@@ -203,6 +219,8 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		return
 	}
 	defer func() { <-s.sem }()
+	s.busy()
+	defer s.done()
 
 	var stdout, stderr bytes.Buffer
 	code := s.run(rctx, req, &stdout, &stderr)
@@ -211,6 +229,41 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	}
 	if err := writeResult(conn, header{Exit: code}, stdout.Bytes(), stderr.Bytes()); err != nil {
 		s.Log.Warn("result not delivered", "cause", err.Error())
+	}
+}
+
+// busy and done count running commands; the last one to finish arms the
+// idle timer that returns memory to the system.
+func (s *Server) busy() {
+	s.idleMu.Lock()
+	defer s.idleMu.Unlock()
+	s.running++
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+}
+
+func (s *Server) done() {
+	s.idleMu.Lock()
+	defer s.idleMu.Unlock()
+	s.running--
+	if s.running > 0 || s.ReleaseMemoryAfter < 0 {
+		return
+	}
+	if s.idle == nil {
+		s.idle = time.AfterFunc(s.ReleaseMemoryAfter, s.releaseIfIdle)
+		return
+	}
+	s.idle.Reset(s.ReleaseMemoryAfter)
+}
+
+func (s *Server) releaseIfIdle() {
+	s.idleMu.Lock()
+	idle := s.running == 0
+	s.idleMu.Unlock()
+	if idle {
+		debug.FreeOSMemory()
+		s.releases.Add(1)
 	}
 }
 

@@ -364,3 +364,37 @@ func TestReadLineLimit(t *testing.T) {
 		t.Fatalf("readLine: %d bytes, %v", len(b), err)
 	}
 }
+
+// After a burst of work the server returns freed memory once idle, not while
+// commands run.
+func TestReleaseMemoryWhenIdle(t *testing.T) {
+	block, started := make(chan struct{}), make(chan struct{})
+	s := &Server{Fingerprint: "fp", ReleaseMemoryAfter: 50 * time.Millisecond, Handler: func(_ context.Context, req *Request, _, _ io.Writer) int {
+		if req.Args[0] == "slow" {
+			close(started)
+			<-block
+		}
+		return 0
+	}}
+	sock := start(t, s)
+	do := func(arg string) {
+		if _, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Fingerprint: "fp", Args: []string{arg}}); err != nil {
+			t.Error(err)
+		}
+	}
+	go do("slow")
+	<-started
+	do("fast")
+	time.Sleep(200 * time.Millisecond)
+	if n := s.releases.Load(); n != 0 {
+		t.Fatalf("memory released %d times while a command was running", n)
+	}
+	close(block)
+	deadline := time.Now().Add(5 * time.Second)
+	for s.releases.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := s.releases.Load(); n != 1 {
+		t.Fatalf("memory released %d times after going idle, want 1", n)
+	}
+}
