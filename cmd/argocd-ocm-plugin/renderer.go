@@ -30,12 +30,20 @@ const (
 // error, not Argo's SIGTERM, is what the user reads.
 const DefaultTimeout = 50 * time.Second
 
+// sharedRegistry is set by serve before it accepts requests: generations of
+// the render server share connections and registry tokens (the credentials
+// are the sidecar's, the same for all). nil in a process of its own.
+var sharedRegistry *registry.Shared
+
 // newRenderer builds the pipeline with a registry client for this one render.
 // Notes and warnings of every layer (registry, cache, pipeline) go to notes.
 func newRenderer(notes io.Writer, getenv func(string) string) (*pipeline.Renderer, error) {
 	var ropts []registry.Option
 	if hosts := splitComma(getenv(envPlainHTTP)); len(hosts) > 0 {
 		ropts = append(ropts, registry.WithPlainHTTP(hosts...))
+	}
+	if sharedRegistry != nil {
+		ropts = append(ropts, registry.WithShared(sharedRegistry))
 	}
 	logger := slog.New(slog.NewTextHandler(notes, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	src, err := pipeline.NewRegistrySource(oci.WithRegistryOptions(ropts...), oci.WithLogger(logger))

@@ -2,8 +2,10 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,12 +83,21 @@ func NewClient(opts ...Option) (*Client, error) {
 		}
 	}
 
-	pool, err := certPool(o)
+	pool, trust, err := certPool(o)
 	if err != nil {
 		return nil, err
 	}
 	c.pool = pool
 	base := o.base
+	tokens := auth.NewCache()
+	if o.shared != nil {
+		// Same trust, same transport: its idle connections (and TLS
+		// sessions) serve the next generation of a long-lived process.
+		if base == nil {
+			base = o.shared.transport(fmt.Sprintf("%s\x00%d", trust, c.o.headerTimeout), func() http.RoundTripper { return c.newTransport(pool) })
+		}
+		tokens = o.shared.tokenCache()
+	}
 	if base == nil {
 		base = c.newTransport(pool)
 	}
@@ -94,39 +105,81 @@ func NewClient(opts ...Option) (*Client, error) {
 	c.auth = &auth.Client{
 		Client:     c.http,
 		Credential: c.creds.get,
-		Cache:      auth.NewCache(),
+		Cache:      tokens,
 		Header:     http.Header{"User-Agent": []string{o.userAgent}},
 	}
 	return c, nil
 }
 
-func certPool(o options) (*x509.CertPool, error) {
+// Shared holds what the clients of one long-lived process (the render
+// server) share: a transport per trust configuration, so that connections
+// and TLS sessions outlive one generation, and registry tokens, so that a
+// generation does not ask the token service again. All clients given one
+// Shared must use the same credentials: tokens are cached by registry and
+// scope, not by credential. The zero value is ready to use.
+type Shared struct {
+	mu         sync.Mutex
+	transports map[string]http.RoundTripper
+	tokens     auth.Cache
+}
+
+func (s *Shared) transport(key string, create func() http.RoundTripper) http.RoundTripper {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.transports == nil {
+		s.transports = map[string]http.RoundTripper{}
+	}
+	t, ok := s.transports[key]
+	if !ok {
+		t = create()
+		s.transports[key] = t
+	}
+	return t
+}
+
+func (s *Shared) tokenCache() auth.Cache {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tokens == nil {
+		s.tokens = auth.NewCache()
+	}
+	return s.tokens
+}
+
+// certPool builds the trust pool; trust identifies it (a hash of the PEM
+// bytes added to the system roots; "" for the system roots alone).
+func certPool(o options) (*x509.CertPool, string, error) {
 	files := o.caFiles
 	if f, ok := o.lookupEnv(EnvCAFile); ok && f != "" {
 		files = append(files, f)
 	}
 	if len(files) == 0 && len(o.caPEM) == 0 {
-		return nil, nil // system roots
+		return nil, "", nil // system roots
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()
 	}
+	h := sha256.New()
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("%w: CA bundle %s: cannot read it", errdef.ErrInvalidInput, f)
+			return nil, "", fmt.Errorf("%w: CA bundle %s: cannot read it", errdef.ErrInvalidInput, f)
 		}
 		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("%w: CA bundle %s holds no PEM certificate", errdef.ErrInvalidInput, f)
+			return nil, "", fmt.Errorf("%w: CA bundle %s holds no PEM certificate", errdef.ErrInvalidInput, f)
 		}
+		h.Write(b)
+		h.Write([]byte{0})
 	}
 	for _, b := range o.caPEM {
 		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("%w: CA certificates hold no PEM certificate", errdef.ErrInvalidInput)
+			return nil, "", fmt.Errorf("%w: CA certificates hold no PEM certificate", errdef.ErrInvalidInput)
 		}
+		h.Write(b)
+		h.Write([]byte{0})
 	}
-	return pool, nil
+	return pool, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (c *Client) newTransport(pool *x509.CertPool) *http.Transport {

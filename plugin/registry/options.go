@@ -42,6 +42,7 @@ type options struct {
 	base           http.RoundTripper
 	userAgent      string
 	logger         *slog.Logger
+	shared         *Shared
 }
 
 // WithDockerConfig reads credentials from this Docker config file instead of
@@ -125,6 +126,10 @@ func WithResponseHeaderTimeout(d time.Duration) Option {
 // http.DefaultTransport with the CA pool and timeouts). The plain-HTTP guard
 // and retries still wrap it.
 func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.base = rt } }
+
+// WithShared makes the client share connections and registry tokens with
+// every other client given s (see Shared). Default: none, a client of its own.
+func WithShared(s *Shared) Option { return func(o *options) { o.shared = s } }
 
 // WithUserAgent sets the User-Agent header (default "argocd-ocm-plugin").
 func WithUserAgent(ua string) Option { return func(o *options) { o.userAgent = ua } }
