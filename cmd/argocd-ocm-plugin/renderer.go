@@ -35,6 +35,15 @@ const DefaultTimeout = 50 * time.Second
 // are the sidecar's, the same for all). nil in a process of its own.
 var sharedRegistry *registry.Shared
 
+// sharedTags is set by serve too: a burst of generations of one component
+// (an ApplicationSet refresh) resolves its tag once per sharedTagsTTL.
+var sharedTags *oci.TagResolutions
+
+// sharedTagsTTL is how long the render server reuses a tag resolution; a
+// re-pushed tag is seen after at most this long (Argo CD itself caches
+// generated manifests for much longer).
+const sharedTagsTTL = 5 * time.Second
+
 // newRenderer builds the pipeline with a registry client for this one render.
 // Notes and warnings of every layer (registry, cache, pipeline) go to notes.
 func newRenderer(notes io.Writer, getenv func(string) string) (*pipeline.Renderer, error) {
@@ -46,7 +55,11 @@ func newRenderer(notes io.Writer, getenv func(string) string) (*pipeline.Rendere
 		ropts = append(ropts, registry.WithShared(sharedRegistry))
 	}
 	logger := slog.New(slog.NewTextHandler(notes, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	src, err := pipeline.NewRegistrySource(oci.WithRegistryOptions(ropts...), oci.WithLogger(logger))
+	oopts := []oci.Option{oci.WithRegistryOptions(ropts...), oci.WithLogger(logger)}
+	if sharedTags != nil {
+		oopts = append(oopts, oci.WithRecentTags(sharedTags))
+	}
+	src, err := pipeline.NewRegistrySource(oopts...)
 	if err != nil {
 		return nil, err
 	}

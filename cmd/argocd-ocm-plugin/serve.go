@@ -14,6 +14,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
@@ -68,7 +69,7 @@ func serve(ctx context.Context, socket string, parallelism int, command []string
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer os.Remove(socket)
-	sharedRegistry = &registry.Shared{}
+	sharedRegistry, sharedTags = &registry.Shared{}, oci.NewTagResolutions(sharedTagsTTL)
 	srv := &server.Server{Handler: requestHandler(log), Parallelism: parallelism, Log: log}
 	srvCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()

@@ -272,9 +272,44 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 	if ref.Tag == "" {
 		return ocispec.Descriptor{}, fmt.Errorf("%w: reference %s has neither tag nor digest", errdef.ErrInvalidInput, ref)
 	}
-	return c.tags.Do(ctx, ref.Name()+":"+ref.Tag, func(ctx context.Context) (ocispec.Descriptor, error) {
-		return c.fetchManifestRef(ctx, ref, repo, ref.Tag)
+	key := ref.Name() + ":" + ref.Tag
+	return c.tags.Do(ctx, key, func(ctx context.Context) (ocispec.Descriptor, error) {
+		if c.o.recentTags == nil {
+			return c.fetchManifestRef(ctx, ref, repo, ref.Tag)
+		}
+		m, err := c.o.recentTags.Do(ctx, key, func(ctx context.Context) (TaggedManifest, error) {
+			d, err := c.fetchManifestRef(ctx, ref, repo, ref.Tag)
+			if err != nil {
+				return TaggedManifest{}, err
+			}
+			b, _ := c.getMeta(d.Digest)
+			return TaggedManifest{Desc: d, Data: b}, nil
+		})
+		if err != nil {
+			return ocispec.Descriptor{}, err
+		}
+		if m.Data != nil {
+			c.putMeta(m.Desc.Digest, m.Data) // no second request for the manifest body
+		}
+		return m.Desc, nil
 	})
+}
+
+// TagResolutions are recent tag resolutions shared by the generations of one
+// long-lived process (the render server): an ApplicationSet refresh rendering
+// 100 Applications of one component asks the registry for the tag once. A
+// moved tag is seen once the entry is older than its time to live.
+type TagResolutions = cache.Recent[string, TaggedManifest]
+
+// TaggedManifest is a manifest a tag named when it was resolved.
+type TaggedManifest struct {
+	Desc ocispec.Descriptor
+	Data []byte // the verified manifest bytes
+}
+
+// NewTagResolutions makes TagResolutions whose entries live for ttl.
+func NewTagResolutions(ttl time.Duration) *TagResolutions {
+	return cache.NewRecent[string, TaggedManifest](ttl)
 }
 
 // fetchManifestRef GETs a manifest by tag or digest, verifies it against the

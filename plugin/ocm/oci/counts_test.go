@@ -199,3 +199,40 @@ func TestCrossProcessDownloadsOnce(t *testing.T) {
 		t.Fatalf("%d processes downloaded the chart blob %d times, want 1", n, blobs)
 	}
 }
+
+// Generations of a render server sharing TagResolutions: the first resolves
+// the tag, the next ones (new clients, within the time to live) ask the
+// registry nothing, even without a disk cache; after it, the tag again.
+func TestSharedTagResolutions(t *testing.T) {
+	d := makeData(t)
+	reg := registrytest.Start(t)
+	reg.Push(t, "ocm", component(d, "1.0.0"))
+	shared := oci.NewTagResolutions(200 * time.Millisecond)
+	cacheDir := t.TempDir()
+	tagGETs := func() (n int) {
+		for _, q := range reg.Requests() {
+			if strings.Contains(q.Path, "/manifests/") && !strings.Contains(q.Path, "sha256:") {
+				n++
+			}
+		}
+		return n
+	}
+	render(t, open(t, reg, cacheDir, oci.WithRecentTags(shared)), "1.0.0")
+	reg.Reset()
+	for range 5 {
+		render(t, open(t, reg, cacheDir, oci.WithRecentTags(shared)), "1.0.0")
+	}
+	if n := len(reg.Requests()); n != 0 {
+		t.Fatalf("5 warm generations within the TTL made %d requests, want 0", n)
+	}
+	render(t, open(t, reg, "", oci.WithRecentTags(shared)), "1.0.0") // no disk cache: the manifest comes along
+	if n := tagGETs(); n != 0 {
+		t.Fatalf("a generation without disk cache asked for the tag %d times", n)
+	}
+	time.Sleep(250 * time.Millisecond)
+	reg.Reset()
+	render(t, open(t, reg, cacheDir, oci.WithRecentTags(shared)), "1.0.0")
+	if n := tagGETs(); n != 1 {
+		t.Fatalf("after the TTL: %d tag requests, want 1", n)
+	}
+}

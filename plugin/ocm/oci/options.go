@@ -24,6 +24,7 @@ const (
 type Option func(*options)
 
 type options struct {
+	recentTags *TagResolutions
 	client     *Client
 	reg        *registry.Client
 	regOpts    []registry.Option
@@ -54,6 +55,11 @@ func WithRegistryOptions(opts ...registry.Option) Option {
 func WithPlainHTTP(hosts ...string) Option {
 	return func(o *options) { o.allowPlain = append(o.allowPlain, hosts...) }
 }
+
+// WithRecentTags shares tag resolutions, with the manifests they named, with
+// every client given r, for r's time to live (see NewTagResolutions). Default:
+// a tag is resolved once per client.
+func WithRecentTags(r *TagResolutions) Option { return func(o *options) { o.recentTags = r } }
 
 // WithCache sets the blob cache. Default: cache.Open(cache.DefaultDir()),
 // which degrades to no cache with a warning when the directory is unusable.

@@ -1,0 +1,63 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestRecent(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := NewRecent[string, int](5 * time.Second)
+	r.now = func() time.Time { return now }
+	var calls atomic.Int32
+	get := func() (int, error) {
+		return r.Do(context.Background(), "k", func(context.Context) (int, error) { return int(calls.Add(1)), nil })
+	}
+	if v, _ := get(); v != 1 {
+		t.Fatalf("first: %d", v)
+	}
+	now = now.Add(4 * time.Second)
+	if v, _ := get(); v != 1 || calls.Load() != 1 {
+		t.Fatalf("within the TTL: %d after %d calls", v, calls.Load())
+	}
+	now = now.Add(2 * time.Second)
+	if v, _ := get(); v != 2 {
+		t.Fatalf("after the TTL: %d, want a new call", v)
+	}
+}
+
+// Concurrent callers share one call; a failure is not remembered.
+func TestRecentSharesCallsNotErrors(t *testing.T) {
+	r := NewRecent[string, int](time.Minute)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.Do(context.Background(), "k", func(context.Context) (int, error) {
+				calls.Add(1)
+				<-release
+				return 7, nil
+			})
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if calls.Load() != 1 {
+		t.Fatalf("%d calls for 20 concurrent callers", calls.Load())
+	}
+	boom := errors.New("boom")
+	if _, err := r.Do(context.Background(), "e", func(context.Context) (int, error) { return 0, boom }); err != boom {
+		t.Fatal(err)
+	}
+	if v, err := r.Do(context.Background(), "e", func(context.Context) (int, error) { return 3, nil }); err != nil || v != 3 {
+		t.Fatalf("after a failure: %d, %v", v, err)
+	}
+}
