@@ -409,6 +409,14 @@ func (b *bench) wallGoal(mode, id, what string, s, ref *series, refWhat string, 
 		Limit: limit, LimitWhat: "≤ " + strconv.FormatFloat(limit, 'g', -1, 64), Met: boolp(v/r <= limit), Note: minNote(s, ref)})
 }
 
+// coldSpec turns off the render server's shared tag resolutions
+// (ARGOCD_OCM_TAG_TTL=0, a sidecar setting: a server of its own) for cold
+// runs; a process ignores the variable.
+func coldSpec(c cmdSpec) cmdSpec {
+	c.Env = append(slices.Clone(c.Env), "ARGOCD_OCM_TAG_TTL=0")
+	return c
+}
+
 // inMode returns c as run in mode.
 func (b *bench) inMode(mode string, c cmdSpec) cmdSpec {
 	if mode == "sidecar" {
@@ -461,12 +469,14 @@ func (b *bench) charts(ctx context.Context) {
 			mj.warm = newJob(b.inMode(mode, b.generate("generate warm (registry)", "bench", b.repo, c.Component, "", warmCache)))
 			mj.ctf = newJob(b.inMode(mode, b.generate("generate warm (CTF)", "bench", b.ctfDir, c.Component, "", warmCache)))
 			// The server needs no restart for a cold run: it opens the
-			// cache directory per request.
-			mj.cold = newJob(b.inMode(mode, b.generate("generate cold (registry)", "bench", b.repo, c.Component, "", coldCache)))
+			// cache directory per request. Its shared tag resolutions
+			// are off (a server of its own) so that a cold run asks for
+			// the tag as a first generation does.
+			mj.cold = newJob(b.inMode(mode, coldSpec(b.generate("generate cold (registry)", "bench", b.repo, c.Component, "", coldCache))))
 			mj.cold.before = coldBefore
 			mj.cold.after = func(sample) { mj.checks = append(mj.checks, checkRequests(b.settle(), c.Needed)) }
 			if c.TransferredRepo != "" {
-				mj.cold2 = newJob(b.inMode(mode, b.generate("generate cold (registry, transferred ociArtifact)", "bench", c.TransferredRepo, c.Component, "", coldCache)))
+				mj.cold2 = newJob(b.inMode(mode, coldSpec(b.generate("generate cold (registry, transferred ociArtifact)", "bench", c.TransferredRepo, c.Component, "", coldCache))))
 				mj.cold2.before = coldBefore
 				mj.cold2.after = func(sample) { mj.checks2 = append(mj.checks2, checkRequests(b.settle(), c.TransferredNeeded)) }
 			}

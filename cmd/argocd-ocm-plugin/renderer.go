@@ -24,6 +24,9 @@ const (
 	// envPluginName is the name child Applications of a platform use for this
 	// plugin (plugin.yaml metadata.name, "-<spec.version>" appended when set).
 	envPluginName = "ARGOCD_OCM_PLUGIN_NAME"
+	// envTagTTL is how long the render server shares a tag resolution between
+	// generations, Go duration (default 5s; 0 turns sharing off).
+	envTagTTL = "ARGOCD_OCM_TAG_TTL"
 )
 
 // DefaultTimeout stays below Argo CD's 60 s repo-server deadline so that our
@@ -39,10 +42,10 @@ var sharedRegistry *registry.Shared
 // (an ApplicationSet refresh) resolves its tag once per sharedTagsTTL.
 var sharedTags *oci.TagResolutions
 
-// sharedTagsTTL is how long the render server reuses a tag resolution; a
-// re-pushed tag is seen after at most this long (Argo CD itself caches
-// generated manifests for much longer).
-const sharedTagsTTL = 5 * time.Second
+// defaultTagTTL is how long the render server reuses a tag resolution
+// (ARGOCD_OCM_TAG_TTL); a re-pushed tag is seen after at most this long
+// (Argo CD itself caches generated manifests for much longer).
+const defaultTagTTL = 5 * time.Second
 
 // newRenderer builds the pipeline with a registry client for this one render.
 // Notes and warnings of every layer (registry, cache, pipeline) go to notes.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +41,8 @@ serves until SIGTERM or SIGINT.
 
 Request-scoped variables (ARGOCD_APP_*, ARGOCD_ENV_*, PARAM_*, KUBE_VERSION,
 KUBE_API_VERSIONS) come from each client; every other setting from serve's own
-environment. A client whose environment differs, or a client without a server,
+environment. Generations share registry connections and tokens, and a tag's
+resolution for ARGOCD_OCM_TAG_TTL (default 5s, 0: not shared). A client whose environment differs, or a client without a server,
 renders in a process of its own.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,7 +56,7 @@ renders in a process of its own.`,
 			if err != nil {
 				return fmt.Errorf("%w: --socket %q: %v", errdef.ErrInvalidInput, socket, err)
 			}
-			return serve(cmd.Context(), abs, parallelism, args, stderr)
+			return serve(cmd.Context(), abs, parallelism, args, stderr, getenv)
 		},
 	}
 	c.Flags().StringVar(&socket, "socket", "", "unix socket to listen on (default $"+server.EnvSocket+", else "+DefaultSocket+")")
@@ -62,14 +64,25 @@ renders in a process of its own.`,
 	return c
 }
 
-func serve(ctx context.Context, socket string, parallelism int, command []string, stderr io.Writer) error {
+func serve(ctx context.Context, socket string, parallelism int, command []string, stderr io.Writer, getenv func(string) string) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ttl := defaultTagTTL
+	if v := strings.TrimSpace(getenv(envTagTTL)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("%w: %s=%q is not a duration ≥ 0", errdef.ErrInvalidInput, envTagTTL, v)
+		}
+		ttl = d
+	}
 	l, err := server.Listen(socket)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer os.Remove(socket)
-	sharedRegistry, sharedTags = &registry.Shared{}, oci.NewTagResolutions(sharedTagsTTL)
+	sharedRegistry = &registry.Shared{}
+	if ttl > 0 {
+		sharedTags = oci.NewTagResolutions(ttl)
+	}
 	srv := &server.Server{Handler: requestHandler(log), Parallelism: parallelism, Log: log}
 	srvCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
