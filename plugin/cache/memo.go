@@ -3,20 +3,43 @@ package cache
 import (
 	"context"
 	"sync"
+	"time"
 )
 
-// Memo remembers the results of lookups for the life of one process (one
-// generation): tag → digest, tag lists. Concurrent callers for one key share
-// one call; errors are not remembered, so the next caller tries again.
+// Memo remembers the results of lookups: tag → digest, tag lists. Concurrent
+// callers for one key share one call; errors are not remembered, so the next
+// caller tries again.
+//
+// The zero value remembers for its whole life (one generation's client).
+// NewRecent makes one whose values expire, shared by the generations of a
+// long-lived process (the render server): when an ApplicationSet refresh
+// renders 100 Applications of one component at once, the registry is asked
+// for the tag once, not 100 times.
 type Memo[K comparable, V any] struct {
-	mu sync.Mutex
-	m  map[K]*memoCall[V]
+	ttl time.Duration // 0: never expires
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[K]*memoCall[V]
 }
 
 type memoCall[V any] struct {
-	done chan struct{}
-	v    V
-	err  error
+	done    chan struct{}
+	v       V
+	err     error
+	expires time.Time // set when done, if the Memo has a ttl
+}
+
+// maxRecentEntries bounds a Memo with a ttl: past it, expired entries are dropped.
+const maxRecentEntries = 4096
+
+// NewRecent makes a Memo whose values are reused for ttl after they arrived.
+func NewRecent[K comparable, V any](ttl time.Duration) *Memo[K, V] {
+	return &Memo[K, V]{ttl: ttl, now: time.Now}
+}
+
+// fresh reports whether a call's value may still be used; m.mu is held.
+func (m *Memo[K, V]) fresh(c *memoCall[V]) bool {
+	return m.ttl <= 0 || !isDone(c.done) || !m.now().After(c.expires)
 }
 
 // Do returns the remembered value for key, or calls fn once to get it.
@@ -27,16 +50,21 @@ func (m *Memo[K, V]) Do(ctx context.Context, key K, fn func(context.Context) (V,
 			m.m = map[K]*memoCall[V]{}
 		}
 		c, ok := m.m[key]
-		if !ok {
+		if !ok || !m.fresh(c) {
+			if m.ttl > 0 && len(m.m) >= maxRecentEntries {
+				m.dropExpired()
+			}
 			c = &memoCall[V]{done: make(chan struct{})}
 			m.m[key] = c
 			m.mu.Unlock()
 			c.v, c.err = fn(ctx)
+			m.mu.Lock()
 			if c.err != nil {
-				m.mu.Lock()
 				delete(m.m, key)
-				m.mu.Unlock()
+			} else if m.ttl > 0 {
+				c.expires = m.now().Add(m.ttl)
 			}
+			m.mu.Unlock()
 			close(c.done)
 			return c.v, c.err
 		}
@@ -58,15 +86,10 @@ func (m *Memo[K, V]) Do(ctx context.Context, key K, fn func(context.Context) (V,
 func (m *Memo[K, V]) Get(key K) (V, bool) {
 	m.mu.Lock()
 	c, ok := m.m[key]
+	ok = ok && isDone(c.done) && c.err == nil && m.fresh(c)
 	m.mu.Unlock()
 	if ok {
-		select {
-		case <-c.done:
-			if c.err == nil {
-				return c.v, true
-			}
-		default:
-		}
+		return c.v, true
 	}
 	var zero V
 	return zero, false
@@ -77,9 +100,30 @@ func (m *Memo[K, V]) Set(key K, v V) {
 	c := &memoCall[V]{done: make(chan struct{}), v: v}
 	close(c.done)
 	m.mu.Lock()
+	if m.ttl > 0 {
+		c.expires = m.now().Add(m.ttl)
+	}
 	if m.m == nil {
 		m.m = map[K]*memoCall[V]{}
 	}
 	m.m[key] = c
 	m.mu.Unlock()
+}
+
+// dropExpired deletes finished, expired entries; m.mu is held.
+func (m *Memo[K, V]) dropExpired() {
+	for k, c := range m.m {
+		if !m.fresh(c) {
+			delete(m.m, k)
+		}
+	}
+}
+
+func isDone(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

@@ -299,7 +299,7 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 // long-lived process (the render server): an ApplicationSet refresh rendering
 // 100 Applications of one component asks the registry for the tag once. A
 // moved tag is seen once the entry is older than its time to live.
-type TagResolutions = cache.Recent[string, TaggedManifest]
+type TagResolutions = cache.Memo[string, TaggedManifest]
 
 // TaggedManifest is a manifest a tag named when it was resolved.
 type TaggedManifest struct {
