@@ -510,7 +510,7 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []b
 	// 4. the instance's values
 	inst, origin, err := instanceValues(rs.req, rs.p.ReadFile)
 	if err != nil {
-		return pipeline.Step{}, nil, fmt.Errorf("%w: %v", errdef.ErrInvalidInput, err)
+		return pipeline.Step{}, nil, errdef.Mark(errdef.ErrInvalidInput, err)
 	}
 	ops = append(ops, func(v *Values) error { v.Merge(inst, origin); return nil })
 

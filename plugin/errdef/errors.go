@@ -2,6 +2,7 @@ package errdef
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -125,4 +126,15 @@ func oneLine(s string) string {
 		b.WriteString(f)
 	}
 	return b.String()
+}
+
+// Mark classifies err as sentinel: err itself when it already is one (so a
+// message never reads "invalid input: invalid input: …"), else sentinel
+// wrapped around it, keeping err's own chain for errors.Is and errors.As.
+// nil stays nil.
+func Mark(sentinel, err error) error {
+	if err == nil || errors.Is(err, sentinel) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", sentinel, err)
 }

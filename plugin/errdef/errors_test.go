@@ -42,3 +42,20 @@ func TestWrapKeepsInnermostContext(t *testing.T) {
 		t.Fatal("nil must stay nil")
 	}
 }
+
+// A cause that already is invalid input is not marked twice (the message of
+// a bad -f or --set read "invalid input: invalid input: …").
+func TestMarkDoesNotRepeatTheSentinel(t *testing.T) {
+	inner := fmt.Errorf("%w: --set a[=b: error parsing index", errdef.ErrInvalidInput)
+	if got := errdef.Mark(errdef.ErrInvalidInput, inner).Error(); got != "invalid input: --set a[=b: error parsing index" {
+		t.Errorf("got %q", got)
+	}
+	plain := errors.New("open x: no such file")
+	m := errdef.Mark(errdef.ErrInvalidInput, plain)
+	if m.Error() != "invalid input: open x: no such file" || !errors.Is(m, errdef.ErrInvalidInput) || !errors.Is(m, plain) {
+		t.Errorf("got %q", m)
+	}
+	if errdef.Mark(errdef.ErrInvalidInput, nil) != nil {
+		t.Error("nil must stay nil")
+	}
+}
