@@ -398,6 +398,12 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 	}
 	switch res.Type {
 	case TypeHelmChart:
+		if step.Path != "" {
+			// Refused before anything is fetched: ignoring it would render
+			// something other than what was asked for.
+			return nil, fmt.Errorf("%w: path %q: resource %s is a helmChart; a path (--path, parameter path) selects an entry in a directoryTree resource",
+				errdef.ErrInvalidInput, step.Path, res.Identity())
+		}
 		c, err := r.Access.Read(ctx, cv, res)
 		if err != nil {
 			return nil, err
