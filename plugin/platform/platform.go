@@ -326,7 +326,7 @@ func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, erro
 		"plugin":         map[string]any{"name": plugin, "parameters": params},
 	}
 	if src.RepoURL == "" {
-		return nil, fmt.Errorf("%w: the parent's git source is unknown (ARGOCD_APP_SOURCE_REPO_URL), children cannot point back at it", errdef.ErrInvalidInput)
+		return nil, fmt.Errorf("%w: the parent's git source is unknown (ARGOCD_APP_SOURCE_REPO_URL, or --source-repo-url), children cannot point back at it", errdef.ErrInvalidInput)
 	}
 	meta := map[string]any{
 		"name":       appName(opts.Parent, ref.Name),
