@@ -81,8 +81,8 @@ func Open(path string, opts ...Option) (ocm.Repository, error) {
 		return ca, nil
 	default:
 		s.close()
-		return nil, fmt.Errorf("repository %s: %w: neither a CTF (%s) nor a component archive (%s)",
-			path, errdef.ErrInvalidInput, IndexFileName, DescriptorFileName)
+		return nil, fmt.Errorf("repository %s: %w: neither a CTF (%s) nor a component archive (%s); %s",
+			path, errdef.ErrInvalidInput, IndexFileName, DescriptorFileName, RepositoryForms)
 	}
 }
 

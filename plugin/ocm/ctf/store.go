@@ -198,7 +198,7 @@ func (t *tarStore) index(o options) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("%w: tar: %v", errdef.ErrInvalidInput, err)
+			return fmt.Errorf("%w: not a CTF or component archive: the file is not a tar or tgz archive (tar: %v); %s", errdef.ErrInvalidInput, err, RepositoryForms)
 		}
 		if count >= o.maxEntries {
 			return fmt.Errorf("%w: archive has more than %d entries", errdef.ErrLimitExceeded, o.maxEntries)
