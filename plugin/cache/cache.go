@@ -250,6 +250,7 @@ func (c *Cache) Fetch(ctx context.Context, dgst string, size int64, fetch FetchF
 		return direct(ctx, dgst, size, fetch)
 	}
 	if f, ok := c.Get(dgst, size); ok {
+		c.o.logger.Debug("cache hit", "digest", dgst)
 		return f, nil
 	}
 	unlock, err := c.lockKey(ctx, dgst)
@@ -287,6 +288,7 @@ func (c *Cache) Fetch(ctx context.Context, dgst string, size int64, fetch FetchF
 		return nil, err
 	}
 	c.added(n)
+	c.o.logger.Debug("cache miss: downloaded and stored", "digest", dgst, "bytes", n)
 	return f, nil
 }
 

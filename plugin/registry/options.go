@@ -43,6 +43,7 @@ type options struct {
 	userAgent      string
 	logger         *slog.Logger
 	shared         *Shared
+	observe        func(n int)
 }
 
 // WithDockerConfig reads credentials from this Docker config file instead of

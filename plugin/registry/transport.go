@@ -34,7 +34,13 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set("User-Agent", g.c.o.userAgent)
 	}
-	return g.base.RoundTrip(req)
+	start := time.Now()
+	resp, err := g.base.RoundTrip(req)
+	g.c.logRequest(req, resp, err, start)
+	if err == nil && g.c.o.observe != nil && resp.Body != nil {
+		resp.Body = &observedBody{ReadCloser: resp.Body, observe: g.c.o.observe}
+	}
+	return resp, err
 }
 
 // retryPolicy implements oras-go's retry.Policy: bounded exponential backoff
