@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -36,19 +37,24 @@ prints the manifests.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	// Help and usage go to stderr too: stdout is reserved for manifests.
-	root.SetOut(stderr)
+	// Help, usage and shell completion go to stdout, as cobra intends (so
+	// that --help | less and completion scripts work); errors to stderr. A
+	// command that renders writes stdout only on success, in one go.
+	root.SetOut(stdout)
 	root.SetErr(stderr)
+	diag := newDiagnostics(stderr)
+	root.PersistentFlags().BoolVarP(&diag.verbose, "verbose", "v", false,
+		"log what happens on stderr: repository, resolution, registry requests, cache hits, timings (never credentials)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v (see %s --help)", errdef.ErrInvalidInput, err, c.CommandPath())
 	})
-	root.AddCommand(newRenderCommand(stdout, stderr, getenv), newGenerateCommand(stdout, stderr, getenv, dir),
-		newParametersCommand(stdout, stderr, getenv, dir), newVerifyCommand(stdout, stderr, getenv), newVersionCommand(stdout),
+	root.AddCommand(newRenderCommand(stdout, stderr, getenv, diag), newGenerateCommand(stdout, stderr, getenv, dir, diag),
+		newParametersCommand(stdout, stderr, getenv, dir, diag), newVerifyCommand(stdout, stderr, getenv, diag), newVersionCommand(stdout),
 		newServeCommand(stderr, getenv))
 	return root
 }
 
-func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
 	var req pipeline.Request
 	var apiVersions string
 	var sig signatureFlags
@@ -60,7 +66,7 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 		Short: "Render a component version's chart or kustomization and print the manifests",
 		Example: `  argocd-ocm-plugin render --repository ./ctf --component example.com/demo/podinfo --version 1.0.0 \
     --release-name demo --namespace demo --set replicaCount=2`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.APIVersions = splitComma(apiVersions)
 			p, err := parseParams(params)
@@ -75,7 +81,8 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 			if output != "yaml" && output != "json" {
 				return errdef.Wrap(fmt.Errorf("%w: --output %q: want yaml or json", errdef.ErrInvalidInput, output), errdef.Error{Component: req.Component, Version: req.Version})
 			}
-			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: sig.provenance, explain: explain, json: output == "json"})
+			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: sig.provenance, explain: explain, json: output == "json",
+				diag: diag, progress: diag.terminal(stderr)})
 		},
 	}
 	f := c.Flags()
@@ -106,7 +113,7 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 	return c
 }
 
-func newGenerateCommand(stdout, stderr io.Writer, getenv func(string) string, dir string) *cobra.Command {
+func newGenerateCommand(stdout, stderr io.Writer, getenv func(string) string, dir string, diag *diagnostics) *cobra.Command {
 	return &cobra.Command{
 		Use:   "generate",
 		Short: "Argo CD generate command: render the Application's component from the plugin environment",
@@ -121,7 +128,7 @@ Helm's capabilities.
 The manifests are printed as a stream of JSON documents ("---" and one compact JSON
 object per line), which Argo CD reads like YAML and converts to JSON anyway; writing
 YAML would cost more than rendering a large chart (render -o yaml shows the same).`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req, err := cmp.Request(getenv)
 			if err != nil {
@@ -133,7 +140,7 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 			}
-			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: isTrue(getenv(envProvenance)) || req.Provenance, json: true})
+			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: isTrue(getenv(envProvenance)) || req.Provenance, json: true, diag: diag})
 		},
 	}
 }
@@ -142,7 +149,7 @@ func newVersionCommand(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := fmt.Fprintf(stdout, "argocd-ocm-plugin %s\n", buildVersion())
 			return err
@@ -172,6 +179,8 @@ type renderOptions struct {
 	provenance bool
 	explain    bool // print the config report instead of the manifests
 	json       bool // manifests as JSON documents (manifests.EncodeJSON), else YAML
+	diag       *diagnostics
+	progress   bool // a download progress line on stderr (render, on a terminal)
 }
 
 func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
@@ -184,10 +193,16 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 	// Notes and warnings (resolved versions, unmatched images, a disabled
 	// cache) reach stderr only on success: on failure stderr is the one error line.
 	var notes bytes.Buffer
-	r, err := newRenderer(&notes, getenv)
+	var prog *progress
+	if opts.progress {
+		prog = newProgress(stderr)
+		defer prog.done()
+	}
+	r, log, err := newRenderer(&notes, getenv, opts.diag, prog)
 	if err != nil {
 		return errdef.Wrap(err, ectx)
 	}
+	start := time.Now()
 	r.Signatures, r.Provenance = opts.signatures, opts.provenance
 	// Deployment definitions, config resources and localisation (package config)
 	// plan every render and post-process it first.
@@ -199,9 +214,12 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 	r.Planner = planner
 	r.PostProcessors = append([]pipeline.PostProcessor{planner}, r.PostProcessors...)
 	res, err := r.Render(ctx, req)
+	prog.done()
 	if err != nil {
-		return err
+		log.Debug("render failed", "ms", since(start))
+		return suggestComponents(ctx, r.OpenRepository, req, err)
 	}
+	log.Debug("rendered", "component", res.Component, "version", res.Version, "objects", len(res.Objects), "ms", since(start))
 	if opts.explain {
 		if report == nil {
 			return errdef.Wrap(fmt.Errorf("%w: --explain: the component renders as a platform of child Applications, which has no values to explain", errdef.ErrInvalidInput), ectx)
@@ -265,4 +283,13 @@ func splitComma(s string) []string {
 		}
 	}
 	return out
+}
+
+// noArgs refuses positional arguments: cobra's NoArgs calls one an "unknown
+// command", which sends people looking for a subcommand.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q: %s takes flags only (see %s --help)", errdef.ErrInvalidInput, args[0], cmd.CommandPath(), cmd.CommandPath())
+	}
+	return nil
 }

@@ -93,7 +93,7 @@ func TestFailuresPrintNothingOnStdout(t *testing.T) {
 		{"unknown version", []string{"render", "--repository", demoRepo, "--component", "example.com/demo/podinfo", "--version", "9.9.9"}, nil,
 			[]string{"example.com/demo/podinfo:9.9.9", "available: 1.0.0"}},
 		{"unknown flag", []string{"render", "--bogus"}, nil, []string{"unknown flag: --bogus"}},
-		{"positional argument", []string{"render", "extra"}, nil, []string{"extra"}},
+		{"positional argument", []string{"render", "extra"}, nil, []string{`unexpected argument "extra"`}},
 		{"missing inputs", []string{"render"}, nil, []string{"missing repository, component, version"}},
 		{"bad set", []string{"render", "--repository", demoRepo, "--component", "example.com/demo/podinfo", "--version", "1.0.0", "--set", "a[=b"}, nil,
 			[]string{"--set a[=b"}},
@@ -161,12 +161,9 @@ func TestGenerateFromArgoCDEnvironment(t *testing.T) {
 	}
 }
 
-func TestHelpAndVersionStayOffStdoutExceptVersion(t *testing.T) {
+// Help is covered by TestHelpAndCompletionOnStdout (cli_test.go).
+func TestVersionOnStdout(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"render", "--help"}, &stdout, &stderr, env(nil)); code != 0 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "--repository") {
-		t.Fatalf("help: code %d stdout %q", code, stdout.String())
-	}
-	stdout.Reset()
 	if code := run([]string{"version"}, &stdout, &stderr, env(nil)); code != 0 || !strings.HasPrefix(stdout.String(), "argocd-ocm-plugin ") {
 		t.Fatalf("version: %d %q", code, stdout.String())
 	}

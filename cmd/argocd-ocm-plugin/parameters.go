@@ -15,7 +15,7 @@ import (
 // newParametersCommand is the plugin's dynamic parameter announcement
 // (plugin.yaml spec.parameters.dynamic): a JSON array of Argo CD
 // ParameterAnnouncement objects on stdout.
-func newParametersCommand(stdout, stderr io.Writer, getenv func(string) string, dir string) *cobra.Command {
+func newParametersCommand(stdout, stderr io.Writer, getenv func(string) string, dir string, diag *diagnostics) *cobra.Command {
 	return &cobra.Command{
 		Use:   "parameters",
 		Short: "Argo CD dynamic parameters: announce the component's parameters as JSON",
@@ -27,7 +27,7 @@ ARGOCD_ENV_<NAME>), the component's renderable resources, the resolved version a
 the instance parameters of its deployment definition as typed fields named
 parameters.<name> (they win over the parameters map).
 On failure nothing is printed on stdout and one line on stderr says why.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			app := getenv(cmp.EnvAppName)
 			ctx, cancel, err := withDeadline(cmd.Context(), 0, getenv)
@@ -36,7 +36,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			}
 			defer cancel()
 			var notes bytes.Buffer // to stderr on success only: a failure is one line
-			r, err := newRenderer(&notes, getenv)
+			r, _, err := newRenderer(&notes, getenv, diag, nil)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}

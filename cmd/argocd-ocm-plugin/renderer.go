@@ -49,28 +49,36 @@ const defaultTagTTL = 5 * time.Second
 
 // newRenderer builds the pipeline with a registry client for this one render.
 // Notes and warnings of every layer (registry, cache, pipeline) go to notes.
-func newRenderer(notes io.Writer, getenv func(string) string) (*pipeline.Renderer, error) {
+// With diag's log level at info or debug, the log lines go to stderr as they
+// happen; prog, when not nil, counts the bytes read from registries.
+func newRenderer(notes io.Writer, getenv func(string) string, diag *diagnostics, prog *progress) (*pipeline.Renderer, *slog.Logger, error) {
+	logger, err := diag.logger(notes, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
 	var ropts []registry.Option
+	if prog != nil {
+		ropts = append(ropts, registry.WithBodyObserver(prog.add))
+	}
 	if hosts := splitComma(getenv(envPlainHTTP)); len(hosts) > 0 {
 		ropts = append(ropts, registry.WithPlainHTTP(hosts...))
 	}
 	if sharedRegistry != nil {
 		ropts = append(ropts, registry.WithShared(sharedRegistry))
 	}
-	logger := slog.New(slog.NewTextHandler(notes, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	oopts := []oci.Option{oci.WithRegistryOptions(ropts...), oci.WithLogger(logger)}
 	if sharedTags != nil {
 		oopts = append(oopts, oci.WithRecentTags(sharedTags))
 	}
 	src, err := pipeline.NewRegistrySource(oopts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return &pipeline.Renderer{
-		OpenRepository: src.Open,
+		OpenRepository: logOpen(src.Open, logger),
 		Access:         access.Resolver{Artifacts: src},
 		Log:            notes,
-	}, nil
+	}, logger, nil
 }
 
 // withDeadline applies the overall deadline (flag value, else ARGOCD_OCM_TIMEOUT, else DefaultTimeout).

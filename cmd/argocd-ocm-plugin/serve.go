@@ -80,6 +80,8 @@ func serve(ctx context.Context, socket string, parallelism int, command []string
 	}
 	defer os.Remove(socket)
 	sharedRegistry = &registry.Shared{}
+	serverLog = stderr // ARGOCD_OCM_LOG_LEVEL=debug|info: the generations' log lines
+	defer func() { serverLog = nil }()
 	if ttl > 0 {
 		sharedTags = oci.NewTagResolutions(ttl)
 	}

@@ -60,13 +60,13 @@ func sidecarSignaturePolicy(getenv func(string) string) (*signing.Verifier, erro
 	return signaturePolicy(splitComma(getenv(envSignature)), splitComma(getenv(envPublicKey)))
 }
 
-func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
 	var repository, component, version string
 	var names, keys []string
 	c := &cobra.Command{
 		Use:   "verify --repository REPO --component NAME --version VERSION --signature NAME --public-key FILE",
 		Short: "Verify a component version's signatures (and its references, recursively); exit 0 only when valid",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ectx := errdef.Error{Component: component, Version: version}
 			if repository == "" || component == "" || version == "" {
@@ -85,7 +85,7 @@ func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 			}
 			defer cancel()
 			var notes bytes.Buffer // to stderr on success only: a failure is one line
-			report, err := verify(ctx, &notes, getenv, repository, component, version, v)
+			report, err := verify(ctx, &notes, getenv, diag, repository, component, version, v)
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}
@@ -110,8 +110,8 @@ func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string) *cob
 	return c
 }
 
-func verify(ctx context.Context, notes io.Writer, getenv func(string) string, repository, component, version string, v *signing.Verifier) (*signing.Report, error) {
-	r, err := newRenderer(notes, getenv)
+func verify(ctx context.Context, notes io.Writer, getenv func(string) string, diag *diagnostics, repository, component, version string, v *signing.Verifier) (*signing.Report, error) {
+	r, _, err := newRenderer(notes, getenv, diag, nil)
 	if err != nil {
 		return nil, err
 	}

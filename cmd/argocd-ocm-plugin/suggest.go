@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+)
+
+// componentLister is a repository that can name its components: a CTF or a
+// component archive can; an OCI registry cannot without its catalog API,
+// which registries commonly turn off, and which lists every repository.
+type componentLister interface {
+	ListComponents(ctx context.Context) ([]string, error)
+}
+
+var errNoListing = errors.New("the repository cannot list its components")
+
+// maxSuggestions is how many close names a message lists.
+const maxSuggestions = 3
+
+// suggestComponents adds the closest existing component names to err when
+// err is the requested component not existing (not a version, resource or
+// referenced component): a typo then reads "did you mean …". Any other
+// error, and any failure to find out, returns err as it is.
+func suggestComponents(ctx context.Context, open func(context.Context, string) (ocm.Repository, error), req pipeline.Request, err error) error {
+	if !errors.Is(err, errdef.ErrNotFound) || req.Component == "" || req.Repository == "" || ctx.Err() != nil {
+		return err
+	}
+	repo, oerr := open(ctx, req.RepositoryLocation())
+	if oerr != nil {
+		return err
+	}
+	defer repo.Close()
+	if _, lerr := repo.ListVersions(ctx, req.Component); lerr == nil || !errors.Is(lerr, errdef.ErrNotFound) {
+		return err // the component exists (or we cannot tell): err is about something else
+	}
+	var hint string
+	lister, ok := repo.(componentLister)
+	var names []string
+	if ok {
+		var lerr error
+		if names, lerr = lister.ListComponents(ctx); lerr != nil {
+			ok = false
+		}
+	}
+	switch {
+	case !ok:
+		hint = "check the component name (a registry cannot list its components)"
+	case len(names) == 0:
+		hint = "the repository holds no components"
+	default:
+		if close := closestNames(req.Component, names, maxSuggestions); len(close) > 0 {
+			hint = "did you mean " + strings.Join(close, ", ") + "?"
+		} else {
+			hint = fmt.Sprintf("the repository holds %d other components, none with a similar name", len(names))
+		}
+	}
+	var e *errdef.Error
+	if errors.As(err, &e) {
+		out := *e
+		out.Err = fmt.Errorf("%w; %s", e.Err, hint)
+		return &out
+	}
+	return fmt.Errorf("%w; %s", err, hint)
+}
+
+// closestNames returns up to n names nearest to name by edit distance, only
+// those near enough to be a typo of it, nearest first, then alphabetically.
+// Near enough: at most a third of the length of name's last path element
+// (names share long prefixes such as example.com/team/), at least 2 edits.
+func closestNames(name string, names []string, n int) []string {
+	last := name[strings.LastIndex(name, "/")+1:]
+	limit := max(2, len([]rune(last))/3)
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	seen := map[string]bool{}
+	for i, c := range names {
+		if i == maxCompared {
+			break
+		}
+		// Names from a CTF are the Application author's: bound the work.
+		if c == name || seen[c] || abs(len(c)-len(name)) > limit || len(c) > 1024 {
+			continue
+		}
+		seen[c] = true
+		if d := editDistance(name, c); d <= limit {
+			cs = append(cs, cand{c, d})
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].d != cs[j].d {
+			return cs[i].d < cs[j].d
+		}
+		return cs[i].name < cs[j].name
+	})
+	var out []string
+	for i := 0; i < len(cs) && i < n; i++ {
+		out = append(out, cs[i].name)
+	}
+	return out
+}
+
+// maxCompared bounds the names a message compares (a CTF may list many).
+const maxCompared = 10000
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// editDistance is the Levenshtein distance of a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
