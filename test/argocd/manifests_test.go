@@ -1,6 +1,7 @@
 package argocd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -69,9 +70,10 @@ func kustomize(t *testing.T, fs filesys.FileSystem, dir string) resmap.ResMap {
 	return m
 }
 
-// inMemoryTree copies manifests/ into an in-memory filesystem, with the
-// remote Argo CD install of manifests/argocd replaced by the stock file of
-// the same version, so the build needs no network.
+// inMemoryTree copies manifests/ into an in-memory filesystem. manifests/argocd
+// installs a vendored copy of Argo CD's stock install.yaml: it must be the
+// file of the Argo CD version these tests run, byte for byte. The stock file
+// is also written as stock-install.yaml for kustomizeStock.
 func inMemoryTree(t *testing.T) filesys.FileSystem {
 	t.Helper()
 	fs := filesys.MakeFsInMemory()
@@ -94,18 +96,19 @@ func inMemoryTree(t *testing.T) filesys.FileSystem {
 	if err != nil {
 		t.Fatal(err)
 	}
-	remote := regexp.MustCompile(`https://raw.githubusercontent.com/argoproj/argo-cd/(v[0-9.]+)/manifests/install.yaml`)
-	m := remote.FindSubmatch(k)
+	vendored := regexp.MustCompile(`(?m)^\s*-\s*(argo-cd-(v[0-9.]+)/install\.yaml)\s*$`)
+	m := vendored.FindSubmatch(k)
 	if m == nil {
-		t.Fatal("manifests/argocd does not install a stock Argo CD release")
+		t.Fatal("manifests/argocd does not install a vendored stock Argo CD release (argo-cd-vX.Y.Z/install.yaml)")
 	}
-	if got, want := string(m[1]), argoVersion(t); got != want {
+	if got, want := string(m[2]), argoVersion(t); got != want {
 		t.Errorf("manifests/argocd installs Argo CD %s, the contract tests run %s", got, want)
 	}
-	if err := fs.WriteFile("/m/argocd/kustomization.yaml", remote.ReplaceAll(k, []byte("stock-install.yaml"))); err != nil {
-		t.Fatal(err)
+	stock := argoInstallYAML(t)
+	if b, err := fs.ReadFile(filepath.Join("/m/argocd", string(m[1]))); err != nil || !bytes.Equal(b, stock) {
+		t.Errorf("manifests/argocd/%s is not Argo CD's install.yaml of the module (err %v)", m[1], err)
 	}
-	if err := fs.WriteFile("/m/argocd/stock-install.yaml", argoInstallYAML(t)); err != nil {
+	if err := fs.WriteFile("/m/argocd/stock-install.yaml", stock); err != nil {
 		t.Fatal(err)
 	}
 	return fs
