@@ -42,7 +42,9 @@ func (p *Page) Lint(b Block) []error {
 		p.namespaces, p.helmRepos = map[string]bool{}, map[string]bool{}
 	}
 	var errs []error
-	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf("%s: "+format, append([]any{b}, a...)...)) }
+	fail := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{b}, a...)...))
+	}
 	for _, line := range logicalLines(b.Text) {
 		subshell := strings.HasPrefix(strings.TrimSpace(line), "(")
 		for _, c := range separatorRE.Split(line, -1) {
