@@ -218,6 +218,14 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 		t.Error("a file or a buffer taken for a terminal")
 	}
 
+	// A registry cannot list its components: the message says so.
+	var stderr bytes.Buffer
+	stdout.Reset()
+	if code := run([]string{"render", "--repository", "http://" + reg.Host + "/ocm", "--component", "example.com/demo/podinf", "--version", "1.0.0"}, &stdout, &stderr, env(nil)); code == 0 ||
+		!strings.Contains(stderr.String(), "check the component name (a registry cannot list its components)") || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("mistyped component in a registry: exit %d, stderr %q", code, stderr.String())
+	}
+
 	// The line itself: nothing for the first second, then a counter, cleared at the end.
 	var out bytes.Buffer
 	now := time.Unix(0, 0)

@@ -13,6 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
@@ -202,6 +203,13 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 	if err != nil {
 		return errdef.Wrap(err, ectx)
 	}
+	var opened ocm.Repository // kept for suggestComponents
+	r.OpenRepository = keepOpened(r.OpenRepository, &opened)
+	defer func() {
+		if opened != nil {
+			opened.Close()
+		}
+	}()
 	start := time.Now()
 	r.Signatures, r.Provenance = opts.signatures, opts.provenance
 	// Deployment definitions, config resources and localisation (package config)
@@ -217,7 +225,7 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 	prog.done()
 	if err != nil {
 		log.Debug("render failed", "ms", since(start))
-		return suggestComponents(ctx, r.OpenRepository, req, err)
+		return suggestComponents(ctx, opened, req, err)
 	}
 	log.Debug("rendered", "component", res.Component, "version", res.Version, "objects", len(res.Objects), "ms", since(start))
 	if opts.explain {

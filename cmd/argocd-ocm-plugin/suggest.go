@@ -24,19 +24,44 @@ var errNoListing = errors.New("the repository cannot list its components")
 // maxSuggestions is how many close names a message lists.
 const maxSuggestions = 3
 
+// keptRepository keeps the repository a render opened until the command is
+// done with it: suggestComponents asks it for names after the pipeline has
+// given up on it. Only what the pipeline itself opened is asked, so a message
+// never lists what the pipeline refused to open.
+type keptRepository struct {
+	ocm.Repository
+}
+
+func (keptRepository) Close() error { return nil }
+
+func (k keptRepository) ListComponents(ctx context.Context) ([]string, error) {
+	if l, ok := k.Repository.(componentLister); ok {
+		return l.ListComponents(ctx)
+	}
+	return nil, errNoListing
+}
+
+// keepOpened wraps open: the first repository it opens is kept in *kept
+// (closed by the caller), later ones are passed through.
+func keepOpened(open func(context.Context, string) (ocm.Repository, error), kept *ocm.Repository) func(context.Context, string) (ocm.Repository, error) {
+	return func(ctx context.Context, spec string) (ocm.Repository, error) {
+		repo, err := open(ctx, spec)
+		if err != nil || *kept != nil {
+			return repo, err
+		}
+		*kept = repo
+		return keptRepository{repo}, nil
+	}
+}
+
 // suggestComponents adds the closest existing component names to err when
-// err is the requested component not existing (not a version, resource or
-// referenced component): a typo then reads "did you mean …". Any other
-// error, and any failure to find out, returns err as it is.
-func suggestComponents(ctx context.Context, open func(context.Context, string) (ocm.Repository, error), req pipeline.Request, err error) error {
-	if !errors.Is(err, errdef.ErrNotFound) || req.Component == "" || req.Repository == "" || ctx.Err() != nil {
+// err is the requested component not existing in repo (not a version, a
+// resource or a referenced component): a typo then reads "did you mean …".
+// Any other error, and any failure to find out, returns err as it is.
+func suggestComponents(ctx context.Context, repo ocm.Repository, req pipeline.Request, err error) error {
+	if repo == nil || !errors.Is(err, errdef.ErrNotFound) || req.Component == "" || ctx.Err() != nil {
 		return err
 	}
-	repo, oerr := open(ctx, req.RepositoryLocation())
-	if oerr != nil {
-		return err
-	}
-	defer repo.Close()
 	if _, lerr := repo.ListVersions(ctx, req.Component); lerr == nil || !errors.Is(lerr, errdef.ErrNotFound) {
 		return err // the component exists (or we cannot tell): err is about something else
 	}
