@@ -264,3 +264,15 @@ func TestServerGenerationsLogToTheServerLog(t *testing.T) {
 		t.Errorf("server log:\n%s", serverOut.String())
 	}
 }
+
+func TestRedactSpec(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://robot:s3cret@127.0.0.1:5000/ocm": "http://127.0.0.1:5000/ocm",
+		"ghcr.io/acme/ocm":                       "ghcr.io/acme/ocm",
+		"testdata/demo/ctf":                      "testdata/demo/ctf",
+	} {
+		if got := redactSpec(in); got != want {
+			t.Errorf("redactSpec(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

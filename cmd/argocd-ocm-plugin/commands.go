@@ -34,7 +34,10 @@ fetches only the Helm chart or kustomization it needs, verifies digests, renders
 prints the manifests.
 
   render    preview for people, configured by flags
-  generate  the Argo CD plugin's generate command, configured by Argo CD's environment`,
+  generate  the Argo CD plugin's generate command, configured by Argo CD's environment
+
+Manifests go to stdout, in one write, only on success; a failure is one line on stderr.
+-v (or ARGOCD_OCM_LOG_LEVEL=debug|info in the sidecar) logs what happens on stderr.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
