@@ -86,7 +86,7 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string, diag
 				return errdef.Wrap(fmt.Errorf("%w: --output %q: want yaml or json", errdef.ErrInvalidInput, output), errdef.Error{Component: req.Component, Version: req.Version})
 			}
 			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: sig.provenance, explain: explain, json: output == "json",
-				diag: diag, progress: diag.terminal(stderr)})
+				diag: diag, progress: diag.terminal(stderr) && !diag.verbose})
 		},
 	}
 	f := c.Flags()
