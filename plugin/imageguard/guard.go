@@ -376,7 +376,7 @@ func (g *Guard) refuse(image string) string {
 		if _, ok := g.digests[ref.Digest]; ok {
 			return ""
 		}
-		return "is not an image resource of the component: no image resource has digest " + quote(ref.Digest) + none
+		return "is not an image resource of the component: none has the digest " + quote(ref.Digest) + none
 	}
 	key := refKey(ref, ref.Tag)
 	if _, ok := g.refs[key]; ok {
@@ -385,7 +385,8 @@ func (g *Guard) refuse(image string) string {
 	if id, ok := g.unsigned[key]; ok {
 		return "names image resource " + quote(id) + " by tag, which the component's signature does not cover (it covers digests only): pin it by digest (automatic localisation does)"
 	}
-	return "is not an image resource of the component: pinned by no digest of one, and no image resource has the reference " + quote(key) + none
+	return "is not an image resource of the component: none has the reference " + quote(key) +
+		" (by tag, an image must be exactly the reference of one; by digest, it must have the digest of one)" + none
 }
 
 func (s *scan) push(e ...fieldpath.Elem) { s.stack = append(s.stack, e...) }

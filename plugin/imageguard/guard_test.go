@@ -75,10 +75,10 @@ func TestImages(t *testing.T) {
 		{"registry.example.com/acme/worker@" + dWorker, true, true, ""},
 		{"anywhere.example/x@" + dLocal, true, true, ""},
 		{"quay.io/acme/pinned@" + dPinned, true, false, ""}, // pinned by an access only: not signed
-		{"ghcr.io/stefanprodan/podinfo@" + dEvil, false, false, `no image resource has digest "` + dEvil + `"`},
-		{"ghcr.io/stefanprodan/podinfo:6.7.0@" + dEvil, false, false, "no image resource has digest"},
-		{"ghcr.io/acme/charts/shop@sha256:" + strings.Repeat("f", 64), false, false, "no image resource has digest"}, // a chart's digest is no image
-		{"ghcr.io/stefanprodan/podinfo@sha256:" + strings.ToUpper(strings.Repeat("a", 64)), false, false, "no image resource has digest"},
+		{"ghcr.io/stefanprodan/podinfo@" + dEvil, false, false, `none has the digest "` + dEvil + `"`},
+		{"ghcr.io/stefanprodan/podinfo:6.7.0@" + dEvil, false, false, "none has the digest"},
+		{"ghcr.io/acme/charts/shop@sha256:" + strings.Repeat("f", 64), false, false, "none has the digest"}, // a chart's digest is no image
+		{"ghcr.io/stefanprodan/podinfo@sha256:" + strings.ToUpper(strings.Repeat("a", 64)), false, false, "none has the digest"},
 
 		// By tag: the exact reference only.
 		{"ghcr.io/stefanprodan/podinfo:6.7.0", true, false, ""},
@@ -94,8 +94,8 @@ func TestImages(t *testing.T) {
 		{"ghcr.io/stefanprodan/podinfo:6.7.1", false, false, `"ghcr.io/stefanprodan/podinfo:6.7.1"`},
 		{"ghcr.io/stefanprodan/podinfo", false, false, "podinfo:latest"},
 		{"ghcr.io/stefanprodan/podinfo:latest", false, false, "podinfo:latest"},
-		{"mirror.internal:5000/stefanprodan/podinfo:6.7.0", false, false, "no image resource has the reference"}, // a mirror by tag is another image
-		{"ghcr.io:443/stefanprodan/podinfo:6.7.0", false, false, "no image resource has the reference"},
+		{"mirror.internal:5000/stefanprodan/podinfo:6.7.0", false, false, "none has the reference"}, // a mirror by tag is another image
+		{"ghcr.io:443/stefanprodan/podinfo:6.7.0", false, false, "none has the reference"},
 		{"ghcr.io/stefanprodan/podinfo-evil:6.7.0", false, false, ""},
 		{"ghcr.io/evil/stefanprodan/podinfo:6.7.0", false, false, ""},
 		{"evil.example.com/miner", false, false, "evil.example.com/miner:latest"},
