@@ -159,8 +159,9 @@ func (g *Guard) Check(objs []manifests.Object) error {
 // Violations returns every violation in objs, in object order.
 func (g *Guard) Violations(objs []manifests.Object) []Violation {
 	var out []Violation
+	seen := map[string]string{} // image → refusal; charts repeat their images
 	for i, o := range objs {
-		s := scan{g: g, index: i, obj: o, name: describe(o)}
+		s := scan{g: g, index: i, obj: o, seen: seen}
 		s.object()
 		out = append(out, s.found...)
 	}
@@ -172,7 +173,7 @@ type scan struct {
 	g     *Guard
 	index int
 	obj   manifests.Object
-	name  string
+	seen  map[string]string
 	stack []fieldpath.Elem
 	found []Violation
 }
@@ -251,10 +252,14 @@ func (s *scan) walk(v any, known fieldpath.Path, depth int) {
 				}
 			}
 		}
+		// Sorted, so that the first violation reported is always the same.
 		keys := make([]string, 0, len(v))
-		for k := range v {
-			if !contains(handled, k) {
-				keys = append(keys, k)
+		for k, e := range v {
+			switch e.(type) {
+			case map[string]any, []any: // only these can hold containers
+				if !contains(handled, k) {
+					keys = append(keys, k)
+				}
 			}
 		}
 		sort.Strings(keys)
@@ -354,7 +359,12 @@ func (s *scan) image(label string, v any, strict bool) {
 	if image == "" {
 		return // nothing to pull; the API server refuses it
 	}
-	if reason := s.g.refuse(image); reason != "" {
+	reason, ok := s.seen[image]
+	if !ok {
+		reason = s.g.refuse(image)
+		s.seen[image] = reason
+	}
+	if reason != "" {
 		s.add(label, quote(image), s.path(), reason)
 	}
 }
@@ -400,7 +410,7 @@ func (s *scan) add(label, image, path, reason string) {
 	if path == "" && len(s.stack) > 0 {
 		path = s.path()
 	}
-	s.found = append(s.found, Violation{Index: s.index, Object: s.name, Container: label, Path: path, Image: image, Reason: reason})
+	s.found = append(s.found, Violation{Index: s.index, Object: describe(s.obj), Container: label, Path: path, Image: image, Reason: reason})
 }
 
 // describe names an object as "Kind namespace/name", capped.

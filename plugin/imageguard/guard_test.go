@@ -284,3 +284,35 @@ func TestDepth(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// BenchmarkCheck: a large output (1000 Deployments with two containers, 1000
+// ConfigMaps, 100 CRs with nested lists), all allowed.
+func BenchmarkCheck(b *testing.B) {
+	var objs []manifests.Object
+	for i := 0; i < 1000; i++ {
+		objs = append(objs, manifests.Object{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": fmt.Sprint("d", i), "namespace": "shop", "labels": map[string]any{"a": "b", "c": "d"}},
+			"spec": map[string]any{"replicas": int64(2), "selector": map[string]any{"matchLabels": map[string]any{"a": "b"}},
+				"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}, "spec": map[string]any{
+					"containers": []any{
+						map[string]any{"name": "app", "image": good, "ports": []any{map[string]any{"containerPort": int64(8080)}},
+							"env": []any{map[string]any{"name": "A", "value": "1"}, map[string]any{"name": "B", "value": "2"}}},
+						map[string]any{"name": "cache", "image": "redis:7.4"},
+					},
+					"volumes": []any{map[string]any{"name": "data", "emptyDir": map[string]any{}}}}}}},
+			manifests.Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": fmt.Sprint("c", i)},
+				"data": map[string]any{"config.yaml": strings.Repeat("key: value\n", 50)}})
+	}
+	for i := 0; i < 100; i++ {
+		objs = append(objs, manifests.Object{"apiVersion": "example.com/v1", "kind": "Thing", "metadata": map[string]any{"name": fmt.Sprint("t", i)},
+			"spec": map[string]any{"items": []any{map[string]any{"a": []any{int64(1), int64(2), map[string]any{"b": "c"}}}}}})
+	}
+	g := imageguard.New(descriptor())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := g.Check(objs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
