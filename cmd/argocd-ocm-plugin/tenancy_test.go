@@ -2,9 +2,16 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
 
 // refusedOneLine checks the error contract: a non-zero exit, nothing on
@@ -127,5 +134,63 @@ func TestPlatformChildrenConfined(t *testing.T) {
 		"--source-repo-url", "https://git.example.com/idp.git", "--platform-config", cfg}, &stdout, &stderr, env(nil))
 	if code != 0 || !strings.Contains(stdout.String(), "project: admin-project") || !strings.Contains(stdout.String(), "namespace: kube-system") {
 		t.Fatalf("render for people: exit %d: %s", code, stderr.String())
+	}
+}
+
+// The issue's case end to end: a signed component, the signature enforced,
+// values from git that replace the image: refused, nothing on stdout, one
+// line. Localised, the component's own image passes, pinned by the signed
+// digest.
+func TestSignedComponentCannotRunAnotherImage(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart, err := ocmbuild.PackageChart(map[string][]byte{
+		"Chart.yaml":  []byte("apiVersion: v2\nname: app\nversion: 1.0.0\n"),
+		"values.yaml": []byte("image: {repository: ghcr.io/acme/app, tag: 1.0.0}\n"),
+		"templates/deployment.yaml": []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}}
+spec:
+  selector: {matchLabels: {app: x}}
+  template:
+    metadata: {labels: {app: x}}
+    spec:
+      containers: [{name: app, image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"}]
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := strings.Repeat("5", 64)
+	c := &ocmbuild.Component{Name: "example.com/signed/app", Version: "1.0.0", Resources: []ocmbuild.Resource{
+		{Name: "chart", Type: "helmChart", MediaType: ocmbuild.MediaTypeHelmChart, Data: chart},
+		{Name: "image", Type: "ociImage", Version: "1.0.0", Access: map[string]any{"type": "ociArtifact", "imageReference": "ghcr.io/acme/app:1.0.0"},
+			Digest: &ocm.Digest{HashAlgorithm: "SHA-256", NormalisationAlgorithm: "ociArtifactDigest/v1", Value: digest}}}}
+	if err := c.Sign("release", key); err != nil {
+		t.Fatal(err)
+	}
+	c.Blobs = []ocmbuild.Blob{{MediaType: ocmbuild.MediaTypeHelmChart, Data: chart}}
+	dir := t.TempDir()
+	if err := ocmbuild.WriteCTF(filepath.Join(dir, "ctf"), c); err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "key.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
+	args := []string{"render", "--repository", filepath.Join(dir, "ctf"), "--component", "example.com/signed/app", "--version", "1.0.0",
+		"--release-name", "shop", "--signature", "release", "--public-key", filepath.Join(dir, "key.pem"), "--require-component-images", "--localize"}
+
+	var stdout, stderr bytes.Buffer
+	code := run(append(append([]string{}, args...), "--set", "image.repository=evil.example.com/miner"), &stdout, &stderr, env(nil))
+	refusedOneLine(t, "evil image", code, &stdout, &stderr,
+		`argocd-ocm-plugin: component example.com/signed/app:1.0.0: resource chart: not allowed: image origin guard: Deployment shop containers[app] (spec.template.spec.containers[0].image): image "evil.example.com/miner:1.0.0" is not an image resource of the component`)
+
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(args, &stdout, &stderr, env(nil)); code != 0 || !strings.Contains(stdout.String(), "image: ghcr.io/acme/app:1.0.0@sha256:"+digest) {
+		t.Fatalf("the component's own image: exit %d: %s\n%s", code, stderr.String(), stdout.String())
 	}
 }
