@@ -227,10 +227,11 @@ func TestWorkloads(t *testing.T) {
 
 // A component without image resources: every workload is refused, and the
 // message says why.
+var descriptorWithoutImages = ocm.Descriptor{Name: "example.com/chart-only", Version: "1.0.0", Resources: []ocm.Resource{
+	{ElementMeta: ocm.ElementMeta{Name: "chart", Version: "1.0.0"}, Type: "helmChart", Access: ocm.Access{Type: "localBlob"}}}}
+
 func TestNoImageResources(t *testing.T) {
-	d := &ocm.Descriptor{Name: "example.com/chart-only", Version: "1.0.0", Resources: []ocm.Resource{
-		{ElementMeta: ocm.ElementMeta{Name: "chart", Version: "1.0.0"}, Type: "helmChart", Access: ocm.Access{Type: "localBlob"}}}}
-	g := imageguard.New(d)
+	g := imageguard.New(&descriptorWithoutImages)
 	for _, image := range []string{good, "ghcr.io/stefanprodan/podinfo@" + dApp} {
 		err := g.Check(decode(t, deployment(image)))
 		if err == nil || !strings.Contains(err.Error(), "the component declares no image resources (ociImage/ociArtifact), so the guard refuses every workload image") {
