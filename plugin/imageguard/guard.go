@@ -224,7 +224,9 @@ func (s *scan) walk(v any, known fieldpath.Path, depth int) {
 		if known != nil && len(s.stack) == len(known) && fieldpath.Path(s.stack).HasPrefix(known) {
 			return // checked strictly
 		}
-		var handled []string // fields checked here, not walked again
+		// Checked here, and walked into too: entries can nest more (an Argo
+		// Workflows step with an inline template); a container holds no
+		// containers, so nothing is reported twice.
 		isPodSpec := false
 		for _, f := range podSpecLists {
 			if _, ok := v[f].([]any); ok {
@@ -233,19 +235,15 @@ func (s *scan) walk(v any, known fieldpath.Path, depth int) {
 		}
 		if isPodSpec {
 			s.podSpec(v, false)
-			handled = append(handled, "volumes")
-			handled = append(handled, podSpecLists...)
 		}
 		for _, f := range containerLists {
-			if list, ok := v[f].([]any); ok && !contains(handled, f) {
-				handled = append(handled, f)
+			if list, ok := v[f].([]any); ok && !(isPodSpec && contains(podSpecLists, f)) {
 				s.containers(f, list, false)
 			}
 		}
 		for _, f := range containerMaps {
 			if c, ok := v[f].(map[string]any); ok {
 				if _, has := c["image"]; has {
-					handled = append(handled, f)
 					s.push(fieldpath.Elem{Key: f})
 					s.container(f, c, false)
 					s.pop()
@@ -257,9 +255,7 @@ func (s *scan) walk(v any, known fieldpath.Path, depth int) {
 		for k, e := range v {
 			switch e.(type) {
 			case map[string]any, []any: // only these can hold containers
-				if !contains(handled, k) {
-					keys = append(keys, k)
-				}
+				keys = append(keys, k)
 			}
 		}
 		sort.Strings(keys)
