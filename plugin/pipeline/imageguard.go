@@ -31,10 +31,10 @@ func (o origins) add(objs []manifests.Object, resource string) {
 
 // guardImages is the last finishing step: after localisation, patches and
 // hooks, every workload image must be an image resource of cv (package
-// imageguard). Only signed digests count when the signatures were verified.
-func (r *Renderer) guardImages(cv ocm.ComponentVersion, objs []manifests.Object, from origins, ectx *errdef.Error) error {
+// imageguard). Only signed digests count when signatures were verified.
+func (r *Renderer) guardImages(cv ocm.ComponentVersion, objs []manifests.Object, signed bool, from origins, ectx *errdef.Error) error {
 	var opts []imageguard.Option
-	if r.Signatures != nil {
+	if signed {
 		opts = append(opts, imageguard.SignedDigestsOnly())
 	}
 	err := imageguard.New(cv.Descriptor(), opts...).Check(objs)

@@ -300,7 +300,7 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	// own go before every wave (a no-op otherwise; see hooks.ApplyDefaults).
 	hooks.ApplyDefaults(out.Objects)
 	if r.requireImages(req) {
-		if err := r.guardImages(cv, out.Objects, from, ectx); err != nil {
+		if err := r.guardImages(cv, out.Objects, len(signatures) > 0, from, ectx); err != nil {
 			return nil, err
 		}
 	}
