@@ -73,6 +73,8 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string, diag
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.APIVersions = splitComma(apiVersions)
+			// People previewing a platform may choose any project and destination.
+			req.Platform.AllowOtherProjects, req.Platform.AllowOtherDestinations = true, true
 			p, err := parseParams(params)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
@@ -112,6 +114,7 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string, diag
 	f.StringVar(&req.DefinitionFile, "definition", "", "deployment definition file (replaces one shipped in the component), or resource:NAME to pick a shipped one")
 	f.StringArrayVar(&params, "param", nil, "instance parameter name=value, typed by the deployment definition (repeatable)")
 	f.BoolVar(&req.Localize, "localize", false, "automatic localisation: point workload images that are resources of the component at the component's location of them")
+	f.BoolVar(&req.RequireComponentImages, "require-component-images", false, "image origin guard: refuse output whose workloads run an image that is not an image resource of the component (by digest, or by exact reference)")
 	f.BoolVar(&explain, "explain", false, "print, instead of the manifests, where every value came from and what each expression evaluated to")
 	f.StringVarP(&output, "output", "o", "yaml", "manifest format: yaml, or json (one JSON object per document, what generate prints)")
 	return c
@@ -140,6 +143,9 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 			}
 			req.Dir = dir
 			req.Platform.Source.PluginName = getenv(envPluginName)
+			if err := applyTenancy(&req, getenv); err != nil {
+				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
+			}
 			v, err := sidecarSignaturePolicy(getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})

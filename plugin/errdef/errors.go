@@ -28,6 +28,10 @@ var (
 	ErrRender = errors.New("render failed")
 	// ErrSignature: a required signature is missing or does not verify.
 	ErrSignature = errors.New("signature verification failed")
+	// ErrNotAllowed: the input asks for what the sidecar's operator does not
+	// allow (an image the component does not declare, a platform child
+	// leaving its parent's project or destination).
+	ErrNotAllowed = errors.New("not allowed")
 	// ErrUnauthorized: a registry refused the credentials (or their absence).
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrInsecure: a plain-HTTP or unverified-TLS connection that was not allowed.

@@ -15,7 +15,7 @@
 //   - automatic (opt-in): Rewrite changes, after rendering, every container,
 //     init container and ephemeral container image of Pods and pod templates
 //     (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
-//     ReplicationController, PodTemplate) that matches an image resource
+//     ReplicationController, PodTemplate, Argo Rollout) that matches an image resource
 //     (see Match) to the component's location, pinned by digest when the
 //     component knows it. Images that match nothing are left alone and
 //     reported.

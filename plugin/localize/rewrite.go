@@ -1,7 +1,6 @@
 package localize
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -10,7 +9,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
@@ -54,6 +52,9 @@ var podSpecPaths = map[string]struct {
 	"ReplicaSet":            {[]string{"apps", "extensions"}, fieldpath.Key("spec", "template", "spec")},
 	"Job":                   {[]string{"batch"}, fieldpath.Key("spec", "template", "spec")},
 	"CronJob":               {[]string{"batch"}, fieldpath.Key("spec", "jobTemplate", "spec", "template", "spec")},
+	// An Argo Rollout keeps a Deployment's pod template (none with workloadRef,
+	// which points at a Deployment that is checked on its own).
+	"Rollout": {[]string{"argoproj.io"}, fieldpath.Key("spec", "template", "spec")},
 }
 
 var containerFields = []string{"initContainers", "containers", "ephemeralContainers"}
@@ -177,34 +178,6 @@ func Unmatched(changes []Change) []Change {
 		}
 	}
 	return out
-}
-
-// PostProcessor is automatic localisation as a pipeline stage.
-type PostProcessor struct {
-	// Always rewrites every request; by default only requests with Localize set.
-	Always bool
-	// RequireAll fails the render when an image matches no image resource (an
-	// air-gapped target cannot pull it).
-	RequireAll bool
-	// Log receives one line per image left alone; nil discards them.
-	Log io.Writer
-	// Report, when set, receives every image found.
-	Report func([]Change)
-}
-
-// Process implements pipeline.PostProcessor.
-func (p *PostProcessor) Process(_ context.Context, cv ocm.ComponentVersion, req pipeline.Request, objs []manifests.Object) ([]manifests.Object, error) {
-	if !p.Always && !req.Localize {
-		return objs, nil
-	}
-	changes, err := Run(cv.Descriptor(), objs, p.RequireAll, p.Log)
-	if err != nil {
-		return nil, err
-	}
-	if p.Report != nil {
-		p.Report(changes)
-	}
-	return objs, nil
 }
 
 // Run rewrites objs with the image resources of d (see Rewrite), logs the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -185,7 +186,7 @@ func TestRequireAll(t *testing.T) {
 	}
 }
 
-// Automatic localisation as a post-processor, on real renders, compared with
+// Automatic localisation through the pipeline, on real renders, compared with
 // goldens whose images point at a relocated registry.
 func TestPostProcessorRelocatedGoldens(t *testing.T) {
 	fx := fixtures.Dir(t)
@@ -212,7 +213,9 @@ func TestPostProcessorRelocatedGoldens(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reported []localize.Change
-	r := &pipeline.Renderer{PostProcessors: []pipeline.PostProcessor{&localize.PostProcessor{Report: func(c []localize.Change) { reported = c }}}}
+	// As the CLI wires it: the config planner plans and post-processes.
+	planner := &config.Planner{Explain: func(r *config.Report) { reported = r.Images }}
+	r := &pipeline.Renderer{Planner: planner, PostProcessors: []pipeline.PostProcessor{planner}}
 	req := pipeline.Request{Repository: dir, Component: c.Name, Version: c.Version, Resources: []string{"chart"},
 		ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0",
 		Set: []string{"replicaCount=2", "ui.message=hello from the relocated registry"}}
@@ -222,7 +225,7 @@ func TestPostProcessorRelocatedGoldens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reported != nil || strings.Contains(encode(t, res.Objects), "registry.internal.example") {
+	if len(reported) != 0 || strings.Contains(encode(t, res.Objects), "registry.internal.example") {
 		t.Fatal("localisation ran without Localize")
 	}
 

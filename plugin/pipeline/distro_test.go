@@ -69,7 +69,7 @@ func TestDistroFromOfflineBundle(t *testing.T) {
 	render := func(component, version string) *pipeline.Result {
 		t.Helper()
 		res, err := r.Render(ctx, pipeline.Request{Repository: distroBundle, Component: component, Version: version,
-			ReleaseName: "idp", Namespace: "idp", Platform: pipeline.PlatformRequest{Source: src}})
+			ReleaseName: "idp", Namespace: "idp", Platform: pipeline.PlatformRequest{Source: src, Project: "idp"}})
 		if err != nil {
 			t.Fatalf("%s: %v", component, err)
 		}

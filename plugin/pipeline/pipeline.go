@@ -61,6 +61,11 @@ type Request struct {
 	// rendered workloads that match an image resource of the component are
 	// rewritten to the component's location of it (see package localize).
 	Localize bool
+	// RequireComponentImages turns the image origin guard on for this request
+	// (see Renderer.RequireComponentImages). The sidecar sets it, from its
+	// environment or its policy for the Application's project; an
+	// Application's parameters never do.
+	RequireComponentImages bool
 
 	// Helm inputs.
 	ValueFiles  []string       // values files, later ones win
@@ -120,6 +125,11 @@ type Renderer struct {
 	// descriptor digest, resource and verified signatures. Off by default so
 	// output stays identical to helm template.
 	Provenance bool
+	// RequireComponentImages turns the image origin guard on for every
+	// request: output whose workloads run an image that is not an image
+	// resource of the component is refused (package imageguard; it runs last,
+	// after localisation and hooks). Off by default.
+	RequireComponentImages bool
 }
 
 // Step is one render of a plan: one resource with its inputs.
@@ -251,6 +261,10 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		return nil, err
 	}
 	out := &Result{Component: d.Name, Version: d.Version, DescriptorDigest: cv.DescriptorDigest(), Signatures: signatures}
+	var from origins
+	if r.requireImages(req) {
+		from = origins{}
+	}
 	for _, step := range plan.Steps {
 		ectx.Resource = step.Resource.Identity().String()
 		if r.Signatures != nil {
@@ -272,6 +286,7 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		if r.Provenance {
 			annotateProvenance(objs, cv, step.Resource, signatures)
 		}
+		from.add(objs, ectx.Resource)
 		out.Objects = append(out.Objects, objs...)
 	}
 	ectx.Resource = ""
@@ -284,6 +299,11 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	// the output uses sync waves, Namespaces and CRDs without a wave of their
 	// own go before every wave (a no-op otherwise; see hooks.ApplyDefaults).
 	hooks.ApplyDefaults(out.Objects)
+	if r.requireImages(req) {
+		if err := r.guardImages(cv, out.Objects, len(signatures) > 0, from, ectx); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 

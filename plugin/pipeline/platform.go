@@ -19,7 +19,15 @@ type PlatformRequest struct {
 	// Request.Values, when set, is applied last as an inline platform config.
 	ConfigFiles []string
 	Source      platform.Source
-	Project     string
+	// Project is the parent Application's Argo CD project
+	// (ARGOCD_APP_PROJECT_NAME), which its children inherit.
+	Project string
+	// AllowOtherProjects and AllowOtherDestinations let a platform config give
+	// children another project or destination than they inherit (see
+	// platform.Options). The sidecar sets them, from its environment or its
+	// policy for the parent's project; `render` for people sets both. Off by
+	// default.
+	AllowOtherProjects, AllowOtherDestinations bool
 }
 
 // isPlatform: forced, or a component with references and no renderable
@@ -33,7 +41,8 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 	if src.Repository == "" {
 		src.Repository = req.Repository
 	}
-	opts := platform.Options{Parent: req.ReleaseName, Project: req.Platform.Project, Source: src}
+	opts := platform.Options{Parent: req.ReleaseName, ParentProject: req.Platform.Project, Source: src,
+		AllowOtherProjects: req.Platform.AllowOtherProjects, AllowOtherDestinations: req.Platform.AllowOtherDestinations}
 	if opts.Parent == "" {
 		opts.Parent = req.Application
 	}

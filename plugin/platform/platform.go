@@ -69,18 +69,39 @@ type Config struct {
 
 // Options of Applications.
 type Options struct {
-	Parent  string // parent Application name; children are <parent>-<reference name>
-	Project string // default DefaultProject
+	Parent string // parent Application name; children are <parent>-<reference name>
+	// ParentProject is the parent Application's Argo CD project
+	// (ARGOCD_APP_PROJECT_NAME), which every child inherits; "" when unknown.
+	ParentProject string
+	// Project of the children, as a platform config sets it; default
+	// ParentProject, else DefaultProject. Another project than ParentProject
+	// needs AllowOtherProjects.
+	Project string
 	Source  Source
-	// Destination defaults for every child: server DefaultServer, namespace
-	// the reference name (not the parent's namespace, which is where the child
-	// Application objects themselves go).
+	// Destination of every child, as a platform config sets it (package
+	// settings win). A child inherits its parent's cluster, DefaultServer
+	// (where the parent's child Application objects live, so where Argo CD
+	// runs), in its own namespace, the reference name (not the parent's
+	// namespace, which is where the child Application objects themselves go).
+	// Another destination needs AllowOtherDestinations.
 	Destination Destination
 	// SyncPolicy of the children (default: automated prune and self-heal,
 	// CreateNamespace=true).
 	SyncPolicy map[string]any
 	Packages   map[string]Package
 	MaxDepth   int // reference depth checked for cycles (default DefaultMaxDepth)
+
+	// AllowOtherProjects lets children have another project than
+	// ParentProject, and a platform render when ParentProject is unknown
+	// (Argo CD before 3.0). Off by default: an Application author, who writes
+	// the platform config, must not reach another AppProject's permissions
+	// through the Applications the platform creates. The sidecar's operator
+	// decides; `render` for people allows it.
+	AllowOtherProjects bool
+	// AllowOtherDestinations lets children go to another cluster or namespace
+	// than they inherit (see Destination). Off by default; the sidecar's
+	// operator decides; `render` for people allows it.
+	AllowOtherDestinations bool
 }
 
 // ApplyConfig merges a platform config over opts (config wins, per package
@@ -211,6 +232,14 @@ func Applications(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVers
 				errdef.ErrInvalidInput, name, d.Name, d.Version, strings.Join(referenceNames(d), ", "))
 		}
 	}
+	if opts.ParentProject == "" && !opts.AllowOtherProjects {
+		return nil, fmt.Errorf("%w: the parent Application's Argo CD project is unknown (ARGOCD_APP_PROJECT_NAME, passed by Argo CD 3.0 and later), so its child Applications cannot inherit it; the sidecar's operator may allow other projects (ARGOCD_OCM_PLATFORM_ALLOW_OTHER_PROJECTS=true)",
+			errdef.ErrNotAllowed)
+	}
+	if p := opts.Project; p != "" && p != opts.ParentProject && !opts.AllowOtherProjects {
+		return nil, fmt.Errorf("%w: the platform config gives the child Applications project %s, but children stay in their parent Application's project %s unless the sidecar's operator allows other projects (ARGOCD_OCM_PLATFORM_ALLOW_OTHER_PROJECTS=true)",
+			errdef.ErrNotAllowed, quote(p), quote(opts.ParentProject))
+	}
 	refs := append([]ocm.Reference(nil), d.References...)
 	sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
 	var out []manifests.Object
@@ -289,6 +318,7 @@ func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, erro
 		params = append(params, map[string]any{"name": "parameters", "map": m})
 	}
 	// Namespace: the package's, else the platform default, else the reference name.
+	inherited := Destination{Server: DefaultServer, Namespace: strings.Trim(invalidName.ReplaceAllString(strings.ToLower(ref.Name), "-"), "-")}
 	dest := mergeDest(Destination{Server: DefaultServer}, opts.Destination)
 	if pkg.Destination != nil {
 		dest = mergeDest(dest, *pkg.Destination)
@@ -297,10 +327,14 @@ func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, erro
 		dest.Namespace = pkg.Namespace
 	}
 	if dest.Namespace == "" {
-		dest.Namespace = strings.Trim(invalidName.ReplaceAllString(strings.ToLower(ref.Name), "-"), "-")
+		dest.Namespace = inherited.Namespace
 	}
 	if dest.Name != "" {
 		dest.Server = ""
+	}
+	if dest != inherited && !opts.AllowOtherDestinations {
+		return nil, fmt.Errorf("%w: the platform config sends the child Application to %s, but a child stays on its parent's cluster in its package's namespace (%s) unless the sidecar's operator allows other destinations (ARGOCD_OCM_PLATFORM_ALLOW_OTHER_DESTINATIONS=true)",
+			errdef.ErrNotAllowed, dest, inherited)
 	}
 	destMap := map[string]any{"namespace": dest.Namespace}
 	if dest.Server != "" {
@@ -309,6 +343,9 @@ func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, erro
 		destMap["name"] = dest.Name
 	}
 	project := opts.Project
+	if project == "" {
+		project = opts.ParentProject
+	}
 	if project == "" {
 		project = DefaultProject
 	}
@@ -347,6 +384,29 @@ func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, erro
 			"syncPolicy":  policy,
 		},
 	}, nil
+}
+
+// String describes a destination for messages.
+func (d Destination) String() string {
+	cluster := "server " + quote(d.Server)
+	if d.Server == "" {
+		cluster = "cluster " + quote(d.Name)
+	}
+	return cluster + ", namespace " + quote(d.Namespace)
+}
+
+// quote quotes a platform config's text for a message, capped: it comes
+// from the Application's git repository.
+func quote(s string) string {
+	const max = 200
+	if len(s) > max {
+		cut := max
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return strconv.Quote(s)
 }
 
 func toAny(s []string) []any {

@@ -97,7 +97,9 @@ packages:
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := platform.Options{Parent: "idp", Source: platform.Source{RepoURL: "https://git.example.com/idp.git", TargetRevision: "main", Path: "prod", Repository: "bundle.tgz"}}
+	// As `render` for people: the config may choose project and destination.
+	opts := platform.Options{Parent: "idp", Source: platform.Source{RepoURL: "https://git.example.com/idp.git", TargetRevision: "main", Path: "prod", Repository: "bundle.tgz"},
+		AllowOtherProjects: true, AllowOtherDestinations: true}
 	opts.ApplyConfig(cfg)
 	apps, err := platform.Applications(context.Background(), repo, cv, opts)
 	if err != nil {
@@ -145,7 +147,7 @@ func TestNestedPlatformsAndCycles(t *testing.T) {
 		&ocmbuild.Component{Name: "example.com/loop/self", Version: "1.0.0", References: []ocmbuild.Reference{ref("me", "example.com/loop/self", "1.0.0")}},
 		&ocmbuild.Component{Name: "example.com/broken/p", Version: "1.0.0", References: []ocmbuild.Reference{ref("gone", "example.com/broken/gone", "1.0.0")}},
 	)
-	opts := platform.Options{Parent: "top", Source: platform.Source{RepoURL: "https://git.example.com/x.git", Repository: "ctf"}}
+	opts := platform.Options{Parent: "top", ParentProject: "team-a", Source: platform.Source{RepoURL: "https://git.example.com/x.git", Repository: "ctf"}}
 	ctx := context.Background()
 
 	// distro → core (itself a platform) → db: the distro emits core, core emits db.
@@ -182,12 +184,99 @@ func TestPlatformConfigErrors(t *testing.T) {
 	if _, err := platform.DecodeConfig([]byte("packages: {a: {replicas: 3}}")); !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), "replicas") {
 		t.Errorf("unknown field: %v", err)
 	}
-	opts := platform.Options{Parent: "p", Source: platform.Source{RepoURL: "https://git.example.com/x.git"}, Packages: map[string]platform.Package{"typo": {}}}
+	opts := platform.Options{Parent: "p", ParentProject: "team-a", Source: platform.Source{RepoURL: "https://git.example.com/x.git"}, Packages: map[string]platform.Package{"typo": {}}}
 	if _, err := platform.Applications(context.Background(), repo, cv, opts); !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), `"typo"`) {
 		t.Errorf("unknown package: %v", err)
 	}
-	opts = platform.Options{Parent: "p"}
+	opts = platform.Options{Parent: "p", ParentProject: "team-a"}
 	if _, err := platform.Applications(context.Background(), repo, cv, opts); !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), "ARGOCD_APP_SOURCE_REPO_URL") {
 		t.Errorf("no source: %v", err)
+	}
+}
+
+// A platform config comes from the Application's git repository: by default
+// it cannot move children to another project or destination than they
+// inherit (the parent's project; the parent's cluster, the package's
+// namespace), unless the operator allows it.
+func TestChildrenStayInParentsProjectAndDestination(t *testing.T) {
+	repo := openCTF(t,
+		&ocmbuild.Component{Name: "example.com/idp/p", Version: "1.0.0", References: []ocmbuild.Reference{
+			ref("cert_manager", "example.com/idp/cert-manager", "1.0.0"), ref("portal", "example.com/idp/portal", "1.0.0")}},
+		leaf("example.com/idp/cert-manager", "1.0.0"), leaf("example.com/idp/portal", "1.0.0"))
+	cv := lookup(t, repo, "example.com/idp/p", "1.0.0")
+	long := strings.Repeat("x", 5000)
+	for _, tc := range []struct {
+		name          string
+		parentProject string
+		allowProjects bool
+		allowDests    bool
+		config        string
+		mention       string // "" means allowed
+	}{
+		{"no config", "team-a", false, false, "", ""},
+		{"the parent's project", "team-a", false, false, "project: team-a", ""},
+		{"the default namespace", "team-a", false, false, "packages: {cert_manager: {namespace: cert-manager}}", ""},
+		{"the default server", "team-a", false, false, "destination: {server: https://kubernetes.default.svc}", ""},
+		{"admin project", "team-a", false, false, "project: admin-project", `project "admin-project", but children stay in their parent Application's project "team-a"`},
+		{"default project", "team-a", false, false, "project: default", `project "default"`},
+		{"project, other case", "team-a", false, false, "project: Team-A", `project "Team-A"`},
+		{"project, trailing space", "team-a", false, false, "project: 'team-a '", `project "team-a "`},
+		{"long project", "team-a", false, false, "project: " + long, "…"},
+		{"kube-system for all", "team-a", false, false, "destination: {namespace: kube-system}", `reference cert_manager: not allowed: the platform config sends the child Application to server "https://kubernetes.default.svc", namespace "kube-system"`},
+		{"kube-system for one", "team-a", false, false, "packages: {portal: {namespace: kube-system}}", `reference portal: not allowed`},
+		{"kube-system in a package destination", "team-a", false, false, "packages: {portal: {destination: {namespace: kube-system}}}", `namespace "kube-system"`},
+		{"another cluster by server", "team-a", false, false, "destination: {server: 'https://prod.example.com:6443'}", `server "https://prod.example.com:6443"`},
+		{"another cluster by name", "team-a", false, false, "destination: {name: prod}", `cluster "prod", namespace "cert-manager"`},
+		{"in-cluster by name", "team-a", false, false, "destination: {name: in-cluster}", `cluster "in-cluster"`},
+		{"another cluster for one package", "team-a", false, false, "packages: {portal: {destination: {server: 'https://evil:6443', namespace: portal}}}", `server "https://evil:6443"`},
+		{"unknown parent project", "", false, false, "", "ARGOCD_APP_PROJECT_NAME"},
+		{"unknown parent project, config project", "", false, true, "project: team-a", "ARGOCD_APP_PROJECT_NAME"},
+		// What the operator allows, and only that.
+		{"other projects allowed", "team-a", true, false, "project: admin-project", ""},
+		{"other projects allowed, not destinations", "team-a", true, false, "project: admin-project\ndestination: {namespace: kube-system}", `namespace "kube-system"`},
+		{"other destinations allowed", "team-a", false, true, "destination: {name: prod, namespace: kube-system}", ""},
+		{"other destinations allowed, not projects", "team-a", false, true, "project: admin-project\ndestination: {namespace: kube-system}", `project "admin-project"`},
+		{"unknown parent project allowed", "", true, false, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := platform.Options{Parent: "idp", ParentProject: tc.parentProject, Source: platform.Source{RepoURL: "https://git.example.com/idp.git"},
+				AllowOtherProjects: tc.allowProjects, AllowOtherDestinations: tc.allowDests}
+			if tc.config != "" {
+				c, err := platform.DecodeConfig([]byte(tc.config))
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts.ApplyConfig(c)
+			}
+			apps, err := platform.Applications(context.Background(), repo, cv, opts)
+			if tc.mention == "" {
+				if err != nil || len(apps) != 2 {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if apps != nil || !errors.Is(err, errdef.ErrNotAllowed) || !strings.Contains(err.Error(), tc.mention) || len(err.Error()) > 700 {
+				t.Fatalf("got %v, want ErrNotAllowed mentioning %q", err, tc.mention)
+			}
+		})
+	}
+
+	// Inherited: the parent's project, its cluster, the package's namespace.
+	apps, err := platform.Applications(context.Background(), repo, cv, platform.Options{Parent: "idp", ParentProject: "team-a",
+		Source: platform.Source{RepoURL: "https://git.example.com/idp.git"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ns := range []string{"cert-manager", "portal"} {
+		if get(apps[i], "spec", "project") != "team-a" || get(apps[i], "spec", "destination", "server") != platform.DefaultServer ||
+			get(apps[i], "spec", "destination", "namespace") != ns || get(apps[i], "spec", "destination", "name") != nil {
+			t.Errorf("child %d: %v", i, apps[i]["spec"])
+		}
+	}
+	// Unknown parent project, allowed (Argo CD 2.x, or `render` for people): today's default.
+	apps, err = platform.Applications(context.Background(), repo, cv, platform.Options{Parent: "idp", AllowOtherProjects: true,
+		Source: platform.Source{RepoURL: "https://git.example.com/idp.git"}})
+	if err != nil || get(apps[0], "spec", "project") != platform.DefaultProject {
+		t.Fatalf("%v %v", err, apps)
 	}
 }

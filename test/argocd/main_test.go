@@ -64,6 +64,9 @@ func run(m *testing.M) int {
 		"ARGOCD_PLUGINSOCKFILEPATH": filepath.Join(tmp, "s"),
 		"ARGOCD_CMP_WORKDIR":        filepath.Join(tmp, "w"),
 		"ARGOCD_OCM_CACHE_DIR":      filepath.Join(tmp, "cache"),
+		// Argo CD 2.14 passes no ARGOCD_APP_PROJECT_NAME: platform children
+		// cannot inherit their parent's project, so a v2 operator allows it.
+		"ARGOCD_OCM_PLATFORM_ALLOW_OTHER_PROJECTS": "true",
 	} {
 		os.Setenv(k, v)
 	}

@@ -1,0 +1,97 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
+)
+
+// Nested platforms, as Argo CD renders them: the parent's platform config
+// gives the nested platform (core) values, which are core's own platform
+// config. Core renders with the project Argo CD gives it (the one its parent
+// gave it), so a grandchild cannot leave the project or the destination
+// either; what the top level may not do, no level may.
+func TestNestedPlatformChildrenCannotEscape(t *testing.T) {
+	ctx := context.Background()
+	r := &pipeline.Renderer{}
+	src := platform.Source{RepoURL: "https://git.example.com/idp.git", Path: "prod", TargetRevision: "main"}
+	base := pipeline.Request{Application: "idp", Repository: distroBundle, Component: examples.Distro, Version: "1.0.0",
+		ReleaseName: "idp", Namespace: "argocd", Platform: pipeline.PlatformRequest{Source: src, Project: "team-a"}}
+
+	for _, tc := range []struct {
+		name, grandchildConfig, mention string
+	}{
+		{"admin project", "project: admin-project", `project "admin-project", but children stay in their parent Application's project "team-a"`},
+		{"kube-system", "packages: {extras: {namespace: kube-system}}", `reference extras: not allowed: the platform config sends the child Application to server "https://kubernetes.default.svc", namespace "kube-system"`},
+		{"another cluster", "destination: {server: 'https://prod.example.com:6443'}", `server "https://prod.example.com:6443"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var grand map[string]any
+			if err := yaml.Unmarshal([]byte(tc.grandchildConfig), &grand); err != nil {
+				t.Fatal(err)
+			}
+			top := base
+			top.Values = map[string]any{"packages": map[string]any{"core": map[string]any{"values": grand}}}
+			res, err := r.Render(ctx, top)
+			if err != nil {
+				t.Fatalf("top level: %v", err) // the top level itself stays in its project
+			}
+			var core map[string]any
+			for _, app := range res.Objects {
+				if get(app, "metadata", "name") == "idp-core" {
+					core = app
+				}
+			}
+			if core == nil || get(core, "spec", "project") != "team-a" {
+				t.Fatalf("core child: %v", core)
+			}
+			// Render core as Argo CD does: its parameters, its project.
+			p := params(core)
+			vals := map[string]any{}
+			if err := yaml.Unmarshal([]byte(p["values"].(string)), &vals); err != nil {
+				t.Fatal(err)
+			}
+			child := pipeline.Request{Application: "idp-core", Repository: p["repository"].(string), Component: p["component"].(string), Version: p["version"].(string),
+				ReleaseName: "idp-core", Namespace: "core", Values: vals,
+				Platform: pipeline.PlatformRequest{Source: src, Project: get(core, "spec", "project").(string)}}
+			_, err = r.Render(ctx, child)
+			if !errors.Is(err, errdef.ErrNotAllowed) || !strings.Contains(err.Error(), tc.mention) ||
+				!strings.HasPrefix(err.Error(), "application idp-core: component "+examples.DistroCore+":1.0.0: ") {
+				t.Fatalf("grandchild: got %v, want %q", err, tc.mention)
+			}
+			// The same config at the top level is refused there.
+			direct := base
+			direct.Values = grand
+			if tc.name == "kube-system" {
+				direct.Values = map[string]any{"packages": map[string]any{"shop": map[string]any{"namespace": "kube-system"}}}
+			}
+			if _, err := r.Render(ctx, direct); !errors.Is(err, errdef.ErrNotAllowed) {
+				t.Fatalf("top level: %v", err)
+			}
+			// The operator may allow it.
+			child.Platform.AllowOtherProjects, child.Platform.AllowOtherDestinations = true, true
+			if _, err := r.Render(ctx, child); err != nil {
+				t.Fatalf("allowed: %v", err)
+			}
+		})
+	}
+}
+
+func get(o any, path ...string) any {
+	for _, p := range path {
+		m, ok := o.(map[string]any)
+		if !ok {
+			return nil
+		}
+		o = m[p]
+	}
+	return o
+}
