@@ -30,9 +30,17 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, fmt.Errorf("%w: plain HTTP to %s is not allowed (use an http:// repository URL or allow the host explicitly)", errdef.ErrInsecure, req.URL.Host)
 	}
-	if req.Header.Get("User-Agent") == "" {
+	// Credentials travel in clear text only to hosts the operator allowed;
+	// the credential functions already hold them back, this is the last line.
+	strip := req.URL.Scheme == "http" && req.Header.Get("Authorization") != "" && !g.c.CredentialsOverPlainHTTP(req.URL.Host)
+	if req.Header.Get("User-Agent") == "" || strip {
 		req = req.Clone(req.Context())
-		req.Header.Set("User-Agent", g.c.o.userAgent)
+		if req.Header.Get("User-Agent") == "" {
+			req.Header.Set("User-Agent", g.c.o.userAgent)
+		}
+		if strip {
+			req.Header.Del("Authorization")
+		}
 	}
 	return g.base.RoundTrip(req)
 }

@@ -31,9 +31,12 @@
 //
 // # Security
 //
-// Credentials, TLS trust, plain HTTP and retries are plugin/registry's: an
-// http:// repository URL allows plain HTTP to its host (and only to it, so a
-// descriptor cannot downgrade another host), every other host is HTTPS.
+// Credentials, TLS trust, plain HTTP, the sidecar policy's gate and retries
+// are plugin/registry's: an http:// repository URL allows plain HTTP to its
+// host (and only to it, so a descriptor cannot downgrade another host) but
+// without credentials unless the operator allowed that host; every other host
+// is HTTPS. Every repository, artifact, Helm repository and chart URL is put
+// to the registry client's gate before the first request.
 // Errors name registry, repository, reference and HTTP status and wrap the
 // errdef sentinels; they never contain credentials.
 package oci
