@@ -150,29 +150,54 @@ func (c *credentials) fromEnv(host string) (Credential, bool, error) {
 	if !envOwns(c.lookupEnv, host) {
 		return auth.EmptyCredential, false, nil
 	}
-	name := EnvPrefix + EnvName(host) + "_"
-	var cred Credential
-	found := false
+	cred, found, err := EnvCredential(c.lookupEnv, EnvName(host))
+	if err != nil {
+		return auth.EmptyCredential, false, fmt.Errorf("credentials for %s: %w", host, err)
+	}
+	return cred, found, nil
+}
+
+// EnvCredential reads ARGOCD_OCM_REGISTRY_<label>_USERNAME, _PASSWORD and
+// _TOKEN, each also as _FILE naming a file that holds the value. found is
+// false when none is set. Errors name variables and files, never values.
+func EnvCredential(lookup func(string) (string, bool), label string) (cred Credential, found bool, err error) {
+	name := EnvPrefix + label + "_"
 	for _, f := range []struct {
 		key string
 		dst *string
 	}{{"USERNAME", &cred.Username}, {"PASSWORD", &cred.Password}, {"TOKEN", &cred.AccessToken}} {
-		if v, ok := c.lookupEnv(name + f.key); ok {
+		if v, ok := lookup(name + f.key); ok {
 			*f.dst, found = v, true
 			continue
 		}
-		p, ok := c.lookupEnv(name + f.key + "_FILE")
+		p, ok := lookup(name + f.key + "_FILE")
 		if !ok {
 			continue
 		}
-		v, err := readSecretFile(p)
+		v, err := ReadSecretFile(p)
 		if err != nil {
-			return auth.EmptyCredential, false, fmt.Errorf("credentials for %s from %s%s_FILE: %w", host, name, f.key, err)
+			return auth.EmptyCredential, false, fmt.Errorf("%s%s_FILE: %w", name, f.key, err)
 		}
 		*f.dst, found = v, true
 	}
 	return cred, found, nil
 }
+
+// DockerConfigCredential is the credential a Docker config file holds for
+// host ("auths" only; a missing file or entry is an empty credential).
+func DockerConfigCredential(path, host string) (Credential, error) {
+	m, _, err := loadDockerConfig(path)
+	if err != nil {
+		return auth.EmptyCredential, err
+	}
+	c := credentials{docker: m}
+	cred, _ := c.dockerLookup(CanonicalHost(host))
+	return cred, nil
+}
+
+// ReadSecretFile reads a mounted secret value (at most 64 KiB; one trailing
+// newline removed). Errors name the file, never its content.
+func ReadSecretFile(p string) (string, error) { return readSecretFile(p) }
 
 func readSecretFile(p string) (string, error) {
 	f, err := os.Open(p)
