@@ -20,8 +20,9 @@ import (
 // they come from the sidecar's own environment: an Application author must not
 // be able to supply their own trust root.
 const (
-	envSignature  = "ARGOCD_OCM_SIGNATURE"  // comma-separated signature names that must verify
-	envPublicKey  = "ARGOCD_OCM_PUBLIC_KEY" // comma-separated PEM files, one per signature name (or one for all)
+	// ARGOCD_OCM_SIGNATURE (comma-separated signature names that must verify)
+	// and ARGOCD_OCM_PUBLIC_KEY (comma-separated PEM files, one per name or
+	// one for all) are read by package policy, as its default rule.
 	envProvenance = "ARGOCD_OCM_PROVENANCE" // "true": annotate objects with their provenance
 )
 
@@ -56,8 +57,14 @@ func signaturePolicy(names, keyFiles []string) (*signing.Verifier, error) {
 	return v, nil
 }
 
+// sidecarSignaturePolicy is the verifier of the sidecar rule's signatures
+// (the policy's, or ARGOCD_OCM_SIGNATURE and ARGOCD_OCM_PUBLIC_KEY).
 func sidecarSignaturePolicy(getenv func(string) string) (*signing.Verifier, error) {
-	return signaturePolicy(splitComma(getenv(envSignature)), splitComma(getenv(envPublicKey)))
+	rule, err := sidecarRule(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return signaturePolicy(rule.SignatureFlags())
 }
 
 func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
