@@ -311,7 +311,9 @@ func TestPlainHTTPWithoutAllowance(t *testing.T) {
 		{"client options", []registry.Option{registry.WithCredential(reg.Host, registry.Credential{Username: "ocm", Password: secret})}},
 		{"environment", []registry.Option{registry.WithEnv(envHost)}},
 		{"scoped credential", []registry.Option{registry.WithCredentialScopes(registry.CredentialScope{Name: "s", Host: reg.Host,
-			Get: func(context.Context) (registry.Credential, error) { return registry.Credential{Username: "ocm", Password: secret}, nil }})}},
+			Get: func(context.Context) (registry.Credential, error) {
+				return registry.Credential{Username: "ocm", Password: secret}, nil
+			}})}},
 		{"plain HTTP allowed for another host", []registry.Option{registry.WithPlainHTTP("other.example:5000"), registry.WithCredential(reg.Host, registry.Credential{Username: "ocm", Password: secret})}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
