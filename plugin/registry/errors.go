@@ -156,7 +156,7 @@ func (c *Client) wrapError(err error, op string, ref Reference) error {
 	switch {
 	case errors.As(err, &resp):
 		e.StatusCode = resp.StatusCode
-		e.Err = errors.New(Sanitize(c.redact(registryMessage(resp))))
+		e.Err = errors.New(registryMessage(resp, func(m string) string { return Sanitize(c.redact(m)) }))
 		switch resp.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:
 			e.Kind = errdef.ErrUnauthorized
@@ -197,15 +197,17 @@ func (c *Client) wrapError(err error, op string, ref Reference) error {
 // registryMessage is the registry's own error text: its OCI error codes and
 // a short part of each message (never the request URL, headers or the
 // detail, which could echo request data). At most three errors are named.
-func registryMessage(resp *errcode.ErrorResponse) string {
+// clean redacts each message before it is shortened, so that a credential is
+// never cut into a prefix that no longer looks like one.
+func registryMessage(resp *errcode.ErrorResponse, clean func(string) string) string {
 	var parts []string
 	for i, e := range resp.Errors {
 		if i == 3 {
 			parts = append(parts, "…")
 			break
 		}
-		code := strings.ToLower(strings.ReplaceAll(Cap(e.Code, 40), "_", " "))
-		if m := Cap(e.Message, 80); m != "" && !strings.EqualFold(m, code) {
+		code := strings.ToLower(strings.ReplaceAll(Cap(clean(e.Code), 40), "_", " "))
+		if m := Cap(clean(e.Message), 80); m != "" && !strings.EqualFold(m, code) {
 			code += ": " + m
 		}
 		parts = append(parts, code) // Detail is left out: it is noise (and could echo request data)
