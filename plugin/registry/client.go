@@ -379,6 +379,18 @@ func (c *Client) credentialFor(host, repository string, plain bool) (string, aut
 	}
 }
 
+// Gated reports whether a gate (WithGate: the sidecar policy) is set.
+func (c *Client) Gated() bool { return c.o.gate != nil }
+
+// CredentialKey names the credential requests for ref are made with
+// ("anonymous", "default", or a scope): what a result shared beyond one
+// client must be keyed by, so that one credential's answers never serve
+// another's requests.
+func (c *Client) CredentialKey(ref Reference) string {
+	key, _ := c.credentialFor(ref.Registry, ref.Repository, c.PlainHTTPAllowed(ref.Registry))
+	return key
+}
+
 func (c *Client) scopeFor(host, repository string) (CredentialScope, bool) {
 	var best CredentialScope
 	found := false

@@ -27,7 +27,11 @@
 // opened is downloaded: images and resources that rendering does not read
 // are never fetched. Measured against the distribution registry (see
 // counts_test.go): a cold lookup plus its chart blob takes 4 requests, a warm
-// cache with a tag 1, a pinned digest 0.
+// cache with a tag 1, a pinned digest 0. Under a sidecar policy a manifest
+// or ociBlob found in the shared cache by digest costs one HEAD, asking the
+// registry whether this repository serves it to this generation's
+// credential, and tag resolutions shared between generations are kept per
+// credential: a digest or a tag must not open another tenant's content.
 //
 // # Security
 //

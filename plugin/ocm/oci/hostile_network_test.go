@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
@@ -442,5 +443,63 @@ func TestPolicyRefusesBeforeAnyConnection(t *testing.T) {
 	}
 	if n := bannerN.Load() + tlsN.Load() + regN.Load() + int32(len(reg.Requests())); n != 0 {
 		t.Fatalf("%d connections or requests were made", n)
+	}
+}
+
+// TestSharedCachesDoNotCrossCredentials: the disk cache is content-addressed
+// and shared by every generation, and the render server shares tag
+// resolutions. Under a policy, a project whose rule allows a repository but
+// names no credential for it must not read what another project fetched
+// with its credential, by digest or by tag.
+func TestSharedCachesDoNotCrossCredentials(t *testing.T) {
+	ctx := context.Background()
+	d := makeData(t)
+	reg := registrytest.Start(t, registrytest.WithBasicAuth("ocm", secret))
+	reg.Push(t, "ocm", component(d, "1.0.0"))
+	p, err := policy.Parse([]byte(fmt.Sprintf(`apiVersion: argocd-ocm-plugin.io/v1alpha1
+kind: SidecarPolicy
+credentials:
+- {name: a, host: %q, pathPrefix: ocm, env: A}
+rules:
+- {name: a, projects: [a], repositories: [{host: %q, pathPrefix: ocm}], credentials: [a], plainHTTP: [%q]}
+- {name: b, projects: [b], repositories: [{host: %q, pathPrefix: ocm}], plainHTTP: [%q]}
+`, reg.Host, reg.Host, reg.Host, reg.Host, reg.Host)), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	envA := func(k string) (string, bool) {
+		switch k {
+		case "ARGOCD_OCM_REGISTRY_A_USERNAME":
+			return "ocm", true
+		case "ARGOCD_OCM_REGISTRY_A_PASSWORD":
+			return secret, true
+		}
+		return "", false
+	}
+	cacheDir := t.TempDir()
+	tags := oci.NewTagResolutions(time.Minute)
+	client := func(project string) *oci.Client {
+		opts := append(baseOpts(cacheDir, p.Rule(project).RegistryOptions(envA)...), oci.WithRecentTags(tags))
+		c, err := oci.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	descriptors := reg.Host + "/ocm/component-descriptors/" + compName
+	art, err := client("a").FetchArtifact(ctx, descriptors+":1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := descriptors + "@" + art.Reference.Digest
+	// Project a itself: the cache answers after one HEAD.
+	if _, err := client("a").FetchArtifact(ctx, pinned); err != nil {
+		t.Fatalf("a, pinned: %v", err)
+	}
+	for _, ref := range []string{pinned, descriptors + ":1.0.0"} {
+		_, err := client("b").FetchArtifact(ctx, ref)
+		if !errors.Is(err, errdef.ErrUnauthorized) {
+			t.Errorf("b read %s with a's credential's results: %v", ref, err)
+		}
 	}
 }
