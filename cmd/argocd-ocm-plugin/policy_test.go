@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
@@ -306,4 +307,53 @@ func TestGenerateKeepsCredentialsFromHostileRegistries(t *testing.T) {
 		}
 		noSecret(t, stdout+stderr)
 	})
+}
+
+// TestGenerateKeepsHTTPClientLogsOffStderr: a registry that writes bytes on
+// an idle keep-alive connection makes Go's transport log "Unsolicited
+// response received on idle HTTP channel starting with …" (quoting them)
+// through the standard log package. generate discards that logger: stderr
+// stays the one error line, and the bytes (here a credential) never show.
+func TestGenerateKeepsHTTPClientLogsOffStderr(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var unsolicited atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+					// A complete 503 (retried after a backoff), then, while the
+					// connection idles in the client's pool, more bytes.
+					io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+					time.Sleep(20 * time.Millisecond)
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Leak: "+policySecret+"\r\n\r\n")
+					unsolicited.Add(1)
+				}
+			}(c)
+		}
+	}()
+	host := l.Addr().String()
+	stdout, stderr, code := cli(t, []string{"generate"}, append([]string{"ARGOCD_OCM_PLAIN_HTTP=" + host}, generateEnv("", "http://"+host+"/ocm")...)...)
+	if unsolicited.Load() == 0 {
+		t.Fatal("the server never wrote its unsolicited bytes: the test proves nothing")
+	}
+	refused(t, stdout, stderr, code, "HTTP 503")
+	if strings.Contains(stderr, "Unsolicited") {
+		t.Fatalf("net/http's log reached stderr: %s", stderr)
+	}
 }
