@@ -503,3 +503,34 @@ rules:
 		}
 	}
 }
+
+// TestPolicyChecksChartURLsOfAnIndex: an allowed classic Helm repository
+// whose index.yaml points the chart at another host (an internal service):
+// the chart URL is refused before a connection, like any name the plugin
+// reads from content.
+func TestPolicyChecksChartURLsOfAnIndex(t *testing.T) {
+	ctx := context.Background()
+	internal, internalN := countingListener(t, "banner")
+	index := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "apiVersion: v1\nentries:\n  c:\n  - version: 1.0.0\n    urls: [http://%s/c-1.0.0.tgz]\n", internal)
+	}))
+	defer index.Close()
+	host := strings.TrimPrefix(index.URL, "http://")
+	p, err := policy.Parse([]byte(fmt.Sprintf("apiVersion: argocd-ocm-plugin.io/v1alpha1\nkind: SidecarPolicy\ndefault:\n  repositories: [{host: %q, pathPrefix: charts}]\n  plainHTTP: [%q, %q]\n", host, host, internal)), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := oci.NewClient(baseOpts("", p.Rule("x").RegistryOptions(noEnv)...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.OpenHelm(ctx, oci.HelmAccess{Repository: "http://" + host + "/charts", Chart: "c", Version: "1.0.0"})
+	if !errors.Is(err, errdef.ErrForbidden) || internalN.Load() != 0 {
+		t.Fatalf("got %v after %d connections to the chart URL's host", err, internalN.Load())
+	}
+	// The index itself under another path: refused too.
+	_, err = c.OpenHelm(ctx, oci.HelmAccess{Repository: "http://" + host + "/other", Chart: "c", Version: "1.0.0"})
+	if !errors.Is(err, errdef.ErrForbidden) {
+		t.Fatalf("other path: %v", err)
+	}
+}
