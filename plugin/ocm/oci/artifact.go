@@ -240,7 +240,7 @@ func (c *Client) OpenAccess(ctx context.Context, cv ocm.ComponentVersion, acc oc
 			r, _ = cv.Repository().(*Repository)
 		}
 		if r == nil {
-			return nil, "", fmt.Errorf("%w: relativeOciReference %q needs the component version to come from an OCI registry", errdef.ErrUnsupportedAccess, ref)
+			return nil, "", fmt.Errorf("%w: relativeOciReference %s needs the component version to come from an OCI registry", errdef.ErrUnsupportedAccess, registry.Quote(ref))
 		}
 		abs, err := r.Resolve(ref)
 		if err != nil {

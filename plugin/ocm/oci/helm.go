@@ -47,10 +47,10 @@ func (h HelmAccess) NameVersion() (string, string, error) {
 	case version == "":
 		version = h.Version
 	case h.Version != "" && h.Version != version:
-		return "", "", fmt.Errorf("%w: helm access: helmChart %q and version %q disagree", errdef.ErrInvalidInput, h.Chart, h.Version)
+		return "", "", fmt.Errorf("%w: helm access: helmChart %s and version %s disagree", errdef.ErrInvalidInput, registry.Quote(h.Chart), registry.Quote(h.Version))
 	}
 	if name == "" || strings.ContainsAny(name, "/\\?#@ ") || name == "." || name == ".." {
-		return "", "", fmt.Errorf("%w: helm access: chart name %q", errdef.ErrInvalidInput, name)
+		return "", "", fmt.Errorf("%w: helm access: chart name %s", errdef.ErrInvalidInput, registry.Quote(name))
 	}
 	if version == "" {
 		return "", "", fmt.Errorf("%w: helm access for chart %s has no version", errdef.ErrInvalidInput, name)
