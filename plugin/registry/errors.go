@@ -101,7 +101,7 @@ const MaxQuoted = 200
 // and its value, secret=value pairs, base64 or token-like runs mixing upper
 // case, lower case and digits; digests and repository names, which are lower
 // case, are kept), and control characters. The result is capped at
-// MaxQuoted bytes.
+// 2×MaxQuoted bytes (a message, not one quoted input).
 func Sanitize(msg string) string {
 	msg = userinfoRe.ReplaceAllString(msg, "${1}")
 	msg = queryRe.ReplaceAllString(msg, "${1}")
@@ -113,7 +113,7 @@ func Sanitize(msg string) string {
 		}
 		return run
 	})
-	return Cap(msg, MaxQuoted)
+	return Cap(msg, 2*MaxQuoted)
 }
 
 // Cap shortens s to at most n bytes (on a rune boundary, "…" appended) and

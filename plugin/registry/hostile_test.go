@@ -3,8 +3,15 @@ package registry
 import (
 	"context"
 	"encoding/base64"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // TestCredentialFolding: ARGOCD_OCM_REGISTRY_<NAME>_* variables name hosts
@@ -177,7 +184,7 @@ func TestSanitizeHostile(t *testing.T) {
 		}
 	}
 	long := Sanitize(strings.Repeat("é", 1000) + "\x1b[31m\n")
-	if len(long) > MaxQuoted+len("…") || strings.ContainsAny(long, "\x1b\n") {
+	if len(long) > 2*MaxQuoted+len("…") || strings.ContainsAny(long, "\x1b\n") {
 		t.Errorf("not capped or not cleaned: %d bytes %q", len(long), long[len(long)-10:])
 	}
 	if q := Quote(strings.Repeat("a", 5000)); len(q) > MaxQuoted+10 {
@@ -187,5 +194,50 @@ func TestSanitizeHostile(t *testing.T) {
 	_, err := ParseReference("ghcr.io/" + strings.Repeat("A", 3000) + ":t")
 	if err == nil || len(err.Error()) > 3*MaxQuoted {
 		t.Errorf("reference error is %d bytes", len(err.Error()))
+	}
+}
+
+// TestPlainHTTPGuard: over plain HTTP to a host only an http:// URL
+// allowed, Authorization is stripped and a request body (a token request's
+// password or refresh token) is refused; the operator's hosts get both.
+func TestPlainHTTPGuard(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	do := func(c *Client, method string) error {
+		var body io.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader("grant_type=refresh_token&refresh_token=" + secret)
+		}
+		req, _ := http.NewRequest(method, srv.URL+"/token", body)
+		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("u:"+secret)))
+		resp, err := c.HTTPClient().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	url, _ := NewClient(WithoutDockerConfig(), WithEnv(env(nil)), WithRetries(0))
+	url.AllowPlainHTTP(host)
+	if err := do(url, http.MethodGet); err != nil {
+		t.Fatal(err)
+	}
+	if err := do(url, http.MethodPost); !errors.Is(err, errdef.ErrInsecure) {
+		t.Fatalf("POST with a body: %v", err)
+	}
+	op, _ := NewClient(WithoutDockerConfig(), WithEnv(env(nil)), WithRetries(0), WithPlainHTTP(host))
+	if err := do(op, http.MethodPost); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0] != "GET " || !strings.HasPrefix(got[1], "POST Basic ") {
+		t.Fatalf("server saw %q; want a GET without Authorization and the operator's POST with it", got)
 	}
 }
