@@ -534,3 +534,64 @@ func TestPolicyChecksChartURLsOfAnIndex(t *testing.T) {
 		t.Fatalf("other path: %v", err)
 	}
 }
+
+// TestCredentialFoldingAgainstARegistry: credentials configured for
+// registry.example.test (by the folded variable names) reach a registry
+// under that name, and never under the names that fold alike. Every name
+// is dialled to the same real registry, which records what it is sent.
+func TestCredentialFoldingAgainstARegistry(t *testing.T) {
+	ctx := context.Background()
+	d := makeData(t)
+	seen := &authSeen{}
+	reg := registrytest.Start(t, registrytest.WithBasicAuth("ocm", secret), registrytest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				seen.record(r)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	reg.Push(t, "ocm", component(d, "1.0.0"))
+	_, port, _ := net.SplitHostPort(reg.Host)
+	dial := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, reg.Host)
+	}}
+	folded := registry.EnvPrefix + registry.EnvName("registry.example.test:"+port)
+	env := func(k string) (string, bool) {
+		switch k {
+		case folded + "_USERNAME":
+			return "ocm", true
+		case folded + "_PASSWORD":
+			return secret, true
+		}
+		return "", false
+	}
+	for _, c := range []struct {
+		host string
+		gets bool
+	}{
+		{"registry.example.test", true},
+		{"REGISTRY.EXAMPLE.TEST", true},
+		{"registry-example.test", false},
+		{"registry_example.test", false},
+		{"REGISTRY-EXAMPLE.TEST", false},
+	} {
+		t.Run(c.host, func(t *testing.T) {
+			seen.mu.Lock()
+			seen.seen, seen.reqs = nil, 0
+			seen.mu.Unlock()
+			host := c.host + ":" + port
+			r, err := oci.New("http://"+host+"/ocm", baseOpts("", registry.WithEnv(env), registry.WithTransport(dial), registry.WithPlainHTTP(host))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.LookupComponentVersion(ctx, compName, "1.0.0")
+			if seen.requests() == 0 {
+				t.Fatalf("no request reached the registry (%v)", err)
+			}
+			if c.gets != (err == nil) || c.gets != (len(seen.headers()) > 0) {
+				t.Fatalf("%s: err %v, Authorization sent %d times; want credentials=%v", host, err, len(seen.headers()), c.gets)
+			}
+		})
+	}
+}
