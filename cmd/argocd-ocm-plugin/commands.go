@@ -13,6 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
@@ -129,11 +130,16 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 			}
 			req.Dir = dir
 			req.Platform.Source.PluginName = getenv(envPluginName)
-			v, err := sidecarSignaturePolicy(getenv)
+			// One rule for the whole generation (the policy file is read once).
+			rule, err := sidecarRule(getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 			}
-			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: isTrue(getenv(envProvenance)) || req.Provenance, json: true})
+			v, err := signaturePolicy(rule.SignatureFlags())
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
+			}
+			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: isTrue(getenv(envProvenance)) || req.Provenance, json: true, rule: rule})
 		},
 	}
 }
@@ -172,6 +178,10 @@ type renderOptions struct {
 	provenance bool
 	explain    bool // print the config report instead of the manifests
 	json       bool // manifests as JSON documents (manifests.EncodeJSON), else YAML
+	// rule is the sidecar rule when the caller resolved it (generate); else
+	// the renderer resolves it. Its RequireComponentImages and Platform
+	// switches are for the image guard and the platform renderer.
+	rule *policy.Rule
 }
 
 func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
@@ -184,7 +194,12 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 	// Notes and warnings (resolved versions, unmatched images, a disabled
 	// cache) reach stderr only on success: on failure stderr is the one error line.
 	var notes bytes.Buffer
-	r, err := newRenderer(&notes, getenv)
+	var r *pipeline.Renderer
+	if opts.rule != nil {
+		r, err = newRendererFor(&notes, opts.rule)
+	} else {
+		r, err = newRenderer(&notes, getenv)
+	}
 	if err != nil {
 		return errdef.Wrap(err, ectx)
 	}

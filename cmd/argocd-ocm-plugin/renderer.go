@@ -70,6 +70,12 @@ func newRenderer(notes io.Writer, getenv func(string) string) (*pipeline.Rendere
 	if err != nil {
 		return nil, err
 	}
+	return newRendererFor(notes, rule)
+}
+
+// newRendererFor is newRenderer with the rule already resolved (generate
+// resolves it once for the signatures and the renderer).
+func newRendererFor(notes io.Writer, rule *policy.Rule) (*pipeline.Renderer, error) {
 	ropts := rule.RegistryOptions(nil)
 	if sharedRegistry != nil {
 		ropts = append(ropts, registry.WithShared(sharedRegistry))

@@ -57,16 +57,6 @@ func signaturePolicy(names, keyFiles []string) (*signing.Verifier, error) {
 	return v, nil
 }
 
-// sidecarSignaturePolicy is the verifier of the sidecar rule's signatures
-// (the policy's, or ARGOCD_OCM_SIGNATURE and ARGOCD_OCM_PUBLIC_KEY).
-func sidecarSignaturePolicy(getenv func(string) string) (*signing.Verifier, error) {
-	rule, err := sidecarRule(getenv)
-	if err != nil {
-		return nil, err
-	}
-	return signaturePolicy(rule.SignatureFlags())
-}
-
 func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	var repository, component, version string
 	var names, keys []string
