@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -85,6 +87,16 @@ func TestCredentialFolding(t *testing.T) {
 		got, _ := cl.Credential(ctx, host)
 		if (got == cred) != want {
 			t.Errorf("%s: %+v, want %v", host, got, want)
+		}
+	}
+	// Docker config keys: compared as DNS names, the port exactly.
+	docker := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(docker, []byte(`{"auths":{"https://Registry.Example.Test":{"auth":"`+base64.StdEncoding.EncodeToString([]byte("u:"+secret))+`"}}}`), 0o600)
+	cl, _ = NewClient(WithDockerConfig(docker), WithEnv(env(nil)))
+	for host, want := range map[string]bool{"registry.example.test": true, "REGISTRY.EXAMPLE.TEST": true, "registry-example.test": false, "registry.example.test:443": false} {
+		got, _ := cl.Credential(ctx, host)
+		if (got == cred) != want {
+			t.Errorf("docker %s: %+v, want %v", host, got, want)
 		}
 	}
 	// Docker config and client options: keys compared as DNS names.
