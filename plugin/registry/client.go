@@ -173,9 +173,11 @@ func originHost(u *url.URL) string {
 // Shared holds what the clients of one long-lived process (the render
 // server) share: a transport per trust configuration, so that connections
 // and TLS sessions outlive one generation, and registry tokens, so that a
-// generation does not ask the token service again. All clients given one
-// Shared must use the same credentials: tokens are cached by registry and
-// scope, not by credential. The zero value is ready to use.
+// generation does not ask the token service again. Tokens are kept per
+// credential identity (anonymous, the client's default sources, or a named
+// scope), so clients with different credentials (the projects of a policy)
+// can share one Shared: a token is only reused with the credential that
+// obtained it. The zero value is ready to use.
 type Shared struct {
 	mu         sync.Mutex
 	transports map[string]http.RoundTripper
