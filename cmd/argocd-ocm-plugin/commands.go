@@ -15,6 +15,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
@@ -146,11 +147,19 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 			if err := applyTenancy(&req, getenv); err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 			}
-			v, err := sidecarSignaturePolicy(getenv)
+			// One rule for the whole generation (the policy file is read once).
+			rule, err := sidecarRule(getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 			}
-			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: isTrue(getenv(envProvenance)) || req.Provenance, json: true, diag: diag})
+			req.RequireComponentImages = req.RequireComponentImages || rule.RequireComponentImages
+			req.Platform.AllowOtherProjects = req.Platform.AllowOtherProjects || rule.Platform.AllowOtherProjects
+			req.Platform.AllowOtherDestinations = req.Platform.AllowOtherDestinations || rule.Platform.AllowOtherDestinations
+			v, err := signaturePolicy(rule.SignatureFlags())
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
+			}
+			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: isTrue(getenv(envProvenance)) || req.Provenance, json: true, diag: diag, rule: rule})
 		},
 	}
 }
@@ -191,6 +200,10 @@ type renderOptions struct {
 	json       bool // manifests as JSON documents (manifests.EncodeJSON), else YAML
 	diag       *diagnostics
 	progress   bool // a download progress line on stderr (render, on a terminal)
+	// rule is the sidecar rule when the caller resolved it (generate); else
+	// the renderer resolves it. Its RequireComponentImages and Platform
+	// switches are for the image guard and the platform renderer.
+	rule *policy.Rule
 }
 
 func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
@@ -208,7 +221,13 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 		prog = newProgress(stderr)
 		defer prog.done()
 	}
-	r, log, err := newRenderer(&notes, getenv, opts.diag, prog)
+	rule := opts.rule
+	if rule == nil {
+		if rule, err = sidecarRule(getenv); err != nil {
+			return errdef.Wrap(err, ectx)
+		}
+	}
+	r, log, err := newRendererFor(&notes, rule, getenv, opts.diag, prog)
 	if err != nil {
 		return errdef.Wrap(err, ectx)
 	}

@@ -23,6 +23,7 @@ func main() {
 
 // run executes the CLI in this process; it returns the exit code.
 func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	quietStandardLog()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return execute(ctx, args, stdout, stderr, getenv, "")

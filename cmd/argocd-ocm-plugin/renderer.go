@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 )
 
@@ -19,8 +21,10 @@ import (
 // ARGOCD_ENV_ prefix, so an Application cannot set them: they belong to
 // whoever installs the sidecar.
 const (
-	envTimeout   = "ARGOCD_OCM_TIMEOUT"    // overall deadline of one render, Go duration (default 50s)
-	envPlainHTTP = "ARGOCD_OCM_PLAIN_HTTP" // comma-separated registry hosts allowed over plain HTTP
+	envTimeout = "ARGOCD_OCM_TIMEOUT" // overall deadline of one render, Go duration (default 50s)
+	// ARGOCD_OCM_POLICY (the sidecar policy file), and without it
+	// ARGOCD_OCM_PLAIN_HTTP (comma-separated hosts allowed over plain HTTP,
+	// with credentials), are read by package policy.
 	// envPluginName is the name child Applications of a platform use for this
 	// plugin (plugin.yaml metadata.name, "-<spec.version>" appended when set).
 	envPluginName = "ARGOCD_OCM_PLUGIN_NAME"
@@ -47,21 +51,40 @@ var sharedTags *oci.TagResolutions
 // (Argo CD itself caches generated manifests for much longer).
 const defaultTagTTL = 5 * time.Second
 
-// newRenderer builds the pipeline with a registry client for this one render.
-// Notes and warnings of every layer (registry, cache, pipeline) go to notes.
-// With diag's log level at info or debug, the log lines go to stderr as they
-// happen; prog, when not nil, counts the bytes read from registries.
+// sidecarRule is the rule of this generation: the sidecar policy's rule for
+// the Application's project (ARGOCD_OCM_POLICY, ARGOCD_APP_PROJECT_NAME), or
+// without a policy the default rule of the ARGOCD_OCM_* variables. The file
+// is read for every generation, so that an updated ConfigMap applies to the
+// next one. Its RequireComponentImages and Platform switches are for the
+// image guard and the platform renderer.
+func sidecarRule(getenv func(string) string) (*policy.Rule, error) {
+	return policy.FromEnvironment(getenv)
+}
+
+// newRenderer builds the pipeline with a registry client for this one render,
+// configured by the sidecar rule: nothing is connected to before the rule
+// allowed it. Notes and warnings of every layer (registry, cache, pipeline)
+// go to notes. With diag's log level at info or debug, the log lines go to
+// stderr as they happen; prog, when not nil, counts the bytes read from
+// registries.
 func newRenderer(notes io.Writer, getenv func(string) string, diag *diagnostics, prog *progress) (*pipeline.Renderer, *slog.Logger, error) {
+	rule, err := sidecarRule(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return newRendererFor(notes, rule, getenv, diag, prog)
+}
+
+// newRendererFor is newRenderer with the rule already resolved (generate
+// resolves it once for the signatures and the renderer).
+func newRendererFor(notes io.Writer, rule *policy.Rule, getenv func(string) string, diag *diagnostics, prog *progress) (*pipeline.Renderer, *slog.Logger, error) {
 	logger, err := diag.logger(notes, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	var ropts []registry.Option
+	ropts := rule.RegistryOptions(nil)
 	if prog != nil {
 		ropts = append(ropts, registry.WithBodyObserver(prog.add))
-	}
-	if hosts := splitComma(getenv(envPlainHTTP)); len(hosts) > 0 {
-		ropts = append(ropts, registry.WithPlainHTTP(hosts...))
 	}
 	if sharedRegistry != nil {
 		ropts = append(ropts, registry.WithShared(sharedRegistry))
@@ -74,6 +97,7 @@ func newRenderer(notes io.Writer, getenv func(string) string, diag *diagnostics,
 	if err != nil {
 		return nil, nil, err
 	}
+	src.AllowLocalArchive = rule.AllowLocalArchive
 	return &pipeline.Renderer{
 		OpenRepository: logOpen(src.Open, logger),
 		Access:         access.Resolver{Artifacts: src},
@@ -96,4 +120,14 @@ func withDeadline(ctx context.Context, flagValue time.Duration, getenv func(stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	return ctx, cancel, nil
+}
+
+// quietStandardLog keeps the standard library's log package off stderr:
+// net/http's transport logs through it (for instance "Unsolicited response
+// received on idle HTTP channel starting with …", quoting what a registry
+// sent), and stderr is the one error line Argo CD shows. The plugin logs
+// with slog to explicit writers only.
+func quietStandardLog() {
+	log.SetOutput(io.Discard)
+	log.SetFlags(0)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
@@ -91,6 +92,13 @@ func serve(ctx context.Context, socket string, parallelism int, command []string
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(srvCtx, l) }()
 	log.Info("render server listening", "socket", socket, "version", buildVersion())
+	// The policy is read again by every generation; saying at start-up what
+	// it is spares the operator a failed sync to find out.
+	if _, err := sidecarRule(getenv); err != nil {
+		log.Warn("sidecar policy unusable: every generation fails until it is fixed", "cause", err.Error())
+	} else if p := getenv(policy.EnvPolicy); p != "" {
+		log.Info("sidecar policy", "file", p)
+	}
 
 	if len(command) == 0 {
 		<-ctx.Done() // SIGTERM or SIGINT (see run)

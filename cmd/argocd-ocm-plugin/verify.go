@@ -20,8 +20,9 @@ import (
 // they come from the sidecar's own environment: an Application author must not
 // be able to supply their own trust root.
 const (
-	envSignature  = "ARGOCD_OCM_SIGNATURE"  // comma-separated signature names that must verify
-	envPublicKey  = "ARGOCD_OCM_PUBLIC_KEY" // comma-separated PEM files, one per signature name (or one for all)
+	// ARGOCD_OCM_SIGNATURE (comma-separated signature names that must verify)
+	// and ARGOCD_OCM_PUBLIC_KEY (comma-separated PEM files, one per name or
+	// one for all) are read by package policy, as its default rule.
 	envProvenance = "ARGOCD_OCM_PROVENANCE" // "true": annotate objects with their provenance
 )
 
@@ -54,10 +55,6 @@ func signaturePolicy(names, keyFiles []string) (*signing.Verifier, error) {
 		v.Keys[name] = k
 	}
 	return v, nil
-}
-
-func sidecarSignaturePolicy(getenv func(string) string) (*signing.Verifier, error) {
-	return signaturePolicy(splitComma(getenv(envSignature)), splitComma(getenv(envPublicKey)))
 }
 
 func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {

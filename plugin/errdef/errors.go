@@ -36,6 +36,8 @@ var (
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrInsecure: a plain-HTTP or unverified-TLS connection that was not allowed.
 	ErrInsecure = errors.New("insecure connection refused")
+	// ErrForbidden: the sidecar policy does not allow this repository, access or setting.
+	ErrForbidden = errors.New("refused by the sidecar policy")
 )
 
 // Error carries the context of a failure. Empty fields are left out of the message.

@@ -18,6 +18,9 @@ type RegistrySource struct {
 	Client *oci.Client
 	// MaxBlobSize bounds remote content read for rendering (default access.DefaultMaxBlobSize).
 	MaxBlobSize int64
+	// AllowLocalArchive, when set, is asked before a CTF or component
+	// archive is opened (the sidecar policy's localArchives).
+	AllowLocalArchive func() error
 }
 
 // NewRegistrySource makes a source with a new client.
@@ -29,8 +32,16 @@ func NewRegistrySource(opts ...oci.Option) (*RegistrySource, error) {
 	return &RegistrySource{Client: c}, nil
 }
 
-// Open opens a repository spec (see oci.ParseSpec).
+// Open opens a repository spec (see oci.ParseSpec). Registries are put to
+// the client's gate (the sidecar policy) before the first request.
 func (s *RegistrySource) Open(_ context.Context, spec string) (ocm.Repository, error) {
+	if s.AllowLocalArchive != nil {
+		if sp, err := oci.ParseSpec(spec); err == nil && sp.Type == oci.TypeCTF {
+			if err := s.AllowLocalArchive(); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return oci.Open(spec, oci.WithClient(s.Client))
 }
 

@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -39,10 +41,17 @@ type Client struct {
 	auth   *auth.Client
 	logger *slog.Logger
 
-	mu     sync.RWMutex
-	plain  map[string]bool
-	caMu   sync.Mutex
-	withCA map[string]*http.Client // HTTPClientWithCA, by PEM
+	mu       sync.RWMutex
+	plain    map[string]bool // by an http:// reference (AllowPlainHTTP)
+	operator map[string]bool // by the operator (WithPlainHTTP): credentials may go there
+	caMu     sync.Mutex
+	withCA   map[string]*http.Client // HTTPClientWithCA, by PEM
+
+	tokMu  sync.Mutex
+	tokens map[string]auth.Cache // by credential identity (see credentialFor)
+
+	secMu   sync.Mutex
+	secrets map[string]bool // credential values handed out, redacted from errors
 }
 
 // NewClient builds a Client. It fails only on configuration errors the user
@@ -62,8 +71,13 @@ func NewClient(opts ...Option) (*Client, error) {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	c := &Client{o: o, logger: o.logger, plain: map[string]bool{}}
-	c.AllowPlainHTTP(o.plainHTTP...)
+	c := &Client{o: o, logger: o.logger, plain: map[string]bool{}, operator: map[string]bool{},
+		tokens: map[string]auth.Cache{}, secrets: map[string]bool{}}
+	for _, h := range o.plainHTTP {
+		if h = CanonicalHost(h); h != "" {
+			c.operator[h] = true
+		}
+	}
 
 	c.creds = &credentials{static: o.static, lookupEnv: o.lookupEnv}
 	if !o.noDockerConfig {
@@ -89,38 +103,85 @@ func NewClient(opts ...Option) (*Client, error) {
 	}
 	c.pool = pool
 	base := o.base
-	tokens := auth.NewCache()
 	if o.shared != nil {
 		// Same trust, same transport: its idle connections (and TLS
 		// sessions) serve the next generation of a long-lived process.
 		if base == nil {
 			base = o.shared.transport(fmt.Sprintf("%s\x00%d", trust, c.o.headerTimeout), func() http.RoundTripper { return c.newTransport(pool) })
 		}
-		tokens = o.shared.tokenCache()
 	}
 	if base == nil {
 		base = c.newTransport(pool)
 	}
-	c.http = &http.Client{Transport: c.wrapTransport(base)}
+	c.http = newHTTPClient(c.wrapTransport(base))
 	c.auth = &auth.Client{
-		Client:     c.http,
-		Credential: c.creds.get,
-		Cache:      tokens,
-		Header:     http.Header{"User-Agent": []string{o.userAgent}},
+		Client: c.http,
+		Header: http.Header{"User-Agent": []string{o.userAgent}},
 	}
 	return c, nil
+}
+
+// newHTTPClient follows at most maxRedirects redirects and drops the
+// Authorization header once a redirect chain leaves the origin (scheme, host
+// and port) of its first request. net/http drops it only when the host name
+// changes, so a chart repository redirecting to another port of its host, or
+// from https to http, would receive the credentials. The chain is compared
+// with its first request because net/http rebuilds every hop's headers from
+// the first request's.
+func newHTTPClient(rt http.RoundTripper) *http.Client {
+	return &http.Client{Transport: rt, CheckRedirect: checkRedirect}
+}
+
+const maxRedirects = 10
+
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if len(via) == 0 {
+		return nil
+	}
+	first := via[0].URL
+	for _, r := range append(via[1:len(via):len(via)], req) {
+		if !SameOrigin(first, r.URL) {
+			req.Header.Del("Authorization")
+			break
+		}
+	}
+	return nil
+}
+
+// SameOrigin reports whether a and b have the same scheme, host and port
+// (default ports made explicit).
+func SameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && originHost(a) == originHost(b)
+}
+
+func originHost(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return strings.ToLower(u.Hostname()) + ":" + port
 }
 
 // Shared holds what the clients of one long-lived process (the render
 // server) share: a transport per trust configuration, so that connections
 // and TLS sessions outlive one generation, and registry tokens, so that a
-// generation does not ask the token service again. All clients given one
-// Shared must use the same credentials: tokens are cached by registry and
-// scope, not by credential. The zero value is ready to use.
+// generation does not ask the token service again. Tokens are kept per
+// credential identity (anonymous, the client's default sources, or a named
+// scope), so clients with different credentials (the projects of a policy)
+// can share one Shared: a token is only reused with the credential that
+// obtained it. The zero value is ready to use.
 type Shared struct {
 	mu         sync.Mutex
 	transports map[string]http.RoundTripper
-	tokens     auth.Cache
+	tokens     map[string]auth.Cache
 }
 
 func (s *Shared) transport(key string, create func() http.RoundTripper) http.RoundTripper {
@@ -137,13 +198,21 @@ func (s *Shared) transport(key string, create func() http.RoundTripper) http.Rou
 	return t
 }
 
-func (s *Shared) tokenCache() auth.Cache {
+// tokenCache is the token cache of one credential identity: a token obtained
+// with one credential (or anonymously) is never used for a request made with
+// another, e.g. by an Application of a project the credential is not for.
+func (s *Shared) tokenCache(key string) auth.Cache {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tokens == nil {
-		s.tokens = auth.NewCache()
+		s.tokens = map[string]auth.Cache{}
 	}
-	return s.tokens
+	t, ok := s.tokens[key]
+	if !ok {
+		t = auth.NewCache()
+		s.tokens[key] = t
+	}
+	return t
 }
 
 // certPool builds the trust pool; trust identifies it (a hash of the PEM
@@ -204,12 +273,19 @@ func (c *Client) wrapTransport(base http.RoundTripper) http.RoundTripper {
 	}}
 }
 
-// AllowPlainHTTP allows plain HTTP to the given hosts (host[:port]) from now on.
+// AllowPlainHTTP allows plain HTTP to the given hosts (host[:port]) from now
+// on: what an http:// repository URL does. Such a host is reached without
+// credentials unless the operator allowed it too (WithPlainHTTP), so that a
+// URL an Application writes cannot make the client send a password in clear
+// text. With WithStrictPlainHTTP it does nothing.
 func (c *Client) AllowPlainHTTP(hosts ...string) {
+	if c.o.strictPlain {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, h := range hosts {
-		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+		if h = CanonicalHost(h); h != "" {
 			c.plain[h] = true
 		}
 	}
@@ -217,34 +293,170 @@ func (c *Client) AllowPlainHTTP(hosts ...string) {
 
 // PlainHTTPAllowed reports whether plain HTTP to host (host[:port]) is allowed.
 func (c *Client) PlainHTTPAllowed(host string) bool {
-	host = strings.ToLower(host)
+	return c.plainIn(c.plain, host) || c.plainIn(c.operator, host)
+}
+
+// CredentialsOverPlainHTTP reports whether the operator allowed plain HTTP to
+// host, the only case in which credentials are sent without TLS.
+func (c *Client) CredentialsOverPlainHTTP(host string) bool { return c.plainIn(c.operator, host) }
+
+func (c *Client) plainIn(m map[string]bool, host string) bool {
+	host = CanonicalHost(host)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.plain[host] {
+	if m[host] {
 		return true
 	}
 	if h, port, err := net.SplitHostPort(host); err == nil && port == "80" {
-		return c.plain[h]
+		return m[h]
 	}
-	return !strings.Contains(host, ":") && c.plain[host+":80"]
+	return !strings.Contains(host, ":") && m[host+":80"]
+}
+
+// Allow asks the gate (WithGate) whether the repository at host and path may
+// be used; nil without a gate.
+func (c *Client) Allow(host, path string) error {
+	if c.o.gate == nil {
+		return nil
+	}
+	return c.o.gate.AllowRepository(CanonicalHost(host), strings.Trim(path, "/"))
 }
 
 // Repository returns an oras-go repository for ref (its Tag and Digest are
-// ignored), over plain HTTP when the host is allowed, else HTTPS. A reference
-// written with http:// whose host is not allowed fails with errdef.ErrInsecure.
+// ignored), over plain HTTP when the host is allowed, else HTTPS. The gate is
+// asked first. A reference written with http:// whose host is not allowed
+// fails with errdef.ErrInsecure. No request is made here.
 func (c *Client) Repository(ref Reference) (*remote.Repository, error) {
+	if err := c.Allow(ref.Registry, ref.Repository); err != nil {
+		return nil, err
+	}
 	plain := c.PlainHTTPAllowed(ref.Registry)
 	if ref.Scheme == "http" && !plain {
 		return nil, &Error{Registry: ref.Registry, Repository: ref.Repository, Reference: ref.Ref(), Kind: errdef.ErrInsecure,
-			Err: errors.New("the reference asks for plain HTTP"), Hint: "plain HTTP is used only for hosts allowed explicitly, e.g. by an http:// repository URL"}
+			Err: errors.New("the reference asks for plain HTTP"), Hint: "plain HTTP is used only for hosts the operator allowed (ARGOCD_OCM_PLAIN_HTTP or the policy's plainHTTP)"}
 	}
+	key, cred := c.credentialFor(ref.Registry, ref.Repository, plain)
+	ac := *c.auth
+	ac.Credential, ac.Cache = cred, c.tokenCache(key)
 	return &remote.Repository{
-		Client:          c.auth,
+		Client:          &ac,
 		Reference:       refToOras(ref),
 		PlainHTTP:       plain,
 		TagListMaxPages: maxTagPages,
 		SkipReferrersGC: true,
 	}, nil
+}
+
+// credentialFor picks the credential source of a repository and names its
+// identity, which keys the token cache: plain HTTP to a host the operator did
+// not allow is anonymous; then the scope of the exact host with the longest
+// matching path prefix; then (unless WithOnlyScopedCredentials) the
+// host's credential from the options, the environment or the Docker config.
+func (c *Client) credentialFor(host, repository string, plain bool) (string, auth.CredentialFunc) {
+	host = CanonicalHost(host)
+	anonymous := func(context.Context, string) (Credential, error) { return auth.EmptyCredential, nil }
+	if plain && !c.CredentialsOverPlainHTTP(host) {
+		return "anonymous", anonymous
+	}
+	if s, ok := c.scopeFor(host, repository); ok {
+		return "scope\x00" + s.Name + "\x00" + host + "\x00" + s.PathPrefix, func(ctx context.Context, h string) (Credential, error) {
+			if CanonicalHost(h) != host || s.Get == nil {
+				return auth.EmptyCredential, nil
+			}
+			cred, err := s.Get(ctx)
+			c.remember(cred)
+			return cred, err
+		}
+	}
+	if c.o.onlyScoped {
+		return "anonymous", anonymous
+	}
+	return "default", func(ctx context.Context, h string) (Credential, error) {
+		if CanonicalHost(h) != host {
+			return auth.EmptyCredential, nil
+		}
+		cred, err := c.creds.get(ctx, h)
+		c.remember(cred)
+		return cred, err
+	}
+}
+
+// Gated reports whether a gate (WithGate: the sidecar policy) is set.
+func (c *Client) Gated() bool { return c.o.gate != nil }
+
+// CredentialKey names the credential requests for ref are made with
+// ("anonymous", "default", or a scope): what a result shared beyond one
+// client must be keyed by, so that one credential's answers never serve
+// another's requests.
+func (c *Client) CredentialKey(ref Reference) string {
+	key, _ := c.credentialFor(ref.Registry, ref.Repository, c.PlainHTTPAllowed(ref.Registry))
+	return key
+}
+
+func (c *Client) scopeFor(host, repository string) (CredentialScope, bool) {
+	var best CredentialScope
+	found := false
+	for _, s := range c.o.scopes {
+		if CanonicalHost(s.Host) != host || !PathHasPrefix(repository, s.PathPrefix) {
+			continue
+		}
+		if !found || len(strings.Trim(s.PathPrefix, "/")) > len(strings.Trim(best.PathPrefix, "/")) {
+			best, found = s, true
+		}
+	}
+	return best, found
+}
+
+// PathHasPrefix reports whether path is prefix or below it, by whole
+// segments ("a/b" is below "a", "ab" is not). An empty prefix matches all.
+func PathHasPrefix(path, prefix string) bool {
+	path, prefix = strings.Trim(path, "/"), strings.Trim(prefix, "/")
+	if prefix == "" {
+		return true
+	}
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+func (c *Client) tokenCache(key string) auth.Cache {
+	if c.o.shared != nil {
+		return c.o.shared.tokenCache(key)
+	}
+	c.tokMu.Lock()
+	defer c.tokMu.Unlock()
+	t, ok := c.tokens[key]
+	if !ok {
+		t = auth.NewCache()
+		c.tokens[key] = t
+	}
+	return t
+}
+
+// remember keeps the secret parts of a credential handed out, so that a
+// registry that echoes them finds them redacted from its errors.
+func (c *Client) remember(cred Credential) {
+	if cred == auth.EmptyCredential {
+		return
+	}
+	c.secMu.Lock()
+	defer c.secMu.Unlock()
+	for _, v := range []string{cred.Password, cred.AccessToken, cred.RefreshToken} {
+		if len(v) >= 4 {
+			c.secrets[v] = true
+		}
+	}
+	if cred.Username != "" || cred.Password != "" {
+		c.secrets[base64.StdEncoding.EncodeToString([]byte(cred.Username+":"+cred.Password))] = true
+	}
+}
+
+// redact removes every remembered credential value from msg.
+func (c *Client) redact(msg string) string {
+	c.secMu.Lock()
+	defer c.secMu.Unlock()
+	for v := range c.secrets {
+		msg = strings.ReplaceAll(msg, v, "[redacted]")
+	}
+	return msg
 }
 
 // Wrap classifies err from operation op on ref as an *Error naming registry,
@@ -286,7 +498,7 @@ func (c *Client) HTTPClientWithCA(pem []byte) (*http.Client, error) {
 	} else {
 		base = c.newTransport(pool)
 	}
-	hc := &http.Client{Transport: c.wrapTransport(base)}
+	hc := newHTTPClient(c.wrapTransport(base))
 	if c.withCA == nil {
 		c.withCA = map[string]*http.Client{}
 	}
@@ -294,10 +506,21 @@ func (c *Client) HTTPClientWithCA(pem []byte) (*http.Client, error) {
 	return hc, nil
 }
 
-// Credential returns the credential configured for host (host[:port]); an
-// empty Credential when there is none.
+// Credential returns the credential configured for host (host[:port]) by
+// the options, the environment or the Docker config; an empty Credential when
+// there is none. It ignores scopes and the plain-HTTP rule: use
+// CredentialForURL for a request.
 func (c *Client) Credential(ctx context.Context, host string) (Credential, error) {
 	return c.creds.get(ctx, host)
+}
+
+// CredentialForURL is the credential to send with a request for u (a classic
+// Helm repository's index or chart), chosen as for an OCI repository: scoped
+// by exact host and path, none over plain HTTP the operator did not allow.
+func (c *Client) CredentialForURL(ctx context.Context, u *url.URL) (Credential, error) {
+	plain := strings.EqualFold(u.Scheme, "http")
+	_, get := c.credentialFor(u.Host, u.Path, plain)
+	return get(ctx, u.Host)
 }
 
 // UserAgent is the User-Agent the client sends.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -35,6 +36,8 @@ const maxSecretFile = 64 << 10
 
 // EnvName maps a registry host[:port] to the middle part of its credential
 // variables: upper case, every character outside [A-Z0-9] replaced by "_".
+// Several hosts fold to one name (registry.example.test, registry-example.test,
+// REGISTRY_EXAMPLE.TEST); see envOwns for which host a name's credentials go to.
 func EnvName(host string) string {
 	b := []byte(strings.ToUpper(host))
 	for i, c := range b {
@@ -43,6 +46,54 @@ func EnvName(host string) string {
 		}
 	}
 	return string(b)
+}
+
+// EnvHostSuffix ends the variable that names the exact host of a set of
+// credential variables: ARGOCD_OCM_REGISTRY_<NAME>_HOST=registry-example.test
+// sends ARGOCD_OCM_REGISTRY_<NAME>_USERNAME/… to that host only.
+const EnvHostSuffix = "_HOST"
+
+// CanonicalHost is how hosts are compared: DNS names are case-insensitive,
+// so the host is lower-cased; the port stays as written (":443" is not
+// dropped: a credential is for the host[:port] it was configured for).
+func CanonicalHost(host string) string {
+	return strings.ToLower(strings.TrimSpace(host))
+}
+
+// envOwns reports whether the variables ARGOCD_OCM_REGISTRY_<EnvName(host)>_*
+// hold credentials for host, and the exact host they were meant for.
+//
+// With ARGOCD_OCM_REGISTRY_<NAME>_HOST set, they belong to exactly that host
+// (compared with CanonicalHost). Without it, the folded name is read back
+// only for hosts it cannot be confused with: host names of letters, digits
+// and dots whose last label is not all digits, and IPv4 addresses, each with
+// an optional port. A host with "-" or "_" (registry-example.test) folds to
+// the name of another (registry.example.test) and needs the _HOST variable.
+func envOwns(lookup func(string) (string, bool), host string) bool {
+	host = CanonicalHost(host)
+	if h, ok := lookup(EnvPrefix + EnvName(host) + EnvHostSuffix); ok {
+		return CanonicalHost(h) == host
+	}
+	return unambiguousEnvHost(host)
+}
+
+func unambiguousEnvHost(host string) bool {
+	name, port, hasPort := strings.Cut(host, ":")
+	if hasPort {
+		if port == "" || strings.Trim(port, "0123456789") != "" {
+			return false
+		}
+	}
+	if ip, err := netip.ParseAddr(name); err == nil {
+		return ip.Is4()
+	}
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		if l == "" || strings.Trim(l, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
+			return false
+		}
+	}
+	return strings.Trim(labels[len(labels)-1], "0123456789") != ""
 }
 
 // credentials resolves credentials per host. Values are never formatted into
@@ -57,11 +108,15 @@ type credentials struct {
 // source says where the credential for host comes from ("" if none), for
 // error messages; it never includes a value.
 func (c *credentials) source(host string) string {
+	host = CanonicalHost(host)
 	if _, ok := c.static[host]; ok {
 		return "client options"
 	}
 	name := EnvPrefix + EnvName(host) + "_"
 	for _, k := range []string{"USERNAME", "PASSWORD", "TOKEN"} {
+		if !envOwns(c.lookupEnv, host) {
+			break
+		}
 		if _, ok := c.lookupEnv(name + k); ok {
 			return "environment " + name + "*"
 		}
@@ -77,6 +132,7 @@ func (c *credentials) source(host string) string {
 
 // get implements auth.CredentialFunc.
 func (c *credentials) get(_ context.Context, host string) (Credential, error) {
+	host = CanonicalHost(host)
 	if cred, ok := c.static[host]; ok {
 		return cred, nil
 	}
@@ -91,29 +147,57 @@ func (c *credentials) get(_ context.Context, host string) (Credential, error) {
 }
 
 func (c *credentials) fromEnv(host string) (Credential, bool, error) {
-	name := EnvPrefix + EnvName(host) + "_"
-	var cred Credential
-	found := false
+	if !envOwns(c.lookupEnv, host) {
+		return auth.EmptyCredential, false, nil
+	}
+	cred, found, err := EnvCredential(c.lookupEnv, EnvName(host))
+	if err != nil {
+		return auth.EmptyCredential, false, fmt.Errorf("credentials for %s: %w", host, err)
+	}
+	return cred, found, nil
+}
+
+// EnvCredential reads ARGOCD_OCM_REGISTRY_<label>_USERNAME, _PASSWORD and
+// _TOKEN, each also as _FILE naming a file that holds the value. found is
+// false when none is set. Errors name variables and files, never values.
+func EnvCredential(lookup func(string) (string, bool), label string) (cred Credential, found bool, err error) {
+	name := EnvPrefix + label + "_"
 	for _, f := range []struct {
 		key string
 		dst *string
 	}{{"USERNAME", &cred.Username}, {"PASSWORD", &cred.Password}, {"TOKEN", &cred.AccessToken}} {
-		if v, ok := c.lookupEnv(name + f.key); ok {
+		if v, ok := lookup(name + f.key); ok {
 			*f.dst, found = v, true
 			continue
 		}
-		p, ok := c.lookupEnv(name + f.key + "_FILE")
+		p, ok := lookup(name + f.key + "_FILE")
 		if !ok {
 			continue
 		}
-		v, err := readSecretFile(p)
+		v, err := ReadSecretFile(p)
 		if err != nil {
-			return auth.EmptyCredential, false, fmt.Errorf("credentials for %s from %s%s_FILE: %w", host, name, f.key, err)
+			return auth.EmptyCredential, false, fmt.Errorf("%s%s_FILE: %w", name, f.key, err)
 		}
 		*f.dst, found = v, true
 	}
 	return cred, found, nil
 }
+
+// DockerConfigCredential is the credential a Docker config file holds for
+// host ("auths" only; a missing file or entry is an empty credential).
+func DockerConfigCredential(path, host string) (Credential, error) {
+	m, _, err := loadDockerConfig(path)
+	if err != nil {
+		return auth.EmptyCredential, err
+	}
+	c := credentials{docker: m}
+	cred, _ := c.dockerLookup(CanonicalHost(host))
+	return cred, nil
+}
+
+// ReadSecretFile reads a mounted secret value (at most 64 KiB; one trailing
+// newline removed). Errors name the file, never its content.
+func ReadSecretFile(p string) (string, error) { return readSecretFile(p) }
 
 func readSecretFile(p string) (string, error) {
 	f, err := os.Open(p)
@@ -162,7 +246,7 @@ func dockerKey(k string) string {
 	k = strings.TrimPrefix(k, "http://")
 	k = strings.TrimPrefix(k, "https://")
 	k, _, _ = strings.Cut(k, "/")
-	return k
+	return CanonicalHost(k)
 }
 
 // DefaultDockerConfig returns the Docker config file the docker CLI would read:
@@ -226,11 +310,11 @@ func loadDockerConfig(p string) (map[string]Credential, string, error) {
 		if a.Auth != "" {
 			dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(a.Auth))
 			if err != nil {
-				return nil, "", fmt.Errorf("%w: docker config %s: auths[%q].auth is not base64", errdef.ErrInvalidInput, p, k)
+				return nil, "", fmt.Errorf("%w: docker config %s: auths[%s].auth is not base64", errdef.ErrInvalidInput, p, Quote(k))
 			}
 			u, pw, ok := strings.Cut(string(dec), ":")
 			if !ok {
-				return nil, "", fmt.Errorf("%w: docker config %s: auths[%q].auth is not base64(username:password)", errdef.ErrInvalidInput, p, k)
+				return nil, "", fmt.Errorf("%w: docker config %s: auths[%s].auth is not base64(username:password)", errdef.ErrInvalidInput, p, Quote(k))
 			}
 			cred.Username, cred.Password = u, pw
 		}

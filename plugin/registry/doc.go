@@ -15,7 +15,13 @@
 //     file that holds the value (a mounted Kubernetes Secret key; one trailing
 //     newline is removed). <HOST> is the host[:port] upper-cased with every
 //     character outside [A-Z0-9] replaced by "_": ghcr.io → GHCR_IO,
-//     127.0.0.1:5000 → 127_0_0_1_5000. USERNAME+PASSWORD is basic auth (also
+//     127.0.0.1:5000 → 127_0_0_1_5000. Folding makes names ambiguous
+//     (registry.example.test, registry-example.test and registry_example.test
+//     all give REGISTRY_EXAMPLE_TEST), so the variables go to exactly one
+//     host: the one ARGOCD_OCM_REGISTRY_<HOST>_HOST names, or without it a
+//     host that cannot be confused with another (letters, digits and dots,
+//     last label not numeric, or an IPv4 address; optional port). Hosts are
+//     compared case-insensitively, as DNS names are. USERNAME+PASSWORD is basic auth (also
 //     what GHCR personal access tokens and ECR tokens use); TOKEN is a registry
 //     access token sent as "Authorization: Bearer" when the registry challenges
 //     for a bearer token. These are never read with Argo CD's ARGOCD_ENV_
@@ -27,17 +33,32 @@
 //     "registrytoken" are used; "credsStore" and "credHelpers" are ignored with
 //     a warning, because the plugin never runs helper binaries.
 //
+// WithCredentialScopes binds credentials to an exact host and a path prefix
+// (the sidecar policy's); WithOnlyScopedCredentials turns the other sources
+// off. Registry tokens are cached per credential, never shared between two.
+//
 // Credentials never appear in errors or logs: messages name the host and the
-// source (environment variable or file name), never a value.
+// source (environment variable or file name), never a value. A registry's
+// error text is reduced to its OCI error codes and short messages, redacted
+// of every credential value the client handed out and of anything that looks
+// like one (Sanitize), and capped.
 //
 // # Transport security
 //
 // HTTPS is the default, verified against the system roots plus any CA bundle
 // given with WithCAFile / WithCAPEM (or ARGOCD_OCM_REGISTRY_CA_FILE). Plain
 // HTTP is used only for hosts explicitly allowed (WithPlainHTTP, or
-// AllowPlainHTTP, which plugin/ocm/oci calls for an http:// repository URL);
-// any other http:// request, including one reached by a redirect, is refused
-// with errdef.ErrInsecure.
+// AllowPlainHTTP, which plugin/ocm/oci calls for an http:// repository URL,
+// unless WithStrictPlainHTTP); any other http:// request, including one
+// reached by a redirect, is refused with errdef.ErrInsecure. Credentials go
+// over plain HTTP only to WithPlainHTTP hosts, the operator's. A redirect to
+// another origin (scheme, host or port) loses the Authorization header.
+//
+// # Gate
+//
+// WithGate is asked before the first request for every repository, artifact,
+// Helm repository and chart URL (the sidecar policy): a refusal costs no
+// connection, so it tells nothing about the network.
 //
 // # Retries
 //

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	orasdef "oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -81,14 +83,62 @@ func (e *Error) Unwrap() []error {
 var (
 	queryRe    = regexp.MustCompile(`((?:https?|oci)://[^\s"?#]*)[?#][^\s"]*`)
 	userinfoRe = regexp.MustCompile(`((?:https?|oci)://)[^\s"/@]*@`)
+	// An authorization scheme and what follows it: "Basic dXNlcjpwdw==",
+	// "Bearer eyJ…", also URL-encoded.
+	authSchemeRe = regexp.MustCompile(`(?i)\b(basic|bearer|token)(?:\s+|%20|\+)[A-Za-z0-9._~+/=-]+`)
+	// key=value and "key": "value" pairs whose key names a secret.
+	secretPairRe = regexp.MustCompile(`(?i)\b(password|passwd|secret|token|access_token|refresh_token|authorization|auth)("?\s*[:=]\s*"?)[^\s"',;&}]+`)
+	// Runs of base64/base64url characters long enough to be a credential.
+	tokenRunRe = regexp.MustCompile(`[A-Za-z0-9+/_=-]{16,}`)
 )
 
+// MaxQuoted caps every piece of input or registry text quoted in an error.
+const MaxQuoted = 200
+
 // Sanitize removes what must not reach a log or the Argo CD UI from a message:
-// URL query strings (signed blob redirect URLs carry credentials there) and
-// URL user info.
+// URL query strings (signed blob redirect URLs carry credentials there), URL
+// user info, anything that looks like a credential (an authorization scheme
+// and its value, secret=value pairs, base64 or token-like runs mixing upper
+// case, lower case and digits; digests and repository names, which are lower
+// case, are kept), and control characters. The result is capped at
+// 2×MaxQuoted bytes (a message, not one quoted input).
 func Sanitize(msg string) string {
 	msg = userinfoRe.ReplaceAllString(msg, "${1}")
-	return queryRe.ReplaceAllString(msg, "${1}")
+	msg = queryRe.ReplaceAllString(msg, "${1}")
+	msg = authSchemeRe.ReplaceAllString(msg, "${1} [redacted]")
+	msg = secretPairRe.ReplaceAllString(msg, "${1}${2}[redacted]")
+	msg = tokenRunRe.ReplaceAllStringFunc(msg, func(run string) string {
+		if strings.ContainsAny(run, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") && strings.ContainsAny(run, "abcdefghijklmnopqrstuvwxyz") && strings.ContainsAny(run, "0123456789+/=") {
+			return "[redacted]"
+		}
+		return run
+	})
+	return Cap(msg, 2*MaxQuoted)
+}
+
+// Cap shortens s to at most n bytes (on a rune boundary, "…" appended) and
+// replaces control characters, so that a quoted input cannot flood or break
+// the one error line.
+func Cap(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, s)
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// Quote is %q of s capped at MaxQuoted bytes: how errors quote input.
+func Quote(s string) string {
+	return strconv.Quote(Cap(s, MaxQuoted))
 }
 
 // wrapError classifies err from an operation on ref. It is what every
@@ -106,7 +156,7 @@ func (c *Client) wrapError(err error, op string, ref Reference) error {
 	switch {
 	case errors.As(err, &resp):
 		e.StatusCode = resp.StatusCode
-		e.Err = errors.New(registryMessage(resp))
+		e.Err = errors.New(registryMessage(resp, func(m string) string { return Sanitize(c.redact(m)) }))
 		switch resp.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:
 			e.Kind = errdef.ErrUnauthorized
@@ -139,19 +189,26 @@ func (c *Client) wrapError(err error, op string, ref Reference) error {
 	case errors.Is(err, context.Canceled):
 		e.Err = context.Canceled
 	default:
-		e.Err = causeOnly(err)
+		e.Err = errors.New(Sanitize(c.redact(causeOnly(err).Error())))
 	}
 	return e
 }
 
-// registryMessage is the registry's own error text (codes and messages),
-// never the request URL.
-func registryMessage(resp *errcode.ErrorResponse) string {
+// registryMessage is the registry's own error text: its OCI error codes and
+// a short part of each message (never the request URL, headers or the
+// detail, which could echo request data). At most three errors are named.
+// clean redacts each message before it is shortened, so that a credential is
+// never cut into a prefix that no longer looks like one.
+func registryMessage(resp *errcode.ErrorResponse, clean func(string) string) string {
 	var parts []string
-	for _, e := range resp.Errors {
-		code := strings.ToLower(strings.ReplaceAll(e.Code, "_", " "))
-		if e.Message != "" && !strings.EqualFold(e.Message, code) {
-			code += ": " + e.Message
+	for i, e := range resp.Errors {
+		if i == 3 {
+			parts = append(parts, "…")
+			break
+		}
+		code := strings.ToLower(strings.ReplaceAll(Cap(clean(e.Code), 40), "_", " "))
+		if m := Cap(clean(e.Message), 80); m != "" && !strings.EqualFold(m, code) {
+			code += ": " + m
 		}
 		parts = append(parts, code) // Detail is left out: it is noise (and could echo request data)
 	}
@@ -178,8 +235,23 @@ func isTLSError(err error) bool {
 }
 
 func (c *Client) authHint(host string) string {
+	if c.PlainHTTPAllowed(host) && !c.CredentialsOverPlainHTTP(host) {
+		return fmt.Sprintf("no credentials are sent over plain HTTP to %s unless the operator allows the host (ARGOCD_OCM_PLAIN_HTTP or the policy's plainHTTP)", host)
+	}
+	if c.o.onlyScoped {
+		if _, ok := c.scopeFor(CanonicalHost(host), ""); !ok {
+			return fmt.Sprintf("the sidecar policy names no credentials for %s for this repository", host)
+		}
+		return "credentials named by the sidecar policy were rejected, or do not cover this repository"
+	}
 	if src := c.creds.source(host); src != "" {
 		return "credentials from " + src + " were rejected"
+	}
+	if c.o.onlyScoped {
+		return fmt.Sprintf("the sidecar policy names no credentials for %s for this repository", host)
+	}
+	if !envOwns(c.o.lookupEnv, host) {
+		return fmt.Sprintf("no credentials configured for %s: set %s%s_HOST=%s and its _USERNAME/_PASSWORD (or _TOKEN), or mount a docker config", host, EnvPrefix, EnvName(host), CanonicalHost(host))
 	}
 	return fmt.Sprintf("no credentials configured for %s: set %s%s_USERNAME/_PASSWORD (or _TOKEN), or mount a docker config", host, EnvPrefix, EnvName(host))
 }

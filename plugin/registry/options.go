@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -44,6 +45,10 @@ type options struct {
 	logger         *slog.Logger
 	shared         *Shared
 	observe        func(n int)
+	gate           Gate
+	scopes         []CredentialScope
+	onlyScoped     bool
+	strictPlain    bool
 }
 
 // WithDockerConfig reads credentials from this Docker config file instead of
@@ -73,7 +78,7 @@ func WithCredential(host string, cred Credential) Option {
 		if o.static == nil {
 			o.static = map[string]Credential{}
 		}
-		o.static[host] = cred
+		o.static[CanonicalHost(host)] = cred
 	}
 }
 
@@ -138,3 +143,47 @@ func WithUserAgent(ua string) Option { return func(o *options) { o.userAgent = u
 // WithLogger receives warnings (ignored credential helpers, retries); default
 // slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Gate decides, before the first request, whether a repository may be used at
+// all (the sidecar policy implements it). host is CanonicalHost(host[:port]);
+// path is the OCI repository, or the URL path of a classic Helm repository or
+// chart. A refusal is returned as is and must read the same whatever the
+// target is, so that it tells nothing about the network.
+type Gate interface {
+	AllowRepository(host, path string) error
+}
+
+// WithGate consults g before any request for a repository (default: every
+// repository is allowed).
+func WithGate(g Gate) Option { return func(o *options) { o.gate = g } }
+
+// CredentialScope is a credential for exactly one host[:port], optionally
+// only below a repository path prefix (whole segments: "team-a" covers
+// "team-a" and "team-a/x", not "team-ab").
+type CredentialScope struct {
+	// Name identifies the credential in messages and keeps registry tokens
+	// obtained with it apart from those of other credentials.
+	Name       string
+	Host       string
+	PathPrefix string
+	// Get returns the credential; it is called only when a registry asks
+	// for one, so files are read lazily.
+	Get func(context.Context) (Credential, error)
+}
+
+// WithCredentialScopes adds scoped credentials. For a repository, the scope
+// of its exact host with the longest matching path prefix wins over every
+// other source.
+func WithCredentialScopes(scopes ...CredentialScope) Option {
+	return func(o *options) { o.scopes = append(o.scopes, scopes...) }
+}
+
+// WithOnlyScopedCredentials uses WithCredentialScopes alone: no WithCredential,
+// no ARGOCD_OCM_REGISTRY_* variables, no Docker config (what the sidecar
+// policy does: an Application gets only the credentials its rule names).
+func WithOnlyScopedCredentials() Option { return func(o *options) { o.onlyScoped = true } }
+
+// WithStrictPlainHTTP allows plain HTTP only to the WithPlainHTTP hosts: an
+// http:// reference to any other host is refused instead of being reached
+// anonymously (see Client.AllowPlainHTTP).
+func WithStrictPlainHTTP() Option { return func(o *options) { o.strictPlain = true } }

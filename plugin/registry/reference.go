@@ -38,7 +38,7 @@ func ParseReference(s string) (Reference, error) {
 		return Reference{}, fmt.Errorf("%w: reference is longer than %d bytes", errdef.ErrInvalidInput, maxReferenceLen)
 	}
 	if strings.TrimSpace(s) != s || s == "" {
-		return Reference{}, fmt.Errorf("%w: reference %q is empty or has surrounding space", errdef.ErrInvalidInput, orig)
+		return Reference{}, fmt.Errorf("%w: reference %s is empty or has surrounding space", errdef.ErrInvalidInput, Quote(orig))
 	}
 	if i := strings.Index(s, "://"); i >= 0 {
 		switch scheme := strings.ToLower(s[:i]); scheme {
@@ -46,19 +46,19 @@ func ParseReference(s string) (Reference, error) {
 			r.Scheme = scheme
 		case "oci":
 		default:
-			return Reference{}, fmt.Errorf("%w: reference %q: unsupported scheme %q", errdef.ErrInvalidInput, orig, scheme)
+			return Reference{}, fmt.Errorf("%w: reference %s: unsupported scheme %s", errdef.ErrInvalidInput, Quote(orig), Quote(scheme))
 		}
 		s = s[i+3:]
 	}
 	host, path, ok := strings.Cut(s, "/")
 	if !ok || path == "" {
 		if r.Scheme != "" {
-			return Reference{}, fmt.Errorf("%w: reference %q has no repository", errdef.ErrInvalidInput, orig)
+			return Reference{}, fmt.Errorf("%w: reference %s has no repository", errdef.ErrInvalidInput, Quote(orig))
 		}
 		host, path = "docker.io", "library/"+s
 	} else if !strings.ContainsAny(host, ".:") && host != "localhost" {
 		if r.Scheme != "" {
-			return Reference{}, fmt.Errorf("%w: reference %q: %q is not a registry host", errdef.ErrInvalidInput, orig, host)
+			return Reference{}, fmt.Errorf("%w: reference %s: %s is not a registry host", errdef.ErrInvalidInput, Quote(orig), Quote(host))
 		}
 		host, path = "docker.io", s
 	}
@@ -72,7 +72,7 @@ func ParseReference(s string) (Reference, error) {
 	if at := strings.Index(path, "@"); at >= 0 {
 		d, err := blob.Normalize(path[at+1:])
 		if err != nil {
-			return Reference{}, fmt.Errorf("%w: reference %q: bad digest", errdef.ErrInvalidInput, orig)
+			return Reference{}, fmt.Errorf("%w: reference %s: bad digest", errdef.ErrInvalidInput, Quote(orig))
 		}
 		r.Digest = d
 		path = path[:at]
@@ -84,14 +84,14 @@ func ParseReference(s string) (Reference, error) {
 	r.Repository = path
 	o := orasregistry.Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Tag}
 	if err := o.ValidateRegistry(); err != nil {
-		return Reference{}, fmt.Errorf("%w: reference %q: invalid registry %q", errdef.ErrInvalidInput, orig, r.Registry)
+		return Reference{}, fmt.Errorf("%w: reference %s: invalid registry %s", errdef.ErrInvalidInput, Quote(orig), Quote(r.Registry))
 	}
 	if err := o.ValidateRepository(); err != nil {
-		return Reference{}, fmt.Errorf("%w: reference %q: invalid repository %q", errdef.ErrInvalidInput, orig, r.Repository)
+		return Reference{}, fmt.Errorf("%w: reference %s: invalid repository %s", errdef.ErrInvalidInput, Quote(orig), Quote(r.Repository))
 	}
 	if r.Tag != "" {
 		if err := o.ValidateReferenceAsTag(); err != nil {
-			return Reference{}, fmt.Errorf("%w: reference %q: invalid tag %q", errdef.ErrInvalidInput, orig, r.Tag)
+			return Reference{}, fmt.Errorf("%w: reference %s: invalid tag %s", errdef.ErrInvalidInput, Quote(orig), Quote(r.Tag))
 		}
 	}
 	return r, nil
@@ -130,14 +130,14 @@ func refToOras(r Reference) orasregistry.Reference {
 func (r Reference) Validate() error {
 	o := orasregistry.Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Tag}
 	if err := o.ValidateRegistry(); err != nil {
-		return fmt.Errorf("%w: invalid registry %q", errdef.ErrInvalidInput, r.Registry)
+		return fmt.Errorf("%w: invalid registry %s", errdef.ErrInvalidInput, Quote(r.Registry))
 	}
 	if err := o.ValidateRepository(); err != nil {
-		return fmt.Errorf("%w: invalid repository %q", errdef.ErrInvalidInput, r.Repository)
+		return fmt.Errorf("%w: invalid repository %s", errdef.ErrInvalidInput, Quote(r.Repository))
 	}
 	if r.Tag != "" {
 		if err := o.ValidateReferenceAsTag(); err != nil {
-			return fmt.Errorf("%w: invalid tag %q", errdef.ErrInvalidInput, r.Tag)
+			return fmt.Errorf("%w: invalid tag %s", errdef.ErrInvalidInput, Quote(r.Tag))
 		}
 	}
 	return nil

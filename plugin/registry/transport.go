@@ -30,9 +30,24 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, fmt.Errorf("%w: plain HTTP to %s is not allowed (use an http:// repository URL or allow the host explicitly)", errdef.ErrInsecure, req.URL.Host)
 	}
-	if req.Header.Get("User-Agent") == "" {
+	// A request with a body over plain HTTP to a host the operator did not
+	// allow would be a token request carrying a password or refresh token
+	// (registry reads are GET and HEAD): refused.
+	if req.URL.Scheme == "http" && req.Body != nil && req.Body != http.NoBody && !g.c.CredentialsOverPlainHTTP(req.URL.Host) {
+		req.Body.Close()
+		return nil, fmt.Errorf("%w: no request body goes over plain HTTP to %s unless the operator allows the host", errdef.ErrInsecure, req.URL.Host)
+	}
+	// Credentials travel in clear text only to hosts the operator allowed;
+	// the credential functions already hold them back, this is the last line.
+	strip := req.URL.Scheme == "http" && req.Header.Get("Authorization") != "" && !g.c.CredentialsOverPlainHTTP(req.URL.Host)
+	if req.Header.Get("User-Agent") == "" || strip {
 		req = req.Clone(req.Context())
-		req.Header.Set("User-Agent", g.c.o.userAgent)
+		if req.Header.Get("User-Agent") == "" {
+			req.Header.Set("User-Agent", g.c.o.userAgent)
+		}
+		if strip {
+			req.Header.Del("Authorization")
+		}
 	}
 	start := time.Now()
 	resp, err := g.base.RoundTrip(req)

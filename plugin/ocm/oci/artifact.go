@@ -194,6 +194,16 @@ func (c *Client) OpenBlob(ctx context.Context, ref, dgst string, size int64, med
 		cancel()
 		return nil, err
 	}
+	if c.reg.Gated() {
+		// Under a policy the shared cache must not answer for a repository
+		// that does not serve the blob to this credential (see confirm).
+		if _, err := repo.Blobs().Resolve(opCtx, d); err != nil {
+			cancel()
+			ref := r
+			ref.Tag, ref.Digest = "", d
+			return nil, c.reg.Wrap(err, "fetch blob", ref)
+		}
+	}
 	f := &fetcher{c: c, ref: r, repo: repo}
 	// Route to the blob endpoint whatever the declared media type.
 	rc, err := f.Fetch(opCtx, ocispec.Descriptor{MediaType: "application/octet-stream", Digest: digest.Digest(d), Size: size})
@@ -230,7 +240,7 @@ func (c *Client) OpenAccess(ctx context.Context, cv ocm.ComponentVersion, acc oc
 			r, _ = cv.Repository().(*Repository)
 		}
 		if r == nil {
-			return nil, "", fmt.Errorf("%w: relativeOciReference %q needs the component version to come from an OCI registry", errdef.ErrUnsupportedAccess, ref)
+			return nil, "", fmt.Errorf("%w: relativeOciReference %s needs the component version to come from an OCI registry", errdef.ErrUnsupportedAccess, registry.Quote(ref))
 		}
 		abs, err := r.Resolve(ref)
 		if err != nil {

@@ -263,6 +263,9 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 			b, err := io.ReadAll(io.LimitReader(f, ocimapping.MaxManifestSize+1))
 			f.Close()
 			if err == nil && int64(len(b)) <= ocimapping.MaxManifestSize {
+				if err := c.confirm(ctx, ref, repo, d); err != nil {
+					return ocispec.Descriptor{}, err
+				}
 				c.putMeta(d, b)
 				return ocispec.Descriptor{MediaType: probeMediaType(b), Digest: d, Size: int64(len(b))}, nil
 			}
@@ -277,7 +280,10 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 		if c.o.recentTags == nil {
 			return c.fetchManifestRef(ctx, ref, repo, ref.Tag)
 		}
-		m, err := c.o.recentTags.Do(ctx, key, func(ctx context.Context) (TaggedManifest, error) {
+		// Shared between generations: per credential, so that a resolution
+		// made with one project's credential never answers another's.
+		shared := c.reg.CredentialKey(ref) + "\x00" + key
+		m, err := c.o.recentTags.Do(ctx, shared, func(ctx context.Context) (TaggedManifest, error) {
 			d, err := c.fetchManifestRef(ctx, ref, repo, ref.Tag)
 			if err != nil {
 				return TaggedManifest{}, err
@@ -293,6 +299,25 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 		}
 		return m.Desc, nil
 	})
+}
+
+// confirm asks the registry, under a policy, whether this repository (with
+// this generation's credential) serves the manifest d that the shared disk
+// cache holds: the cache is content-addressed and shared by every tenant, and
+// a digest alone must not open another tenant's private content. One HEAD
+// request; without a policy the cache answers alone, as before.
+func (c *Client) confirm(ctx context.Context, ref registry.Reference, repo *remote.Repository, d digest.Digest) error {
+	if !c.reg.Gated() {
+		return nil
+	}
+	desc, err := repo.Resolve(ctx, d.String())
+	if err != nil {
+		return c.reg.Wrap(err, "fetch manifest", ref)
+	}
+	if desc.Digest != d {
+		return c.reg.Wrap(fmt.Errorf("%w: the registry resolved %s to %s", errdef.ErrDigestMismatch, d, desc.Digest), "fetch manifest", ref)
+	}
+	return nil
 }
 
 // TagResolutions are recent tag resolutions shared by the generations of one

@@ -27,13 +27,20 @@
 // opened is downloaded: images and resources that rendering does not read
 // are never fetched. Measured against the distribution registry (see
 // counts_test.go): a cold lookup plus its chart blob takes 4 requests, a warm
-// cache with a tag 1, a pinned digest 0.
+// cache with a tag 1, a pinned digest 0. Under a sidecar policy a manifest
+// or ociBlob found in the shared cache by digest costs one HEAD, asking the
+// registry whether this repository serves it to this generation's
+// credential, and tag resolutions shared between generations are kept per
+// credential: a digest or a tag must not open another tenant's content.
 //
 // # Security
 //
-// Credentials, TLS trust, plain HTTP and retries are plugin/registry's: an
-// http:// repository URL allows plain HTTP to its host (and only to it, so a
-// descriptor cannot downgrade another host), every other host is HTTPS.
+// Credentials, TLS trust, plain HTTP, the sidecar policy's gate and retries
+// are plugin/registry's: an http:// repository URL allows plain HTTP to its
+// host (and only to it, so a descriptor cannot downgrade another host) but
+// without credentials unless the operator allowed that host; every other host
+// is HTTPS. Every repository, artifact, Helm repository and chart URL is put
+// to the registry client's gate before the first request.
 // Errors name registry, repository, reference and HTTP status and wrap the
 // errdef sentinels; they never contain credentials.
 package oci

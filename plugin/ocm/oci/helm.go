@@ -47,10 +47,10 @@ func (h HelmAccess) NameVersion() (string, string, error) {
 	case version == "":
 		version = h.Version
 	case h.Version != "" && h.Version != version:
-		return "", "", fmt.Errorf("%w: helm access: helmChart %q and version %q disagree", errdef.ErrInvalidInput, h.Chart, h.Version)
+		return "", "", fmt.Errorf("%w: helm access: helmChart %s and version %s disagree", errdef.ErrInvalidInput, registry.Quote(h.Chart), registry.Quote(h.Version))
 	}
 	if name == "" || strings.ContainsAny(name, "/\\?#@ ") || name == "." || name == ".." {
-		return "", "", fmt.Errorf("%w: helm access: chart name %q", errdef.ErrInvalidInput, name)
+		return "", "", fmt.Errorf("%w: helm access: chart name %s", errdef.ErrInvalidInput, registry.Quote(name))
 	}
 	if version == "" {
 		return "", "", fmt.Errorf("%w: helm access for chart %s has no version", errdef.ErrInvalidInput, name)
@@ -81,10 +81,13 @@ func (c *Client) OpenHelm(ctx context.Context, h HelmAccess) (*Chart, error) {
 	}
 	base, err := url.Parse(repoURL + "/")
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
-		return nil, fmt.Errorf("%w: helmRepository %q is not an http(s):// or oci:// URL", errdef.ErrInvalidInput, registry.Sanitize(h.Repository))
+		return nil, fmt.Errorf("%w: helmRepository %s is not an http(s):// or oci:// URL", errdef.ErrInvalidInput, registry.Quote(registry.Sanitize(h.Repository)))
 	}
 	if base.User != nil {
 		return nil, fmt.Errorf("%w: helmRepository must not carry credentials; use the environment or a docker config", errdef.ErrInvalidInput)
+	}
+	if err := c.reg.Allow(base.Host, base.Path); err != nil {
+		return nil, err
 	}
 	hc, err := c.reg.HTTPClientWithCA([]byte(h.CACert))
 	if err != nil {
@@ -118,7 +121,7 @@ func (c *Client) OpenHelm(ctx context.Context, h HelmAccess) (*Chart, error) {
 	u, err := base.Parse(entry.URLs[0])
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
 		cancel()
-		return nil, fmt.Errorf("%w: helm repository %s: chart URL %q", errdef.ErrInvalidDescriptor, base.Redacted(), registry.Sanitize(entry.URLs[0]))
+		return nil, fmt.Errorf("%w: helm repository %s: chart URL %s", errdef.ErrInvalidDescriptor, base.Redacted(), registry.Quote(registry.Sanitize(entry.URLs[0])))
 	}
 	get := func(ctx context.Context) (io.ReadCloser, error) {
 		return c.httpGet(ctx, hc, base, u, "fetch chart", name+":"+version)
@@ -178,15 +181,22 @@ func (c *Client) fetchIndex(ctx context.Context, hc *http.Client, base *url.URL)
 	return &idx, nil
 }
 
-// httpGet GETs u; credentials of the repository's host are sent only to that
-// host (chart URLs may point elsewhere, e.g. release downloads).
+// httpGet GETs u, after the registry client's gate allowed it.
 func (c *Client) httpGet(ctx context.Context, hc *http.Client, base, u *url.URL, op, what string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, op, err)
 	}
-	if strings.EqualFold(u.Host, base.Host) {
-		cred, err := c.reg.Credential(ctx, u.Host)
+	// The gate is asked for every URL, the index's chart URLs included: they
+	// are content the plugin reads, not a protocol step of an allowed server.
+	if err := c.reg.Allow(u.Host, u.Path); err != nil {
+		return nil, err
+	}
+	// Credentials of the repository's origin go to that origin only (chart
+	// URLs may point elsewhere, e.g. release downloads); redirects to another
+	// origin lose them (see registry.SameOrigin).
+	if registry.SameOrigin(u, base) {
+		cred, err := c.reg.CredentialForURL(ctx, u)
 		if err != nil {
 			return nil, err
 		}

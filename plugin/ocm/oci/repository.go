@@ -104,11 +104,11 @@ func (r *Repository) Close() error { return nil }
 // descriptorRef is the reference of a component's descriptors.
 func (r *Repository) descriptorRef(component string) (registry.Reference, error) {
 	if component == "" || len(component) > 255 || strings.ContainsAny(component, ":@ \\") {
-		return registry.Reference{}, fmt.Errorf("%w: component name %q", errdef.ErrInvalidInput, component)
+		return registry.Reference{}, fmt.Errorf("%w: component name %s", errdef.ErrInvalidInput, registry.Quote(component))
 	}
 	for _, seg := range strings.Split(component, "/") {
 		if seg == "" || seg == "." || seg == ".." {
-			return registry.Reference{}, fmt.Errorf("%w: component name %q", errdef.ErrInvalidInput, component)
+			return registry.Reference{}, fmt.Errorf("%w: component name %s", errdef.ErrInvalidInput, registry.Quote(component))
 		}
 	}
 	return registry.Reference{
@@ -215,7 +215,7 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 		ref.Digest = d
 	}
 	if err := (registry.Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: ref.Tag}).Validate(); err != nil {
-		return nil, fmt.Errorf("%w: version %q of component %s cannot be an OCI tag", errdef.ErrInvalidInput, version, component)
+		return nil, fmt.Errorf("%w: version %s of component %s cannot be an OCI tag", errdef.ErrInvalidInput, registry.Quote(version), registry.Quote(component))
 	}
 	ctx, cancel := r.c.op(ctx)
 	defer cancel()
@@ -356,12 +356,12 @@ func (r *Repository) openGlobal(ctx context.Context, ga ocm.Access) (ocm.Blob, e
 // segment is this registry's host is refused.
 func (r *Repository) Resolve(relative string) (string, error) {
 	if relative == "" || strings.Contains(relative, "://") || strings.HasPrefix(relative, "/") {
-		return "", fmt.Errorf("%w: relativeOciReference %q must be repository[:tag][@digest] without scheme or leading /", errdef.ErrInvalidInput, relative)
+		return "", fmt.Errorf("%w: relativeOciReference %s must be repository[:tag][@digest] without scheme or leading /", errdef.ErrInvalidInput, registry.Quote(relative))
 	}
 	abs := r.loc.host + "/" + relative
 	ref, err := registry.ParseReference(abs)
 	if err != nil || ref.Registry != r.loc.host {
-		return "", fmt.Errorf("%w: relativeOciReference %q", errdef.ErrInvalidInput, relative)
+		return "", fmt.Errorf("%w: relativeOciReference %s", errdef.ErrInvalidInput, registry.Quote(relative))
 	}
 	if r.loc.scheme != "" {
 		abs = r.loc.scheme + "://" + abs

@@ -60,7 +60,9 @@ func TestBasicAuth(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			logs := &logSink{}
-			opts := append(baseOpts(t.TempDir()), oci.WithRegistryOptions(c.opts...), oci.WithLogger(logs.logger()))
+			// The operator allows plain HTTP to the test registry: only then
+			// are credentials sent without TLS (see TestPlainHTTPWithoutAllowance).
+			opts := append(baseOpts(t.TempDir(), registry.WithPlainHTTP(reg.Host)), oci.WithRegistryOptions(c.opts...), oci.WithLogger(logs.logger()))
 			r, err := oci.New("http://"+reg.Host+"/ocm", opts...)
 			if err != nil {
 				t.Fatal(err)
@@ -116,7 +118,7 @@ func TestBearerToken(t *testing.T) {
 		}
 		return "", false
 	}
-	r, err := oci.New("http://"+reg.Host+"/ocm", append(baseOpts(t.TempDir()), oci.WithRegistryOptions(registry.WithEnv(env)))...)
+	r, err := oci.New("http://"+reg.Host+"/ocm", append(baseOpts(t.TempDir(), registry.WithPlainHTTP(reg.Host)), oci.WithRegistryOptions(registry.WithEnv(env)))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 )
 
 // Repository types of an OCM repository spec (the "/v1" suffix and other
@@ -60,7 +61,7 @@ func ParseSpec(s string) (Spec, error) {
 	if strings.HasPrefix(s, "{") || strings.Contains(s, "\n") || strings.HasPrefix(s, "type:") {
 		var sp Spec
 		if err := yaml.Unmarshal([]byte(s), &sp); err != nil {
-			return Spec{}, fmt.Errorf("%w: repository spec: %v", errdef.ErrInvalidInput, err)
+			return Spec{}, fmt.Errorf("%w: repository spec: %s", errdef.ErrInvalidInput, registry.Cap(err.Error(), registry.MaxQuoted))
 		}
 		return sp.normalize()
 	}
@@ -102,7 +103,7 @@ func normalizeType(t string) (string, error) {
 	case "":
 		return "", fmt.Errorf("%w: repository spec has no type", errdef.ErrInvalidInput)
 	default:
-		return "", fmt.Errorf("%w: repository type %q is not supported (want %s or %s)", errdef.ErrInvalidInput, t, TypeOCIRegistry, TypeCTF)
+		return "", fmt.Errorf("%w: repository type %s is not supported (want %s or %s)", errdef.ErrInvalidInput, registry.Quote(t), TypeOCIRegistry, TypeCTF)
 	}
 }
 
@@ -125,7 +126,7 @@ func (s Spec) normalize() (Spec, error) {
 		switch s.ComponentNameMapping {
 		case "", "urlPath":
 		default:
-			return Spec{}, fmt.Errorf("%w: componentNameMapping %q is not supported (only urlPath)", errdef.ErrInvalidInput, s.ComponentNameMapping)
+			return Spec{}, fmt.Errorf("%w: componentNameMapping %s is not supported (only urlPath)", errdef.ErrInvalidInput, registry.Quote(s.ComponentNameMapping))
 		}
 		if _, err := s.location(); err != nil {
 			return Spec{}, err
@@ -151,19 +152,19 @@ func (s Spec) location() (location, error) {
 			l.scheme = sc
 		case "oci":
 		default:
-			return l, fmt.Errorf("%w: baseUrl %q: unsupported scheme %q", errdef.ErrInvalidInput, s.BaseURL, sc)
+			return l, fmt.Errorf("%w: baseUrl %s: unsupported scheme %s", errdef.ErrInvalidInput, registry.Quote(s.BaseURL), registry.Quote(sc))
 		}
 		u = u[i+3:]
 	}
 	host, p, _ := strings.Cut(u, "/")
 	if host == "" {
-		return l, fmt.Errorf("%w: baseUrl %q has no host", errdef.ErrInvalidInput, s.BaseURL)
+		return l, fmt.Errorf("%w: baseUrl %s has no host", errdef.ErrInvalidInput, registry.Quote(s.BaseURL))
 	}
 	if strings.Contains(host, "@") {
 		return l, fmt.Errorf("%w: baseUrl must not carry credentials; use the environment or a docker config", errdef.ErrInvalidInput)
 	}
 	if strings.ContainsAny(host, "?#\\ ") || strings.ContainsAny(p, "?#\\ :@") {
-		return l, fmt.Errorf("%w: baseUrl %q is not host[:port][/path]", errdef.ErrInvalidInput, s.BaseURL)
+		return l, fmt.Errorf("%w: baseUrl %s is not host[:port][/path]", errdef.ErrInvalidInput, registry.Quote(s.BaseURL))
 	}
 	l.host = strings.ToLower(host)
 	parts := []string{}
@@ -173,11 +174,11 @@ func (s Spec) location() (location, error) {
 			continue
 		}
 		if strings.ContainsAny(seg, "?#\\ :@") {
-			return l, fmt.Errorf("%w: subPath %q is not a repository path", errdef.ErrInvalidInput, seg)
+			return l, fmt.Errorf("%w: subPath %s is not a repository path", errdef.ErrInvalidInput, registry.Quote(seg))
 		}
 		for _, e := range strings.Split(seg, "/") {
 			if e == "" || e == "." || e == ".." {
-				return l, fmt.Errorf("%w: repository path %q has an empty, . or .. segment", errdef.ErrInvalidInput, seg)
+				return l, fmt.Errorf("%w: repository path %s has an empty, . or .. segment", errdef.ErrInvalidInput, registry.Quote(seg))
 			}
 		}
 		parts = append(parts, seg)

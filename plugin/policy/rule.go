@@ -1,0 +1,187 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+)
+
+// Rule is the resolved rule of one generation: what the Application may
+// make the plugin do. It implements registry.Gate.
+type Rule struct {
+	// Name of the rule ("default" for the default rule), and the project
+	// it was resolved for ("" when Argo CD did not pass one).
+	Name, Project string
+	// Source is where the rule comes from: "sidecar policy FILE" or "environment".
+	Source string
+	// Repositories the Application may use (unless anyRepository).
+	Repositories []RepositoryPattern
+	// Credentials the rule names; nothing else is sent (unless DefaultCredentials).
+	Credentials []Credential
+	// DefaultCredentials: the sidecar's own credentials (ARGOCD_OCM_REGISTRY_*,
+	// Docker config), each for its exact host: the rule without a policy.
+	DefaultCredentials bool
+	// PlainHTTP are the hosts reached without TLS, with credentials.
+	PlainHTTP []string
+	// StrictPlainHTTP: no other host over plain HTTP, even when the
+	// Application writes http:// (with a policy).
+	StrictPlainHTTP bool
+	// LocalArchives: CTFs and component archives of the Application's checkout.
+	LocalArchives bool
+	// Signatures that must verify.
+	Signatures []Signature
+	// RequireComponentImages turns on the image origin guard (package guard).
+	RequireComponentImages bool
+	// Platform: may children leave the parent's project and destination.
+	Platform Platform
+
+	anyRepository           bool
+	legacyNames, legacyKeys []string
+}
+
+var _ registry.Gate = (*Rule)(nil)
+
+// AllowsAnyRepository reports whether the rule allows every repository (the
+// rule without a policy).
+func (r *Rule) AllowsAnyRepository() bool { return r.anyRepository }
+
+// AllowRepository implements registry.Gate: host (host[:port]) and path
+// (an OCI repository, or a Helm repository's URL path) must match one of the
+// rule's patterns. The refusal names only what was asked for, so it is the
+// same whatever is listening there.
+func (r *Rule) AllowRepository(host, p string) error {
+	if r.anyRepository {
+		return nil
+	}
+	host = registry.CanonicalHost(host)
+	p = strings.Trim(p, "/")
+	if r.matches(host, p) {
+		return nil
+	}
+	what := host
+	if p != "" {
+		what += "/" + p
+	}
+	return fmt.Errorf("%w: repository %s is not allowed for project %s (rule %s)", errdef.ErrForbidden, registry.Quote(what), registry.Quote(r.Project), r.Name)
+}
+
+func (r *Rule) matches(host, p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." || (seg == "" && p != "") {
+			return false // never normalised here: the server might not agree
+		}
+	}
+	h := strings.TrimSuffix(host, ":443")
+	for _, rp := range r.Repositories {
+		pat := strings.TrimSuffix(strings.ToLower(rp.Host), ":443")
+		if ok, _ := path.Match(pat, h); !ok {
+			continue
+		}
+		if prefixMatch(rp.PathPrefix, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixMatch matches p against a prefix of whole segments, each a glob.
+func prefixMatch(prefix, p string) bool {
+	prefix = strings.Trim(prefix, "/")
+	if prefix == "" {
+		return true
+	}
+	want := strings.Split(prefix, "/")
+	got := strings.Split(p, "/")
+	if p == "" || len(got) < len(want) {
+		return false
+	}
+	for i, w := range want {
+		if ok, _ := path.Match(w, got[i]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// AllowLocalArchive refuses a CTF or component archive when the rule does
+// not allow them.
+func (r *Rule) AllowLocalArchive() error {
+	if r.LocalArchives {
+		return nil
+	}
+	return fmt.Errorf("%w: local CTFs and component archives are not allowed for project %s (rule %s)", errdef.ErrForbidden, registry.Quote(r.Project), r.Name)
+}
+
+// SignatureFlags are the signature names and public key files to verify, as
+// the --signature and --public-key flags take them (one key per name, or,
+// without a policy, one key for every name).
+func (r *Rule) SignatureFlags() (names, keys []string) {
+	if r.Source == "environment" {
+		return r.legacyNames, r.legacyKeys
+	}
+	for _, s := range r.Signatures {
+		names, keys = append(names, s.Name), append(keys, s.PublicKey)
+	}
+	return names, keys
+}
+
+// RegistryOptions configure a registry client for the rule: the gate,
+// the plain-HTTP hosts and, with a policy, the rule's credentials only.
+// lookupEnv reads the credentials' env labels (nil: os.LookupEnv).
+func (r *Rule) RegistryOptions(lookupEnv func(string) (string, bool)) []registry.Option {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	var opts []registry.Option
+	if len(r.PlainHTTP) > 0 {
+		opts = append(opts, registry.WithPlainHTTP(r.PlainHTTP...))
+	}
+	if r.anyRepository && r.DefaultCredentials && !r.StrictPlainHTTP {
+		return opts
+	}
+	opts = append(opts, registry.WithGate(r))
+	if r.StrictPlainHTTP {
+		opts = append(opts, registry.WithStrictPlainHTTP())
+	}
+	if !r.DefaultCredentials {
+		opts = append(opts, registry.WithOnlyScopedCredentials(), registry.WithoutDockerConfig())
+	}
+	for _, c := range r.Credentials {
+		opts = append(opts, registry.WithCredentialScopes(registry.CredentialScope{
+			Name: c.Name, Host: c.Host, PathPrefix: c.PathPrefix, Get: c.getter(lookupEnv),
+		}))
+	}
+	return opts
+}
+
+// getter reads the credential's source when a registry asks for it.
+func (c Credential) getter(lookupEnv func(string) (string, bool)) func(context.Context) (registry.Credential, error) {
+	return func(context.Context) (registry.Credential, error) {
+		var cred registry.Credential
+		var err error
+		switch {
+		case c.Env != "":
+			cred, _, err = registry.EnvCredential(lookupEnv, c.Env)
+		case c.DockerConfig != "":
+			cred, err = registry.DockerConfigCredential(c.DockerConfig, c.Host)
+		default:
+			read := func(p string, dst *string) {
+				if p != "" && err == nil {
+					*dst, err = registry.ReadSecretFile(p)
+				}
+			}
+			read(c.UsernameFile, &cred.Username)
+			read(c.PasswordFile, &cred.Password)
+			read(c.TokenFile, &cred.AccessToken)
+		}
+		if err != nil {
+			return registry.Credential{}, fmt.Errorf("credential %s of the sidecar policy: %w", c.Name, err)
+		}
+		return cred, nil
+	}
+}
