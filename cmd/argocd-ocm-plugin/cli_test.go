@@ -137,12 +137,14 @@ func TestVerboseLogsWithoutCredentials(t *testing.T) {
 	hostVar := strings.NewReplacer(".", "_", ":", "_").Replace(reg.Host)
 	t.Setenv("ARGOCD_OCM_REGISTRY_"+hostVar+"_USERNAME", user)
 	t.Setenv("ARGOCD_OCM_REGISTRY_"+hostVar+"_PASSWORD", pass)
+	// Credentials go over plain HTTP only to hosts the operator lists.
+	sidecarEnv := env(map[string]string{"ARGOCD_OCM_PLAIN_HTTP": reg.Host})
 	t.Setenv("ARGOCD_OCM_CACHE_DIR", t.TempDir())
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	args := []string{"render", "--repository", "http://" + reg.Host + "/ocm", "--component", examples.Podinfo, "--version", "1.0.0"}
 
 	var quiet, quietErr bytes.Buffer
-	if code := run(args, &quiet, &quietErr, env(nil)); code != 0 {
+	if code := run(args, &quiet, &quietErr, sidecarEnv); code != 0 {
 		t.Fatalf("exit %d: %s", code, quietErr.String())
 	}
 	if quietErr.Len() != 0 {
@@ -151,7 +153,7 @@ func TestVerboseLogsWithoutCredentials(t *testing.T) {
 	var logs string
 	for i := 0; i < 2; i++ { // the second run reads the cache the first filled
 		var stdout, stderr bytes.Buffer
-		if code := run(append(args, "-v"), &stdout, &stderr, env(nil)); code != 0 {
+		if code := run(append(args, "-v"), &stdout, &stderr, sidecarEnv); code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr.String())
 		}
 		if stdout.String() != quiet.String() {
@@ -175,7 +177,7 @@ func TestVerboseLogsWithoutCredentials(t *testing.T) {
 
 	// A failure with -v: the log, and still the error line last.
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"render", "--repository", "http://" + reg.Host + "/ocm", "--component", examples.Podinfo, "--version", "7.0.0", "-v"}, &stdout, &stderr, env(nil)); code == 0 || stdout.Len() != 0 {
+	if code := run([]string{"render", "--repository", "http://" + reg.Host + "/ocm", "--component", examples.Podinfo, "--version", "7.0.0", "-v"}, &stdout, &stderr, sidecarEnv); code == 0 || stdout.Len() != 0 {
 		t.Fatalf("exit %d, stdout %q", code, stdout.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
@@ -186,7 +188,7 @@ func TestVerboseLogsWithoutCredentials(t *testing.T) {
 	// The sidecar's level comes from ARGOCD_OCM_LOG_LEVEL.
 	stdout.Reset()
 	stderr.Reset()
-	if code := run(args, &stdout, &stderr, env(map[string]string{envLogLevel: "debug"})); code != 0 || !strings.Contains(stderr.String(), `msg="registry request"`) {
+	if code := run(args, &stdout, &stderr, env(map[string]string{envLogLevel: "debug", "ARGOCD_OCM_PLAIN_HTTP": reg.Host})); code != 0 || !strings.Contains(stderr.String(), `msg="registry request"`) {
 		t.Errorf("ARGOCD_OCM_LOG_LEVEL=debug: exit %d, stderr %q", code, stderr.String())
 	}
 }
