@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -512,6 +513,9 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []b
 	// 4. the instance's values
 	inst, origin, err := instanceValues(rs.req, rs.p.ReadFile)
 	if err != nil {
+		if errors.Is(err, errdef.ErrInvalidInput) {
+			return pipeline.Step{}, nil, err // already says so, once
+		}
 		return pipeline.Step{}, nil, fmt.Errorf("%w: %v", errdef.ErrInvalidInput, err)
 	}
 	ops = append(ops, func(v *Values) error { v.Merge(inst, origin); return nil })

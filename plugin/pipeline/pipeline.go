@@ -143,7 +143,7 @@ func (r Request) OpenRepository(ctx context.Context, open func(context.Context, 
 		}
 		if name == strings.TrimSpace(r.Repository) {
 			// A bare name: say why it was not taken for a registry.
-			return nil, fmt.Errorf("%w: %w (a registry has a dot or a port in its host, or is localhost, or has a scheme)", errdef.ErrNotFound, err)
+			return nil, fmt.Errorf("%w: %w (%s)", errdef.ErrNotFound, err, oci.RegistryHint)
 		}
 		return nil, fmt.Errorf("%w: %w", errdef.ErrNotFound, err)
 	}

@@ -99,6 +99,10 @@ func ParseSpecIn(s string, exists func(name string) bool) (Spec, error) {
 	return Spec{Type: TypeOCIRegistry, BaseURL: s}.normalize()
 }
 
+// RegistryHint says, after a bare name that is not a file, why it was not
+// taken for a registry.
+const RegistryHint = "a registry has a dot or a port in its host, or is localhost, or has a scheme"
+
 // LooksLikeRegistry reports whether a repository without a scheme names a
 // registry, as Docker tells a registry host from a path component: its host
 // (up to the first "/") has a dot or a port, or is localhost. A host alone
