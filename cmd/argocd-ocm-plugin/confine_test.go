@@ -260,3 +260,28 @@ func TestMistypedRepositoryIsAMissingPath(t *testing.T) {
 		}
 	}
 }
+
+// The dynamic parameters command reads the repository the same way.
+func TestParametersConfinesTheRepository(t *testing.T) {
+	socket, fp := startServer(t)
+	base, app := hostileSandbox(t, true)
+	for _, repo := range []string{"link-ctf", base + "/outside/private-ctf", "file://../outside/private-ctf", "link-fifo", "/proc/self/fd/1"} {
+		e := map[string]string{"ARGOCD_APP_NAME": "tenant-a", "ARGOCD_ENV_REPOSITORY": repo,
+			"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"}
+		var stdout, stderr bytes.Buffer
+		var code int
+		var res *resultOf
+		inTime(t, func() {
+			t.Chdir(app)
+			code = run([]string{"parameters"}, &stdout, &stderr, env(e))
+			r := viaServer(t, socket, fp, app, []string{"parameters"}, e)
+			res = &resultOf{r.Exit, r.Stdout, string(r.Stderr)}
+		})
+		for _, got := range []resultOf{{code, stdout.Bytes(), stderr.String()}, *res} {
+			if got.exit == 0 || len(got.stdout) != 0 || strings.Count(got.stderr, "\n") != 1 || !strings.Contains(got.stderr, `repository "`) ||
+				!strings.Contains(got.stderr, refusal) {
+				t.Errorf("%s: exit %d, %d bytes on stdout, stderr %q", repo, got.exit, len(got.stdout), got.stderr)
+			}
+		}
+	}
+}
