@@ -13,7 +13,7 @@ import (
 // are announced as typed fields with their defaults, and generate reads them
 // back from the same names.
 func TestDefinitionParametersRoundTrip(t *testing.T) {
-	repo := configRepo(t)
+	repo := inAppDir(t, configRepo(t))
 	var stdout, stderr bytes.Buffer
 	e := map[string]string{
 		"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -143,6 +144,14 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 				return err
 			}
 			req.Dir = dir
+			// Everything the Application names is read inside its
+			// directory (package confine); render, for people, is not confined.
+			root, err := openApplicationDir(dir)
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
+			}
+			defer root.Close()
+			req.Root = root
 			req.Platform.Source.PluginName = getenv(envPluginName)
 			if err := applyTenancy(&req, getenv); err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
@@ -162,6 +171,16 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: isTrue(getenv(envProvenance)) || req.Provenance, json: true, diag: diag, rule: rule})
 		},
 	}
+}
+
+// openApplicationDir opens the Application's directory as the root of its
+// files: dir (the render server's client's), else the working directory
+// (argocd-cmp-server runs generate in the Application's path).
+func openApplicationDir(dir string) (*confine.Root, error) {
+	if dir == "" {
+		dir = "."
+	}
+	return confine.Open(dir)
 }
 
 func newVersionCommand(stdout io.Writer) *cobra.Command {

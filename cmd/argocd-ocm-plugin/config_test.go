@@ -110,13 +110,13 @@ func TestConfigFailuresPrintNothingOnStdout(t *testing.T) {
 		{"secret literal", []string{"render", "--repository", repo, "--component", examples.Shop, "--version", "1.0.0",
 			"--param", "database=correct-horse-battery"}, nil, []string{"parameter database", "secret", "plain text"}},
 		{"generate secret literal", []string{"generate"}, map[string]string{
-			"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": repo, "ARGOCD_ENV_COMPONENT": examples.Shop, "ARGOCD_ENV_VERSION": "1.0.0",
+			"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": inAppDir(t, repo), "ARGOCD_ENV_COMPONENT": examples.Shop, "ARGOCD_ENV_VERSION": "1.0.0",
 			"ARGOCD_APP_PARAMETERS": `[{"name":"parameters","map":{"database":"correct-horse-battery"}}]`},
 			[]string{"application shop", "parameter database", "secret"}},
 		{"generate definition outside the app", []string{"generate"}, map[string]string{
-			"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": repo, "ARGOCD_ENV_COMPONENT": examples.Shop, "ARGOCD_ENV_VERSION": "1.0.0",
+			"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": inAppDir(t, repo), "ARGOCD_ENV_COMPONENT": examples.Shop, "ARGOCD_ENV_VERSION": "1.0.0",
 			"ARGOCD_APP_PARAMETERS": `[{"name":"definition","string":"../other-app/def.yaml"}]`},
-			[]string{"application shop", "parameter \"definition\"", "relative path inside"}},
+			[]string{"application shop", `definition "../other-app/def.yaml": not a file or directory inside the Application's directory`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -146,7 +146,7 @@ func TestConfigFailuresPrintNothingOnStdout(t *testing.T) {
 // generate: instance parameters come from the Application's "parameters"
 // map, the definition from the component.
 func TestGenerateWithInstanceParameters(t *testing.T) {
-	repo := configRepo(t)
+	repo := inAppDir(t, configRepo(t))
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"generate"}, &stdout, &stderr, env(map[string]string{
 		"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "prod", "ARGOCD_ENV_REPOSITORY": repo,

@@ -4,13 +4,33 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
-const demoRepo = "../../testdata/demo/ctf"
+// demoRepo is absolute: tests of generate run in an Application's directory.
+var demoRepo = mustAbs("../../testdata/demo/ctf")
+
+func mustAbs(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		panic(err)
+	}
+	return abs
+}
+
+// inAppDir runs the rest of the test in the directory that holds repo, as
+// argocd-cmp-server runs generate in the Application's directory, and returns
+// the name the Application gives repo there: generate reads nothing outside.
+func inAppDir(t *testing.T, repo string) string {
+	t.Helper()
+	abs := mustAbs(repo)
+	t.Chdir(filepath.Dir(abs))
+	return filepath.Base(abs)
+}
 
 func env(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
@@ -100,9 +120,9 @@ func TestFailuresPrintNothingOnStdout(t *testing.T) {
 		{"helm failure", []string{"render", "--repository", demoRepo, "--component", "example.com/demo/catalog", "--version", "2.3.0", "--set", "image.tag=null"}, nil,
 			[]string{"example.com/demo/catalog:2.3.0", "resource chart", "tag"}},
 		{"generate unknown version", []string{"generate"}, map[string]string{
-			"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop", "ARGOCD_ENV_REPOSITORY": demoRepo,
+			"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop", "ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo),
 			"ARGOCD_APP_PARAMETERS": `[{"name":"component","string":"example.com/demo/podinfo"},{"name":"version","string":"2.0.0"}]`},
-			[]string{"application shop", "example.com/demo/podinfo:2.0.0"}},
+			[]string{"application shop", "example.com/demo/podinfo:2.0.0", "available: 1.0.0"}},
 		{"generate bad parameters", []string{"generate"}, map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_PARAMETERS": `{not json`},
 			[]string{"application shop", "ARGOCD_APP_PARAMETERS"}},
 		{"generate bad values", []string{"generate"}, map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_VALUES": "a: [1"},
@@ -140,7 +160,7 @@ func TestGenerateFromArgoCDEnvironment(t *testing.T) {
 		"ARGOCD_APP_NAMESPACE":  "shop-ns",
 		"KUBE_VERSION":          "1.29.3",
 		"KUBE_API_VERSIONS":     "v1,apps/v1,monitoring.coreos.com/v1",
-		"ARGOCD_ENV_REPOSITORY": demoRepo,
+		"ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo),
 		"ARGOCD_ENV_COMPONENT":  "example.com/demo/ignored-because-the-parameter-wins",
 		// unprefixed names must not be read from the Application
 		"COMPONENT": "example.com/demo/wrong",
@@ -170,7 +190,7 @@ func TestVersionOnStdout(t *testing.T) {
 }
 
 func TestVerifyAndSignedRender(t *testing.T) {
-	fx := "../../../shared/fixtures/ocm-cli/"
+	fx := mustAbs("../../../shared/fixtures/ocm-cli") + "/"
 	key := fx + "keys/key.pub"
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"verify", "--repository", fx + "ctf-signed.tgz", "--component", "example.com/fixtures/signed-bundle", "--version", "1.0.0",
@@ -191,7 +211,7 @@ func TestVerifyAndSignedRender(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	e := env(map[string]string{
-		"ARGOCD_APP_NAME": "signed", "ARGOCD_ENV_REPOSITORY": fx + "ctf-signed", "ARGOCD_ENV_COMPONENT": "example.com/fixtures/signed-app",
+		"ARGOCD_APP_NAME": "signed", "ARGOCD_ENV_REPOSITORY": inAppDir(t, fx+"ctf-signed"), "ARGOCD_ENV_COMPONENT": "example.com/fixtures/signed-app",
 		"ARGOCD_ENV_VERSION": "1.0.0", "ARGOCD_ENV_RESOURCE": "chart",
 		"ARGOCD_OCM_SIGNATURE": "mysig", "ARGOCD_OCM_PUBLIC_KEY": key, "ARGOCD_OCM_PROVENANCE": "true",
 	})
@@ -205,7 +225,7 @@ func TestVerifyAndSignedRender(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	e = env(map[string]string{
-		"ARGOCD_APP_NAME": "signed", "ARGOCD_ENV_REPOSITORY": fx + "ctf-signed", "ARGOCD_ENV_COMPONENT": "example.com/fixtures/signed-app",
+		"ARGOCD_APP_NAME": "signed", "ARGOCD_ENV_REPOSITORY": inAppDir(t, fx+"ctf-signed"), "ARGOCD_ENV_COMPONENT": "example.com/fixtures/signed-app",
 		"ARGOCD_ENV_VERSION": "1.0.0", "ARGOCD_ENV_RESOURCE": "chart",
 		"ARGOCD_OCM_SIGNATURE": "mysig", "ARGOCD_OCM_PUBLIC_KEY": fx + "nonexistent.pub", "ARGOCD_ENV_ARGOCD_OCM_PUBLIC_KEY": key,
 	})
@@ -222,7 +242,7 @@ func TestGeneratePlatform(t *testing.T) {
 		"ARGOCD_APP_NAME": "idp", "ARGOCD_APP_NAMESPACE": "argocd",
 		"ARGOCD_APP_SOURCE_REPO_URL": "https://git.example.com/idp.git", "ARGOCD_APP_SOURCE_PATH": "envs/prod",
 		"ARGOCD_APP_SOURCE_TARGET_REVISION": "v1", "ARGOCD_APP_PROJECT_NAME": "platform",
-		"ARGOCD_ENV_REPOSITORY": demoRepo, "ARGOCD_ENV_COMPONENT": "example.com/demo/platform", "ARGOCD_ENV_VERSION": "1.0.0",
+		"ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo), "ARGOCD_ENV_COMPONENT": "example.com/demo/platform", "ARGOCD_ENV_VERSION": "1.0.0",
 		"ARGOCD_ENV_VALUES":      "packages: {podinfo: {syncWave: 2, values: {replicaCount: 3}}}",
 		"ARGOCD_OCM_PLUGIN_NAME": "argocd-ocm-plugin-v1",
 	})
@@ -248,10 +268,10 @@ func TestGenerateConfinesFilesAndKeepsOneErrorLine(t *testing.T) {
 		`[{"name":"platform-config","array":["../other-tenant/config.yaml"]}]`,
 	} {
 		var stdout, stderr bytes.Buffer
-		e := env(map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": demoRepo,
+		e := env(map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo),
 			"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0", "ARGOCD_APP_PARAMETERS": p})
 		if code := run([]string{"generate"}, &stdout, &stderr, e); code == 0 || stdout.Len() != 0 ||
-			!strings.Contains(stderr.String(), "not a relative path inside the Application's source directory") {
+			!strings.Contains(stderr.String(), "not a file or directory inside the Application's directory") {
 			t.Errorf("%s: exit %d, stderr %q", p, code, stderr.String())
 		}
 	}

@@ -40,8 +40,13 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}
+			root, err := openApplicationDir(dir)
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Application: app})
+			}
+			defer root.Close()
 			planner := &config.Planner{Access: &r.Access, Log: &notes}
-			a := &cmp.Announcer{OpenRepository: r.OpenRepository, Sources: []cmp.ParameterSource{definitionParameters(planner)}, Dir: dir}
+			a := &cmp.Announcer{OpenRepository: r.OpenRepository, Sources: []cmp.ParameterSource{definitionParameters(planner)}, Dir: dir, Root: root}
 			params, err := a.Announce(ctx, getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})

@@ -10,7 +10,7 @@ import (
 func TestParametersCommand(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"parameters"}, &stdout, &stderr, env(map[string]string{
-		"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": demoRepo,
+		"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo),
 		"ARGOCD_APP_PARAMETERS": `[{"name":"component","string":"example.com/demo/podinfo"},{"name":"version","string":"1.0.0"}]`,
 	}))
 	if code != 0 {
@@ -32,7 +32,7 @@ func TestParametersCommand(t *testing.T) {
 func TestParametersCommandFailure(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"parameters"}, &stdout, &stderr, env(map[string]string{
-		"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": demoRepo,
+		"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo),
 		"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "2.0.0",
 	}))
 	if code == 0 || stdout.Len() != 0 {

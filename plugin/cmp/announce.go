@@ -8,6 +8,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
@@ -77,6 +78,8 @@ type Announcer struct {
 	// Dir is the Application's directory (pipeline.Request.Dir); empty: the
 	// working directory.
 	Dir string
+	// Root confines the files the Application names (pipeline.Request.Root).
+	Root *confine.Root
 }
 
 // maxListedVersions bounds the versions a tooltip lists.
@@ -126,7 +129,7 @@ func (a *Announcer) Announce(ctx context.Context, getenv func(string) string) ([
 	if err != nil {
 		return nil, err
 	}
-	req.Dir = a.Dir
+	req.Dir, req.Root = a.Dir, a.Root
 	if req.Repository == "" || req.Component == "" {
 		return out, nil
 	}
@@ -143,7 +146,7 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 	if open == nil {
 		open = pipeline.OpenOffline
 	}
-	repo, err := open(ctx, req.RepositoryLocation())
+	repo, err := req.OpenRepository(ctx, open)
 	if err != nil {
 		return nil, err
 	}

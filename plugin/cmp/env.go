@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
@@ -209,17 +210,23 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 		// A file must stay inside the Application's source directory (the
 		// working directory of generate): the repo-server holds other repositories.
 		if !strings.HasPrefix(def, "resource:") && !filepath.IsLocal(def) {
-			return req, errdef.Wrap(fmt.Errorf("%w: parameter %q: %q is not a relative path inside the Application's source directory",
-				errdef.ErrInvalidInput, ParamDefinition, def), ectx)
+			return req, errdef.Wrap(confine.Refused(ParamDefinition, def), ectx)
 		}
 		req.DefinitionFile = def
 	}
 	// Files named by the Application must stay inside its source directory
 	// (the working directory of generate): the repo-server holds other
 	// checkouts and its own secrets (cf. CVE-2022-24348).
-	for _, f := range append(append([]string{}, req.ValueFiles...), req.Platform.ConfigFiles...) {
-		if !filepath.IsLocal(f) {
-			return req, errdef.Wrap(fmt.Errorf("%w: %q is not a relative path inside the Application's source directory", errdef.ErrInvalidInput, f), ectx)
+	// (One shape with the refusals of package confine, which also resolves
+	// symbolic links.)
+	for _, named := range []struct {
+		param string
+		files []string
+	}{{ParamValueFiles, req.ValueFiles}, {ParamPlatformConfig, req.Platform.ConfigFiles}} {
+		for _, f := range named.files {
+			if !filepath.IsLocal(f) {
+				return req, errdef.Wrap(confine.Refused(named.param, f), ectx)
+			}
 		}
 	}
 	instance, err := e.stringMap(ParamParameters)

@@ -39,7 +39,9 @@ type Planner struct {
 	// DefaultCostLimit, DefaultExprTimeout).
 	CostLimit   uint64
 	ExprTimeout time.Duration
-	// ReadFile reads definition and values files; default os.ReadFile with a size limit.
+	// ReadFile, a seam for tests, reads definition and values files by path
+	// (Request.File). Default: Request.ReadFile, which reads inside the
+	// Application's directory when the request is confined.
 	ReadFile func(string) ([]byte, error)
 	// RequireDigests refuses shipped definitions and config resources without
 	// a resource digest (set it when signatures are enforced: only digests

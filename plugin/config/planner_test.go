@@ -203,7 +203,7 @@ func TestPlanErrors(t *testing.T) {
 		{"parameters without a definition", pipeline.Request{Parameters: map[string]string{"replicas": "2"}}, "", errdef.ErrInvalidInput,
 			[]string{"instance parameters (replicas) need a deployment definition"}},
 		{"missing definition file", pipeline.Request{DefinitionFile: "/nonexistent/def.yaml"}, "", errdef.ErrInvalidInput,
-			[]string{"deployment definition file /nonexistent/def.yaml"}},
+			[]string{`definition "/nonexistent/def.yaml"`}},
 		{"unknown render resource", pipeline.Request{}, header + "spec: {renders: [{resource: {name: chartz}}]}\n", errdef.ErrNotFound,
 			[]string{"spec.renders[0].resource", "chartz"}},
 		{"render of an image", pipeline.Request{}, header + "spec: {renders: [{resource: {name: image}}]}\n", errdef.ErrUnsupportedMediaType,

@@ -2,7 +2,6 @@ package config
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -41,7 +40,7 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 		}
 		return p.definitionFromResource(ctx, cv, res)
 	case spec != "":
-		data, err := p.readDefinitionFile(spec, req.File(spec))
+		data, err := p.readDefinitionFile(spec, req)
 		if err != nil {
 			return nil, err
 		}
@@ -68,23 +67,18 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 	}
 }
 
-// readDefinitionFile reads the file at path; messages name it as the user did (name).
-func (p *Planner) readDefinitionFile(name, path string) ([]byte, error) {
+// readDefinitionFile reads the definition file name: with the ReadFile seam
+// at req.File(name), else as the request reads its files (inside the
+// Application's directory when it is confined).
+func (p *Planner) readDefinitionFile(name string, req pipeline.Request) ([]byte, error) {
 	if p.ReadFile != nil {
-		b, err := p.ReadFile(path)
+		b, err := p.ReadFile(req.File(name))
 		if err != nil {
 			return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, name, err)
 		}
 		return b, nil
 	}
-	b, err := pipeline.ReadUserFile(path)
-	if err != nil {
-		if errors.Is(err, errdef.ErrInvalidInput) {
-			return nil, fmt.Errorf("deployment definition file %s: %w", name, err)
-		}
-		return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, name, err)
-	}
-	return b, nil
+	return req.ReadFile(pipeline.ParamDefinition, name)
 }
 
 func (p *Planner) definitionFromResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (*Definition, error) {

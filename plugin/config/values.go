@@ -153,7 +153,16 @@ func instanceValues(req pipeline.Request, readFile func(string) ([]byte, error))
 		return nil, nil, err
 	}
 	if readFile == nil {
-		readFile = pipeline.ReadUserFile
+		readFile = func(name string) ([]byte, error) { return req.ReadFile(pipeline.ParamValueFiles, name) }
+	} else {
+		seam := readFile
+		readFile = func(name string) ([]byte, error) {
+			b, err := seam(req.File(name))
+			if err != nil {
+				return nil, fmt.Errorf("values file %s: %v", name, err)
+			}
+			return b, nil
+		}
 	}
 	type piece struct {
 		source string
@@ -171,9 +180,9 @@ func instanceValues(req pipeline.Request, readFile func(string) ([]byte, error))
 	}
 	for i := len(req.ValueFiles) - 1; i >= 0; i-- {
 		f := req.ValueFiles[i]
-		b, err := readFile(req.File(f))
+		b, err := readFile(f)
 		if err != nil {
-			return nil, nil, fmt.Errorf("values file %s: %v", f, err)
+			return nil, nil, err
 		}
 		m := map[string]any{}
 		if err := yaml.Unmarshal(b, &m); err == nil {

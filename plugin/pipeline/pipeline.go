@@ -2,8 +2,11 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,10 +14,12 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
@@ -38,7 +43,12 @@ type Request struct {
 	// repository, values, platform config and definition files) are read
 	// from; empty means the working directory. A long-lived render server
 	// serves many Applications from one process, so it cannot chdir.
-	Dir       string
+	Dir string
+	// Root, when set, confines every file the request names (repository,
+	// value files, platform configs, definition) to the Application's
+	// directory: generate and the render server set it, render (for people)
+	// does not. The caller opens and closes it. See package confine.
+	Root      *confine.Root
 	Component string
 	Version   string
 	// Resources to render, as identities "name" or "name,key=value";
@@ -77,8 +87,9 @@ type Request struct {
 	APIVersions []string
 }
 
-// File is where a file the request names is read: name itself when it is
-// absolute or Dir is empty, else name inside Dir. Messages keep naming name.
+// File is where a file the request names is read when it is not confined
+// (Root nil): name itself when it is absolute or Dir is empty, else name
+// inside Dir. Messages keep naming name.
 func (r Request) File(name string) string {
 	if r.Dir == "" || filepath.IsAbs(name) {
 		return name
@@ -86,9 +97,9 @@ func (r Request) File(name string) string {
 	return filepath.Join(r.Dir, name)
 }
 
-// RepositoryLocation is the repository to open: a relative path that exists
-// inside Dir is a CTF or component archive there; anything else (a registry
-// spec, an absolute path) is returned as it is.
+// RepositoryLocation is the repository to open when it is not confined: a
+// relative path that exists inside Dir is a CTF or component archive there;
+// anything else (a registry spec, an absolute path) is returned as it is.
 func (r Request) RepositoryLocation() string {
 	if r.Dir == "" || r.Repository == "" || filepath.IsAbs(r.Repository) {
 		return r.Repository
@@ -98,6 +109,54 @@ func (r Request) RepositoryLocation() string {
 		return p
 	}
 	return r.Repository
+}
+
+// ParamRepository and the other Param names are how errors about a file
+// name the parameter (Argo CD's; the CLI's flags mean the same).
+const (
+	ParamRepository     = "repository"
+	ParamValueFiles     = "value-files"
+	ParamDefinition     = "definition"
+	ParamPlatformConfig = "platform-config"
+)
+
+// OpenRepository opens the request's repository. Unconfined (Root nil), open
+// gets RepositoryLocation. Confined, a local repository in any form (a path,
+// file://, ctf::, an OCM spec's filePath) is opened inside Root and read
+// through that handle; only a registry reaches open, as an explicit spec
+// that no later step can take for a path.
+func (r Request) OpenRepository(ctx context.Context, open func(context.Context, string) (ocm.Repository, error)) (ocm.Repository, error) {
+	if r.Root == nil {
+		return open(ctx, r.RepositoryLocation())
+	}
+	sp, err := oci.ParseSpecIn(r.Repository, r.Root.Exists)
+	if err != nil {
+		return nil, err
+	}
+	if sp.Type != oci.TypeCTF {
+		explicit, err := json.Marshal(sp)
+		if err != nil {
+			return nil, err
+		}
+		return open(ctx, string(explicit))
+	}
+	name := sp.FilePath
+	f, d, err := r.Root.Open(ParamRepository, name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if name == strings.TrimSpace(r.Repository) {
+			// A bare name: say why it was not taken for a registry.
+			return nil, fmt.Errorf("%w: %w (%s)", errdef.ErrNotFound, err, oci.RegistryHint)
+		}
+		return nil, fmt.Errorf("%w: %w", errdef.ErrNotFound, err)
+	}
+	display := confine.Quote(name)
+	if d != nil {
+		return ctf.OpenDir(d, display)
+	}
+	return ctf.OpenFile(f, display)
 }
 
 // Renderer runs requests. The zero value renders offline from CTFs and
@@ -222,7 +281,7 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if open == nil {
 		open = OpenOffline
 	}
-	repo, err := open(ctx, req.RepositoryLocation())
+	repo, err := req.OpenRepository(ctx, open)
 	if err != nil {
 		return nil, err
 	}
@@ -450,6 +509,3 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 		return kustomize.Render(ctx, tree, step.Path)
 	}
 }
-
-// readFile is a seam for tests.
-var readFile = ReadUserFile

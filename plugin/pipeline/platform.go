@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -47,9 +46,9 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 		opts.Parent = req.Application
 	}
 	for _, f := range req.Platform.ConfigFiles {
-		b, err := readFile(req.File(f))
+		b, err := req.ReadFile(ParamPlatformConfig, f)
 		if err != nil {
-			return nil, fmt.Errorf("%w: platform config %s: %v", errdef.ErrInvalidInput, f, err)
+			return nil, err
 		}
 		c, err := platform.DecodeConfig(b)
 		if err != nil {

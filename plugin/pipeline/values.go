@@ -1,14 +1,18 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"syscall"
 
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
@@ -18,9 +22,9 @@ import (
 func HelmValues(req Request) (map[string]any, error) {
 	base := map[string]any{}
 	for _, f := range req.ValueFiles {
-		b, err := readFile(req.File(f))
+		b, err := req.ReadFile(ParamValueFiles, f)
 		if err != nil {
-			return nil, fmt.Errorf("%w: values file %s: %v", errdef.ErrInvalidInput, f, err)
+			return nil, err
 		}
 		cur := map[string]any{}
 		if err := yaml.Unmarshal(b, &cur); err != nil {
@@ -44,32 +48,78 @@ func yamlMarshal(v any) ([]byte, error) { return yaml.Marshal(v) }
 // MaxUserFileSize bounds a values, definition or platform config file.
 const MaxUserFileSize = 4 << 20
 
+// ReadFile reads a file the request names with the parameter param (values,
+// definition, platform config; see ReadUserFile): inside Root when the
+// request is confined, else at File(name). Errors name param and name (capped).
+func (r Request) ReadFile(param, name string) ([]byte, error) {
+	if r.Root == nil {
+		b, err := ReadUserFile(r.File(name))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%w: %s %s: no such file", errdef.ErrInvalidInput, param, confine.Quote(name))
+			}
+			if errors.Is(err, errdef.ErrInvalidInput) {
+				return nil, fmt.Errorf("%s %s: %w", param, confine.Quote(name), err)
+			}
+			return nil, fmt.Errorf("%w: %s %s: %v", errdef.ErrInvalidInput, param, confine.Quote(name), err)
+		}
+		return b, nil
+	}
+	f, err := r.Root.OpenFile(param, name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %w", errdef.ErrInvalidInput, err)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	b, err := readUserFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", param, confine.Quote(name), err)
+	}
+	return b, nil
+}
+
 // ReadUserFile reads a file the user named (values, definition, platform
 // config): a regular file of at most MaxUserFileSize bytes whose YAML
 // structure stays within manifests.MaxDocumentNodes (a dense 4 MiB document
-// would cost hundreds of MiB to decode). /dev/zero, FIFOs and the like are refused.
+// would cost hundreds of MiB to decode). /dev/zero, FIFOs and the like are
+// refused before they are opened.
 func ReadUserFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file", errdef.ErrInvalidInput)
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return readUserFile(f)
+}
+
+// readUserFile reads an open file with ReadUserFile's checks; the handle, not
+// a name, is checked.
+func readUserFile(f *os.File) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", errdef.ErrInvalidInput, name)
+		return nil, fmt.Errorf("%w: not a regular file", errdef.ErrInvalidInput)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxUserFileSize+1))
 	if err != nil {
 		return nil, err
 	}
 	if len(b) > MaxUserFileSize {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes: %w", errdef.ErrInvalidInput, name, MaxUserFileSize, errdef.ErrLimitExceeded)
+		return nil, fmt.Errorf("%w: larger than %d bytes: %w", errdef.ErrInvalidInput, MaxUserFileSize, errdef.ErrLimitExceeded)
 	}
 	if n := manifests.StructureCount(b); n > manifests.MaxDocumentNodes {
-		return nil, fmt.Errorf("%w: %s has %d structural characters, more than %d: %w", errdef.ErrInvalidInput, name, n, manifests.MaxDocumentNodes, errdef.ErrLimitExceeded)
+		return nil, fmt.Errorf("%w: %d structural characters, more than %d: %w", errdef.ErrInvalidInput, n, manifests.MaxDocumentNodes, errdef.ErrLimitExceeded)
 	}
 	return b, nil
 }

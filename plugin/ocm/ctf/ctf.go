@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -41,29 +42,65 @@ type IndexArtifact struct {
 	MediaType  string `json:"mediaType,omitempty"`
 }
 
-// Open opens a CTF or a component archive at path, in directory, tar or tgz form.
+// Open opens a CTF or a component archive at path, in directory, tar or tgz
+// form. It reads any path it is given (the CLI's render, for people); what an
+// Argo CD Application names is opened inside its directory first (package
+// confine) and read with OpenDir or OpenFile. FIFOs, devices and sockets are
+// refused before they are opened.
 func Open(path string, opts ...Option) (ocm.Repository, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("repository %s: %w: no such file or directory", path, errdef.ErrNotFound)
+		}
+		return nil, fmt.Errorf("repository %s: %w", path, err)
+	}
+	switch {
+	case fi.IsDir():
+		d, err := os.OpenRoot(path)
+		if err != nil {
+			return nil, fmt.Errorf("repository %s: %w", path, err)
+		}
+		return OpenDir(d, path, opts...)
+	case fi.Mode().IsRegular():
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("repository %s: %w", path, err)
+		}
+		if ffi, err := f.Stat(); err != nil || !ffi.Mode().IsRegular() {
+			f.Close()
+			return nil, fmt.Errorf("repository %s: %w: not a file or directory", path, errdef.ErrInvalidInput)
+		}
+		return OpenFile(f, path, opts...)
+	default:
+		return nil, fmt.Errorf("repository %s: %w: not a file or directory", path, errdef.ErrInvalidInput)
+	}
+}
+
+// OpenDir reads a CTF or component archive directory through dir: names
+// inside it are resolved beneath it, links in it are refused. name is how
+// messages call it. OpenDir takes dir over: the repository's Close closes it.
+func OpenDir(dir *os.Root, name string, opts ...Option) (ocm.Repository, error) {
+	return open(dirStore{root: dir}, name)
+}
+
+// OpenFile reads a CTF or component archive in tar or tgz form from f, an
+// open regular file. name is how messages call it. OpenFile takes f over: the
+// repository's Close closes it (also when OpenFile fails).
+func OpenFile(f *os.File, name string, opts ...Option) (ocm.Repository, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
 	}
-	fi, err := os.Stat(path)
+	ts, err := openFileStore(f, o)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("repository %s: %w", path, errdef.ErrNotFound)
-		}
-		return nil, fmt.Errorf("repository %s: %w", path, err)
+		return nil, fmt.Errorf("repository %s: %w", name, err)
 	}
-	var s store
-	if fi.IsDir() {
-		s = dirStore{root: path}
-	} else {
-		ts, err := openFileStore(path, o)
-		if err != nil {
-			return nil, fmt.Errorf("repository %s: %w", path, err)
-		}
-		s = ts
-	}
+	return open(ts, name)
+}
+
+// open detects the form by content.
+func open(s store, path string) (ocm.Repository, error) {
 	switch {
 	case s.exists(IndexFileName):
 		r := &Repository{path: path, s: s}

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
@@ -144,5 +148,98 @@ func TestLookupErrors(t *testing.T) {
 	_, err = ctf.Open(t.TempDir())
 	if !errors.Is(err, errdef.ErrInvalidInput) {
 		t.Fatalf("empty dir: %v", err)
+	}
+}
+
+// A CTF directory is read beneath itself: a blobs directory linked out of it
+// is not followed (the blob reads fail), and a FIFO is refused before it is
+// opened (an open for reading would block).
+func TestDirectoryIsReadBeneathItself(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	dir := filepath.Join(base, "ctf")
+	copyDir(t, fixtures.Path(t, "ctf"), dir)
+	if err := os.Rename(filepath.Join(dir, ctf.BlobsDir), filepath.Join(base, "outside-blobs")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../outside-blobs", filepath.Join(dir, ctf.BlobsDir)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ctf.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.LookupComponentVersion(ctx, "example.com/fixtures/podinfo-app", "1.0.0"); !errors.Is(err, errdef.ErrUnsafeArchive) {
+		t.Fatalf("blobs linked outside: %v, want %v", err, errdef.ErrUnsafeArchive)
+	}
+
+	fifo := filepath.Join(base, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ctf.Open(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), "not a file or directory") {
+			t.Fatalf("FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("FIFO: blocked")
+	}
+	if _, err := ctf.Open(filepath.Join(base, "nope")); !errors.Is(err, errdef.ErrNotFound) || !strings.Contains(err.Error(), "no such file or directory") {
+		t.Fatalf("missing: %v", err)
+	}
+}
+
+// OpenFile and OpenDir read what a caller opened, under the name it gives.
+func TestOpenHandles(t *testing.T) {
+	ctx := context.Background()
+	f, err := os.Open(fixtures.Path(t, "ctf.tgz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ctf.OpenFile(f, `"bundle.tgz"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.LookupComponentVersion(ctx, "example.com/fixtures/podinfo-app", "9.9.9")
+	r.Close()
+	if err == nil || !strings.Contains(err.Error(), `in "bundle.tgz"`) {
+		t.Fatalf("name in messages: %v", err)
+	}
+	d, err := os.OpenRoot(fixtures.Path(t, "component-archive"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = ctf.OpenDir(d, "ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.LookupComponentVersion(ctx, "example.com/fixtures/legacy-ca", "1.0.0"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

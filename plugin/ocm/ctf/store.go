@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
@@ -30,37 +31,44 @@ func validName(name string) bool {
 		path.Clean(name) == name && name != ".." && !strings.HasPrefix(name, "../")
 }
 
-type dirStore struct{ root string }
+// dirStore reads a directory through an os.Root: nothing it opens can be
+// outside it, whatever links or renames happen meanwhile.
+type dirStore struct{ root *os.Root }
 
 func (d dirStore) open(name string) (io.ReadCloser, int64, error) {
 	if !validName(name) {
 		return nil, 0, fmt.Errorf("%w: file name %q", errdef.ErrUnsafeArchive, name)
 	}
-	p := filepath.Join(d.root, filepath.FromSlash(name))
 	// Refuse links: a CTF written by OCM has none, and one could point anywhere.
-	fi, err := os.Lstat(p)
+	fi, err := d.root.Lstat(filepath.FromSlash(name))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, 0, fmt.Errorf("file %s: %w", name, errdef.ErrNotFound)
 		}
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("%w: file %s: cannot be read inside the repository directory", errdef.ErrUnsafeArchive, name)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, 0, fmt.Errorf("%w: %s is not a regular file", errdef.ErrUnsafeArchive, name)
 	}
-	f, err := os.Open(p)
+	// Non-blocking, and the handle must be the file checked: it may have been
+	// swapped for a FIFO or a link since.
+	f, err := d.root.OpenFile(filepath.FromSlash(name), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("%w: file %s: cannot be read inside the repository directory", errdef.ErrUnsafeArchive, name)
+	}
+	if ffi, err := f.Stat(); err != nil || !os.SameFile(fi, ffi) {
+		f.Close()
+		return nil, 0, fmt.Errorf("%w: %s changed while it was opened", errdef.ErrUnsafeArchive, name)
 	}
 	return f, fi.Size(), nil
 }
 
 func (d dirStore) exists(name string) bool {
-	fi, err := os.Lstat(filepath.Join(d.root, filepath.FromSlash(name)))
+	fi, err := d.root.Lstat(filepath.FromSlash(name))
 	return err == nil && fi.Mode().IsRegular()
 }
 
-func (d dirStore) close() error { return nil }
+func (d dirStore) close() error { return d.root.Close() }
 
 type tarEntry struct{ offset, size int64 }
 
@@ -89,13 +97,9 @@ func (t *tarStore) close() error {
 	return err
 }
 
-// openFileStore opens path as a tar, or a gzip-compressed tar which is first
-// decompressed into a temporary file.
-func openFileStore(p string, o options) (*tarStore, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
+// openFileStore reads f as a tar, or a gzip-compressed tar which is first
+// decompressed into a temporary file. It takes f over (closed on failure).
+func openFileStore(f *os.File, o options) (*tarStore, error) {
 	var magic [2]byte
 	n, _ := io.ReadFull(f, magic[:])
 	if _, err := f.Seek(0, io.SeekStart); err != nil {

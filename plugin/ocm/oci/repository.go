@@ -83,7 +83,12 @@ func Open(spec string, opts ...Option) (ocm.Repository, error) {
 		return nil, err
 	}
 	if sp.Type == TypeCTF {
-		return ctf.Open(sp.FilePath)
+		r, err := ctf.Open(sp.FilePath)
+		if errors.Is(err, errdef.ErrNotFound) && sp.FilePath == strings.TrimSpace(spec) {
+			// A bare name: say why it was not taken for a registry.
+			return nil, fmt.Errorf("%w (%s)", err, RegistryHint)
+		}
+		return r, err
 	}
 	return New(sp, opts...)
 }

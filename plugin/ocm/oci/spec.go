@@ -47,10 +47,20 @@ type Spec struct {
 //   - a URL-ish string: "ghcr.io/org/ocm", "https://ghcr.io/org/ocm",
 //     "http://127.0.0.1:5000/ocm" (plain HTTP), "oci://ghcr.io/org/ocm";
 //   - a local path of a CTF or component archive: one starting with "/", "./",
-//     "../" or "file://", or any string naming an existing file or directory;
+//     "../" or "file://", any string naming an existing file or directory,
+//     and any other string that does not look like a registry (see
+//     LooksLikeRegistry), so that a mistyped path says it does not exist
+//     instead of becoming a DNS lookup;
 //   - the OCM CLI's "<type>::<rest>" prefix form ("OCIRegistry::ghcr.io/org",
 //     "ctf::./bundle").
 func ParseSpec(s string) (Spec, error) {
+	return ParseSpecIn(s, func(name string) bool { _, err := os.Stat(name); return err == nil })
+}
+
+// ParseSpecIn is ParseSpec with exists deciding whether a bare name is an
+// existing file or directory: an Argo CD Application's names are looked up
+// inside its directory only (see package confine), never on the sidecar's disk.
+func ParseSpecIn(s string, exists func(name string) bool) (Spec, error) {
 	if len(s) > maxSpecLen {
 		return Spec{}, fmt.Errorf("%w: repository spec is longer than %d bytes", errdef.ErrInvalidInput, maxSpecLen)
 	}
@@ -84,10 +94,39 @@ func ParseSpec(s string) (Spec, error) {
 	case strings.HasPrefix(s, "/"), strings.HasPrefix(s, "./"), strings.HasPrefix(s, "../"), s == ".", s == "..":
 		return Spec{Type: TypeCTF, FilePath: s}.normalize()
 	}
-	if _, err := os.Stat(s); err == nil {
+	if exists(s) || !LooksLikeRegistry(s) {
 		return Spec{Type: TypeCTF, FilePath: s}.normalize()
 	}
 	return Spec{Type: TypeOCIRegistry, BaseURL: s}.normalize()
+}
+
+// RegistryHint says, after a bare name that is not a file, why it was not
+// taken for a registry.
+const RegistryHint = "a registry has a dot or a port in its host, or is localhost, or has a scheme"
+
+// LooksLikeRegistry reports whether a repository without a scheme names a
+// registry, as Docker tells a registry host from a path component: its host
+// (up to the first "/") has a dot or a port, or is localhost. A host alone
+// ending like an archive (bundle.tgz, ctf.tar) is a file name, not a registry.
+func LooksLikeRegistry(s string) bool {
+	host, rest, hasPath := strings.Cut(s, "/")
+	lower := strings.ToLower(host)
+	switch {
+	case lower == "localhost" || strings.HasPrefix(lower, "localhost:"):
+		return true
+	case strings.Contains(host, ":"):
+		return true
+	case !strings.Contains(host, "."):
+		return false
+	}
+	if !hasPath || rest == "" {
+		for _, ext := range []string{".tar", ".tgz", ".tar.gz", ".ctf"} {
+			if strings.HasSuffix(lower, ext) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func normalizeType(t string) (string, error) {

@@ -91,3 +91,34 @@ func TestNewRefusesCTF(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A value is a registry only when it looks like one; anything else is a
+// path, so a mistyped CTF says it does not exist instead of a DNS lookup.
+func TestRegistryOrPath(t *testing.T) {
+	none := func(string) bool { return false }
+	for _, in := range []string{
+		"localhost:5000/x", "localhost/x", "LOCALHOST", "ghcr.io/x", "ghcr.io", "registry:5000/ocm", "127.0.0.1:5000/ocm",
+		"http://host/x", "https://host", "oci://host/x", "OCIRegistry::host/x",
+		"{type: OCIRegistry, baseUrl: host}", "type: OCIRegistry\nbaseUrl: host\n", "registry.example.com/ocm/bundle.tgz",
+	} {
+		sp, err := ParseSpecIn(in, none)
+		if err != nil || sp.Type != TypeOCIRegistry {
+			t.Errorf("%q: %+v, %v: want a registry", in, sp, err)
+		}
+	}
+	for _, in := range []string{
+		"testdata/demo/ctff", "ctf", "my-ctf", "bundle.tgz", "bundle.tar.gz", "ctf.tar", "transport.ctf", "apps/team-a/ctf",
+		"\u2024\u2024/x", "ctf::bundle", "file://ctf", "./ghcr.io/x", "{type: CTF, filePath: ghcr.io}",
+	} {
+		sp, err := ParseSpecIn(in, none)
+		if err != nil || sp.Type != TypeCTF {
+			t.Errorf("%q: %+v, %v: want a path", in, sp, err)
+		}
+	}
+	// A name that exists is a path even when it looks like a registry: only
+	// exists is asked, never the process's disk.
+	sp, err := ParseSpecIn("ghcr.io/x", func(name string) bool { return name == "ghcr.io/x" })
+	if err != nil || sp.Type != TypeCTF {
+		t.Fatalf("existing name: %+v, %v", sp, err)
+	}
+}
