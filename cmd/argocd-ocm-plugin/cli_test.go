@@ -65,7 +65,7 @@ func TestCLIMistakes(t *testing.T) {
 		{"random file as repository", []string{"render", "--repository", random, "--component", "a", "--version", "1"},
 			[]string{"not a CTF or component archive", "a repository is a CTF or component archive (directory, tar or tgz), an OCI registry"}, nil},
 		{"values file", append(demo, "--component", "example.com/demo/podinfo", "-f", filepath.Join(dir, "missing.yaml")),
-			[]string{"invalid input: values file"}, []string{"invalid input: invalid input"}},
+			[]string{"invalid input: value-files", "missing.yaml", "no such file"}, []string{"invalid input: invalid input"}},
 		{"set", append(demo, "--component", "example.com/demo/podinfo", "--set", "a[=b"),
 			[]string{"invalid input: --set a[=b"}, []string{"invalid input: invalid input"}},
 		{"path on a chart", append(demo, "--component", "example.com/demo/podinfo", "--path", "overlays/prod"),
@@ -255,7 +255,7 @@ func TestServerGenerationsLogToTheServerLog(t *testing.T) {
 	defer func() { serverLog = nil }()
 	var stdout, stderr bytes.Buffer
 	e := env(map[string]string{envLogLevel: "debug", "ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop",
-		"ARGOCD_ENV_REPOSITORY": demoRepo, "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"})
+		"ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo), "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"})
 	if code := execute(t.Context(), []string{"generate"}, &stdout, &stderr, e, ""); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}

@@ -251,7 +251,7 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 		return errdef.Wrap(err, ectx)
 	}
 	var opened ocm.Repository // kept for suggestComponents
-	r.OpenRepository = keepOpened(r.OpenRepository, &opened)
+	r.Opened = keepOpened(r.Opened, &opened)
 	defer func() {
 		if opened != nil {
 			opened.Close()

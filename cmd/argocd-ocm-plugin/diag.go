@@ -80,20 +80,15 @@ type loggedRepository struct {
 	log *slog.Logger
 }
 
-// logOpen wraps an OpenRepository function with debug lines.
-func logOpen(open func(context.Context, string) (ocm.Repository, error), log *slog.Logger) func(context.Context, string) (ocm.Repository, error) {
+// logOpened is a pipeline.Renderer.Opened that logs what the pipeline asks
+// each repository, with timings; nil below the debug level.
+func logOpened(log *slog.Logger) func(string, ocm.Repository) ocm.Repository {
 	if !log.Enabled(context.Background(), slog.LevelDebug) {
-		return open
+		return nil
 	}
-	return func(ctx context.Context, spec string) (ocm.Repository, error) {
-		start := time.Now()
-		repo, err := open(ctx, spec)
-		if err != nil {
-			log.Debug("repository not opened", "repository", redactSpec(spec), "ms", since(start), "cause", err.Error())
-			return nil, err
-		}
-		log.Debug("repository opened", "repository", redactSpec(spec), "type", fmt.Sprintf("%T", repo), "ms", since(start))
-		return &loggedRepository{Repository: repo, log: log}, nil
+	return func(name string, repo ocm.Repository) ocm.Repository {
+		log.Debug("repository opened", "repository", redactSpec(name), "type", fmt.Sprintf("%T", repo))
+		return &loggedRepository{Repository: repo, log: log}
 	}
 }
 

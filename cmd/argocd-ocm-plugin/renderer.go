@@ -99,7 +99,8 @@ func newRendererFor(notes io.Writer, rule *policy.Rule, getenv func(string) stri
 	}
 	src.AllowLocalArchive = rule.AllowLocalArchive
 	return &pipeline.Renderer{
-		OpenRepository: logOpen(src.Open, logger),
+		OpenRepository: src.Open,
+		Opened:         logOpened(logger),
 		Access:         access.Resolver{Artifacts: src},
 		Log:            notes,
 	}, logger, nil

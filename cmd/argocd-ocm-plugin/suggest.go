@@ -41,16 +41,19 @@ func (k keptRepository) ListComponents(ctx context.Context) ([]string, error) {
 	return nil, errNoListing
 }
 
-// keepOpened wraps open: the first repository it opens is kept in *kept
-// (closed by the caller), later ones are passed through.
-func keepOpened(open func(context.Context, string) (ocm.Repository, error), kept *ocm.Repository) func(context.Context, string) (ocm.Repository, error) {
-	return func(ctx context.Context, spec string) (ocm.Repository, error) {
-		repo, err := open(ctx, spec)
-		if err != nil || *kept != nil {
-			return repo, err
+// keepOpened chains onto a pipeline.Renderer.Opened (next, may be nil): the
+// first repository the render opens is kept in *kept (closed by the caller),
+// later ones are passed through.
+func keepOpened(next func(string, ocm.Repository) ocm.Repository, kept *ocm.Repository) func(string, ocm.Repository) ocm.Repository {
+	return func(name string, repo ocm.Repository) ocm.Repository {
+		if next != nil {
+			repo = next(name, repo)
+		}
+		if *kept != nil {
+			return repo
 		}
 		*kept = repo
-		return keptRepository{repo}, nil
+		return keptRepository{repo}
 	}
 }
 

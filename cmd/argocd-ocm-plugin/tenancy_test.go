@@ -56,7 +56,7 @@ func TestRenderRequireComponentImages(t *testing.T) {
 // cannot turn it off, and a misspelt switch is an error, not "off".
 func TestGenerateRequireComponentImages(t *testing.T) {
 	base := map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop",
-		"ARGOCD_ENV_REPOSITORY": demoRepo, "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0",
+		"ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo), "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0",
 		"ARGOCD_ENV_VALUES": "image: {repository: evil.example.com/miner}",
 		// What an Application might try: neither is read.
 		"ARGOCD_ENV_ARGOCD_OCM_REQUIRE_COMPONENT_IMAGES": "false",
@@ -90,7 +90,7 @@ func TestGenerateRequireComponentImages(t *testing.T) {
 func TestPlatformChildrenConfined(t *testing.T) {
 	base := map[string]string{"ARGOCD_APP_NAME": "idp", "ARGOCD_APP_NAMESPACE": "argocd", "ARGOCD_APP_PROJECT_NAME": "team-a",
 		"ARGOCD_APP_SOURCE_REPO_URL": "https://git.example.com/idp.git", "ARGOCD_APP_SOURCE_PATH": "envs/prod",
-		"ARGOCD_ENV_REPOSITORY": demoRepo, "ARGOCD_ENV_COMPONENT": "example.com/demo/platform", "ARGOCD_ENV_VERSION": "1.0.0"}
+		"ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo), "ARGOCD_ENV_COMPONENT": "example.com/demo/platform", "ARGOCD_ENV_VERSION": "1.0.0"}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for k, v := range base {

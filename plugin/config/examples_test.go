@@ -24,11 +24,28 @@ var (
 	schemaFile  = filepath.Join(repoRoot, "docs", "schema", "componentdeployment-v1alpha1.schema.json")
 )
 
+// exampleFiles are the documented deployment definitions (kind
+// ComponentDeployment) in docs/examples; other examples there (a sidecar
+// policy) have tests of their own.
 func exampleFiles(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
+	all, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range all {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var head struct{ Kind string }
+		if err := yaml.Unmarshal(data, &head); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if head.Kind == "ComponentDeployment" {
+			files = append(files, f)
+		}
 	}
 	if len(files) < 3 {
 		t.Fatalf("want three documented examples in %s, found %d", examplesDir, len(files))

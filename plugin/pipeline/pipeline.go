@@ -162,8 +162,13 @@ func (r Request) OpenRepository(ctx context.Context, open func(context.Context, 
 // Renderer runs requests. The zero value renders offline from CTFs and
 // component archives.
 type Renderer struct {
-	// OpenRepository opens Request.Repository; default OpenOffline.
+	// OpenRepository opens Request.Repository; default OpenOffline. A
+	// confined request opens local repositories itself, inside its Root.
 	OpenRepository func(ctx context.Context, spec string) (ocm.Repository, error)
+	// Opened, when set, sees every repository a render opens, local or
+	// remote, under the name the request gave it, and may wrap it (debug
+	// logging, keeping it for error hints); nil keeps it as opened.
+	Opened func(name string, repo ocm.Repository) ocm.Repository
 	// Access reads resource content; its Artifacts source is nil offline.
 	Access access.Resolver
 	// Log receives notes for people (e.g. the resolved version); default io.Discard.
@@ -284,6 +289,9 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	repo, err := req.OpenRepository(ctx, open)
 	if err != nil {
 		return nil, err
+	}
+	if r.Opened != nil {
+		repo = r.Opened(req.Repository, repo)
 	}
 	defer repo.Close()
 	version, err := resolve.ResolveVersion(ctx, repo, req.Component, req.Version)
