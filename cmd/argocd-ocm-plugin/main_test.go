@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
@@ -173,7 +176,7 @@ func TestHelpAndVersionStayOffStdoutExceptVersion(t *testing.T) {
 }
 
 func TestVerifyAndSignedRender(t *testing.T) {
-	fx := "../../../shared/fixtures/ocm-cli/"
+	fx := relFixtures(t)
 	key := fx + "keys/key.pub"
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"verify", "--repository", fx + "ctf-signed.tgz", "--component", "example.com/fixtures/signed-bundle", "--version", "1.0.0",
@@ -264,4 +267,20 @@ func TestGenerateConfinesFilesAndKeepsOneErrorLine(t *testing.T) {
 	if code == 0 || strings.Count(stderr.String(), "\n") != 1 {
 		t.Fatalf("failure with a cache warning: exit %d, stderr %q", code, stderr.String())
 	}
+}
+
+// relFixtures is the OCM CLI fixture directory relative to the working
+// directory, with a trailing separator: generate takes repository paths as
+// an Application gives them.
+func relFixtures(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, fixtures.Dir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel + string(filepath.Separator)
 }
