@@ -124,12 +124,33 @@ func Build(s Spec) (v1.ImageIndex, error) {
 		if err != nil {
 			return nil, fmt.Errorf("image %s: %w", p, err)
 		}
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+		adds = append(adds, mutate.IndexAddendum{Add: imageDescriptor{img}, Descriptor: v1.Descriptor{
 			Platform: &v1.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant},
 		}})
 	}
 	idx = mutate.AppendManifests(idx, adds...)
 	return mutate.Annotations(idx, labels).(v1.ImageIndex), nil
+}
+
+// imageDescriptor describes an image in the index by media type, size and
+// digest only: go-containerregistry would add the config media type as
+// artifactType, which the OCI image spec reserves for artifacts.
+type imageDescriptor struct{ v1.Image }
+
+func (i imageDescriptor) Descriptor() (*v1.Descriptor, error) {
+	mt, err := i.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	size, err := i.Size()
+	if err != nil {
+		return nil, err
+	}
+	d, err := i.Digest()
+	if err != nil {
+		return nil, err
+	}
+	return &v1.Descriptor{MediaType: mt, Size: size, Digest: d}, nil
 }
 
 func platformImage(s Spec, p Platform, base v1.Layer, created time.Time, labels map[string]string) (v1.Image, error) {

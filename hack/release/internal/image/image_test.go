@@ -152,8 +152,8 @@ func TestImageRoundTrip(t *testing.T) {
 	var platforms []string
 	for _, m := range im.Manifests {
 		platforms = append(platforms, m.Platform.OS+"/"+m.Platform.Architecture)
-		if m.MediaType != types.OCIManifestSchema1 {
-			t.Errorf("%s: manifest media type %s", m.Platform, m.MediaType)
+		if m.MediaType != types.OCIManifestSchema1 || m.ArtifactType != "" {
+			t.Errorf("%s: manifest media type %s, artifact type %q", m.Platform, m.MediaType, m.ArtifactType)
 		}
 	}
 	if !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
