@@ -40,9 +40,9 @@ import (
 
 // Format constants of cosign's signature spec.
 const (
-	PayloadMediaType    types.MediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
-	SignatureAnnotation                 = "dev.cosignproject.cosign/signature"
-	PayloadType                         = "cosign container image signature"
+	PayloadMediaType    = types.MediaType("application/vnd.dev.cosign.simplesigning.v1+json")
+	SignatureAnnotation = "dev.cosignproject.cosign/signature"
+	PayloadType         = "cosign container image signature"
 	// maxPayload bounds what Verify reads of one payload blob.
 	maxPayload = 1 << 20
 )
