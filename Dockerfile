@@ -1,15 +1,20 @@
 # syntax=docker/dockerfile:1
-# The argocd-ocm-plugin sidecar image: one static binary, no shell.
+# The argocd-ocm-plugin sidecar image with a container engine. Releases do not
+# use this file: `make image` (hack/release, docs/release.md) assembles the same
+# layout reproducibly without Docker — FROM scratch, user 999, CA certificates,
+# /tmp, HOME=/home/argocd, the CMP config at
+# /home/argocd/cmp-server/config/plugin.yaml, static binaries in
+# /usr/local/bin — as an OCI image index for linux/amd64 and linux/arm64.
+# Keep the two in step.
 #
 #   docker build -t ghcr.io/argocd-ocm-plugin/argocd-ocm-plugin:$(git describe --tags --always) \
 #     --build-arg VERSION=$(git describe --tags --always) .
 #
-# In the pod the entrypoint is `argocd-ocm-plugin serve -- argocd-cmp-server`
+# In the pod the command is `argocd-ocm-plugin serve -- argocd-cmp-server`
 # (argocd-cmp-server copied from the Argo CD image into the shared var-files
 # volume, manifests/install): the warm render server, which supervises
 # argocd-cmp-server; that runs argocd-ocm-client from PATH per generation and
-# needs no shell either. CA certificates (for registries) come with
-# the distroless base.
+# needs no shell either. It is also the image's default command.
 
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 ARG TARGETOS
@@ -24,12 +29,21 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -buildvcs=false -ldflags "-s -w -X main.version=${VERSION}" \
       -o /out/ ./cmd/argocd-ocm-plugin ./cmd/argocd-ocm-client
+RUN mkdir -p /rootfs/etc /rootfs/tmp /rootfs/home/argocd/cmp-server/config /rootfs/home/argocd/cmp-server/plugins \
+ && printf 'root:x:0:0:root:/root:/sbin/nologin\nargocd:x:999:999:argocd:/home/argocd:/sbin/nologin\n' > /rootfs/etc/passwd \
+ && printf 'root:x:0:\nargocd:x:999:\n' > /rootfs/etc/group \
+ && printf 'hosts: files dns\n' > /rootfs/etc/nsswitch.conf \
+ && chmod 1777 /rootfs/tmp && chown -R 999:999 /rootfs/home/argocd
+COPY manifests/install/plugin.yaml /rootfs/home/argocd/cmp-server/config/plugin.yaml
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM scratch
+COPY --from=build /rootfs/ /
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/argocd-ocm-plugin /out/argocd-ocm-client /usr/local/bin/
 # uid/gid 999: the user argocd-cmp-server must run as (it shares the socket
 # volume with the repo-server, which runs as 999).
 USER 999:999
-ENV ARGOCD_OCM_CACHE_DIR=/tmp/argocd-ocm-plugin-cache
+ENV PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/argocd ARGOCD_OCM_CACHE_DIR=/tmp/argocd-ocm-plugin-cache
+WORKDIR /home/argocd
 ENTRYPOINT ["/usr/local/bin/argocd-ocm-plugin"]
-CMD ["--help"]
+CMD ["serve", "--", "/var/run/argocd/argocd-cmp-server"]

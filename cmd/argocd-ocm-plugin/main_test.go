@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
@@ -190,7 +191,8 @@ func TestVersionOnStdout(t *testing.T) {
 }
 
 func TestVerifyAndSignedRender(t *testing.T) {
-	fx := mustAbs("../../../shared/fixtures/ocm-cli") + "/"
+	// Absolute: generate runs in the Application's directory (inAppDir).
+	fx := mustAbs(fixtures.Dir(t)) + "/"
 	key := fx + "keys/key.pub"
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"verify", "--repository", fx + "ctf-signed.tgz", "--component", "example.com/fixtures/signed-bundle", "--version", "1.0.0",

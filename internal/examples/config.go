@@ -31,7 +31,7 @@ const (
 )
 
 // ConfigDemo returns the component versions of the configuration examples.
-// fixtures is the OCM CLI fixture directory (../shared/fixtures/ocm-cli) and
+// fixtures is the OCM CLI fixture directory (testdata/ocm-cli) and
 // root the repository root (for testdata/config and docs/examples).
 func ConfigDemo(fixtures, root string) ([]*ocmbuild.Component, error) {
 	read := func(elem ...string) ([]byte, error) { return os.ReadFile(filepath.Join(elem...)) }

@@ -11,5 +11,5 @@
 // out in a registry; PushTransferred does what `ocm transfer --copy-resources`
 // does to Helm charts (own artifact, ociArtifact access with tag and digest).
 // ServeFixture serves the registry the OCM CLI itself wrote
-// (shared/fixtures/ocm-cli/registry) on 127.0.0.1:5078.
+// (testdata/ocm-cli/registry) on 127.0.0.1:5078.
 package registrytest

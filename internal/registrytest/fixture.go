@@ -18,7 +18,7 @@ const FixtureAddr = "127.0.0.1:5078"
 const FixtureBase = "ocm"
 
 // ServeFixture serves a copy of the registry storage the OCM CLI wrote
-// (shared/fixtures/ocm-cli/registry/storage, see its README) on FixtureAddr.
+// (testdata/ocm-cli/registry/storage, see its README) on FixtureAddr.
 // It skips the test when that port is taken.
 func ServeFixture(t testing.TB, opts ...Option) *Registry {
 	t.Helper()

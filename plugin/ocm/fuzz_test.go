@@ -21,17 +21,20 @@ import (
 // defaulted, and Raw the input. Accepted descriptors decode again to the
 // same thing (the decoder is a function of the bytes).
 //
-// Seeds: every descriptor the OCM CLI wrote (../shared/fixtures/ocm-cli),
+// Seeds: every descriptor the OCM CLI wrote (testdata/ocm-cli),
 // the committed corpus in testdata/fuzz/FuzzDecodeDescriptor, and a few
 // hostile shapes.
 func FuzzDecodeDescriptor(f *testing.F) {
-	if dir := os.Getenv("OCM_FIXTURES"); dir != "" || fixturesPresent() {
-		ents, _ := filepath.Glob(filepath.Join(fixtures.Dir(f), "descriptors", "*.yaml"))
-		for _, p := range ents {
-			if b, err := os.ReadFile(p); err == nil {
-				f.Add(b)
-			}
+	ents, _ := filepath.Glob(filepath.Join(fixtures.Dir(f), "descriptors", "*.yaml"))
+	if len(ents) == 0 {
+		f.Fatalf("no OCM CLI descriptors in %s", fixtures.Dir(f))
+	}
+	for _, p := range ents {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
 		}
+		f.Add(b)
 	}
 	for _, s := range []string{
 		"meta: {schemaVersion: v2}\ncomponent: {name: example.com/a/b, version: 1.0.0, provider: acme.org, resources: [{name: r, type: helmChart, relation: local, access: {type: localBlob, localReference: 'sha256:00', mediaType: x}}]}\n",
@@ -114,9 +117,4 @@ func FuzzDecodeDescriptor(f *testing.F) {
 			t.Fatalf("decoding is not deterministic:\n%s\n%s", a, b)
 		}
 	})
-}
-
-func fixturesPresent() bool {
-	_, err := os.Stat(filepath.Join("..", "..", "..", "shared", "fixtures", "ocm-cli", "descriptors"))
-	return err == nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -178,15 +179,21 @@ func FuzzCTFIndex(f *testing.F) {
 // component archive, and CTFs written here.
 func FuzzCTFArchive(f *testing.F) {
 	for _, name := range []string{"ctf.tgz", "ctf-signed.tgz"} {
-		if b, err := os.ReadFile(filepath.Join(fixtureDir(), name)); err == nil {
-			f.Add(b)
+		b, err := os.ReadFile(fixtures.Path(f, name))
+		if err != nil {
+			f.Fatal(err)
 		}
+		f.Add(b)
 	}
-	if files, err := ocmbuild.ReadDir(filepath.Join(fixtureDir(), "component-archive")); err == nil {
-		if b, err := ocmbuild.TarFiles(files, false); err == nil {
-			f.Add(b)
-		}
+	caFiles, err := ocmbuild.ReadDir(fixtures.Path(f, "component-archive"))
+	if err != nil {
+		f.Fatal(err)
 	}
+	ca, err := ocmbuild.TarFiles(caFiles, false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(ca)
 	small := &ocmbuild.Component{Name: "example.com/fuzz/app", Version: "1.0.0", Resources: []ocmbuild.Resource{
 		{Name: "data", Type: "blob", MediaType: "text/plain", Data: []byte("hello\n")}}}
 	files, err := ocmbuild.CTF(small)
@@ -217,13 +224,4 @@ func FuzzCTFArchive(f *testing.F) {
 		defer r.Close()
 		explore(t, r)
 	})
-}
-
-// fixtureDir is the OCM CLI fixtures (OCM_FIXTURES or ../shared beside the
-// repository); seeds from it are skipped when it is missing.
-func fixtureDir() string {
-	if d := os.Getenv("OCM_FIXTURES"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "..", "..", "shared", "fixtures", "ocm-cli")
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // TestFixtureRegistry reads every component version that the OCM CLI
-// transferred into a real registry (shared/fixtures/ocm-cli/registry).
+// transferred into a real registry (testdata/ocm-cli/registry).
 func TestFixtureRegistry(t *testing.T) {
 	ctx := context.Background()
 	reg := registrytest.ServeFixture(t)

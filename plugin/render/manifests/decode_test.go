@@ -95,17 +95,40 @@ func TestDecodeDocumentsIndependent(t *testing.T) {
 }
 
 // TestDecodeFixtures: on every YAML and JSON file of the repository's test
-// data, examples and install manifests (and the shared OCM CLI fixtures when
-// present), Decode gives what the reference gives, and what it decodes goes
-// through EncodeJSON as through Encode.
+// data (the OCM CLI fixtures included), examples and install manifests, and of
+// the real-world charts' reference outputs in ../shared when present, Decode
+// gives what the reference gives, and what it decodes goes through EncodeJSON
+// as through Encode.
 func TestDecodeFixtures(t *testing.T) {
+	files := manifestFiles(t, "../../../testdata", "../../../docs", "../../../manifests")
+	if len(files) < 30 {
+		t.Fatalf("only %d fixture files found", len(files))
+	}
+	if decoded := checkDecodeFiles(t, files); decoded < 10 {
+		t.Errorf("only %d of %d fixture files hold manifests", decoded, len(files))
+	}
+
+	// The real-world goldens (helm template / kustomize build of third-party
+	// charts, 15 MB) stay outside the repository.
+	t.Run("realworld", func(t *testing.T) {
+		const dir = "../../../../shared/fixtures/realworld"
+		if _, err := os.Stat(dir); err != nil {
+			t.Skipf("SKIP: real-world chart outputs not found at %s (the team's shared fixtures beside the repository): %v", dir, err)
+		}
+		files := manifestFiles(t, dir)
+		if decoded := checkDecodeFiles(t, files); decoded == 0 {
+			t.Errorf("none of %d real-world files hold manifests", len(files))
+		}
+	})
+}
+
+// manifestFiles lists the YAML and JSON files under dirs.
+func manifestFiles(t *testing.T, dirs ...string) []string {
+	t.Helper()
 	var files []string
-	for _, dir := range []string{"../../../testdata", "../../../docs", "../../../manifests", "../../../../shared/fixtures"} {
+	for _, dir := range dirs {
 		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) && p == dir {
-					return fs.SkipDir
-				}
 				return err
 			}
 			if d.Type().IsRegular() && manifests.IsManifestFile(p) {
@@ -117,16 +140,20 @@ func TestDecodeFixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(files) < 30 {
-		t.Fatalf("only %d fixture files found", len(files))
-	}
+	return files
+}
+
+// checkDecodeFiles compares Decode with the reference on each file and
+// returns how many hold manifests.
+func checkDecodeFiles(t *testing.T, files []string) int {
+	t.Helper()
 	decoded := 0
 	for _, p := range files {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Run(strings.TrimPrefix(p, "../"), func(t *testing.T) {
+		t.Run(strings.TrimLeft(p, "./"), func(t *testing.T) {
 			checkReference(t, data)
 			objs, err := manifests.Decode("in.yaml", data)
 			if err != nil || len(objs) == 0 {
@@ -140,9 +167,7 @@ func TestDecodeFixtures(t *testing.T) {
 			checkSameAsEncode(t, objs, out.Bytes())
 		})
 	}
-	if decoded < 10 {
-		t.Errorf("only %d of %d fixture files hold manifests", decoded, len(files))
-	}
+	return decoded
 }
 
 // TestDecodeConversions: each conversion Decode makes from YAML values to

@@ -1,0 +1,106 @@
+// Package pin copies the install manifests with the sidecar image pinned by
+// digest: every reference to the image (any tag) becomes repo@sha256:…, and a
+// kustomize `images:` entry for it sets the digest instead of a tag.
+package pin
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Image is the image name the repository's manifests use.
+const Image = "ghcr.io/argocd-ocm-plugin/argocd-ocm-plugin"
+
+var (
+	// A reference to Image with an optional tag and digest, not followed by
+	// more of a name (so a longer repository name is left alone).
+	refRE = regexp.MustCompile(regexp.QuoteMeta(Image) + `(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?([^A-Za-z0-9_./:@-]|$)`)
+	// A kustomize images entry naming Image, and the newTag/digest lines of
+	// that entry.
+	imagesNameRE = regexp.MustCompile(`^(\s*-?\s*)name:\s*` + regexp.QuoteMeta(Image) + `\s*$`)
+	imagesTagRE  = regexp.MustCompile(`^(\s*)(newTag|digest):\s*\S+\s*$`)
+)
+
+// Manifests copies the tree src to dst (created; must not exist) and pins
+// every reference to Image to repo@digest (repo "" keeps Image). It returns
+// the files it changed, relative to dst.
+func Manifests(src, dst, repo, digest string) ([]string, error) {
+	if !regexp.MustCompile(`^sha256:[0-9a-f]{64}$`).MatchString(digest) {
+		return nil, fmt.Errorf("pin: digest %q", digest)
+	}
+	if repo == "" {
+		repo = Image
+	}
+	if _, err := os.Stat(dst); err == nil {
+		return nil, fmt.Errorf("pin: %s exists", dst)
+	}
+	var changed []string
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("pin: %s is not a regular file", p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out := Text(string(b), repo, digest)
+		if out != string(b) {
+			changed = append(changed, rel)
+		}
+		return os.WriteFile(target, []byte(out), 0o644)
+	})
+	return changed, err
+}
+
+// Text pins the references in one file's text (repo "" keeps Image).
+func Text(s, repo, digest string) string {
+	if repo == "" {
+		repo = Image
+	}
+	lines := strings.SplitAfter(s, "\n")
+	inEntry := false
+	entryIndent := 0
+	for i, l := range lines {
+		body := strings.TrimRight(l, "\n")
+		if m := imagesNameRE.FindStringSubmatch(body); m != nil {
+			inEntry, entryIndent = true, len(m[1])
+			lines[i] = m[1] + "name: " + repo + newline(l)
+			continue
+		}
+		if inEntry {
+			if m := imagesTagRE.FindStringSubmatch(body); m != nil && len(m[1]) == entryIndent {
+				lines[i] = m[1] + "digest: " + digest + newline(l)
+				continue
+			}
+			if strings.TrimSpace(body) == "" || indent(body) < entryIndent || strings.HasPrefix(strings.TrimSpace(body), "- ") {
+				inEntry = false
+			}
+		}
+		lines[i] = refRE.ReplaceAllString(l, repo+"@"+digest+"$3")
+	}
+	return strings.Join(lines, "")
+}
+
+func indent(s string) int { return len(s) - len(strings.TrimLeft(s, " ")) }
+
+func newline(l string) string {
+	if strings.HasSuffix(l, "\n") {
+		return "\n"
+	}
+	return ""
+}
