@@ -2,6 +2,7 @@ package generator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -114,7 +115,7 @@ func catalog(ctx context.Context, repo *oci.Repository, prefix string) ([]string
 		}
 		return nil
 	})
-	if err != nil && err != errStop {
+	if err != nil && !errors.Is(err, errStop) {
 		return nil, rc.Wrap(err, "list components (catalog)", registry.Reference{Registry: host, Repository: full})
 	}
 	return out, nil

@@ -340,6 +340,10 @@ func (r *request) select_(ctx context.Context, component string) ([]string, erro
 			if !r.q.Constraint.Check(v) {
 				continue
 			}
+		case v.Prerelease() != "":
+			// No constraint: release versions, as a constraint without a
+			// prerelease part selects (Masterminds/semver, the OCM CLI).
+			continue
 		}
 		if r.q.Filter != nil && !r.q.Filter.MatchString(raw) {
 			continue
