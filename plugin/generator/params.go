@@ -98,7 +98,7 @@ func ParseQuery(params map[string]json.RawMessage) (Query, error) {
 	}
 	if raw, ok := params[ParamLatest]; ok && !isNull(raw) {
 		var n json.Number
-		if err := strict(raw, &n); err != nil {
+		if err := strict(raw, &n); err != nil || kind(raw) != "a number" {
 			return q, invalid("parameter latest: want a whole number ≥ 0, got %s", kind(raw))
 		}
 		i, err := n.Int64()
