@@ -221,9 +221,9 @@ func newArgoCluster(t *testing.T, g *generatorProcess) *argoCluster {
 	secret.Data = map[string][]byte{"token": []byte(g.token + "\n")} // as `kubectl create secret` may leave it
 	objs := []runtime.Object{&cm, &secret, &v1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "argocd"}}}
 	var clusterSecrets []runtime.Object
-	for _, c := range []struct{ name, server, replicas string }{{"dev", "https://dev.example.com:6443", "1"}, {"prod-eu", "https://prod-eu.example.com:6443", "3"}} {
+	for _, c := range []struct{ name, server, replicas, version string }{{"dev", "https://dev.example.com:6443", "1", ">=1.1.0"}, {"prod-eu", "https://prod-eu.example.com:6443", "3", "1.0.0"}} {
 		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + c.name, Namespace: "argocd", Labels: map[string]string{
+			ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + c.name, Namespace: "argocd", Annotations: map[string]string{"example.org/podinfo-version": c.version}, Labels: map[string]string{
 				"argocd.argoproj.io/secret-type": "cluster", "example.org/podinfo": "true", "example.org/replicas": c.replicas}},
 			Data: map[string][]byte{"name": []byte(c.name), "server": []byte(c.server), "config": []byte("{}")},
 		}
@@ -337,6 +337,25 @@ func TestGeneratorExamples(t *testing.T) {
 		}
 		if v := appPluginParams(t, apps[1])["values"]; !strings.Contains(v, "replicaCount: 3") {
 			t.Errorf("per-cluster values: %q", v)
+		}
+	})
+
+	// The plugin's input may use the clusters generator's parameters: a
+	// version constraint per cluster.
+	t.Run("matrix with a per-cluster constraint", func(t *testing.T) {
+		as := sets["podinfo-everywhere"].DeepCopy()
+		in := as.Spec.Generators[0].Matrix.Generators[1].Plugin.Input.Parameters
+		in["version"] = apiextensionsv1.JSON{Raw: []byte(`"{{ index .metadata.annotations \"example.org/podinfo-version\" }}"`)}
+		apps, err := argo.expand(t, as)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, app := range apps {
+			got = append(got, app.Name+"="+appPluginParams(t, app)["version"])
+		}
+		if want := "podinfo-dev=1.1.0+build.7 podinfo-prod-eu=1.0.0"; strings.Join(got, " ") != want {
+			t.Errorf("got %s, want %s", strings.Join(got, " "), want)
 		}
 	})
 
