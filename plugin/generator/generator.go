@@ -197,6 +197,7 @@ func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, er
 	// components share it; the version appended unless one version per
 	// component is wanted (then an Application keeps its name as its
 	// pinned version moves).
+	req.prefixed = len(sel) > 1
 	short := map[string]int{}
 	for _, s := range sel {
 		short[lastSegment(s.component)]++
@@ -302,6 +303,10 @@ type request struct {
 	key  string
 	repo *lazyRepo
 	oci  bool
+	seen sync.Map // key → *summary: one lookup per version per request, cache or not
+	// prefixed: more than one component is selected, so reference names
+	// are prefixed with their platform's name.
+	prefixed bool
 }
 
 func (r *request) listVersions(ctx context.Context, component string) ([]string, error) {
@@ -432,14 +437,24 @@ func (r *request) prefetch(ctx context.Context, component string, versions []str
 	return first
 }
 
+// lookup returns what entries need of a component version: from this
+// request's lookups, the Generator's cache, or the repository.
 func (r *request) lookup(ctx context.Context, component, version string) (*summary, error) {
-	return remember(ctx, r.g.versions, r.key+"\x00"+component+"\x00"+version, func(ctx context.Context) (*summary, error) {
+	key := r.key + "\x00" + component + "\x00" + version
+	if s, ok := r.seen.Load(key); ok {
+		return s.(*summary), nil
+	}
+	s, err := remember(ctx, r.g.versions, key, func(ctx context.Context) (*summary, error) {
 		cv, err := r.lookupCV(ctx, component, version)
 		if err != nil {
 			return nil, err
 		}
 		return summarize(cv), nil
 	})
+	if err == nil {
+		r.seen.Store(key, s)
+	}
+	return s, err
 }
 
 func (r *request) lookupCV(ctx context.Context, component, version string) (ocm.ComponentVersion, error) {
@@ -560,7 +575,7 @@ func (r *request) expand(ctx context.Context, component, version string, sum *su
 			return nil, fmt.Errorf("reference %s of %s: %w", ref.Name, self, err)
 		}
 		childName := ref.Name
-		if len(path) > 1 || r.q.Latest != 1 {
+		if len(path) > 1 || r.q.Latest != 1 || r.prefixed {
 			childName = name + "-" + ref.Name
 		}
 		if child.platform {

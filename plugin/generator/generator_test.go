@@ -127,6 +127,13 @@ func TestSelectRegistry(t *testing.T) {
 		}
 	})
 
+	t.Run("references of several platforms are prefixed", func(t *testing.T) {
+		ps := call(t, url, map[string]any{"repository": f.repo, "component": "example.org/platform/*", "references": true}).params(t)
+		if got := joined(column(ps, "name")); got != "base-db idp-base-db idp-frontend" {
+			t.Errorf("names %s", got)
+		}
+	})
+
 	t.Run("prefix pattern over the registry catalog", func(t *testing.T) {
 		ps := call(t, url, map[string]any{"repository": f.repo, "component": "example.org/apps/*"}).params(t)
 		if got := joined(column(ps, "component")); got != podinfo+" "+redis {

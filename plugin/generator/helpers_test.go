@@ -107,6 +107,10 @@ func (f *fixture) generator(t *testing.T, o generator.Options) *generator.Genera
 // serve starts the HTTP handler over g with the package's own server
 // settings (timeouts, limits).
 func serve(t *testing.T, g *generator.Generator, tune ...func(*http.Server)) string {
+	return serveTB(t, g, tune...)
+}
+
+func serveTB(t testing.TB, g *generator.Generator, tune ...func(*http.Server)) string {
 	t.Helper()
 	tok := []byte(testToken)
 	h := &generator.Handler{Generator: g, Token: func() ([]byte, error) { return tok, nil }}
@@ -156,7 +160,9 @@ func (r response) message(t *testing.T) string {
 	return e.Message
 }
 
-func post(t *testing.T, url, token string, body []byte) response {
+func post(t *testing.T, url, token string, body []byte) response { return postTB(t, url, token, body) }
+
+func postTB(t testing.TB, url, token string, body []byte) response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url+generator.PathGetParams, bytes.NewReader(body))
 	if err != nil {
