@@ -187,7 +187,7 @@ func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, er
 	}
 	var sel []selected
 	for _, c := range components {
-		vs, err := req.select_(ctx, c)
+		vs, err := req.selectVersions(ctx, c)
 		if err != nil {
 			return nil, err
 		}
@@ -319,9 +319,9 @@ func (r *request) listVersions(ctx context.Context, component string) ([]string,
 	})
 }
 
-// select_ returns the component's matching versions, newest first, at most
+// selectVersions returns the component's matching versions, newest first, at most
 // Latest (0: all), skipping versions whose signatures do not verify.
-func (r *request) select_(ctx context.Context, component string) ([]string, error) {
+func (r *request) selectVersions(ctx context.Context, component string) ([]string, error) {
 	all, err := r.listVersions(ctx, component)
 	if err != nil {
 		return nil, err
@@ -609,7 +609,7 @@ func uniqueNames(entries []map[string]any) error {
 
 var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// maxNameLen63 keeps names usable as label values and in DNS labels.
+// maxDNSLabel keeps names usable as label values and in DNS labels.
 const maxDNSLabel = 63
 
 // dnsName makes a DNS-1123 label: lower case, runs of other characters as
