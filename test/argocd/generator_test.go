@@ -1,12 +1,14 @@
 package argocd
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -82,6 +84,12 @@ func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); retur
 
 func startGenerator(t *testing.T, ctfRoot string, args ...string) *generatorProcess {
 	t.Helper()
+	return startGeneratorEnv(t, nil, ctfRoot, args...)
+}
+
+// startGeneratorEnv starts the generator with env added to the test's.
+func startGeneratorEnv(t *testing.T, env []string, ctfRoot string, args ...string) *generatorProcess {
+	t.Helper()
 	bin, err := exec.LookPath("argocd-ocm-plugin")
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +109,7 @@ func startGenerator(t *testing.T, ctfRoot string, args ...string) *generatorProc
 	l.Close()
 	cmd := exec.Command(bin, append([]string{"generator", "--listen", addr, "--token-file", tokenFile, "--ctf-dir", ctfRoot}, args...)...)
 	cmd.Stderr = g.stderr
+	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -580,5 +589,161 @@ func TestGeneratorManifests(t *testing.T) {
 	}
 	if len(helm) != len(objs) {
 		t.Errorf("Helm extraObjects: %d kinds, manifests/generator %d", len(helm), len(objs))
+	}
+}
+
+// registryHelper is plugin/generator's TestHelperRegistry: a CNCF
+// distribution registry with basic auth, in a process of its own (this
+// module cannot import it), that pushes versions when told.
+type registryHelper struct {
+	repo, host, password string
+	in                   io.WriteCloser
+	out                  *bufio.Scanner
+}
+
+func startRegistry(t *testing.T) *registryHelper {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "generator.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, "./plugin/generator")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the registry helper: %v\n%s", err, out)
+	}
+	raw := make([]byte, 16)
+	rand.Read(raw)
+	h := &registryHelper{password: hex.EncodeToString(raw)}
+	cmd := exec.Command(bin, "-test.run", "^TestHelperRegistry$")
+	cmd.Env = append(os.Environ(), "ARGOCD_OCM_TEST_REGISTRY_PASSWORD="+h.password)
+	var err error
+	if h.in, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.in.Close(); cmd.Wait() })
+	h.out = bufio.NewScanner(stdout)
+	line := h.read(t)
+	repo, ok := strings.CutPrefix(line, "registry ")
+	if !ok {
+		t.Fatalf("registry helper: %q\n%s", line, stderr.String())
+	}
+	h.repo = repo
+	h.host = strings.Split(strings.TrimPrefix(repo, "http://"), "/")[0]
+	return h
+}
+
+func (h *registryHelper) read(t *testing.T) string {
+	t.Helper()
+	if !h.out.Scan() {
+		t.Fatalf("registry helper ended: %v", h.out.Err())
+	}
+	return h.out.Text()
+}
+
+// push pushes a version and returns its descriptor digest.
+func (h *registryHelper) push(t *testing.T, component, version string) string {
+	t.Helper()
+	fmt.Fprintf(h.in, "push %s %s\n", component, version)
+	d, ok := strings.CutPrefix(h.read(t), "pushed ")
+	if !ok {
+		t.Fatalf("push %s:%s failed", component, version)
+	}
+	return d
+}
+
+// credentialEnv is how the sidecar (and so the generator) gets registry
+// credentials from its environment.
+func (h *registryHelper) credentialEnv(user, password string) []string {
+	name := "ARGOCD_OCM_REGISTRY_" + strings.Map(func(r rune) rune {
+		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		if r >= 'a' && r <= 'z' {
+			return r - 'a' + 'A'
+		}
+		return '_'
+	}, h.host) + "_"
+	return []string{name + "USERNAME=" + user, name + "PASSWORD=" + password}
+}
+
+// The same against a real registry with credentials: the examples expand,
+// Applications are pinned by digest, a pushed version appears on the next
+// poll, and refused credentials are a 502 that names no secret.
+func TestGeneratorRegistry(t *testing.T) {
+	reg := startRegistry(t)
+	g := startGeneratorEnv(t, reg.credentialEnv("robot", reg.password), t.TempDir(), "--list-ttl=300ms")
+	argo := newArgoCluster(t, g)
+	sets := exampleApplicationSets(t, reg.repo)
+
+	versions := func(name string) string {
+		apps, err := argo.expand(t, sets[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, app := range apps {
+			out = append(out, app.Name+"="+appPluginParams(t, app)["version"])
+		}
+		return strings.Join(out, " ")
+	}
+	if got, want := versions("podinfo-everywhere"), "podinfo-dev=1.0.1 podinfo-prod-eu=1.0.1"; got != want {
+		t.Errorf("matrix: got %s, want %s", got, want)
+	}
+	if got, want := versions("demo-platform"), "platform-extras=1.0.0 platform-podinfo=1.0.1"; got != want {
+		t.Errorf("platform: got %s, want %s", got, want)
+	}
+	if got, want := versions("podinfo-previews"), "preview-podinfo-1-0-0=1.0.0 preview-podinfo-1-0-1=1.0.1 preview-podinfo-1-1-0-rc-1=1.1.0-rc.1"; got != want {
+		t.Errorf("previews: got %s, want %s", got, want)
+	}
+	digest := reg.push(t, "example.com/demo/podinfo", "1.0.2")
+	time.Sleep(400 * time.Millisecond) // the generator's list TTL
+	if got, want := versions("podinfo-everywhere"), "podinfo-dev=1.0.2 podinfo-prod-eu=1.0.2"; got != want {
+		t.Errorf("matrix after a push: got %s, want %s", got, want)
+	}
+	apps, err := argo.expand(t, sets["podinfo-everywhere"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := apps[0].Annotations["argocd-ocm-plugin.io/digest"]; d != digest {
+		t.Errorf("digest annotation %q, want the pushed %s", d, digest)
+	}
+
+	// pinnedVersion, through Argo CD's client.
+	svc, err := plugin.NewPluginService(t.Context(), "pins", g.url, g.token, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := svc.List(t.Context(), v1alpha1.PluginParameters{
+		"repository": apiextensionsv1.JSON{Raw: []byte(`"` + reg.repo + `"`)},
+		"component":  apiextensionsv1.JSON{Raw: []byte(`"example.com/demo/podinfo"`)},
+		"version":    apiextensionsv1.JSON{Raw: []byte(`"1.0.2"`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := resp.Output.Parameters; len(ps) != 1 || ps[0]["pinnedVersion"] != "1.0.2@"+digest {
+		t.Errorf("parameters %v, want pinnedVersion 1.0.2@%s", ps, digest)
+	}
+
+	// Wrong credentials: the registry's refusal, no secret in it.
+	bad := startGeneratorEnv(t, reg.credentialEnv("robot", "not-"+reg.password), t.TempDir())
+	svc, err = plugin.NewPluginService(t.Context(), "pins", bad.url, bad.token, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.List(t.Context(), v1alpha1.PluginParameters{
+		"repository": apiextensionsv1.JSON{Raw: []byte(`"` + reg.repo + `"`)},
+		"component":  apiextensionsv1.JSON{Raw: []byte(`"example.com/demo/podinfo"`)}})
+	if err == nil || !strings.Contains(err.Error(), "status code 502") || !strings.Contains(err.Error(), "unauthorized") || strings.Contains(err.Error(), reg.password) {
+		t.Errorf("wrong credentials: %v", err)
+	}
+	if strings.Contains(bad.stderr.String(), reg.password) {
+		t.Errorf("the generator logged the password:\n%s", bad.stderr.String())
 	}
 }
