@@ -159,6 +159,12 @@ type summary struct {
 // and ErrNotFound are the request's fault (HTTP 400), others the
 // repository's or the network's.
 func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, error) {
+	// Parsed first: a spec that carries credentials is refused before any
+	// message could repeat it.
+	sp, err := oci.ParseSpec(q.Repository)
+	if err != nil {
+		return nil, err
+	}
 	if err := g.o.Gate.AllowRepository("", q.Repository); err != nil {
 		return nil, fmt.Errorf("%w: repository %s: %v", errdef.ErrInvalidInput, clip(q.Repository), err)
 	}
@@ -167,7 +173,7 @@ func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, er
 			return nil, invalid("parameter signature: the generator has no key for signature %q (it has: %s)", n, keyNames(g.o.Keys))
 		}
 	}
-	spec, key, ociRepo, err := g.locate(q.Repository)
+	spec, key, ociRepo, err := g.locate(q.Repository, sp)
 	if err != nil {
 		return nil, err
 	}
@@ -237,13 +243,9 @@ func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, er
 	return out, nil
 }
 
-// locate checks the repository spec and returns what to open, the cache key
+// locate checks the parsed repository spec and returns what to open, the cache key
 // and whether it is an OCI registry. A CTF must lie below a CTF root.
-func (g *Generator) locate(repository string) (spec, key string, isOCI bool, err error) {
-	sp, err := oci.ParseSpec(repository)
-	if err != nil {
-		return "", "", false, err
-	}
+func (g *Generator) locate(repository string, sp oci.Spec) (spec, key string, isOCI bool, err error) {
 	if sp.Type != oci.TypeCTF {
 		return repository, "oci|" + sp.String(), true, nil
 	}

@@ -2,6 +2,7 @@ package generator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -273,5 +274,36 @@ func TestRegistryCredentials(t *testing.T) {
 	r = call(t, url, map[string]any{"repository": f.repo, "component": "example.org/apps/missing"})
 	if r.status != http.StatusBadRequest || strings.Contains(string(r.body), "hunter2") || strings.Contains(string(r.body), "robot") {
 		t.Errorf("unknown component: %d %s", r.status, r.body)
+	}
+}
+
+type denyGate struct{ asked []string }
+
+func (d *denyGate) AllowRepository(project, spec string) error {
+	d.asked = append(d.asked, project+"|"+spec)
+	return errors.New("not in the policy's repositories")
+}
+
+// The gate (the sidecar's policy, wired at the command) is asked, with
+// project "", before the repository is opened.
+func TestRepositoryGate(t *testing.T) {
+	opened := 0
+	open := func(ctx context.Context, spec string) (ocm.Repository, error) {
+		opened++
+		return nil, errors.New("must not be opened")
+	}
+	gate := &denyGate{}
+	url := serve(t, (*fixture)(nil).generator(t, generator.Options{Open: open, Gate: gate}))
+	r := call(t, url, map[string]any{"repository": "registry.example.org/ocm", "component": "a/b"})
+	if r.status != http.StatusBadRequest || !strings.Contains(r.message(t), "not in the policy's repositories") {
+		t.Errorf("%d %s", r.status, r.body)
+	}
+	if opened != 0 || len(gate.asked) != 1 || gate.asked[0] != "|registry.example.org/ocm" {
+		t.Errorf("opened %d times, gate asked %v", opened, gate.asked)
+	}
+	// Credentials in a spec are refused before the gate, unrepeated.
+	r = call(t, url, map[string]any{"repository": "robot:hunter2@registry.example.org/ocm", "component": "a/b"})
+	if r.status != http.StatusBadRequest || strings.Contains(string(r.body), "hunter2") || len(gate.asked) != 1 {
+		t.Errorf("%d %s (gate asked %v)", r.status, r.body, gate.asked)
 	}
 }

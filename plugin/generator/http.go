@@ -107,7 +107,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusInternalServerError, "internal error")
 		}
 	}()
-	switch r.URL.Path {
+	path := r.URL.Path
+	if strings.HasSuffix(path, PathGetParams) {
+		path = PathGetParams // baseUrl may have a path (a proxy's prefix)
+	}
+	switch path {
 	case PathHealth:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

@@ -112,6 +112,11 @@ func TestHTTPContract(t *testing.T) {
 			}
 		}
 	})
+	t.Run("baseUrl with a path", func(t *testing.T) {
+		if r := post(t, url+"/generators/ocm", testToken, []byte(good)); r.status != 200 {
+			t.Errorf("%d %s", r.status, r.body)
+		}
+	})
 	t.Run("wrong scheme", func(t *testing.T) {
 		req, _ := http.NewRequest("POST", url+generator.PathGetParams, strings.NewReader(good))
 		req.Header.Set("Authorization", "Basic "+testToken)
