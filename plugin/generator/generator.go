@@ -192,12 +192,24 @@ func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, er
 		versions  []string
 	}
 	var sel []selected
+	var firstMiss error
 	for _, c := range components {
 		vs, err := req.selectVersions(ctx, c)
 		if err != nil {
+			// Of a prefix, the components with a matching version count;
+			// none at all is still an error (never an empty list).
+			if q.Prefix && errors.Is(err, errdef.ErrNotFound) {
+				if firstMiss == nil {
+					firstMiss = err
+				}
+				continue
+			}
 			return nil, err
 		}
 		sel = append(sel, selected{c, vs})
+	}
+	if len(sel) == 0 {
+		return nil, fmt.Errorf("no component matching %s* has a matching version (%d components; the first: %w)", q.Component, len(components), firstMiss)
 	}
 	// Names: the component's last path segment, unless two selected
 	// components share it; the version appended unless one version per

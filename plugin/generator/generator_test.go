@@ -143,6 +143,15 @@ func TestSelectRegistry(t *testing.T) {
 		if got := joined(column(ps, "name")); got != "podinfo redis" {
 			t.Errorf("names %s", got)
 		}
+		// Components without a matching version drop out; none at all is 400.
+		ps = call(t, url, map[string]any{"repository": f.repo, "component": "example.org/apps/*", "version": "~2.3"}).params(t)
+		if got := joined(column(ps, "component")); got != podinfo {
+			t.Errorf("~2.3 of example.org/apps/*: %s", got)
+		}
+		r := call(t, url, map[string]any{"repository": f.repo, "component": "example.org/apps/*", "version": "~9"})
+		if r.status != http.StatusBadRequest || !strings.Contains(r.message(t), "no component matching example.org/apps/* has a matching version") {
+			t.Errorf("~9: %d %s", r.status, r.body)
+		}
 	})
 }
 
