@@ -137,6 +137,9 @@ func main() {
 	if b.want("inprocess") && (!cfg.Quick || cfg.Only != "") {
 		b.inProcess(ctx)
 	}
+	if b.want("generator") {
+		b.generator(ctx)
+	}
 	// Last: 100 processes at once leave the load average high for minutes.
 	if b.want("concurrent") {
 		b.concurrent(ctx)

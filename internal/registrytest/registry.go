@@ -138,6 +138,7 @@ func StartErr(t testing.TB, opts ...Option) (*Registry, error) {
 	}
 	cfg.Storage = storage
 	cfg.HTTP.Secret = "registrytest"
+	cfg.Catalog.MaxEntries = 1000 // what the YAML configuration defaults to; 0 lists nothing
 	if c.user != "" {
 		hash, err := bcrypt.GenerateFromPassword([]byte(c.pass), bcrypt.MinCost)
 		if err != nil {

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/generator"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+)
+
+// generatorFlags are the generator command's settings.
+type generatorFlags struct {
+	listen, tokenFile, tlsCert, tlsKey string
+	ctfDirs                            []string
+	listTTL, versionTTL, timeout       time.Duration
+	maxConcurrent                      int
+}
+
+func newGeneratorCommand(stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
+	var f generatorFlags
+	c := &cobra.Command{
+		Use:   "generator --listen ADDR --token-file FILE [--tls-cert FILE --tls-key FILE]",
+		Short: "ApplicationSet plugin generator: component versions as parameter sets (its own Deployment)",
+		Long: `generator serves Argo CD's ApplicationSet plugin generator contract:
+POST /api/v1/getparams.execute (Authorization: Bearer <token>) answers one parameter set
+per selected component version, or per component reference of a platform, each with the
+exact version and descriptor digest; GET /healthz. See docs/applicationset.md.
+
+Registry credentials, plain-HTTP hosts, CA files, the blob cache and signature keys come
+from the same ARGOCD_OCM_* environment as the sidecar's (ARGOCD_OCM_SIGNATURE and
+ARGOCD_OCM_PUBLIC_KEY name the keys the "signature" parameter may ask for).
+
+The token file (a mounted Secret) is read at start, and again when it changes, so a
+rotated Secret takes effect without a restart.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runGenerator(cmd.Context(), f, stderr, getenv, diag)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.listen, "listen", ":8080", "address to listen on")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token the ApplicationSet controller sends (required)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM), with --tls-key")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
+	fl.StringArrayVar(&f.ctfDirs, "ctf-dir", nil, "directory CTFs and component archives may be read from (repeatable; default: none, registries only)")
+	fl.DurationVar(&f.listTTL, "list-ttl", generator.DefaultListTTL, "how long version and component lists are reused (negative: not at all)")
+	fl.DurationVar(&f.versionTTL, "version-ttl", generator.DefaultVersionTTL, "how long a version's descriptor digest is reused (negative: not at all)")
+	fl.DurationVar(&f.timeout, "request-timeout", generator.DefaultRequestTimeout, "deadline of one request, waiting for a turn included (keep it below the ConfigMap's requestTimeout)")
+	fl.IntVar(&f.maxConcurrent, "max-concurrent", generator.DefaultMaxConcurrent, "requests served at once; the others wait")
+	return c
+}
+
+func runGenerator(ctx context.Context, f generatorFlags, stderr io.Writer, getenv func(string) string, diag *diagnostics) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if f.tokenFile == "" {
+		return fmt.Errorf("%w: --token-file is required", errdef.ErrInvalidInput)
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return fmt.Errorf("%w: --tls-cert and --tls-key go together", errdef.ErrInvalidInput)
+	}
+	token := &generator.TokenFile{Path: f.tokenFile}
+	if err := token.Load(); err != nil {
+		return err
+	}
+	// The sidecar policy's default rule (Argo CD's plugin generator request
+	// names no project), read once at start: its gate refuses a repository
+	// before any connection, and it scopes credentials and plain HTTP.
+	rule, err := sidecarRule(getenv)
+	if err != nil {
+		return err
+	}
+	keys, err := signaturePolicy(rule.SignatureFlags())
+	if err != nil {
+		return err
+	}
+	// The sidecar's registry client (newRenderer), one per request so that
+	// the generator's own TTLs decide when a tag list is read again;
+	// connections and registry tokens are shared.
+	sharedRegistry = &registry.Shared{}
+	regLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn).Writer()
+	open := func(ctx context.Context, spec string) (ocm.Repository, error) {
+		r, _, err := newRendererFor(regLog, rule, getenv, diag, nil)
+		if err != nil {
+			return nil, err
+		}
+		return r.OpenRepository(ctx, spec)
+	}
+	opts := generator.Options{Open: open, CTFRoots: f.ctfDirs, ListTTL: f.listTTL, VersionTTL: f.versionTTL, Log: log}
+	if keys != nil {
+		opts.Keys = keys.Keys
+	}
+	// A zero flag would mean "default" to the package; the flag's zero means off.
+	if f.listTTL == 0 {
+		opts.ListTTL = -1
+	}
+	if f.versionTTL == 0 {
+		opts.VersionTTL = -1
+	}
+	gen, err := generator.New(opts)
+	if err != nil {
+		return err
+	}
+	h := &generator.Handler{Generator: gen, Token: token.Token, RequestTimeout: f.timeout, MaxConcurrent: f.maxConcurrent, Log: log}
+	srv := generator.NewServer(f.listen, h)
+	l, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("generator: %w", err)
+	}
+	served := make(chan error, 1)
+	go func() {
+		if f.tlsCert != "" {
+			served <- srv.ServeTLS(l, f.tlsCert, f.tlsKey)
+		} else {
+			served <- srv.Serve(l)
+		}
+	}()
+	log.Info("generator listening", "address", l.Addr().String(), "tls", f.tlsCert != "", "version", buildVersion(),
+		"listTTL", f.listTTL.String(), "versionTTL", f.versionTTL.String())
+	select {
+	case err := <-served:
+		return fmt.Errorf("generator: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("generator: shutdown: %w", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("generator: %w", err)
+	}
+	return nil
+}

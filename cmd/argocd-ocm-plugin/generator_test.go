@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is stderr shared by the command's goroutines and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "generator"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// The command serves the contract (plain and TLS) from the sidecar's
+// settings and stops cleanly on its context (SIGTERM).
+func TestGeneratorCommand(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	const token = "command-test-token-0123456789"
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctfRoot, err := filepath.Abs("../../testdata/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile, pool := selfSigned(t, dir)
+	getenv := func(k string) string {
+		if k == "ARGOCD_OCM_CACHE_DIR" {
+			return filepath.Join(dir, "cache")
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		name   string
+		tls    bool
+		scheme string
+	}{{"http", false, "http"}, {"https", true, "https"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := freeAddr(t)
+			args := []string{"generator", "--listen", addr, "--token-file", tokenFile, "--ctf-dir", ctfRoot}
+			client := http.DefaultClient
+			if tc.tls {
+				args = append(args, "--tls-cert", certFile, "--tls-key", keyFile)
+				client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var stderr syncBuffer
+			code := make(chan int, 1)
+			go func() { code <- execute(ctx, args, io.Discard, &stderr, getenv, "") }()
+			base := tc.scheme + "://" + addr
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				resp, err := client.Get(base + "/healthz")
+				if err == nil {
+					resp.Body.Close()
+					if resp.StatusCode == 200 {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					cancel()
+					t.Fatalf("no /healthz: %v\n%s", err, stderr.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			body := `{"applicationSetName":"demo","input":{"parameters":{"repository":"./ctf","component":"example.com/demo/podinfo","latest":0}}}`
+			req, _ := http.NewRequest("POST", base+"/api/v1/getparams.execute", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var out struct {
+				Output struct {
+					Parameters []map[string]any `json:"parameters"`
+				} `json:"output"`
+			}
+			if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%d %s: %v", resp.StatusCode, b, err)
+			}
+			if len(out.Output.Parameters) != 2 || out.Output.Parameters[0]["version"] != "1.1.0+build.7" {
+				t.Errorf("parameters %v", out.Output.Parameters)
+			}
+			cancel()
+			select {
+			case c := <-code:
+				if c != 0 {
+					t.Errorf("exit %d: %s", c, stderr.String())
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("the generator did not stop")
+			}
+			if log := stderr.String(); strings.Contains(log, token) || !strings.Contains(log, "getparams") {
+				t.Errorf("log:\n%s", log)
+			}
+		})
+	}
+}
+
+func TestGeneratorCommandRefuses(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("abc"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"generator"}, "--token-file is required"},
+		{[]string{"generator", "--token-file", filepath.Join(dir, "missing")}, "token file"},
+		{[]string{"generator", "--token-file", short}, "fewer than 16"},
+		{[]string{"generator", "--token-file", short, "--tls-cert", "x"}, "go together"},
+	} {
+		var stderr bytes.Buffer
+		if code := execute(context.Background(), tc.args, io.Discard, &stderr, func(string) string { return "" }, ""); code == 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q", tc.args, code, stderr.String())
+		}
+		if strings.Contains(stderr.String(), "abc") {
+			t.Errorf("the token's content in a message: %q", stderr.String())
+		}
+	}
+}
