@@ -130,7 +130,10 @@ func (p *Page) kubectl(args []string, fail func(string, ...any)) {
 		p.namespaces[args[2]] = true
 		return
 	}
-	if ns != "" && !p.namespaces[ns] {
+	// Only what creates objects needs the namespace to exist first; a
+	// command on objects that exist (get, logs, patch, …) implies it does.
+	creates := len(args) > 0 && (args[0] == "apply" || args[0] == "create" || args[0] == "replace")
+	if ns != "" && creates && !p.namespaces[ns] {
 		fail("kubectl -n %s: the namespace is used before this page creates it (kubectl create namespace %s)", ns, ns)
 	}
 	if contains(args, "apply") && contains(args, "--server-side") && !contains(args, "--force-conflicts") {

@@ -274,7 +274,8 @@ func TestRegistryCredentials(t *testing.T) {
 	}
 	withCreds := func(ctx context.Context, spec string) (ocm.Repository, error) {
 		return oci.Open(spec, oci.WithCache(nil), oci.WithRegistryOptions(
-			registry.WithCredential(f.reg.Host, registry.Credential{Username: "robot", Password: "hunter2-password"})))
+			registry.WithCredential(f.reg.Host, registry.Credential{Username: "robot", Password: "hunter2-password"}),
+			registry.WithPlainHTTP(f.reg.Host))) // credentials over plain HTTP only to listed hosts
 	}
 	url = serve(t, f.generator(t, generator.Options{Open: withCreds}))
 	if got := joined(column(call(t, url, map[string]any{"repository": f.repo, "component": podinfo, "version": "~2.3"}).params(t), "version")); got != "2.3.1" {
