@@ -44,7 +44,7 @@ prints the manifests.
 	})
 	root.AddCommand(newRenderCommand(stdout, stderr, getenv), newGenerateCommand(stdout, stderr, getenv, dir),
 		newParametersCommand(stdout, stderr, getenv, dir), newVerifyCommand(stdout, stderr, getenv), newVersionCommand(stdout),
-		newServeCommand(stderr, getenv))
+		newServeCommand(stderr, getenv), newServeWorkerCommand(stderr, getenv))
 	return root
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +28,7 @@ func startServer(t *testing.T) (socket, fingerprint string) {
 		t.Fatal(err)
 	}
 	fingerprint = "test"
-	srv := &server.Server{Handler: requestHandler(slog.New(slog.DiscardHandler)), Fingerprint: fingerprint}
+	srv := &server.Server{Handler: requestHandler(), Fingerprint: fingerprint}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, l) }()

@@ -1,0 +1,15 @@
+//go:build unix && !linux
+
+package server
+
+import (
+	"errors"
+	"syscall"
+)
+
+func workerSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+func startOnSpawnThread(start func() error) error { return start() }
+
+// privateRSS is not measured outside Linux: memory limits apply on Linux only.
+func privateRSS(int) (int64, error) { return 0, errors.ErrUnsupported }
