@@ -190,7 +190,10 @@ func serve(ctx context.Context, socket string, parallelism int, command []string
 // describeRequest names a request in the server's log and limit errors:
 // never values or credentials.
 func describeRequest(req *server.Request) server.Description {
-	getenv := req.Getenv(func(string) string { return "" })
+	return describeEnv(req.Getenv(func(string) string { return "" }))
+}
+
+func describeEnv(getenv func(string) string) server.Description {
 	d := server.Description{Application: getenv(cmp.EnvAppName), Project: getenv(cmp.EnvProjectName)}
 	if ps := getenv(cmp.EnvAppParameters); ps != "" && len(ps) < 64<<10 {
 		if params, err := cmp.ParseParameters(ps); err == nil {

@@ -90,6 +90,11 @@ func readServeSettings(getenv func(string) string) (serveSettings, error) {
 	if s.totalMemory < s.maxMemory {
 		s.totalMemory = s.maxMemory
 	}
+	if v := strings.TrimSpace(getenv(envTagTTL)); v != "" {
+		if d, err := time.ParseDuration(v); err != nil || d < 0 {
+			return s, bad(envTagTTL, v, "a duration ≥ 0")
+		}
+	}
 	s.metricsAddr = strings.TrimSpace(getenv(envMetricsAddr))
 	if s.metricsAddr != "" {
 		host, _, err := net.SplitHostPort(s.metricsAddr)
@@ -100,22 +105,23 @@ func readServeSettings(getenv func(string) string) (serveSettings, error) {
 	return s, nil
 }
 
-// workerArgv is how a worker is started: this executable, re-executed.
-// Tests replace it (the test binary is not the plugin).
-var workerArgv = func() ([]string, error) {
+// workerArgv is how a worker is started: this executable, re-executed, with
+// extra environment variables. Tests replace it (the test binary is not the
+// plugin).
+var workerArgv = func() (argv, env []string, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return []string{self, workerCommand}, nil
+	return []string{self, workerCommand}, nil, nil
 }
 
 func (s serveSettings) pool(stderr io.Writer, log *slog.Logger, metrics *server.Metrics) (*server.Pool, error) {
-	argv, err := workerArgv()
+	argv, extra, err := workerArgv()
 	if err != nil {
 		return nil, fmt.Errorf("serve: no executable to start render workers from: %w", err)
 	}
-	env := os.Environ()
+	env := append(os.Environ(), extra...)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// The garbage collector works harder near the limit, so a render
 		// with much garbage is not killed for memory it could free.

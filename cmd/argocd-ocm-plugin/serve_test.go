@@ -14,6 +14,14 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
 
+// The test binary is not the plugin: workers are the test binary running
+// TestCLIHelperProcess as serve-worker.
+func init() {
+	workerArgv = func() ([]string, []string, error) {
+		return []string{os.Args[0], "-test.run=^TestCLIHelperProcess$"}, []string{cliHelperEnv + "=" + workerCommand}, nil
+	}
+}
+
 // startServer serves requestHandler in-process on a fresh socket.
 func startServer(t *testing.T) (socket, fingerprint string) {
 	t.Helper()

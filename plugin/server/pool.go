@@ -24,7 +24,7 @@ const (
 	DefaultGrace        = time.Second
 	DefaultRecycleAfter = 200
 	DefaultIdleTimeout  = 30 * time.Second
-	DefaultPoll         = 25 * time.Millisecond
+	DefaultPoll         = 10 * time.Millisecond
 	// workerStartTimeout bounds a worker's start-up (exec and package
 	// initialisation, about 60-100 ms).
 	workerStartTimeout = 10 * time.Second

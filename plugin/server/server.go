@@ -273,7 +273,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		return // the client is gone
 	}
 	if res == nil {
-		res = &Result{Exit: 1, Stderr: []byte("argocd-ocm-plugin: " + d.prefix() + s.limitMessage(out) + "\n")}
+		res = &Result{Exit: 1, Stderr: []byte("argocd-ocm-plugin: " + d.Prefix() + s.limitMessage(out) + "\n")}
 	}
 	if err := writeResult(conn, header{Exit: res.Exit}, res.Stdout, res.Stderr); err != nil {
 		s.Log.Warn("result not delivered", "cause", err.Error())
@@ -307,8 +307,8 @@ type Description struct {
 	Application, Project, Component, Version string
 }
 
-// prefix is the errdef form: "application A: component C:V: ".
-func (d Description) prefix() string {
+// Prefix is the errdef form: "application A: component C:V: ".
+func (d Description) Prefix() string {
 	var b strings.Builder
 	if d.Application != "" {
 		b.WriteString("application " + d.Application + ": ")

@@ -45,7 +45,11 @@ var pageSize = int64(os.Getpagesize())
 // privateRSS is the resident memory of pid that is its own (anonymous:
 // heap, stacks), without the binary's pages, which all workers share:
 // resident − shared of /proc/PID/statm.
-func privateRSS(pid int) (int64, error) {
+func privateRSS(pid int) (int64, error) { return PrivateMemory(pid) }
+
+// PrivateMemory is the resident memory of process pid that is its own
+// (anonymous: heap, stacks), without the binary's pages.
+func PrivateMemory(pid int) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
 	if err != nil {
 		return 0, err

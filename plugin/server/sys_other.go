@@ -12,4 +12,7 @@ func workerSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setp
 func startOnSpawnThread(start func() error) error { return start() }
 
 // privateRSS is not measured outside Linux: memory limits apply on Linux only.
-func privateRSS(int) (int64, error) { return 0, errors.ErrUnsupported }
+func privateRSS(pid int) (int64, error) { return PrivateMemory(pid) }
+
+// PrivateMemory is not measured outside Linux.
+func PrivateMemory(int) (int64, error) { return 0, errors.ErrUnsupported }
