@@ -107,4 +107,3 @@ func (g *guardedWriter) Write(p []byte) (int, error) {
 func bounded(args []string) bool {
 	return len(args) > 0 && (args[0] == "generate" || args[0] == "parameters")
 }
-

@@ -22,9 +22,9 @@ type Memo[K comparable, V any] struct {
 	// shared between generations (NewRecent) waits at most recentMaxWait, so
 	// one tenant's slow registry never holds another's generation.
 	maxWait time.Duration
-	now func() time.Time
-	mu  sync.Mutex
-	m   map[K]*memoCall[V]
+	now     func() time.Time
+	mu      sync.Mutex
+	m       map[K]*memoCall[V]
 }
 
 type memoCall[V any] struct {
