@@ -19,7 +19,7 @@ import (
 // Defaults of a Pool.
 const (
 	DefaultWorkers      = 4
-	DefaultWarm         = 2
+	DefaultWarm         = 1
 	DefaultDeadline     = 50 * time.Second
 	DefaultGrace        = time.Second
 	DefaultRecycleAfter = 200
@@ -48,9 +48,10 @@ type Pool struct {
 	// DefaultWorkers.
 	Size int
 	// Warm workers are kept started while idle, so that a generation finds a
-	// process past package initialisation; more are started on demand (and
-	// one spare ahead of demand) and end after IdleTimeout idle. Default
-	// DefaultWarm (at most Size).
+	// process past package initialisation; more are started when requests
+	// wait (a request takes whichever comes first: a new worker or one that
+	// finished) and end after IdleTimeout idle. Default DefaultWarm (at most
+	// Size).
 	Warm int
 	// Deadline of a generation, counted from its arrival (queue included).
 	// Default DefaultDeadline.
@@ -292,9 +293,6 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 			continue
 		}
 		w.busy = true
-		if len(p.idle) == 0 && p.total < p.Size && p.starting == 0 {
-			p.startAsync() // a spare for the next request
-		}
 		p.mu.Unlock()
 		return w, nil
 	}

@@ -286,7 +286,9 @@ func TestServerWithPoolLimitError(t *testing.T) {
 	p := testPool(t, &Pool{Size: 1, Deadline: 2 * time.Second, Grace: 100 * time.Millisecond, MaxMemory: 96 << 20})
 	var log strings.Builder
 	var logMu sync.Mutex
-	s := &Server{Pool: p, Fingerprint: "fp", Log: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &log}, nil)),
+	metrics := NewMetrics()
+	p.Metrics, metrics.Stats = metrics, p.Stats
+	s := &Server{Pool: p, Fingerprint: "fp", Metrics: metrics, Log: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &log}, nil)),
 		Describe: func(*Request) Description {
 			return Description{Application: "shop", Project: "team-a", Component: "example.com/shop", Version: "1.0.0"}
 		}}
@@ -301,6 +303,17 @@ func TestServerWithPoolLimitError(t *testing.T) {
 		}
 		if res.Exit != 1 || len(res.Stdout) != 0 || string(res.Stderr) != tc.want {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q\nwant %q", tc.arg, res.Exit, res.Stdout, res.Stderr, tc.want)
+		}
+	}
+	var text strings.Builder
+	if err := metrics.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`argocd_ocm_generations_total{outcome="memory"} 1`, `argocd_ocm_generations_total{outcome="deadline"} 1`,
+		`argocd_ocm_worker_kills_total{cause="deadline"} 1`, `argocd_ocm_worker_kills_total{cause="memory"} 1`,
+		"argocd_ocm_generation_seconds_count 2", `argocd_ocm_workers{state="busy"} 0`} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("metrics lack %s:\n%s", want, text.String())
 		}
 	}
 	logMu.Lock()
