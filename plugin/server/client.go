@@ -38,6 +38,10 @@ func Do(ctx context.Context, socket string, req *Request) (*Result, error) {
 	br := bufio.NewReaderSize(conn, 64<<10)
 	h, err := readHeader(br)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// The caller gave up; the server may have accepted the request
+		// already: it must not be run again.
+		return nil, fmt.Errorf("%w: %v", ErrLost, context.Cause(ctx))
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	case h.Refused != "":

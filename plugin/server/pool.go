@@ -19,12 +19,18 @@ import (
 // Defaults of a Pool.
 const (
 	DefaultWorkers      = 4
-	DefaultWarm         = 1
+	DefaultWarm         = 2
 	DefaultDeadline     = 50 * time.Second
 	DefaultGrace        = time.Second
 	DefaultRecycleAfter = 200
 	DefaultIdleTimeout  = 30 * time.Second
 	DefaultPoll         = 10 * time.Millisecond
+	// DefaultGrowAfter: requests wait for a busy worker unless every busy
+	// worker's generation has run this long (a slow registry, a large chart):
+	// only then is another worker started. A burst of short generations is
+	// served by the warm workers, which keep both cores busy, instead of
+	// paying a worker's start-up for each of them.
+	DefaultGrowAfter = 250 * time.Millisecond
 	// workerStartTimeout bounds a worker's start-up (exec and package
 	// initialisation, about 60-100 ms).
 	workerStartTimeout = 10 * time.Second
@@ -49,10 +55,12 @@ type Pool struct {
 	Size int
 	// Warm workers are kept started while idle, so that a generation finds a
 	// process past package initialisation; more are started when requests
-	// wait (a request takes whichever comes first: a new worker or one that
-	// finished) and end after IdleTimeout idle. Default DefaultWarm (at most
-	// Size).
+	// wait behind slow generations (see GrowAfter; a request takes whichever
+	// comes first: a new worker or one that finished) and end after
+	// IdleTimeout idle. Default DefaultWarm (at most Size).
 	Warm int
+	// GrowAfter: see DefaultGrowAfter (the default).
+	GrowAfter time.Duration
 	// Deadline of a generation, counted from its arrival (queue included).
 	// Default DefaultDeadline.
 	Deadline time.Duration
@@ -107,6 +115,7 @@ type worker struct {
 	gens      int
 	busy      bool
 	idleSince time.Time
+	busySince time.Time
 	rss       int64  // private memory at the last poll
 	killed    string // cause, once killed by the pool
 }
@@ -140,6 +149,9 @@ func (p *Pool) Start() error {
 	}
 	if p.Poll <= 0 {
 		p.Poll = DefaultPoll
+	}
+	if p.GrowAfter <= 0 {
+		p.GrowAfter = DefaultGrowAfter
 	}
 	if p.Stderr == nil {
 		p.Stderr = os.Stderr
@@ -292,13 +304,13 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 			p.removeLocked(w)
 			continue
 		}
-		w.busy = true
+		w.busy, w.busySince = true, time.Now()
 		p.mu.Unlock()
 		return w, nil
 	}
 	ch := make(chan *worker, 1)
 	p.waiters = append(p.waiters, ch)
-	if p.total < p.Size && p.starting < len(p.waiters) {
+	if p.total < p.Warm && p.starting < len(p.waiters) {
 		p.startAsync()
 	}
 	p.mu.Unlock()
@@ -338,7 +350,7 @@ func (p *Pool) putIdle(w *worker) {
 	if len(p.waiters) > 0 {
 		ch := p.waiters[0]
 		p.waiters = p.waiters[1:]
-		w.busy = true
+		w.busy, w.busySince = true, time.Now()
 		ch <- w
 		return
 	}
@@ -545,12 +557,27 @@ func (p *Pool) watch() {
 		if p.TotalMemory > 0 && sum > p.TotalMemory && largest != nil {
 			p.killLocked(largest, CauseTotalMemory)
 		}
+		p.growLocked()
 		if time.Since(lastSweep) >= time.Second {
 			lastSweep = time.Now()
 			p.retireIdleLocked()
 		}
 		p.mu.Unlock()
 	}
+}
+
+// growLocked starts a worker for requests waiting behind generations that
+// all run for GrowAfter or longer. p.mu is held.
+func (p *Pool) growLocked() {
+	if len(p.waiters) <= p.starting || p.total >= p.Size || p.closed {
+		return
+	}
+	for w := range p.workers {
+		if w.busy && w.killed == "" && time.Since(w.busySince) < p.GrowAfter {
+			return // a generation that may end soon
+		}
+	}
+	p.startAsync()
 }
 
 // retireIdleLocked ends workers beyond Warm idle for IdleTimeout, the
