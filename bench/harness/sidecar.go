@@ -247,8 +247,11 @@ func (b *bench) stopServers() {
 		Value: top.RSSMiB, Unit: "MiB", Reference: top.PeakMiB, RefWhat: "MiB peak", Note: strings.Join(parts, "; ")})
 }
 
-// mem is the server's VmRSS and VmHWM (peak RSS since start or the last
-// resetPeak) in MiB, from /proc/PID/status.
+// mem is the render server's VmRSS and VmHWM (peak RSS since start or the
+// last resetPeak) in MiB, from /proc/PID/status: those of the supervisor
+// plus the private part (RssAnon) of its render workers, whose pages of the
+// binary are the supervisor's too. A worker's peak counts as its private
+// memory at its own peak (VmHWM less its file pages).
 func (s *renderServer) mem() (rss, hwm float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -256,25 +259,52 @@ func (s *renderServer) mem() (rss, hwm float64) {
 }
 
 func (s *renderServer) memLocked() (rss, hwm float64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.PID))
-	if err != nil {
+	st := procStatus(s.PID)
+	if st == nil {
 		return 0, 0
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-		switch k {
-		case "VmRSS":
-			rss = kb / 1024
-		case "VmHWM":
-			hwm = kb / 1024
+	rss, hwm = st["VmRSS"], st["VmHWM"]
+	for _, pid := range childPIDs(s.PID) {
+		if c := procStatus(pid); c != nil {
+			rss += c["RssAnon"]
+			hwm += max(c["VmHWM"]-c["RssFile"]-c["RssShmem"], 0)
 		}
 	}
 	s.maxHWM = max(s.maxHWM, hwm)
 	return rss, hwm
+}
+
+// procStatus reads the kB fields of /proc/PID/status, in MiB.
+func procStatus(pid int) map[string]float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok || !strings.HasSuffix(v, " kB") {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		out[k] = kb / 1024
+	}
+	return out
+}
+
+// childPIDs lists the children of pid (the render server's workers).
+func childPIDs(pid int) []int {
+	var out []int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // resetPeak sets VmHWM to the current RSS (clear_refs 5), so that the next
@@ -283,24 +313,46 @@ func (s *renderServer) resetPeak() float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.memLocked()
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", s.PID), []byte("5"), 0); err != nil {
-		logf("WARNING: cannot reset the peak RSS of render server %s: %v (peaks include earlier figures)", s.Name, err)
+	for _, pid := range append([]int{s.PID}, childPIDs(s.PID)...) {
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+			logf("WARNING: cannot reset the peak RSS of render server %s: %v (peaks include earlier figures)", s.Name, err)
+		}
 	}
 	rss, _ := s.memLocked()
 	return rss
 }
 
-// cpu is the CPU time the server's threads have used, in ns (the sum of
-// /proc/PID/task/*/schedstat: nanosecond resolution, unlike the clock ticks
-// of /proc/PID/stat; Go's threads live as long as the process).
+// cpu is the CPU time the server's threads and its render workers' have
+// used, in ns: the sum of /proc/PID/task/*/schedstat (nanosecond
+// resolution, unlike the clock ticks of /proc/PID/stat; Go's threads live
+// as long as the process) of the server and its live workers, plus the
+// clock ticks of the workers it has reaped (cutime, cstime).
 func (s *renderServer) cpu() int64 {
-	dirs, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", s.PID))
+	sum := taskCPU(s.PID)
+	for _, pid := range childPIDs(s.PID) {
+		sum += taskCPU(pid)
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.PID)); err == nil {
+		if i := bytes.LastIndexByte(b, ')'); i > 0 {
+			f := bytes.Fields(b[i+2:])
+			if len(f) > 14 {
+				cu, _ := strconv.ParseInt(string(f[13]), 10, 64)
+				cs, _ := strconv.ParseInt(string(f[14]), 10, 64)
+				sum += (cu + cs) * 10_000_000 // USER_HZ = 100
+			}
+		}
+	}
+	return sum
+}
+
+func taskCPU(pid int) int64 {
+	dirs, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return 0
 	}
 	var sum int64
 	for _, d := range dirs {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", s.PID, d.Name()))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, d.Name()))
 		if err != nil {
 			continue
 		}

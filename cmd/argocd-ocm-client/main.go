@@ -9,18 +9,26 @@
 //
 // Without a server (the variable unset, nobody listening, another protocol or
 // environment, a server shutting down) it executes argocd-ocm-plugin with the
-// same arguments and environment instead: slower, never different. Nothing is
-// printed before a complete result exists, so the error contract of
-// argocd-ocm-plugin (nothing on stdout on failure) holds either way.
+// same arguments and environment instead: slower, never different. Once a
+// server has acknowledged the request, it never does: the request may still
+// be running there, and a second copy would double the load of a generation
+// that is already too slow. A server that dies or does not answer within
+// the generation's deadline (ARGOCD_OCM_TIMEOUT, default 50s) plus a
+// margin (see clientDeadline) is one error line. Nothing is printed before a complete result
+// exists, so the error contract of argocd-ocm-plugin (nothing on stdout on
+// failure) holds either way.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
@@ -28,6 +36,19 @@ import (
 // envPluginBinary overrides where the fallback finds argocd-ocm-plugin
 // (default: next to this executable, then $PATH).
 const envPluginBinary = "ARGOCD_OCM_PLUGIN_BINARY"
+
+// The generation's deadline, as the server reads it (a sidecar setting).
+const (
+	envTimeout     = "ARGOCD_OCM_TIMEOUT"
+	defaultTimeout = 50 * time.Second
+	// The server answers a generation it stopped at the deadline + 1 s; the
+	// client waits a little longer than that: a tenth of the deadline, 2 to 5 s.
+	minMargin, maxMargin = 2 * time.Second, 5 * time.Second
+)
+
+func clientDeadline(timeout time.Duration) time.Duration {
+	return timeout + min(max(timeout/10, minMargin), maxMargin)
+}
 
 func main() {
 	args := os.Args[1:]
@@ -51,9 +72,23 @@ func viaServer(socket string, args []string) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	res, err := server.Do(context.Background(), socket, server.NewRequest(args, dir, os.Environ()))
-	if err != nil {
-		return 0, false // nothing printed: render in a process instead
+	timeout := defaultTimeout
+	if d, err := time.ParseDuration(strings.TrimSpace(os.Getenv(envTimeout))); err == nil && d > 0 {
+		timeout = d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clientDeadline(timeout))
+	defer cancel()
+	res, err := server.Do(ctx, socket, server.NewRequest(args, dir, os.Environ()))
+	switch {
+	case errors.Is(err, server.ErrLost):
+		why := "it died or stopped answering"
+		if ctx.Err() != nil {
+			why = fmt.Sprintf("no answer within %s", clientDeadline(timeout))
+		}
+		fmt.Fprintf(os.Stderr, "argocd-ocm-client: application %s: render failed: the render server accepted the generation but gave no result (%s)\n", os.Getenv("ARGOCD_APP_NAME"), why)
+		return 1, true
+	case err != nil:
+		return 0, false // nothing printed, nothing run: render in a process instead
 	}
 	// stdout in one write, as the plugin does.
 	if len(res.Stdout) > 0 {

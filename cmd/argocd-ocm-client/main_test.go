@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
@@ -147,5 +150,72 @@ func TestClientWithoutPlugin(t *testing.T) {
 	got := runClient(t, t.TempDir(), []string{"PATH=" + t.TempDir(), "ARGOCD_OCM_PLUGIN_BINARY="}, "generate")
 	if got.code == 0 || got.stdout != "" || !strings.Contains(got.stderr, "no render server and no argocd-ocm-plugin binary") {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// acceptThen runs a fake server that acknowledges every request and then
+// does what after says with the connection.
+func acceptThen(t *testing.T, after func(net.Conn)) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "r.sock")
+	l, err := server.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				if _, err := bufio.NewReader(c).ReadBytes('\n'); err != nil {
+					c.Close()
+					return
+				}
+				io.WriteString(c, `{"accepted":true}`+"\n")
+				after(c)
+			}()
+		}
+	}()
+	return sock
+}
+
+// A server that took the request and then died, or never answers: one error
+// line and a failure, never the request run a second time in a process (the
+// fallback binary would print "process ...").
+func TestClientNeverRunsAnAcceptedRequestTwice(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sidecar := []string{"PATH=/usr/bin:/bin", "CLIENT_TEST_AS_PLUGIN=1", "ARGOCD_OCM_PLUGIN_BINARY=" + self, "ARGOCD_OCM_TIMEOUT=100ms", "ARGOCD_APP_NAME=shop"}
+	died := acceptThen(t, func(c net.Conn) { c.Close() })
+	silent := acceptThen(t, func(c net.Conn) { time.Sleep(time.Minute); c.Close() })
+	for _, tc := range []struct {
+		name, socket, why string
+		max               time.Duration
+	}{
+		{"server died", died, "it died or stopped answering", 2 * time.Second},
+		{"server silent", silent, "no answer within 2.1s", 4 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			got := runClient(t, t.TempDir(), append(sidecar, server.EnvSocket+"="+tc.socket), "generate")
+			took := time.Since(start)
+			want := "argocd-ocm-client: application shop: render failed: the render server accepted the generation but gave no result (" + tc.why + ")\n"
+			if got.code != 1 || got.stdout != "" || got.stderr != want {
+				t.Errorf("got %+v, want exit 1, stderr %q", got, want)
+			}
+			if took > tc.max {
+				t.Errorf("took %v, more than %v", took, tc.max)
+			}
+		})
 	}
 }

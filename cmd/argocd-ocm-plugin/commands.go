@@ -56,7 +56,8 @@ Manifests go to stdout, in one write, only on success; a failure is one line on 
 	})
 	root.AddCommand(newRenderCommand(stdout, stderr, getenv, diag), newGenerateCommand(stdout, stderr, getenv, dir, diag),
 		newParametersCommand(stdout, stderr, getenv, dir, diag), newVerifyCommand(stdout, stderr, getenv, diag), newVersionCommand(stdout),
-		newServeCommand(stderr, getenv), newGeneratorCommand(stderr, getenv, diag))
+		newServeCommand(stderr, getenv), newGeneratorCommand(stderr, getenv, diag),
+		newServeWorkerCommand(stderr, getenv))
 	return root
 }
 

@@ -23,7 +23,7 @@ func TestCLIHelperProcess(t *testing.T) {
 	if args == "" {
 		t.Skip("helper process of the CLI fault tests")
 	}
-	os.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(runProcess(strings.Split(args, "\x1f"), os.Stdout, os.Stderr, os.Getenv))
 }
 
 // A registry that fails (503, retried, then given up) while the chart is downloaded: non-zero exit,

@@ -23,18 +23,6 @@ import (
 	"time"
 )
 
-// syncBuffer is stderr shared by the command's goroutines and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()

@@ -18,7 +18,18 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(runProcess(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// runProcess is run in a process of its own: a generation is bounded by
+// the watchdog (see startWatchdog), which may end the process.
+func runProcess(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if bounded(args) {
+		out, done := startWatchdog(stdout, stderr, getenv)
+		defer done()
+		stdout = out
+	}
+	return run(args, stdout, stderr, getenv)
 }
 
 // run executes the CLI in this process; it returns the exit code.

@@ -31,9 +31,22 @@ func newServeCommand(stderr io.Writer, getenv func(string) string) *cobra.Comman
 	c := &cobra.Command{
 		Use:   "serve [--socket PATH] [-- COMMAND [ARG...]]",
 		Short: "Long-lived render server for argocd-ocm-client (the sidecar's entrypoint)",
-		Long: `serve runs generate and parameters for argocd-ocm-client in one warm process, so that
-a generation does not pay this binary's start-up (about 60-75 ms of package initialisation)
-each time. The output is the same as that of a generate process.
+		Long: `serve runs generate and parameters for argocd-ocm-client in a pool of warm worker
+processes (this binary, already past its 60-75 ms of package initialisation), one
+generation per worker at a time. The output is the same as that of a generate process.
+
+Limits (sidecar settings; see docs/render-server.md):
+  ARGOCD_OCM_TIMEOUT        deadline of a generation from its arrival, queue included (default 50s);
+                            a worker still rendering then is killed
+  ARGOCD_OCM_WORKERS        most worker processes, i.e. generations at once (default 4;
+                            0: render in this process, without limits)
+  ARGOCD_OCM_WARM_WORKERS   workers kept started while idle (default 2)
+  ARGOCD_OCM_MAX_MEMORY     private memory of one worker, e.g. 512Mi (default 512Mi); past it the
+                            worker is killed; its GOMEMLIMIT is 80 % of it
+  ARGOCD_OCM_TOTAL_MEMORY   private memory of all workers (default 3/4 of the container's memory
+                            limit, else 768Mi); past it the worker using the most is killed
+  ARGOCD_OCM_RECYCLE_AFTER  generations after which a worker is replaced (default 200)
+  ARGOCD_OCM_METRICS_ADDR   loopback address for Prometheus metrics, e.g. 127.0.0.1:9464 (default off)
 
 With COMMAND (the sidecar runs: serve -- /var/run/argocd/argocd-cmp-server), serve starts
 it with ARGOCD_OCM_SERVER_SOCKET set, forwards signals to it, reaps orphaned processes
@@ -42,9 +55,9 @@ serves until SIGTERM or SIGINT.
 
 Request-scoped variables (ARGOCD_APP_*, ARGOCD_ENV_*, PARAM_*, KUBE_VERSION,
 KUBE_API_VERSIONS) come from each client; every other setting from serve's own
-environment. Generations share registry connections and tokens, and a tag's
-resolution for ARGOCD_OCM_TAG_TTL (default 5s, 0: not shared). A client whose environment differs, or a client without a server,
-renders in a process of its own.`,
+environment. A worker's generations share registry connections and tokens, and a tag's
+resolution for ARGOCD_OCM_TAG_TTL (default 5s, 0: not shared). A client whose environment
+differs, or a client without a server, renders in a process of its own.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if socket == "" {
@@ -61,12 +74,40 @@ renders in a process of its own.`,
 		},
 	}
 	c.Flags().StringVar(&socket, "socket", "", "unix socket to listen on (default $"+server.EnvSocket+", else "+DefaultSocket+")")
-	c.Flags().IntVar(&parallelism, "parallelism", 0, "commands rendering at once, the others wait (default 2 × GOMAXPROCS)")
+	c.Flags().IntVar(&parallelism, "parallelism", 0, "with ARGOCD_OCM_WORKERS=0: commands rendering at once in this process (default 2 × GOMAXPROCS)")
 	return c
 }
 
-func serve(ctx context.Context, socket string, parallelism int, command []string, stderr io.Writer, getenv func(string) string) error {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+// newServeWorkerCommand is a render worker of serve: not for people (hidden).
+// It reads requests from file descriptor 3, set up by its supervisor.
+func newServeWorkerCommand(stderr io.Writer, getenv func(string) string) *cobra.Command {
+	return &cobra.Command{
+		Use:    workerCommand,
+		Short:  "A render worker of serve (started by serve, not for people)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			conn := os.NewFile(server.WorkerFD, "render-supervisor")
+			if conn == nil {
+				return fmt.Errorf("%w: %s runs under serve only", errdef.ErrInvalidInput, workerCommand)
+			}
+			if err := shareAcrossGenerations(getenv, stderr); err != nil {
+				return err
+			}
+			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			// SIGTERM and SIGINT are the supervisor's to act on: a worker
+			// finishes its generation, or is killed.
+			return server.ServeWorker(context.WithoutCancel(cmd.Context()), conn, requestHandler(), log)
+		},
+	}
+}
+
+const workerCommand = "serve-worker"
+
+// shareAcrossGenerations makes the generations of this long-lived process
+// share registry connections, tokens and recent tag resolutions; their log
+// lines (ARGOCD_OCM_LOG_LEVEL=debug|info) go to log, the container's log.
+func shareAcrossGenerations(getenv func(string) string, log io.Writer) error {
 	ttl := defaultTagTTL
 	if v := strings.TrimSpace(getenv(envTagTTL)); v != "" {
 		d, err := time.ParseDuration(v)
@@ -75,23 +116,57 @@ func serve(ctx context.Context, socket string, parallelism int, command []string
 		}
 		ttl = d
 	}
+	sharedRegistry = &registry.Shared{}
+	serverLog = log
+	if ttl > 0 {
+		sharedTags = oci.NewTagResolutions(ttl)
+	}
+	return nil
+}
+
+func serve(ctx context.Context, socket string, parallelism int, command []string, stderr io.Writer, getenv func(string) string) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	settings, err := readServeSettings(getenv)
+	if err != nil {
+		return err
+	}
+	metrics := server.NewMetrics()
+	srv := &server.Server{Parallelism: parallelism, Log: log, Describe: describeRequest, Metrics: metrics}
+	if settings.workers == 0 {
+		if err := shareAcrossGenerations(getenv, stderr); err != nil {
+			return err
+		}
+		srv.Handler = requestHandler()
+	} else {
+		pool, err := settings.pool(stderr, log, metrics)
+		if err != nil {
+			return err
+		}
+		if err := pool.Start(); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer pool.Close()
+		srv.Pool = pool
+		metrics.Stats = pool.Stats
+	}
+	if settings.metricsAddr != "" {
+		stopMetrics, err := serveMetrics(settings.metricsAddr, metrics)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer stopMetrics()
+	}
 	l, err := server.Listen(socket)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer os.Remove(socket)
-	sharedRegistry = &registry.Shared{}
-	serverLog = stderr // ARGOCD_OCM_LOG_LEVEL=debug|info: the generations' log lines
-	defer func() { serverLog = nil }()
-	if ttl > 0 {
-		sharedTags = oci.NewTagResolutions(ttl)
-	}
-	srv := &server.Server{Handler: requestHandler(log), Parallelism: parallelism, Log: log}
 	srvCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(srvCtx, l) }()
-	log.Info("render server listening", "socket", socket, "version", buildVersion())
+	log.Info("render server listening", "socket", socket, "version", buildVersion(), "workers", settings.workers,
+		"deadline", settings.deadline.String(), "max_memory_mib", settings.maxMemory>>20, "total_memory_mib", settings.totalMemory>>20)
 	// The policy is read again by every generation; saying at start-up what
 	// it is spares the operator a failed sync to find out.
 	if _, err := sidecarRule(getenv); err != nil {
@@ -122,9 +197,36 @@ func serve(ctx context.Context, socket string, parallelism int, command []string
 	return nil
 }
 
+// describeRequest names a request in the server's log and limit errors:
+// never values or credentials.
+func describeRequest(req *server.Request) server.Description {
+	return describeEnv(req.Getenv(func(string) string { return "" }))
+}
+
+func describeEnv(getenv func(string) string) server.Description {
+	d := server.Description{Application: getenv(cmp.EnvAppName), Project: getenv(cmp.EnvProjectName)}
+	if ps := getenv(cmp.EnvAppParameters); ps != "" && len(ps) < 64<<10 {
+		if params, err := cmp.ParseParameters(ps); err == nil {
+			if p, ok := params[cmp.ParamComponent]; ok && p.String != nil {
+				d.Component = *p.String
+			}
+			if p, ok := params[cmp.ParamVersion]; ok && p.String != nil {
+				d.Version = *p.String
+			}
+		}
+	}
+	if d.Component == "" {
+		d.Component = getenv("ARGOCD_ENV_COMPONENT")
+	}
+	if d.Version == "" {
+		d.Version = getenv("ARGOCD_ENV_VERSION")
+	}
+	return d
+}
+
 // requestHandler runs one client's command with that client's
-// request-scoped environment and directory, and logs one line per command.
-func requestHandler(log *slog.Logger) server.Handler {
+// request-scoped environment and directory.
+func requestHandler() server.Handler {
 	return func(ctx context.Context, req *server.Request, stdout, stderr io.Writer) int {
 		getenv := req.Getenv(os.Getenv)
 		app := getenv(cmp.EnvAppName)
@@ -136,14 +238,12 @@ func requestHandler(log *slog.Logger) server.Handler {
 			fmt.Fprintf(stderr, "argocd-ocm-plugin: application %s: %v: the client's directory %q is not absolute\n", app, errdef.ErrInvalidInput, req.Dir)
 			return 2
 		}
-		start := time.Now()
 		var errBuf bytes.Buffer
 		code := execute(ctx, req.Args, stdout, &errBuf, getenv, req.Dir)
 		// Files of the Application are named as a process in its directory
 		// names them (relative), whatever directory argocd-cmp-server used.
 		msg := bytes.ReplaceAll(errBuf.Bytes(), []byte(req.Dir+string(filepath.Separator)), nil)
 		stderr.Write(msg)
-		log.Info("command done", "command", req.Args[0], "application", app, "exit", code, "ms", time.Since(start).Milliseconds())
 		return code
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,14 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
+
+// The test binary is not the plugin: workers are the test binary running
+// TestCLIHelperProcess as serve-worker.
+func init() {
+	workerArgv = func() ([]string, []string, error) {
+		return []string{os.Args[0], "-test.run=^TestCLIHelperProcess$"}, []string{cliHelperEnv + "=" + workerCommand}, nil
+	}
+}
 
 // startServer serves requestHandler in-process on a fresh socket.
 func startServer(t *testing.T) (socket, fingerprint string) {
@@ -29,7 +36,7 @@ func startServer(t *testing.T) (socket, fingerprint string) {
 		t.Fatal(err)
 	}
 	fingerprint = "test"
-	srv := &server.Server{Handler: requestHandler(slog.New(slog.DiscardHandler)), Fingerprint: fingerprint}
+	srv := &server.Server{Handler: requestHandler(), Fingerprint: fingerprint}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, l) }()

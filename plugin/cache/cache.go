@@ -212,8 +212,12 @@ func verifyFile(f *os.File, dgst string, size int64) (bool, int64, string) {
 	return true, n, ""
 }
 
-// lockKey takes the in-process lock of a digest.
-func (c *Cache) lockKey(ctx context.Context, key string) (func(), error) {
+// lockKey takes the in-process lock of a digest. The wait ends with
+// errLockTimeout when the holder stalls (see stall) or after lockTimeout.
+func (c *Cache) lockKey(ctx context.Context, key string, stalled func(time.Time) bool) (func(), error) {
+	deadline := time.Now().Add(c.o.lockTimeout)
+	tick := time.NewTicker(lockPoll)
+	defer tick.Stop()
 	for {
 		c.mu.Lock()
 		ch, busy := c.locks[key]
@@ -229,12 +233,65 @@ func (c *Cache) lockKey(ctx context.Context, key string) (func(), error) {
 			}, nil
 		}
 		c.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	wait:
+		for {
+			select {
+			case <-ch:
+				break wait
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case now := <-tick.C:
+				if now.After(deadline) || stalled(now) {
+					return nil, errLockTimeout
+				}
+			}
 		}
 	}
+}
+
+// The wait for another download of the same blob (in this process or
+// another: the render server's workers are processes) lasts while the
+// holder makes progress: a holder that wrote less than minLockProgress in
+// the last lockStall — a registry that trickles, or hangs — is given up on,
+// and the waiter downloads by itself, without caching. So one tenant's slow
+// registry never holds another tenant's generation.
+const (
+	lockPoll        = 50 * time.Millisecond
+	lockStall       = 2 * time.Second
+	minLockProgress = 64 << 10
+)
+
+// stallDetector reports whether the download of one digest (its temporary
+// files' size) has stopped progressing.
+func (c *Cache) stallDetector(alg, h string) func(time.Time) bool {
+	prefix := alg + "-" + h + "."
+	var last int64 = -1
+	since := time.Now()
+	return func(now time.Time) bool {
+		n := c.tempBytes(prefix)
+		if last < 0 || n-last >= minLockProgress || n < last {
+			last, since = n, now
+			return false
+		}
+		return now.Sub(since) >= lockStall
+	}
+}
+
+// tempBytes is the size of the temporary files whose names start with prefix.
+func (c *Cache) tempBytes(prefix string) int64 {
+	ents, err := os.ReadDir(filepath.Join(c.root, "tmp"))
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) {
+			if fi, err := e.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+	}
+	return n
 }
 
 // Fetch returns the content named by dgst (size < 0: unknown): from the cache,
@@ -253,18 +310,22 @@ func (c *Cache) Fetch(ctx context.Context, dgst string, size int64, fetch FetchF
 		c.o.logger.Debug("cache hit", "digest", dgst)
 		return f, nil
 	}
-	unlock, err := c.lockKey(ctx, dgst)
-	if err != nil {
+	unlock, err := c.lockKey(ctx, dgst, c.stallDetector(alg, h))
+	switch {
+	case errors.Is(err, errLockTimeout):
+		c.o.logger.Warn("another download of the blob makes no progress, downloading without caching", "digest", dgst)
+		return direct(ctx, dgst, size, fetch)
+	case err != nil:
 		return nil, err
 	}
 	defer unlock()
 	if f, ok := c.Get(dgst, size); ok {
 		return f, nil
 	}
-	fl, err := lockFile(ctx, filepath.Join(c.root, "locks", alg, h), c.o.lockTimeout)
+	fl, err := lockFile(ctx, filepath.Join(c.root, "locks", alg, h), c.o.lockTimeout, c.stallDetector(alg, h))
 	switch {
 	case errors.Is(err, errLockTimeout):
-		c.o.logger.Warn("another process holds the cache lock too long, downloading without caching", "digest", dgst)
+		c.o.logger.Warn("another process's download of the blob makes no progress, downloading without caching", "digest", dgst)
 		return direct(ctx, dgst, size, fetch)
 	case err != nil && ctx.Err() != nil:
 		return nil, ctx.Err()

@@ -12,6 +12,8 @@ import (
 // download a blob twice.
 type fileLock struct{}
 
-func lockFile(context.Context, string, time.Duration) (*fileLock, error) { return &fileLock{}, nil }
-func tryLockFile(string) (*fileLock, bool, error)                        { return &fileLock{}, true, nil }
-func (l *fileLock) unlock()                                              {}
+func lockFile(context.Context, string, time.Duration, func(time.Time) bool) (*fileLock, error) {
+	return &fileLock{}, nil
+}
+func tryLockFile(string) (*fileLock, bool, error) { return &fileLock{}, true, nil }
+func (l *fileLock) unlock()                       {}

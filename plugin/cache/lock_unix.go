@@ -16,8 +16,9 @@ import (
 type fileLock struct{ f *os.File }
 
 // lockFile takes an exclusive lock on path, creating it, polling until ctx
-// ends or timeout passes. It returns errLockTimeout after timeout.
-func lockFile(ctx context.Context, path string, timeout time.Duration) (*fileLock, error) {
+// ends, timeout passes or stalled says the holder makes no progress; the
+// last two return errLockTimeout.
+func lockFile(ctx context.Context, path string, timeout time.Duration, stalled func(time.Time) bool) (*fileLock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
@@ -33,7 +34,7 @@ func lockFile(ctx context.Context, path string, timeout time.Duration) (*fileLoc
 			f.Close()
 			return nil, err
 		}
-		if time.Now().After(deadline) {
+		if now := time.Now(); now.After(deadline) || stalled(now) {
 			f.Close()
 			return nil, errLockTimeout
 		}

@@ -17,9 +17,14 @@ import (
 // for the tag once, not 100 times.
 type Memo[K comparable, V any] struct {
 	ttl time.Duration // 0: never expires
-	now func() time.Time
-	mu  sync.Mutex
-	m   map[K]*memoCall[V]
+	// maxWait bounds how long a caller waits for another's call of the same
+	// key before calling fn itself (0: as long as its context lasts). A Memo
+	// shared between generations (NewRecent) waits at most recentMaxWait, so
+	// one tenant's slow registry never holds another's generation.
+	maxWait time.Duration
+	now     func() time.Time
+	mu      sync.Mutex
+	m       map[K]*memoCall[V]
 }
 
 type memoCall[V any] struct {
@@ -32,9 +37,12 @@ type memoCall[V any] struct {
 // maxRecentEntries bounds a Memo with a ttl: past it, expired entries are dropped.
 const maxRecentEntries = 4096
 
+// recentMaxWait is how long a caller of a shared Memo waits for another's call.
+const recentMaxWait = 2 * time.Second
+
 // NewRecent makes a Memo whose values are reused for ttl after they arrived.
 func NewRecent[K comparable, V any](ttl time.Duration) *Memo[K, V] {
-	return &Memo[K, V]{ttl: ttl, now: time.Now}
+	return &Memo[K, V]{ttl: ttl, now: time.Now, maxWait: recentMaxWait}
 }
 
 // fresh reports whether a call's value may still be used; m.mu is held.
@@ -69,12 +77,21 @@ func (m *Memo[K, V]) Do(ctx context.Context, key K, fn func(context.Context) (V,
 			return c.v, c.err
 		}
 		m.mu.Unlock()
+		var waited <-chan time.Time
+		if m.maxWait > 0 {
+			t := time.NewTimer(m.maxWait)
+			waited = t.C
+			defer t.Stop()
+		}
 		select {
 		case <-c.done:
 			if c.err == nil {
 				return c.v, nil
 			}
 			// The call failed; try again ourselves (with our own context).
+		case <-waited:
+			// The other call is slow: ours, unshared.
+			return fn(ctx)
 		case <-ctx.Done():
 			var zero V
 			return zero, ctx.Err()

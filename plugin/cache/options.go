@@ -9,8 +9,9 @@ import (
 const (
 	// DefaultMaxSize caps the bytes under blobs/ (2 GiB).
 	DefaultMaxSize int64 = 2 << 30
-	// DefaultLockTimeout bounds the wait for another process's download of
-	// the same blob; then the waiter downloads without caching.
+	// DefaultLockTimeout bounds the wait for another download of the same
+	// blob even while it progresses (a stalled one is given up on after 2 s);
+	// then the waiter downloads without caching.
 	DefaultLockTimeout = 30 * time.Second
 	// staleTempAge: temporary files older than this belong to dead downloads.
 	staleTempAge = time.Hour

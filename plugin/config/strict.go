@@ -25,6 +25,11 @@ const MaxDocumentSize = 1 << 20
 // against alias bombs.
 const maxNodes = 1 << 20
 
+// maxAliasNodes bounds the nodes that aliases add: a definition reuses a
+// block here and there, it does not multiply itself (yaml.v3's own decoder
+// refuses such ratios too, but the Node API it leaves to us).
+const maxAliasNodes = 1 << 16
+
 // decodeStrict decodes one YAML (1.2: only true and false are booleans) or
 // JSON document into out, a pointer to a struct, refusing unknown fields,
 // duplicate keys, several documents and values of the wrong kind, with the
@@ -81,12 +86,71 @@ func parseYAML(name string, data []byte) (any, map[string]int, error) {
 	} else if !errors.Is(err, io.EOF) {
 		return nil, nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, name, err)
 	}
+	// Count what the aliases expand to before expanding anything: an alias
+	// bomb is refused in microseconds, not after building its gigabytes.
+	if err := checkExpansion(&doc); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %v: %w", errdef.ErrInvalidInput, name, err, errdef.ErrLimitExceeded)
+	}
 	c := &converter{lines: map[string]int{}}
 	v, err := c.convert(&doc, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, name, err)
 	}
 	return v, c.lines, nil
+}
+
+// checkExpansion counts the nodes doc expands to, each anchored node's
+// expansion computed once, and refuses more than maxNodes in all or more
+// than maxAliasNodes added by aliases.
+func checkExpansion(doc *yaml.Node) error {
+	sizes := map[*yaml.Node]int{}
+	var aliased, plain int
+	var size func(n *yaml.Node, depth int) int
+	size = func(n *yaml.Node, depth int) int {
+		if n == nil || depth > 10000 {
+			return 1
+		}
+		if s, ok := sizes[n]; ok {
+			return s
+		}
+		sizes[n] = 1 // a cycle counts once (the converter refuses it by count)
+		total := 1
+		if n.Kind == yaml.AliasNode {
+			total += size(n.Alias, depth+1)
+		} else {
+			for _, c := range n.Content {
+				total += size(c, depth+1)
+				if total > maxNodes {
+					break
+				}
+			}
+		}
+		total = min(total, maxNodes+1)
+		sizes[n] = total
+		return total
+	}
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		if n == nil || depth > 10000 {
+			return
+		}
+		plain++
+		if n.Kind == yaml.AliasNode {
+			aliased += size(n.Alias, depth+1)
+			return
+		}
+		for _, c := range n.Content {
+			walk(c, depth+1)
+		}
+	}
+	walk(doc, 0)
+	switch {
+	case aliased > maxAliasNodes:
+		return fmt.Errorf("its aliases expand to more than %d YAML nodes", maxAliasNodes)
+	case plain+aliased > maxNodes:
+		return fmt.Errorf("more than %d YAML nodes (aliases expand)", maxNodes)
+	}
+	return nil
 }
 
 type converter struct {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -451,7 +452,12 @@ func SelectResources(d *ocm.Descriptor, selectors []string) ([]*ocm.Resource, er
 		}
 	}
 	var out []*ocm.Resource
+	seen := map[string]bool{} // a selector repeated (10 000 times by a hostile Application) selects once
 	for _, s := range selectors {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
 		id, err := ocm.ParseIdentity(s)
 		if err != nil {
 			return nil, err
@@ -464,7 +470,9 @@ func SelectResources(d *ocm.Descriptor, selectors []string) ([]*ocm.Resource, er
 			return nil, fmt.Errorf("%w: resource %s has type %s; the plugin renders helmChart and directoryTree resources",
 				errdef.ErrUnsupportedMediaType, res.Identity(), res.Type)
 		}
-		out = append(out, res)
+		if !slices.Contains(out, res) { // two spellings of one identity
+			out = append(out, res)
+		}
 	}
 	return out, nil
 }

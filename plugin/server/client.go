@@ -8,8 +8,15 @@ import (
 )
 
 // Do sends req to the server listening on socket and returns the command's
-// result. Any error is ErrUnavailable (wrapped, with the cause): until a
-// complete result has arrived, nothing the caller could print exists.
+// result.
+//
+// An error wrapping ErrUnavailable means the server did not take the request
+// (nobody listening, another protocol or environment, shutting down, gone
+// before it acknowledged the request): the caller can safely run the command
+// itself. Once the server has acknowledged the request, every failure wraps
+// ErrLost instead (the server died, ctx ended): the request may still be
+// running, so the caller must report the failure and not run it again.
+// Either way nothing the caller could print exists before a complete result.
 //
 // The connection stays open until the result arrives; closing it (the client
 // being killed at Argo CD's deadline) cancels the render on the server.
@@ -28,12 +35,28 @@ func Do(ctx context.Context, socket string, req *Request) (*Result, error) {
 	if err := writeRequest(conn, req); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	res, refused, err := readResult(bufio.NewReaderSize(conn, 64<<10))
-	if err != nil {
+	br := bufio.NewReaderSize(conn, 64<<10)
+	h, err := readHeader(br)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// The caller gave up; the server may have accepted the request
+		// already: it must not be run again.
+		return nil, fmt.Errorf("%w: %v", ErrLost, context.Cause(ctx))
+	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	case h.Refused != "":
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, h.Refused)
+	case !h.Accepted:
+		return nil, fmt.Errorf("%w: malformed response: no acknowledgement", ErrUnavailable)
 	}
-	if refused != "" {
-		return nil, fmt.Errorf("%w: %s", ErrUnavailable, refused)
+	res, refused, err := readResult(br)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("%w: %v", ErrLost, context.Cause(ctx))
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrLost, err)
+	case refused != "":
+		return nil, fmt.Errorf("%w: %s", ErrLost, refused)
 	}
 	return res, nil
 }

@@ -10,10 +10,12 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ProtocolVersion changes whenever Request or the response framing changes.
-const ProtocolVersion = 1
+// 2: the server acknowledges a request it runs before the result (see Do).
+const ProtocolVersion = 2
 
 // EnvSocket names the server's socket. `argocd-ocm-plugin serve -- COMMAND`
 // sets it for COMMAND (argocd-cmp-server), whose generate commands inherit it.
@@ -28,6 +30,12 @@ const MaxRequestSize = 16 << 20
 // result). The caller can safely render by itself: nothing was written.
 var ErrUnavailable = errors.New("render server unavailable")
 
+// ErrLost means the server accepted the request and then gave no complete
+// result (it died, or the client's own deadline passed). The request may
+// still be running or have run: the caller must not run it a second time,
+// only report the failure (Argo CD retries the generation).
+var ErrLost = errors.New("render server accepted the request but gave no result")
+
 // Request is one command for the server.
 type Request struct {
 	Protocol int      `json:"protocol"`
@@ -38,6 +46,10 @@ type Request struct {
 	Env []string `json:"env"`
 	// Fingerprint is Fingerprint of the client's whole environment.
 	Fingerprint string `json:"fingerprint"`
+	// Deadline is when the generation must be done: set by the supervisor
+	// for its worker (arrival + the generation deadline); a client's value
+	// is ignored.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // NewRequest builds a request from a client's arguments, working directory
@@ -128,6 +140,12 @@ type header struct {
 	Stderr int `json:"stderr"`
 	// Refused says why the server did not run the request.
 	Refused string `json:"refused,omitempty"`
+	// Accepted precedes the result of a request the server runs: from then
+	// on the client must not run the request itself.
+	Accepted bool `json:"accepted,omitempty"`
+	// Ready is a worker's first message: its process id, once it is past
+	// package initialisation and reads requests.
+	Ready int `json:"ready,omitempty"`
 }
 
 func writeRequest(w io.Writer, req *Request) error {
@@ -170,18 +188,40 @@ func writeResult(w io.Writer, h header, stdout, stderr []byte) error {
 // maxOutput bounds what a client accepts; Argo CD's own gRPC limit is 100 MiB.
 const maxOutput = 1 << 30
 
-func readResult(r *bufio.Reader) (*Result, string, error) {
+func readHeader(r *bufio.Reader) (header, error) {
+	var h header
 	line, err := readLine(r, 4096)
 	if err != nil {
-		return nil, "", err
+		return h, err
 	}
-	var h header
 	if err := json.Unmarshal(line, &h); err != nil {
-		return nil, "", fmt.Errorf("malformed response: %v", err)
+		return h, fmt.Errorf("malformed response: %v", err)
+	}
+	return h, nil
+}
+
+func writeHeader(w io.Writer, h header) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func readResult(r *bufio.Reader) (*Result, string, error) {
+	h, err := readHeader(r)
+	if err != nil {
+		return nil, "", err
 	}
 	if h.Refused != "" {
 		return nil, h.Refused, nil
 	}
+	return readBody(r, h)
+}
+
+// readBody reads the output a result header announces.
+func readBody(r *bufio.Reader, h header) (*Result, string, error) {
 	if h.Stdout < 0 || h.Stderr < 0 || h.Stdout > maxOutput || h.Stderr > maxOutput {
 		return nil, "", fmt.Errorf("malformed response: output sizes %d, %d", h.Stdout, h.Stderr)
 	}

@@ -34,8 +34,20 @@ type Server struct {
 	// Fingerprint is the server's environment fingerprint. Default:
 	// Fingerprint(os.Environ()).
 	Fingerprint string
-	// Log receives one line per refused request or recovered panic. Default: discard.
+	// Log receives one line per generation ("command done": application,
+	// project, component, version, duration, worker, outcome; never values
+	// or credentials), refused request or recovered panic. Default: discard.
 	Log *slog.Logger
+	// Pool, when set, runs every request in a worker process with the pool's
+	// deadline and memory limits; Handler and Parallelism are then unused.
+	// Without it, Handler runs in this process (tests, a trusted single
+	// tenant): nothing stops a runaway render there.
+	Pool *Pool
+	// Describe names a request in log lines and error messages. Default:
+	// the Application's name (ARGOCD_APP_NAME) only.
+	Describe func(*Request) Description
+	// Metrics counts generations by outcome. Optional.
+	Metrics *Metrics
 	// DrainTimeout bounds how long Serve waits for running commands after ctx
 	// ends. Default 10 s.
 	DrainTimeout time.Duration
@@ -93,8 +105,13 @@ func Listen(path string) (net.Listener, error) {
 // refuses queued requests, waits up to DrainTimeout for running ones and
 // closes l.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	if s.Handler == nil {
+	if s.Handler == nil && s.Pool == nil {
 		return errors.New("server: no handler")
+	}
+	if s.Describe == nil {
+		s.Describe = func(req *Request) Description {
+			return Description{Application: req.Getenv(func(string) string { return "" })("ARGOCD_APP_NAME")}
+		}
 	}
 	p := s.Parallelism
 	if p <= 0 {
@@ -164,6 +181,7 @@ func (s *Server) drain() error {
 }
 
 func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
+	arrival := time.Now()
 	s.connMu.Lock()
 	s.conns[conn] = struct{}{}
 	s.connMu.Unlock()
@@ -185,6 +203,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
+	req.Deadline = time.Time{} // the supervisor's to set
 	refuse := func(why string) {
 		s.Log.Warn("request refused", "cause", why)
 		_ = writeResult(conn, header{Refused: why}, nil, nil)
@@ -195,6 +214,16 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		return
 	case req.Fingerprint != s.Fingerprint:
 		refuse("the client's environment differs from the server's")
+		return
+	}
+	select {
+	case <-s.draining:
+		refuse("server shutting down")
+		return
+	default:
+	}
+	// From here on the client must not run the request itself.
+	if err := writeHeader(conn, header{Accepted: true}); err != nil {
 		return
 	}
 
@@ -210,26 +239,108 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		cancel()
 	}()
 
-	select {
-	case s.sem <- struct{}{}:
-	case <-s.draining:
-		refuse("server shutting down")
-		return
-	case <-rctx.Done():
-		return
-	}
-	defer func() { <-s.sem }()
 	s.busy()
 	defer s.done()
-
-	var stdout, stderr bytes.Buffer
-	code := s.run(rctx, req, &stdout, &stderr)
-	if rctx.Err() != nil {
+	var res *Result
+	var out Outcome
+	if s.Pool != nil {
+		res, out = s.Pool.Do(rctx, req, arrival)
+	} else {
+		res, out = s.inProcess(rctx, req, arrival)
+	}
+	took := time.Since(arrival)
+	d := s.Describe(req)
+	outcome := out.Cause
+	switch {
+	case outcome == "" && res.Exit == 0:
+		outcome = "ok"
+	case outcome == "":
+		outcome = "failed"
+	}
+	s.Metrics.Generation(outcome, out.Queue, took)
+	command := ""
+	if len(req.Args) > 0 {
+		command = req.Args[0]
+	}
+	exit := 1
+	if res != nil {
+		exit = res.Exit
+	}
+	s.Log.Info("command done", "command", command, "application", d.Application, "project", d.Project,
+		"component", d.Component, "version", d.Version, "ms", took.Milliseconds(), "queue_ms", out.Queue.Milliseconds(),
+		"worker", out.Worker, "outcome", outcome, "exit", exit)
+	if out.Cause == CauseCanceled {
 		return // the client is gone
 	}
-	if err := writeResult(conn, header{Exit: code}, stdout.Bytes(), stderr.Bytes()); err != nil {
+	if res == nil {
+		res = &Result{Exit: 1, Stderr: []byte("argocd-ocm-plugin: " + d.Prefix() + s.limitMessage(out) + "\n")}
+	}
+	if err := writeResult(conn, header{Exit: res.Exit}, res.Stdout, res.Stderr); err != nil {
 		s.Log.Warn("result not delivered", "cause", err.Error())
 	}
+}
+
+// limitMessage is the one error line of a generation the pool stopped.
+func (s *Server) limitMessage(out Outcome) string {
+	p := s.Pool
+	switch out.Cause {
+	case CauseDeadline:
+		return fmt.Sprintf("generation exceeded the deadline of %s (the render server stopped it): limit exceeded", p.Deadline)
+	case CauseQueueDeadline:
+		return fmt.Sprintf("generation exceeded the deadline of %s waiting for a free render worker (%s): limit exceeded", p.Deadline, out.Detail)
+	case CauseMemory:
+		return fmt.Sprintf("generation exceeded the memory limit of %s (the render server stopped it): limit exceeded", mib(p.MaxMemory))
+	case CauseTotalMemory:
+		return fmt.Sprintf("generation exceeded the render workers' shared memory limit of %s, using the most of them (%s; the render server stopped it): limit exceeded", mib(p.TotalMemory), out.Detail)
+	case CauseCrashed:
+		return fmt.Sprintf("render failed: the render worker died during the generation (%s)", out.Detail)
+	default:
+		return fmt.Sprintf("render failed: no render worker available: %s", out.Detail)
+	}
+}
+
+func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
+
+// Description names a request in log lines and messages; it never holds
+// values or credentials.
+type Description struct {
+	Application, Project, Component, Version string
+}
+
+// Prefix is the errdef form: "application A: component C:V: ".
+func (d Description) Prefix() string {
+	var b strings.Builder
+	if d.Application != "" {
+		b.WriteString("application " + d.Application + ": ")
+	}
+	if d.Component != "" {
+		b.WriteString("component " + d.Component)
+		if d.Version != "" {
+			b.WriteString(":" + d.Version)
+		}
+		b.WriteString(": ")
+	}
+	return b.String()
+}
+
+// inProcess runs the handler in this process, at most Parallelism at once.
+func (s *Server) inProcess(ctx context.Context, req *Request, arrival time.Time) (*Result, Outcome) {
+	var out Outcome
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		out.Cause = CauseCanceled
+		return nil, out
+	}
+	defer func() { <-s.sem }()
+	out.Queue = time.Since(arrival)
+	var stdout, stderr bytes.Buffer
+	code := runHandler(ctx, s.Handler, req, &stdout, &stderr, s.Log)
+	if ctx.Err() != nil {
+		out.Cause = CauseCanceled
+		return nil, out
+	}
+	return &Result{Exit: code, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, out
 }
 
 // busy and done count running commands; the last one to finish arms the
@@ -265,20 +376,4 @@ func (s *Server) releaseIfIdle() {
 		debug.FreeOSMemory()
 		s.releases.Add(1)
 	}
-}
-
-// run calls the handler; a panic becomes a failed command, never a dead
-// server (and never partial stdout).
-func (s *Server) run(ctx context.Context, req *Request, stdout, stderr *bytes.Buffer) (code int) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.Log.Error("panic in command", "args", strings.Join(req.Args, " "), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			stdout.Reset()
-			stderr.Reset()
-			app := req.Getenv(func(string) string { return "" })("ARGOCD_APP_NAME")
-			fmt.Fprintf(stderr, "argocd-ocm-plugin: application %s: internal error (render server): %v\n", app, p)
-			code = 1
-		}
-	}()
-	return s.Handler(ctx, req, stdout, stderr)
 }

@@ -227,7 +227,8 @@ func TestClientGoneCancels(t *testing.T) {
 	}()
 	<-started
 	cancel()
-	if err := <-errc; !errors.Is(err, ErrUnavailable) {
+	// Accepted, then given up by the client: lost, not to be run again.
+	if err := <-errc; !errors.Is(err, ErrLost) {
 		t.Fatalf("err = %v", err)
 	}
 	select {

@@ -8,7 +8,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -25,9 +24,58 @@ import (
 // kustomize's own messages show paths as "/overlays/prod/…".
 const memRoot = "/"
 
-// buildMu serialises kustomize builds: kustomize keeps its OpenAPI schema in
-// process-global variables (kubernetes-sigs/kustomize#4824).
-var buildMu sync.Mutex
+// builds lets kustomize builds run at once, except one with a custom OpenAPI
+// schema (a kustomization's openapi field): kustomize keeps the schema in
+// process-global variables (kubernetes-sigs/kustomize#4824), so such a
+// build runs alone. Waiting ends with the build's context: no tenant's
+// build can hold another's past its deadline. (The render server's workers
+// render one generation at a time, so they never wait here.)
+var builds = newGate(64)
+
+// gate is a readers-writer lock whose waits end with a context.
+type gate struct {
+	tokens    chan struct{}
+	exclusive chan struct{}
+}
+
+func newGate(n int) *gate {
+	return &gate{tokens: make(chan struct{}, n), exclusive: make(chan struct{}, 1)}
+}
+
+// acquire takes one token (shared) or all of them (alone); the returned
+// func gives them back.
+func (g *gate) acquire(ctx context.Context, alone bool) (func(), error) {
+	if !alone {
+		select {
+		case g.tokens <- struct{}{}:
+			return func() { <-g.tokens }, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	select {
+	case g.exclusive <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	held := 0
+	release := func() {
+		for range held {
+			<-g.tokens
+		}
+		<-g.exclusive
+	}
+	for held < cap(g.tokens) {
+		select {
+		case g.tokens <- struct{}{}:
+			held++
+		case <-ctx.Done():
+			release()
+			return nil, ctx.Err()
+		}
+	}
+	return release, nil
+}
 
 // Render builds the kustomization in the directory entryPath of tree ("" or
 // "." for the root) and returns the resulting objects, ordered as
@@ -151,8 +199,13 @@ func build(ctx context.Context, mem filesys.FileSystem, entry string, o options,
 		objs []manifests.Object
 		err  error
 	}
+	release, err := builds.acquire(ctx, customOpenAPI)
+	if err != nil {
+		return nil, err
+	}
 	done := make(chan result, 1)
 	go func() {
+		defer release()
 		objs, err := run(mem, entry, kopts, customOpenAPI)
 		done <- result{objs, err}
 	}()
@@ -165,8 +218,6 @@ func build(ctx context.Context, mem filesys.FileSystem, entry string, o options,
 }
 
 func run(mem filesys.FileSystem, entry string, kopts *krusty.Options, customOpenAPI bool) (objs []manifests.Object, err error) {
-	buildMu.Lock()
-	defer buildMu.Unlock()
 	defer func() {
 		// kustomize panics on some inputs (an invalid custom OpenAPI schema,
 		// for one); a hostile archive must not crash the plugin.

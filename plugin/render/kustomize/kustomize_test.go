@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
@@ -375,5 +376,41 @@ func TestRenderConcurrent(t *testing.T) {
 			continue
 		}
 		manifeststest.Equal(t, r.got, r.want)
+	}
+}
+
+// A build with a custom OpenAPI schema runs alone, but waiting for it ends
+// with the waiter's context; ordinary builds do not wait for each other.
+func TestBuildGate(t *testing.T) {
+	g := newGate(4)
+	r1, err := g.acquire(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := g.acquire(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := g.acquire(ctx, true); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("alone while shared: %v", err)
+	}
+	r1()
+	r2()
+	alone, err := g.acquire(context.Background(), true)
+	if err != nil {
+		t.Fatalf("alone after the shared ones left: %v", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if _, err := g.acquire(ctx2, false); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("shared while alone: %v", err)
+	}
+	alone()
+	if r, err := g.acquire(context.Background(), false); err != nil {
+		t.Fatal(err)
+	} else {
+		r()
 	}
 }

@@ -1,0 +1,416 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
+)
+
+// Hostile charts of issue 15.
+var hostileCharts = map[string]string{
+	// tpl recursion: grows without end (2.7 GiB before the issue).
+	"tpl": `{{ tpl .Values.a . }}`,
+	// printf doubling.
+	"double": `{{- $s := "0123456789abcdef" }}{{- range until 40 }}{{ $s = printf "%s%s" $s $s }}{{ end }}{{ len $s }}`,
+	// a loop that takes CPU, not memory: only the deadline stops it.
+	"slow": `{{- range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}`,
+}
+
+func hostileCTF(t *testing.T, dir string) {
+	t.Helper()
+	var comps []*ocmbuild.Component
+	for name, body := range hostileCharts {
+		tgz, err := ocmbuild.PackageChart(map[string][]byte{
+			"Chart.yaml":          []byte("apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n"),
+			"values.yaml":         []byte("a: '{{ tpl .Values.a . }}'\n"),
+			"templates/cm.yaml":   []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  v: \"" + body + "\"\n"),
+			"templates/NOTES.txt": []byte("hostile\n"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		comps = append(comps, &ocmbuild.Component{Name: "example.com/hostile/" + name, Version: "1.0.0", Resources: []ocmbuild.Resource{
+			{Name: "chart", Type: "helmChart", MediaType: ocmbuild.MediaTypeHelmChart, Data: tgz}}})
+	}
+	if err := ocmbuild.WriteCTF(filepath.Join(dir, "hostile"), comps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tarpit accepts connections and never answers.
+func tarpit(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	return l.Addr().String()
+}
+
+// startWorkerServer runs serve with its worker pool (the test binary
+// re-executed as serve-worker) on a fresh socket, with the sidecar settings
+// in settings (the workers read them from their environment).
+func startWorkerServer(t *testing.T, settings map[string]string) (socket string, log *syncBuffer) {
+	t.Helper()
+	for k, v := range settings {
+		t.Setenv(k, v)
+	}
+	dir, err := os.MkdirTemp("", "atk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket = filepath.Join(dir, "r.sock")
+	log = &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, socket, 0, nil, log, os.Getenv) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	for range 500 {
+		if _, err := os.Stat(socket); err == nil {
+			return socket, log
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no socket; log: %s", log.String())
+	return "", nil
+}
+
+// syncBuffer is a log or stderr shared by goroutines and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// children lists this process's child processes (the render workers).
+func children() []int {
+	var pids []int
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, task := range tasks {
+		b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+func generateVia(socket, dir string, env map[string]string) (*server.Result, error) {
+	environ := os.Environ()
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return server.Do(ctx, socket, server.NewRequest([]string{"generate"}, dir, environ))
+}
+
+// The attack under load of issue 15: hostile generations (tpl recursion,
+// printf doubling, a CPU loop, a FIFO as a value file, /proc/self/fd/1 as
+// the repository, a tarpit registry) at the same time as normal ones. Every
+// normal generation succeeds within its deadline, every hostile one is one
+// error line with nothing on stdout, the workers' private memory together
+// stays within the configured limit (plus one poll's growth), and afterwards
+// the server renders as before.
+func TestAttackUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts render workers")
+	}
+	const deadline = 5 * time.Second
+	const maxMemory, totalMemory = 256 << 20, 640 << 20
+	pit := tarpit(t)
+	socket, log := startWorkerServer(t, map[string]string{
+		envWorkers: "6", envWarmWorkers: "4", envTimeout: deadline.String(),
+		envMaxMemory: "256Mi", envTotalMemory: "640Mi",
+		policy.EnvPlainHTTP: pit, "ARGOCD_OCM_CACHE_DIR": t.TempDir(), "DOCKER_CONFIG": t.TempDir(),
+	})
+	dir := appDir(t)
+	hostileCTF(t, dir)
+	if err := syscall.Mkfifo(filepath.Join(dir, "values", "fifo.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	normal := func(i int) map[string]string {
+		return map[string]string{"ARGOCD_APP_NAME": fmt.Sprintf("normal%02d", i), "ARGOCD_APP_NAMESPACE": "ns", "ARGOCD_ENV_REPOSITORY": "ctf",
+			"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"}
+	}
+	hostile := map[string]map[string]string{}
+	for name := range hostileCharts {
+		hostile[name] = map[string]string{"ARGOCD_APP_NAME": "evil-" + name, "ARGOCD_ENV_REPOSITORY": "hostile",
+			"ARGOCD_ENV_COMPONENT": "example.com/hostile/" + name, "ARGOCD_ENV_VERSION": "1.0.0"}
+	}
+	hostile["fifo"] = map[string]string{"ARGOCD_APP_NAME": "evil-fifo", "ARGOCD_ENV_REPOSITORY": "ctf",
+		"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0", "ARGOCD_ENV_VALUE_FILES": "values/fifo.yaml"}
+	hostile["proc"] = map[string]string{"ARGOCD_APP_NAME": "evil-proc", "ARGOCD_ENV_REPOSITORY": "/proc/self/fd/1",
+		"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"}
+	hostile["tarpit"] = map[string]string{"ARGOCD_APP_NAME": "evil-tarpit", "ARGOCD_ENV_REPOSITORY": "http://" + pit + "/ocm",
+		"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"}
+
+	// The workers' private memory, sampled every 10 ms.
+	var peak int64
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			var sum int64
+			for _, pid := range children() {
+				if n, err := server.PrivateMemory(pid); err == nil {
+					sum += n
+				}
+			}
+			peak = max(peak, sum)
+			select {
+			case <-stopSampling:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	refusals := map[string]time.Duration{}
+	for name, env := range hostile {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			res, err := generateVia(socket, dir, env)
+			took := time.Since(start)
+			mu.Lock()
+			refusals[name] = took
+			mu.Unlock()
+			switch {
+			case err != nil:
+				t.Errorf("%s: %v", name, err)
+			case res.Exit == 0 || len(res.Stdout) != 0:
+				t.Errorf("%s: exit %d with %d bytes of stdout", name, res.Exit, len(res.Stdout))
+			case strings.Count(string(res.Stderr), "\n") != 1 || !strings.Contains(string(res.Stderr), "application evil-"+name):
+				t.Errorf("%s: stderr is not one line naming the application: %q", name, res.Stderr)
+			case took > deadline+2*time.Second:
+				t.Errorf("%s: refused after %v", name, took)
+			default:
+				t.Logf("%-7s refused after %5v: %s", name, took.Round(time.Millisecond), strings.TrimSpace(string(res.Stderr)))
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // the hostile ones first
+	var slowest time.Duration
+	for round := range 3 {
+		var rwg sync.WaitGroup
+		for i := range 4 {
+			rwg.Add(1)
+			go func() {
+				defer rwg.Done()
+				env := normal(round*4 + i)
+				start := time.Now()
+				res, err := generateVia(socket, dir, env)
+				took := time.Since(start)
+				mu.Lock()
+				slowest = max(slowest, took)
+				mu.Unlock()
+				switch {
+				case err != nil:
+					t.Errorf("normal %d: %v", round*4+i, err)
+				case res.Exit != 0:
+					t.Errorf("normal %d: exit %d: %s", round*4+i, res.Exit, res.Stderr)
+				case !bytes.Contains(res.Stdout, []byte(env["ARGOCD_APP_NAME"]+"-podinfo")):
+					t.Errorf("normal %d: output lacks its name", round*4+i)
+				case took > deadline:
+					t.Errorf("normal %d: took %v, past its deadline", round*4+i, took)
+				}
+			}()
+		}
+		rwg.Wait()
+		time.Sleep(500 * time.Millisecond)
+	}
+	wg.Wait()
+	close(stopSampling)
+	<-sampled
+	t.Logf("slowest normal generation %v; workers' private memory peaked at %d MiB (limit %d MiB)", slowest.Round(time.Millisecond), peak>>20, totalMemory>>20)
+	if peak > totalMemory+maxMemory/2 {
+		t.Errorf("workers' private memory peaked at %d MiB, limit %d MiB", peak>>20, totalMemory>>20)
+	}
+	// Afterwards: the server renders correctly (the same bytes as a process).
+	env := normal(99)
+	res, err := generateVia(socket, dir, env)
+	if err != nil || res.Exit != 0 {
+		t.Fatalf("after the attack: %v %+v", err, res)
+	}
+	var stdout, stderr bytes.Buffer
+	t.Chdir(dir)
+	if code := run([]string{"generate"}, &stdout, &stderr, envWith(env)); code != 0 || !bytes.Equal(stdout.Bytes(), res.Stdout) {
+		t.Errorf("after the attack the server's output differs from a process's (exit %d: %s)", code, stderr.String())
+	}
+	for _, want := range []string{"outcome=memory", "outcome=deadline", "project=", "outcome=ok"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("server log lacks %s", want)
+		}
+	}
+}
+
+func envWith(m map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		if strings.HasPrefix(k, "ARGOCD_APP_") || strings.HasPrefix(k, "ARGOCD_ENV_") {
+			return ""
+		}
+		return os.Getenv(k)
+	}
+}
+
+// kill -9 of a worker mid-render: its client gets one error line, the
+// other generations are unaffected, and a fresh worker serves the next.
+func TestWorkerKilledMidRender(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts render workers")
+	}
+	socket, _ := startWorkerServer(t, map[string]string{envWorkers: "2", envTimeout: "20s",
+		"ARGOCD_OCM_CACHE_DIR": t.TempDir(), "DOCKER_CONFIG": t.TempDir()})
+	dir := appDir(t)
+	hostileCTF(t, dir)
+	before := map[int]bool{}
+	for _, pid := range children() {
+		before[pid] = true
+	}
+	type reply struct {
+		res *server.Result
+		err error
+	}
+	done := make(chan reply, 1)
+	go func() {
+		res, err := generateVia(socket, dir, map[string]string{"ARGOCD_APP_NAME": "victim", "ARGOCD_ENV_REPOSITORY": "hostile",
+			"ARGOCD_ENV_COMPONENT": "example.com/hostile/slow", "ARGOCD_ENV_VERSION": "1.0.0"})
+		done <- reply{res, err}
+	}()
+	// The busy worker is the one using the most CPU.
+	time.Sleep(time.Second)
+	var victim int
+	var most int64 = -1
+	for _, pid := range children() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		if utime > most {
+			victim, most = pid, utime
+		}
+	}
+	if victim == 0 || before[victim] && most <= 0 {
+		t.Fatal("no busy worker")
+	}
+	syscall.Kill(victim, syscall.SIGKILL)
+	r := <-done
+	if r.err != nil || r.res.Exit == 0 || len(r.res.Stdout) != 0 || !strings.Contains(string(r.res.Stderr), "application victim: component example.com/hostile/slow:1.0.0: render failed: the render worker died during the generation (signal killed)") {
+		t.Fatalf("victim: %v %+v (stderr %q)", r.err, r.res, r.res.Stderr)
+	}
+	res, err := generateVia(socket, dir, map[string]string{"ARGOCD_APP_NAME": "next", "ARGOCD_APP_NAMESPACE": "ns", "ARGOCD_ENV_REPOSITORY": "ctf",
+		"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"})
+	if err != nil || res.Exit != 0 {
+		t.Fatalf("after the kill: %v %+v", err, res)
+	}
+}
+
+// A generate process of its own is bounded too: the watchdog ends it at its
+// memory limit or deadline with one error line and nothing on stdout.
+func TestProcessModeWatchdog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	dir := t.TempDir()
+	hostileCTF(t, dir)
+	for _, tc := range []struct {
+		chart, want string
+	}{
+		{"tpl", "generation exceeded the"}, // memory or deadline: GOMEMLIMIT slows its growth
+		{"double", "generation exceeded the memory limit of 256 MiB: limit exceeded"},
+		{"slow", "generation exceeded the deadline of 3s: limit exceeded"},
+	} {
+		t.Run(tc.chart, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestCLIHelperProcess$")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), cliHelperEnv+"=generate", "ARGOCD_OCM_MAX_MEMORY=256Mi", "ARGOCD_OCM_TIMEOUT=3s",
+				"ARGOCD_OCM_CACHE_DIR="+t.TempDir(), "ARGOCD_APP_NAME=evil", "ARGOCD_ENV_REPOSITORY=hostile",
+				"ARGOCD_ENV_COMPONENT=example.com/hostile/"+tc.chart, "ARGOCD_ENV_VERSION=1.0.0")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			start := time.Now()
+			err := cmd.Run()
+			took := time.Since(start)
+			var peak int64
+			if cmd.ProcessState != nil {
+				peak = cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+			}
+			if err == nil || stdout.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "application evil: component example.com/hostile/"+tc.chart+":1.0.0: ") {
+				t.Fatalf("err %v, stdout %d bytes, stderr %q", err, stdout.Len(), stderr.String())
+			}
+			// The render's own error may come first (Helm's own limits): it
+			// must still be one line; the watchdog's is checked when it fired.
+			if strings.Contains(stderr.String(), "generation exceeded") && !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.want)
+			}
+			t.Logf("%s: refused after %v, peak RSS %d MiB: %s", tc.chart, took.Round(time.Millisecond), peak>>20, strings.TrimSpace(stderr.String()))
+		})
+	}
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
+)
+
+// A generate (or parameters) process of its own — the client's fallback
+// without a server — bounds itself as a render worker is bounded: a soft
+// memory limit for the garbage collector (GOMEMLIMIT, unless set), and a
+// watchdog that ends the process with one error line and nothing on stdout
+// when the render passes its deadline (ARGOCD_OCM_TIMEOUT + 1 s, for the
+// render's own error to come first when it can) or ARGOCD_OCM_MAX_MEMORY of
+// private memory. Helm's and kustomize's loops do not look at contexts;
+// only a process exit stops them.
+type watchdog struct {
+	stdout   io.Writer
+	stderr   io.Writer
+	mu       sync.Mutex // held while stdout is written, and forever once fired
+	written  bool       // the manifests went out: the render is done
+	deadline time.Duration
+	limit    int64
+	describe func() string
+	exit     func(int)
+	stop     chan struct{}
+}
+
+const (
+	watchdogGrace = time.Second
+	watchdogPoll  = 10 * time.Millisecond
+)
+
+// startWatchdog starts the watchdog of a process-mode generate; the returned
+// writer is stdout, written under the watchdog's lock.
+func startWatchdog(stdout, stderr io.Writer, getenv func(string) string) (io.Writer, func()) {
+	s, err := readServeSettings(getenv)
+	if err != nil {
+		// The command reports bad settings itself; bound it by the defaults.
+		s = serveSettings{deadline: DefaultTimeout, maxMemory: DefaultMaxMemory}
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(s.maxMemory / 5 * 4)
+	}
+	w := &watchdog{stdout: stdout, stderr: stderr, deadline: s.deadline + watchdogGrace, limit: s.maxMemory,
+		describe: func() string { return describeEnv(getenv).Prefix() }, exit: os.Exit, stop: make(chan struct{})}
+	go w.run()
+	return (*guardedWriter)(w), func() { close(w.stop) }
+}
+
+func (w *watchdog) run() {
+	deadline := time.NewTimer(w.deadline)
+	defer deadline.Stop()
+	poll := time.NewTicker(watchdogPoll)
+	defer poll.Stop()
+	pid := os.Getpid()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-deadline.C:
+			w.fire(fmt.Sprintf("generation exceeded the deadline of %s: limit exceeded", w.deadline-watchdogGrace))
+			return
+		case <-poll.C:
+			if n, err := server.PrivateMemory(pid); err == nil && n > w.limit {
+				w.fire(fmt.Sprintf("generation exceeded the memory limit of %d MiB: limit exceeded", w.limit>>20))
+				return
+			}
+		}
+	}
+}
+
+// fire ends the process with one error line, unless the manifests are
+// being written (then the render is done and the write completes).
+func (w *watchdog) fire(msg string) {
+	w.mu.Lock() // never unlocked: nothing is written to stdout after this
+	select {
+	case <-w.stop:
+		w.mu.Unlock()
+		return
+	default:
+	}
+	if w.written {
+		w.mu.Unlock()
+		return
+	}
+	fmt.Fprintf(w.stderr, "argocd-ocm-plugin: %s%s\n", w.describe(), msg)
+	w.exit(1)
+}
+
+type guardedWriter watchdog
+
+func (g *guardedWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.written = true
+	return g.stdout.Write(p)
+}
+
+// bounded reports whether a command line is a generation bounded by the
+// watchdog in a process of its own.
+func bounded(args []string) bool {
+	return len(args) > 0 && (args[0] == "generate" || args[0] == "parameters")
+}

@@ -1,0 +1,416 @@
+//go:build linux
+
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as a worker (and as a supervisor for the kill
+// test): its handler does what the request's first argument says.
+const (
+	envTestWorker     = "SERVER_TEST_WORKER"
+	envTestSupervisor = "SERVER_TEST_SUPERVISOR"
+)
+
+func TestMain(m *testing.M) {
+	switch {
+	case os.Getenv(envTestWorker) == "1":
+		err := ServeWorker(context.Background(), os.NewFile(WorkerFD, "supervisor"), testHandler, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case os.Getenv(envTestSupervisor) != "":
+		os.Exit(runTestSupervisor(os.Getenv(envTestSupervisor)))
+	}
+	os.Exit(m.Run())
+}
+
+var hold [][]byte
+
+func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) int {
+	switch req.Args[0] {
+	case "echo":
+		fmt.Fprintf(stdout, "pid %d args %s\n", os.Getpid(), strings.Join(req.Args[1:], " "))
+		return 0
+	case "spin": // a template loop: ignores its context
+		for {
+			_ = strings.Repeat("x", 1024)
+		}
+	case "grow": // string doubling: 8 MiB more every millisecond
+		for {
+			hold = append(hold, make([]byte, 8<<20))
+			for i := range hold[len(hold)-1] {
+				hold[len(hold)-1][i] = 1
+			}
+			time.Sleep(time.Millisecond)
+		}
+	case "use": // a generation that used N MiB and returned
+		n, _ := strconv.Atoi(req.Args[1])
+		b := make([]byte, n<<20)
+		for i := range b {
+			b[i] = 1
+		}
+		hold = append(hold, b)
+		fmt.Fprintln(stdout, "used")
+		return 0
+	case "polite": // stops at its context's deadline with its own error
+		<-ctx.Done()
+		fmt.Fprintln(stderr, "argocd-ocm-plugin: application shop: resource chart: context deadline exceeded")
+		return 1
+	case "crash":
+		os.Exit(3)
+	case "panic":
+		panic("boom")
+	}
+	return 2
+}
+
+func testPool(t *testing.T, p *Pool) *Pool {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Command = func() *exec.Cmd {
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), envTestWorker+"=1")
+		return cmd
+	}
+	if p.Deadline == 0 {
+		p.Deadline = 5 * time.Second
+	}
+	if p.Stderr == nil {
+		p.Stderr = io.Discard
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func do(p *Pool, args ...string) (*Result, Outcome) {
+	return p.Do(context.Background(), &Request{Args: args}, time.Now())
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// A zombie is dead too (state Z after the command name).
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+// Generations run in warm workers that are reused; a worker's panic is one
+// failed generation.
+func TestPoolRunsInWarmWorkers(t *testing.T) {
+	p := testPool(t, &Pool{Size: 2, Warm: 2})
+	pids := map[string]bool{}
+	for i := range 6 {
+		res, out := do(p, "echo", strconv.Itoa(i))
+		if res == nil || res.Exit != 0 || !strings.HasSuffix(string(res.Stdout), "args "+strconv.Itoa(i)+"\n") {
+			t.Fatalf("run %d: %+v %+v", i, res, out)
+		}
+		pids[strings.Fields(string(res.Stdout))[1]] = true
+	}
+	if len(pids) > 2 {
+		t.Errorf("6 sequential generations used %d workers, want them reused", len(pids))
+	}
+	res, _ := do(p, "panic")
+	if res == nil || res.Exit != 1 || len(res.Stdout) != 0 || !strings.Contains(string(res.Stderr), "internal error (render server): boom") {
+		t.Errorf("panic: %+v", res)
+	}
+}
+
+// A worker past its deadline or memory limit is killed, the outcome names
+// the limit, and the next generation is served by a fresh worker.
+func TestPoolKillsAtLimits(t *testing.T) {
+	p := testPool(t, &Pool{Size: 2, Deadline: 800 * time.Millisecond, Grace: 200 * time.Millisecond, MaxMemory: 96 << 20})
+	for _, tc := range []struct {
+		args  []string
+		cause string
+		max   time.Duration
+	}{
+		{[]string{"spin"}, CauseDeadline, 3 * time.Second},
+		{[]string{"grow"}, CauseMemory, 3 * time.Second},
+		{[]string{"crash"}, CauseCrashed, 3 * time.Second},
+	} {
+		start := time.Now()
+		res, out := do(p, tc.args...)
+		took := time.Since(start)
+		if res != nil || out.Cause != tc.cause {
+			t.Errorf("%s: result %+v, outcome %+v; want cause %s", tc.args[0], res, out, tc.cause)
+		}
+		if took > tc.max {
+			t.Errorf("%s: stopped after %v", tc.args[0], took)
+		}
+		if alive(out.Worker) {
+			t.Errorf("%s: worker %d still alive", tc.args[0], out.Worker)
+		}
+		t.Logf("%s: %s (%s) after %v", tc.args[0], out.Cause, out.Detail, took.Round(time.Millisecond))
+		if res, _ := do(p, "echo", "after"); res == nil || res.Exit != 0 {
+			t.Fatalf("after %s: %+v", tc.args[0], res)
+		}
+	}
+	// Cooperative code reports its own error at the deadline: no kill.
+	res, out := do(p, "polite")
+	if res == nil || out.Cause != "" || !strings.Contains(string(res.Stderr), "resource chart") {
+		t.Errorf("polite: %+v %+v", res, out)
+	}
+}
+
+// The deadline counts from arrival: a request queued behind a busy worker
+// fails at its own deadline, not the busy one's end.
+func TestPoolQueueCountsAgainstTheDeadline(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1, Deadline: time.Second, Grace: 100 * time.Millisecond})
+	go do(p, "spin")
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	res, out := p.Do(context.Background(), &Request{Args: []string{"echo"}}, start.Add(-500*time.Millisecond))
+	if res != nil || out.Cause != CauseQueueDeadline {
+		t.Fatalf("%+v %+v", res, out)
+	}
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Errorf("refused after %v, want about 500ms", took)
+	}
+}
+
+// A client that goes away kills its worker.
+func TestPoolCancelKillsTheWorker(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, out := p.Do(ctx, &Request{Args: []string{"spin"}}, time.Now())
+	if res != nil || out.Cause != CauseCanceled {
+		t.Fatalf("%+v %+v", res, out)
+	}
+	waitDead(t, out.Worker)
+}
+
+// kill -9 of a worker: mid-render, one failed generation; while idle, no
+// generation notices.
+func TestPoolWorkerKilledFromOutside(t *testing.T) {
+	p := testPool(t, &Pool{Size: 2, Warm: 2})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var res *Result
+	var out Outcome
+	go func() { defer wg.Done(); res, out = do(p, "spin") }()
+	busy := waitBusy(t, p, 1)
+	syscall.Kill(busy, syscall.SIGKILL)
+	wg.Wait()
+	if res != nil || out.Cause != CauseCrashed || !strings.Contains(out.Detail, "killed") {
+		t.Errorf("mid-render kill: %+v %+v", res, out)
+	}
+	for _, pid := range p.Pids() {
+		syscall.Kill(pid, syscall.SIGKILL)
+		waitDead(t, pid)
+	}
+	time.Sleep(50 * time.Millisecond)
+	for i := range 4 {
+		if res, out := do(p, "echo"); res == nil || res.Exit != 0 {
+			t.Fatalf("generation %d after the idle workers were killed: %+v %+v", i, res, out)
+		}
+	}
+}
+
+// A worker that used much memory for one generation is replaced after it;
+// so is one that served RecycleAfter generations.
+func TestPoolRecycles(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1, MaxMemory: 256 << 20, RecycleAbove: 48 << 20, RecycleAfter: 3})
+	pidOf := func() int {
+		res, _ := do(p, "echo")
+		if res == nil {
+			t.Fatal("echo failed")
+		}
+		pid, _ := strconv.Atoi(strings.Fields(string(res.Stdout))[1])
+		return pid
+	}
+	first := pidOf()
+	if res, out := do(p, "use", "64"); res == nil || res.Exit != 0 || out.Worker != first {
+		t.Fatalf("use: %+v %+v", res, out)
+	}
+	waitDead(t, first)
+	second := pidOf()
+	pidOf()
+	pidOf() // its third
+	waitDead(t, second)
+}
+
+func waitBusy(t *testing.T, p *Pool, n int) int {
+	t.Helper()
+	for range 200 {
+		p.mu.Lock()
+		for w := range p.workers {
+			if w.busy && w.killed == "" {
+				p.mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+				return w.pid
+			}
+		}
+		p.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no busy worker")
+	return 0
+}
+
+func waitDead(t *testing.T, pid int) {
+	t.Helper()
+	for range 200 {
+		if !alive(pid) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("process %d still alive", pid)
+}
+
+// The server with a pool: a limit is one error line naming the application,
+// component, version and limit, with nothing on stdout.
+func TestServerWithPoolLimitError(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1, Deadline: 2 * time.Second, Grace: 100 * time.Millisecond, MaxMemory: 96 << 20})
+	var log strings.Builder
+	var logMu sync.Mutex
+	metrics := NewMetrics()
+	p.Metrics, metrics.Stats = metrics, p.Stats
+	s := &Server{Pool: p, Fingerprint: "fp", Metrics: metrics, Log: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &log}, nil)),
+		Describe: func(*Request) Description {
+			return Description{Application: "shop", Project: "team-a", Component: "example.com/shop", Version: "1.0.0"}
+		}}
+	sock := start(t, s)
+	for _, tc := range []struct{ arg, want string }{
+		{"grow", "argocd-ocm-plugin: application shop: component example.com/shop:1.0.0: generation exceeded the memory limit of 96 MiB (the render server stopped it): limit exceeded\n"},
+		{"spin", "argocd-ocm-plugin: application shop: component example.com/shop:1.0.0: generation exceeded the deadline of 2s (the render server stopped it): limit exceeded\n"},
+	} {
+		res, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{tc.arg}, Fingerprint: "fp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Exit != 1 || len(res.Stdout) != 0 || string(res.Stderr) != tc.want {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q\nwant %q", tc.arg, res.Exit, res.Stdout, res.Stderr, tc.want)
+		}
+	}
+	var text strings.Builder
+	if err := metrics.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`argocd_ocm_generations_total{outcome="memory"} 1`, `argocd_ocm_generations_total{outcome="deadline"} 1`,
+		`argocd_ocm_worker_kills_total{cause="deadline"} 1`, `argocd_ocm_worker_kills_total{cause="memory"} 1`,
+		"argocd_ocm_generation_seconds_count 2", `argocd_ocm_workers{state="busy"} 0`} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("metrics lack %s:\n%s", want, text.String())
+		}
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	for _, want := range []string{`outcome=memory`, `outcome=deadline`, `project=team-a`, `component=example.com/shop`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, log.String())
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// runTestSupervisor serves a pool on socket until killed; it prints its
+// workers' pids once they are busy, for the test to check.
+func runTestSupervisor(socket string) int {
+	self, _ := os.Executable()
+	p := &Pool{Size: 2, Warm: 2, Stderr: os.Stderr, Command: func() *exec.Cmd {
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), envTestWorker+"=1", envTestSupervisor+"=")
+		return cmd
+	}}
+	if err := p.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	l, err := Listen(socket)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() {
+		for {
+			time.Sleep(20 * time.Millisecond)
+			if s := p.Stats(); s.Busy > 0 {
+				fmt.Println(p.Pids())
+				return
+			}
+		}
+	}()
+	if err := (&Server{Pool: p, Fingerprint: "fp"}).Serve(context.Background(), l); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// kill -9 of the supervisor mid-render: the client gets ErrLost (an error,
+// not a second run), and the workers die with it.
+func TestSupervisorKilled(t *testing.T) {
+	sock := filepath.Join(shortTempDir(t), "r.sock")
+	self, _ := os.Executable()
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), envTestSupervisor+"="+sock)
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for range 300 {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{"spin"}, Fingerprint: "fp"})
+		errc <- err
+	}()
+	var line [256]byte
+	n, _ := stdout.Read(line[:])
+	pids := strings.Fields(strings.Trim(string(line[:n]), "[]\n"))
+	if len(pids) == 0 {
+		t.Fatalf("no worker pids from the supervisor: %q", line[:n])
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrLost) {
+			t.Errorf("client: %v, want ErrLost", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("client still waiting after the supervisor died")
+	}
+	for _, s := range pids {
+		pid, _ := strconv.Atoi(s)
+		waitDead(t, pid)
+	}
+}

@@ -1,0 +1,78 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+)
+
+// WorkerFD is the file descriptor of a worker's connection to its
+// supervisor (the first of exec.Cmd.ExtraFiles).
+const WorkerFD = 3
+
+// ServeWorker is a worker process's loop: it announces itself on conn (by
+// then the process is past package initialisation), then runs the requests
+// the supervisor sends, one at a time, each within its Deadline, until conn
+// closes. The supervisor enforces deadlines and memory limits by killing the
+// process; the context deadline lets cooperative code fail first, with an
+// error that names what it was doing.
+//
+// Freed memory is returned to the system after each generation that grew
+// the heap past 64 MiB, so that the supervisor's view of the worker's memory
+// (resident pages) stays close to what it uses.
+func ServeWorker(ctx context.Context, conn io.ReadWriter, h Handler, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := writeHeader(conn, header{Ready: os.Getpid()}); err != nil {
+		return err
+	}
+	br := bufio.NewReaderSize(conn, 64<<10)
+	for {
+		req, err := readRequest(br)
+		if errors.Is(err, io.EOF) {
+			return nil // the supervisor closed the connection: retire
+		}
+		if err != nil {
+			return err
+		}
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if !req.Deadline.IsZero() {
+			rctx, cancel = context.WithDeadline(ctx, req.Deadline)
+		}
+		var stdout, stderr bytes.Buffer
+		code := runHandler(rctx, h, req, &stdout, &stderr, log)
+		cancel()
+		if err := writeResult(conn, header{Exit: code}, stdout.Bytes(), stderr.Bytes()); err != nil {
+			return err
+		}
+		stdout, stderr = bytes.Buffer{}, bytes.Buffer{}
+		var ms runtimeHeap
+		if ms.read() > 64<<20 {
+			debug.FreeOSMemory()
+		}
+	}
+}
+
+// runHandler calls h; a panic becomes a failed command, never a dead
+// server (and never partial stdout).
+func runHandler(ctx context.Context, h Handler, req *Request, stdout, stderr *bytes.Buffer, log *slog.Logger) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("panic in command", "args", strings.Join(req.Args, " "), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			stdout.Reset()
+			stderr.Reset()
+			app := req.Getenv(func(string) string { return "" })("ARGOCD_APP_NAME")
+			fmt.Fprintf(stderr, "argocd-ocm-plugin: application %s: internal error (render server): %v\n", app, p)
+			code = 1
+		}
+	}()
+	return h(ctx, req, stdout, stderr)
+}
