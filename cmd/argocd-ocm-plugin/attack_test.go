@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
 
 // Hostile charts of issue 15.

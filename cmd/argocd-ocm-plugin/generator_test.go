@@ -18,11 +18,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
