@@ -82,7 +82,9 @@ func viaServer(socket string, args []string) (int, bool) {
 	switch {
 	case errors.Is(err, server.ErrLost):
 		why := "it died or stopped answering"
-		if ctx.Err() != nil {
+		// The connection's deadline is the context's: its read may time
+		// out a moment before the context says so.
+		if dl, _ := ctx.Deadline(); ctx.Err() != nil || !time.Now().Before(dl) {
 			why = fmt.Sprintf("no answer within %s", clientDeadline(timeout))
 		}
 		fmt.Fprintf(os.Stderr, "argocd-ocm-client: application %s: render failed: the render server accepted the generation but gave no result (%s)\n", os.Getenv("ARGOCD_APP_NAME"), why)
