@@ -189,6 +189,7 @@ func TestConcurrencyAndDeadline(t *testing.T) {
 	slow := func(ctx context.Context, spec string) (ocm.Repository, error) {
 		opened <- struct{}{}
 		<-block // a repository that answers late, whatever the deadline
+		<-ctx.Done()
 		return nil, ctx.Err()
 	}
 	g := (*fixture)(nil).generator(t, generator.Options{Open: slow})
