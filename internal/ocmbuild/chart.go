@@ -45,7 +45,7 @@ func PackageChart(files map[string][]byte) ([]byte, error) {
 		Name string `json:"name"`
 	}
 	if err := yaml.Unmarshal(meta, &c); err != nil || c.Name == "" {
-		return nil, fmt.Errorf("Chart.yaml: no name (%v)", err)
+		return nil, fmt.Errorf("chart metadata (Chart.yaml): no name (%v)", err)
 	}
 	prefixed := make(map[string][]byte, len(files))
 	for n, b := range files {

@@ -177,7 +177,7 @@ func checkReference(t testing.TB, data []byte) {
 func FuzzEncodeJSON(f *testing.F) {
 	f.Add("key", "value", int64(1), 1.5)
 	f.Add("<a&b>", "\u0085\u007f\ufffe\n---\n", int64(-1<<63), 1e21)
-	f.Add("\xff", "\xc2\x85", int64(0), -0.0)
+	f.Add("\xff", "\xc2\x85", int64(0), math.Copysign(0, -1))
 	f.Add("", "--- |", int64(1<<53+1), 5e-324)
 	f.Fuzz(func(t *testing.T, key, value string, n int64, x float64) {
 		objs := []manifests.Object{
