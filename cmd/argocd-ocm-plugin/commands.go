@@ -162,6 +162,7 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 			}
+			req.AllowLocalArchive = rule.AllowLocalArchive
 			req.RequireComponentImages = req.RequireComponentImages || rule.RequireComponentImages
 			req.Platform.AllowOtherProjects = req.Platform.AllowOtherProjects || rule.Platform.AllowOtherProjects
 			req.Platform.AllowOtherDestinations = req.Platform.AllowOtherDestinations || rule.Platform.AllowOtherDestinations

@@ -36,7 +36,11 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			}
 			defer cancel()
 			var notes bytes.Buffer // to stderr on success only: a failure is one line
-			r, _, err := newRenderer(&notes, getenv, diag, nil)
+			rule, err := sidecarRule(getenv)
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Application: app})
+			}
+			r, _, err := newRendererFor(&notes, rule, getenv, diag, nil)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}
@@ -46,7 +50,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			}
 			defer root.Close()
 			planner := &config.Planner{Access: &r.Access, Log: &notes}
-			a := &cmp.Announcer{OpenRepository: r.OpenRepository, Sources: []cmp.ParameterSource{definitionParameters(planner)}, Dir: dir, Root: root}
+			a := &cmp.Announcer{OpenRepository: r.OpenRepository, Sources: []cmp.ParameterSource{definitionParameters(planner)}, Dir: dir, Root: root, AllowLocalArchive: rule.AllowLocalArchive}
 			params, err := a.Announce(ctx, getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})

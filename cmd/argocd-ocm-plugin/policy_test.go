@@ -357,3 +357,43 @@ func TestGenerateKeepsHTTPClientLogsOffStderr(t *testing.T) {
 		t.Fatalf("net/http's log reached stderr: %s", stderr)
 	}
 }
+
+// A confined generation opens the Application's CTF itself (package
+// confine), not through the registry source: the policy's localArchives
+// must still be asked first, by generate and by parameters.
+func TestPolicyLocalArchivesInTheApplicationDirectory(t *testing.T) {
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(pol, []byte(`apiVersion: argocd-ocm-plugin.io/v1alpha1
+kind: SidecarPolicy
+rules:
+- name: team-b
+  projects: [team-b]
+  localArchives: true
+default:
+  localArchives: false
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	repo := inAppDir(t, demoRepo)
+	for _, cmd := range []string{"generate", "parameters"} {
+		for _, project := range []string{"team-a", ""} {
+			e := map[string]string{"ARGOCD_OCM_POLICY": pol}
+			for _, kv := range generateEnv(project, repo) {
+				k, v, _ := strings.Cut(kv, "=")
+				e[k] = v
+			}
+			var stdout, stderr bytes.Buffer
+			code := run([]string{cmd}, &stdout, &stderr, env(e))
+			refused(t, stdout.String(), stderr.String(), code, "local CTFs and component archives are not allowed")
+		}
+		e := map[string]string{"ARGOCD_OCM_POLICY": pol}
+		for _, kv := range generateEnv("team-b", repo) {
+			k, v, _ := strings.Cut(kv, "=")
+			e[k] = v
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{cmd}, &stdout, &stderr, env(e)); code != 0 || stdout.Len() == 0 {
+			t.Errorf("%s, team-b: exit %d: %s", cmd, code, stderr.String())
+		}
+	}
+}

@@ -78,6 +78,9 @@ type Announcer struct {
 	// Dir is the Application's directory (pipeline.Request.Dir); empty: the
 	// working directory.
 	Dir string
+	// AllowLocalArchive is pipeline.Request.AllowLocalArchive (the sidecar
+	// policy's localArchives); nil allows.
+	AllowLocalArchive func() error
 	// Root confines the files the Application names (pipeline.Request.Root).
 	Root *confine.Root
 }
@@ -129,7 +132,7 @@ func (a *Announcer) Announce(ctx context.Context, getenv func(string) string) ([
 	if err != nil {
 		return nil, err
 	}
-	req.Dir, req.Root = a.Dir, a.Root
+	req.Dir, req.Root, req.AllowLocalArchive = a.Dir, a.Root, a.AllowLocalArchive
 	if req.Repository == "" || req.Component == "" {
 		return out, nil
 	}

@@ -49,9 +49,13 @@ type Request struct {
 	// value files, platform configs, definition) to the Application's
 	// directory: generate and the render server set it, render (for people)
 	// does not. The caller opens and closes it. See package confine.
-	Root      *confine.Root
-	Component string
-	Version   string
+	Root *confine.Root
+	// AllowLocalArchive, when set, is asked before a confined request opens
+	// a CTF or component archive of its checkout (the sidecar policy's
+	// localArchives); like Root, the sidecar front end sets it.
+	AllowLocalArchive func() error
+	Component         string
+	Version           string
 	// Resources to render, as identities "name" or "name,key=value";
 	// empty means the component's only renderable resource.
 	Resources []string
@@ -140,6 +144,11 @@ func (r Request) OpenRepository(ctx context.Context, open func(context.Context, 
 			return nil, err
 		}
 		return open(ctx, string(explicit))
+	}
+	if r.AllowLocalArchive != nil {
+		if err := r.AllowLocalArchive(); err != nil {
+			return nil, err
+		}
 	}
 	name := sp.FilePath
 	f, d, err := r.Root.Open(ParamRepository, name)

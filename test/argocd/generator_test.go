@@ -670,7 +670,9 @@ func (h *registryHelper) credentialEnv(user, password string) []string {
 		}
 		return '_'
 	}, h.host) + "_"
-	return []string{name + "USERNAME=" + user, name + "PASSWORD=" + password}
+	// The loopback registry speaks plain HTTP: credentials go there only
+	// because the operator lists the host.
+	return []string{name + "USERNAME=" + user, name + "PASSWORD=" + password, "ARGOCD_OCM_PLAIN_HTTP=" + h.host}
 }
 
 // The same against a real registry with credentials: the examples expand,

@@ -565,6 +565,10 @@ func TestExamplesDecode(t *testing.T) {
 					checkPluginApplication(t, where+" → "+app.Name, &app)
 					generated[as.Name] = append(generated[as.Name], app.Name+"@"+app.Spec.Destination.Server)
 				}
+			case "ConfigMap":
+				if filepath.Base(rel) != "sidecar-policy.yaml" {
+					t.Errorf("%s: unexpected ConfigMap", where) // plugin/policy tests its content
+				}
 			case "":
 				if !strings.Contains(rel, "/clusters/") {
 					t.Errorf("%s: not a Kubernetes object", where)
