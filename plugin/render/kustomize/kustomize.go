@@ -178,11 +178,7 @@ func kustomizationFile(fsys fs.FS, dir string) (string, error) {
 // inMemory gives kustomize the tree under memRoot, without copying it (see
 // treeFileSystem).
 func inMemory(tfs fs.FS) (filesys.FileSystem, error) {
-	mem, err := newTreeFileSystem(tfs)
-	if err != nil {
-		return nil, fail(errdef.ErrRender, "kustomize: loading the resource tree: %v", err)
-	}
-	return mem, nil
+	return newTreeFileSystem(tfs), nil
 }
 
 // build runs krusty on the in-memory file system.
