@@ -518,10 +518,18 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 		// Streamed from where the blob lives, unpacked as it is read and
 		// verified at its end (see access.Resolver.ReadTree): a large tree
 		// is never held twice.
+		entry, err := EntryPath(step, *res)
+		if err != nil {
+			return nil, err
+		}
 		tree, err := r.Access.ReadTree(ctx, cv, res, r.ArchiveOptions...)
 		if err != nil {
 			return nil, err
 		}
-		return kustomize.Render(ctx, tree, step.Path)
+		objs, err := kustomize.Render(ctx, tree, entry)
+		if noEntry := (*kustomize.NoEntryError)(nil); errors.As(err, &noEntry) {
+			return nil, fmt.Errorf("%w: with --path, the parameter path, a definition's path, or the resource label %s", err, EntryPathLabel)
+		}
+		return objs, err
 	}
 }
