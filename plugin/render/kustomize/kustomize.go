@@ -124,14 +124,30 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 		return nil, err
 	}
 	if kfile == "" {
+		if o.overlay != nil {
+			return nil, fail(errdef.ErrInvalidInput, "kustomize: entry path %q holds plain manifests, no kustomization; a kustomize overlay applies to kustomizations only", entry)
+		}
 		return manifests.Render(tfs, entry)
 	}
 
+	target := entry
+	if o.overlay != nil {
+		if _, err := fs.Stat(tfs, overlayDir); err == nil {
+			return nil, fail(errdef.ErrInvalidInput, "kustomize: the resource has a directory %q, where the plugin writes its overlay", overlayDir)
+		}
+		data, err := o.overlay.kustomization(entry)
+		if err != nil {
+			return nil, err
+		}
+		tfs = &withFile{FS: tfs, dir: overlayDir, name: konfig.DefaultKustomizationFileName(), data: data}
+		target = overlayDir
+	}
+
 	sc := newScanner(tfs)
-	if err := sc.scanDir(entry, false); err != nil {
+	if err := sc.scanDir(target, false); err != nil {
 		return nil, err
 	}
-	if err := sc.checkExpansion(entry); err != nil {
+	if err := sc.checkExpansion(target); err != nil {
 		return nil, err
 	}
 
@@ -139,7 +155,7 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 	if err != nil {
 		return nil, err
 	}
-	return build(ctx, mem, entry, o, sc.customOpenAPI)
+	return build(ctx, mem, target, o, sc.customOpenAPI)
 }
 
 // NoEntryError is the refusal of a tree without a kustomization at its root
