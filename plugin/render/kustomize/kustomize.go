@@ -132,14 +132,11 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 
 	target := entry
 	if o.overlay != nil {
-		if _, err := fs.Stat(tfs, overlayDir); err == nil {
-			return nil, fail(errdef.ErrInvalidInput, "kustomize: the resource has a directory %q, where the plugin writes its overlay", overlayDir)
-		}
 		data, err := o.overlay.kustomization(entry)
 		if err != nil {
 			return nil, err
 		}
-		tfs = &withFile{FS: tfs, dir: overlayDir, name: konfig.DefaultKustomizationFileName(), data: data}
+		tfs = &mounted{tree: tfs, name: konfig.DefaultKustomizationFileName(), data: data}
 		target = overlayDir
 	}
 

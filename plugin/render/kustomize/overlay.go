@@ -5,7 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"sort"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/kustomize/api/types"
@@ -41,10 +41,14 @@ func WithOverlay(ov *Overlay) Option {
 	return func(o *options) { o.overlay = ov }
 }
 
-// overlayDir is where the generated overlay sits: a top-level directory of
-// the file system kustomize sees, beside the tree's own. A tree that has a
-// directory of this name is refused with an overlay, never shadowed.
-const overlayDir = ".argocd-ocm-plugin-overlay"
+// With an overlay, kustomize sees two top-level directories: the tree under
+// mountTree and the generated overlay under overlayDir. The overlay cannot
+// sit inside the tree: kustomize refuses a base (the tree's root, for the
+// root entry) that contains the kustomization naming it.
+const (
+	overlayDir = "overlay"
+	mountTree  = "resource"
+)
 
 // kustomization is ov as a kustomization over entry (a tree path).
 func (ov *Overlay) kustomization(entry string) ([]byte, error) {
@@ -66,10 +70,7 @@ func (ov *Overlay) kustomization(entry string) ([]byte, error) {
 			return nil, fail(errdef.ErrInvalidInput, "kustomize: overlay configMapGenerator %q: behavior %q is not create, merge or replace", g.Name, g.Behavior)
 		}
 	}
-	base := path.Join("..", entry) // overlayDir is one level below the tree's root
-	if entry == "." {
-		base = ".."
-	}
+	base := path.Join("..", mountTree, entry)
 	k := types.Kustomization{
 		TypeMeta:           types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
 		Resources:          []string{base},
@@ -86,56 +87,83 @@ func (ov *Overlay) kustomization(entry string) ([]byte, error) {
 	return yaml.Marshal(k)
 }
 
-// withFile is tfs plus one file at dir/name, where dir is a top-level
-// directory tfs does not have: the generated overlay, shown to kustomize
-// beside the tree without copying the tree.
-type withFile struct {
-	fs.FS
-	dir, name string
-	data      []byte
+// mounted shows the tree under mountTree and the overlay's kustomization
+// file under overlayDir, without copying the tree.
+type mounted struct {
+	tree fs.FS
+	name string // the kustomization file's name
+	data []byte
 }
 
-func (w *withFile) Open(name string) (fs.File, error) {
-	switch name {
-	case w.dir:
-		return &extraDir{info: extraInfo{name: w.dir, dir: true}, entries: []fs.DirEntry{extraInfo{name: w.name, size: int64(len(w.data))}}}, nil
-	case w.dir + "/" + w.name:
-		return &extraFile{Reader: bytes.NewReader(w.data), info: extraInfo{name: w.name, size: int64(len(w.data))}}, nil
+var (
+	_ fs.StatFS     = (*mounted)(nil)
+	_ fs.ReadDirFS  = (*mounted)(nil)
+	_ fs.ReadFileFS = (*mounted)(nil)
+)
+
+// inTree returns name's path in the tree, if name is in it.
+func inTree(name string) (string, bool) {
+	if name == mountTree {
+		return ".", true
 	}
-	return w.FS.Open(name)
+	rest, ok := strings.CutPrefix(name, mountTree+"/")
+	return rest, ok
 }
 
-func (w *withFile) Stat(name string) (fs.FileInfo, error) {
-	switch name {
-	case w.dir:
-		return extraInfo{name: w.dir, dir: true}, nil
-	case w.dir + "/" + w.name:
-		return extraInfo{name: w.name, size: int64(len(w.data))}, nil
+func (m *mounted) file() string { return overlayDir + "/" + m.name }
+
+func (m *mounted) Open(name string) (fs.File, error) {
+	if p, ok := inTree(name); ok {
+		return m.tree.Open(p)
 	}
-	return fs.Stat(w.FS, name)
-}
-
-func (w *withFile) ReadFile(name string) ([]byte, error) {
-	if name == w.dir+"/"+w.name {
-		return append([]byte(nil), w.data...), nil
-	}
-	return fs.ReadFile(w.FS, name)
-}
-
-func (w *withFile) ReadDir(name string) ([]fs.DirEntry, error) {
 	switch name {
-	case w.dir:
-		return []fs.DirEntry{extraInfo{name: w.name, size: int64(len(w.data))}}, nil
-	case ".":
-		entries, err := fs.ReadDir(w.FS, ".")
-		if err != nil {
-			return nil, err
+	case ".", overlayDir:
+		entries, _ := m.ReadDir(name)
+		return &extraDir{info: extraInfo{name: path.Base(name), dir: true}, entries: entries}, nil
+	case m.file():
+		return &extraFile{Reader: bytes.NewReader(m.data), info: extraInfo{name: m.name, size: int64(len(m.data))}}, nil
+	}
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+}
+
+func (m *mounted) Stat(name string) (fs.FileInfo, error) {
+	if p, ok := inTree(name); ok {
+		info, err := fs.Stat(m.tree, p)
+		if err == nil && p == "." {
+			return extraInfo{name: mountTree, dir: true}, nil
 		}
-		entries = append(entries, extraInfo{name: w.dir, dir: true})
-		sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-		return entries, nil
+		return info, err
 	}
-	return fs.ReadDir(w.FS, name)
+	switch name {
+	case ".", overlayDir:
+		return extraInfo{name: path.Base(name), dir: true}, nil
+	case m.file():
+		return extraInfo{name: m.name, size: int64(len(m.data))}, nil
+	}
+	return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+}
+
+func (m *mounted) ReadFile(name string) ([]byte, error) {
+	if p, ok := inTree(name); ok {
+		return fs.ReadFile(m.tree, p)
+	}
+	if name == m.file() {
+		return append([]byte(nil), m.data...), nil
+	}
+	return nil, &fs.PathError{Op: "readfile", Path: name, Err: fs.ErrNotExist}
+}
+
+func (m *mounted) ReadDir(name string) ([]fs.DirEntry, error) {
+	if p, ok := inTree(name); ok {
+		return fs.ReadDir(m.tree, p)
+	}
+	switch name {
+	case ".":
+		return []fs.DirEntry{extraInfo{name: overlayDir, dir: true}, extraInfo{name: mountTree, dir: true}}, nil
+	case overlayDir:
+		return []fs.DirEntry{extraInfo{name: m.name, size: int64(len(m.data))}}, nil
+	}
+	return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrNotExist}
 }
 
 type extraInfo struct {

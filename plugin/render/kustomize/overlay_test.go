@@ -84,7 +84,6 @@ func TestRenderOverlayRefusals(t *testing.T) {
 			KvPairSources: types.KvPairSources{EnvSources: []string{"../.env"}}}}}}, "overlays/prod", nil, "reads files"},
 		{"bad behavior", &Overlay{ConfigMapGenerator: []types.ConfigMapArgs{{GeneratorArgs: types.GeneratorArgs{Name: "x", Behavior: "clobber"}}}}, "overlays/prod", nil, "behavior"},
 		{"plain manifests entry", &Overlay{NamePrefix: "x-"}, "", map[string]string{"cm.yaml": cm}, "plain manifests"},
-		{"tree has the overlay directory", &Overlay{NamePrefix: "x-"}, "", map[string]string{kfile: "resources: [cm.yaml]\n", "cm.yaml": cm, overlayDir + "/" + kfile: "resources: []\n"}, "where the plugin writes its overlay"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := tree
@@ -100,3 +99,23 @@ func TestRenderOverlayRefusals(t *testing.T) {
 }
 
 func kindID(kind string) resid.ResId { return resid.ResId{Gvk: resid.Gvk{Kind: kind}} }
+
+// Values in the overlay are values: YAML in a string field cannot add
+// resources or fields to the generated kustomization.
+func TestRenderOverlayValuesStayValues(t *testing.T) {
+	tree := readTree(t, tarOf(t, files(map[string]string{kfile: "resources: [cm.yaml]\n", "cm.yaml": cm, "secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n"})...))
+	inject := "x-\nresources: [secret.yaml]\nnamespace: evil"
+	// The root entry: the overlay sits beside the tree, not in it (kustomize
+	// refuses a base that contains its overlay).
+	objs, err := Render(context.Background(), tree, "", WithOverlay(&Overlay{NameSuffix: inject, CommonAnnotations: map[string]string{"a": inject}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _ := objs[0]["metadata"].(map[string]any)
+	if len(objs) != 1 || objs[0]["kind"] != "ConfigMap" || md["namespace"] != nil || md["name"] != "cm"+inject {
+		t.Fatalf("objects = %v", objs)
+	}
+	if got := get(t, objs[0], "metadata", "annotations", "a"); got != inject {
+		t.Errorf("annotation = %q, want the string as given", got)
+	}
+}
