@@ -10,9 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/kustomize/api/types"
+
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
 )
 
 // overlayTree is a directoryTree without a root kustomization: base and two
@@ -99,5 +103,31 @@ func TestEntryPathFromLabel(t *testing.T) {
 				t.Fatalf("render = %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// A step's overlay is built by kustomize over the chosen entry.
+func TestStepOverlay(t *testing.T) {
+	const comp = "example.com/overlay"
+	dir := filepath.Join(t.TempDir(), "ctf")
+	if err := ocmbuild.WriteCTF(dir, &ocmbuild.Component{Name: comp, Version: "1.0.0", Resources: []ocmbuild.Resource{
+		{Name: "tree", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: overlayTree(t)}}}); err != nil {
+		t.Fatal(err)
+	}
+	planner := stepsPlanner(func(d *ocm.Descriptor) []pipeline.Step {
+		return []pipeline.Step{{Resource: &d.Resources[0], Path: "overlays/prod", Overlay: &kustomize.Overlay{
+			NameSuffix: "-x", Replicas: []types.Replica{{Name: "prod-web", Count: 5}}}}}
+	})
+	res, err := (&pipeline.Renderer{Planner: planner}).Render(context.Background(), pipeline.Request{Repository: dir, Component: comp, Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Objects) != 1 {
+		t.Fatalf("objects = %v", res.Objects)
+	}
+	md := res.Objects[0]["metadata"].(map[string]any)
+	spec := res.Objects[0]["spec"].(map[string]any)
+	if md["name"] != "prod-web-x" || fmt.Sprint(spec["replicas"]) != "5" {
+		t.Fatalf("object = %v", res.Objects[0])
 	}
 }

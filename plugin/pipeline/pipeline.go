@@ -204,6 +204,10 @@ type Step struct {
 	Namespace   string
 	Path        string         // entry path inside a directory resource
 	Values      map[string]any // final Helm values
+	// Overlay, for a directoryTree whose entry is a kustomization, is
+	// configuration kustomize builds over the entry (see kustomize.Overlay);
+	// nil builds the entry as it is.
+	Overlay *kustomize.Overlay
 	// Ordering places the step's objects in Argo CD's sync (waves, hooks;
 	// see hooks.Apply); nil leaves them as rendered.
 	Ordering *hooks.Ordering
@@ -526,7 +530,7 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 		if err != nil {
 			return nil, err
 		}
-		objs, err := kustomize.Render(ctx, tree, entry)
+		objs, err := kustomize.Render(ctx, tree, entry, kustomize.WithOverlay(step.Overlay))
 		if noEntry := (*kustomize.NoEntryError)(nil); errors.As(err, &noEntry) {
 			return nil, fmt.Errorf("%w: with --path, the parameter path, a definition's path, or the resource label %s", err, EntryPathLabel)
 		}
