@@ -7,6 +7,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
@@ -103,8 +104,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 		if rr.Type == "helmChart" {
 			fmt.Fprintf(&b, "  release: %s, namespace: %s\n", orDefault(rr.ReleaseName, "(helm default)"), orDefault(rr.Namespace, "(default)"))
-		} else if rr.Path != "" {
-			fmt.Fprintf(&b, "  path: %s\n", rr.Path)
+		} else {
+			writeDirectoryRules(&b, rr)
 		}
 		if len(rr.Values) == 0 {
 			continue
@@ -195,6 +196,21 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeDirectoryRules explains the entry path and the destination namespace
+// of a directoryTree render (see docs/kustomize.md).
+func writeDirectoryRules(b *strings.Builder, rr RenderReport) {
+	if rr.Path != "" {
+		fmt.Fprintf(b, "  path: %s\n", rr.Path)
+	} else {
+		fmt.Fprintf(b, "  path: (not set) the resource label %s, else the root kustomization, else plain manifests if the tree has no kustomization; refused if its kustomizations are all below the root\n", pipeline.EntryPathLabel)
+	}
+	ns := "the Application's destination namespace"
+	if rr.Namespace != "" {
+		ns = fmt.Sprintf("the destination namespace %q", rr.Namespace)
+	}
+	fmt.Fprintf(b, "  namespace: not written into the output, as Argo CD does for kustomize and directory sources: objects without a namespace are put into %s by Argo CD at sync; objects the kustomization or manifests place keep theirs\n", ns)
 }
 
 func orDefault(s, d string) string {

@@ -213,6 +213,10 @@ type Step struct {
 	Namespace   string
 	Path        string         // entry path inside a directory resource
 	Values      map[string]any // final Helm values
+	// Overlay, for a directoryTree whose entry is a kustomization, is
+	// configuration kustomize builds over the entry (see kustomize.Overlay);
+	// nil builds the entry as it is.
+	Overlay *kustomize.Overlay
 	// Ordering places the step's objects in Argo CD's sync (waves, hooks;
 	// see hooks.Apply); nil leaves them as rendered.
 	Ordering *hooks.Ordering
@@ -527,10 +531,18 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 		// Streamed from where the blob lives, unpacked as it is read and
 		// verified at its end (see access.Resolver.ReadTree): a large tree
 		// is never held twice.
+		entry, err := EntryPath(step, *res)
+		if err != nil {
+			return nil, err
+		}
 		tree, err := r.Access.ReadTree(ctx, cv, res, r.ArchiveOptions...)
 		if err != nil {
 			return nil, err
 		}
-		return kustomize.Render(ctx, tree, step.Path)
+		objs, err := kustomize.Render(ctx, tree, entry, kustomize.WithOverlay(step.Overlay))
+		if noEntry := (*kustomize.NoEntryError)(nil); errors.As(err, &noEntry) {
+			return nil, fmt.Errorf("%w: with --path, the parameter path, a definition's path, or the resource label %s", err, EntryPathLabel)
+		}
+		return objs, err
 	}
 }

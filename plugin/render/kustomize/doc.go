@@ -2,9 +2,12 @@
 // (a directoryTree archive) with the kustomize library, sigs.k8s.io/kustomize/api
 // (the library behind kustomize v5.8.2).
 //
-// The archive is held in memory (archive.Tree) and shown to kustomize as a
-// read-only file system (kyaml's in-memory one for the structure, the tree
-// itself for the contents, so nothing is copied up front), so a build never
+// The archive is held in memory (archive.Tree, bounded and confined by the
+// archive reader) and shown to kustomize as a read-only filesys.FileSystem of
+// this package that answers from the tree itself: nothing is copied up
+// front, and any name a tar entry may carry is a name (kyaml's in-memory file
+// system accepts only [a-zA-Z0-9-_.:], so "release-ha-1.21+" or
+// "my notes.txt" anywhere in a tree failed). A build never
 // touches the disk and can reach nothing but the tree. On top of that, Render follows the hardening of
 // Argo CD and Flux:
 //

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/konfig"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
+	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -77,14 +79,20 @@ func (g *gate) acquire(ctx context.Context, alone bool) (func(), error) {
 	return release, nil
 }
 
-// Render builds the kustomization in the directory entryPath of tree ("" or
-// "." for the root) and returns the resulting objects, ordered as
+// Render builds the kustomization in the directory entryPath of tree ("."
+// for the root) and returns the resulting objects, ordered as
 // `kustomize build` orders them unless WithReorder says otherwise.
 //
 // entryPath is a slash-separated path inside the tree; it must not escape the
 // tree and must name an existing directory. A directory without a
 // kustomization file (kustomization.yaml, kustomization.yml or Kustomization)
 // is rendered as plain manifests with manifests.Render.
+//
+// An empty entryPath means none was chosen (see Entry): a kustomization at
+// the root is built; a tree without any kustomization is rendered as plain
+// manifests; a tree whose kustomizations all lie below the root is refused
+// with the entry paths found, since reading it as plain manifests would
+// emit kustomizations and patches as objects.
 //
 // The build is CPU-bound and cannot be interrupted: when ctx ends first,
 // Render returns ctx's error at once and the build finishes in the
@@ -98,11 +106,11 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 	}
 	o := newOptions(opts)
 
-	entry, err := cleanEntry(entryPath)
+	tfs := tree.FS()
+	entry, err := Entry(tfs, entryPath)
 	if err != nil {
 		return nil, err
 	}
-	tfs := tree.FS()
 	fi, err := fs.Stat(tfs, entry)
 	switch {
 	case err != nil:
@@ -116,14 +124,27 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 		return nil, err
 	}
 	if kfile == "" {
+		if o.overlay != nil {
+			return nil, fail(errdef.ErrInvalidInput, "kustomize: entry path %q holds plain manifests, no kustomization; a kustomize overlay applies to kustomizations only", entry)
+		}
 		return manifests.Render(tfs, entry)
 	}
 
+	target := entry
+	if o.overlay != nil {
+		data, err := o.overlay.kustomization(entry)
+		if err != nil {
+			return nil, err
+		}
+		tfs = &mounted{tree: tfs, name: konfig.DefaultKustomizationFileName(), data: data}
+		target = overlayDir
+	}
+
 	sc := newScanner(tfs)
-	if err := sc.scanDir(entry, false); err != nil {
+	if err := sc.scanDir(target, false); err != nil {
 		return nil, err
 	}
-	if err := sc.checkExpansion(entry); err != nil {
+	if err := sc.checkExpansion(target); err != nil {
 		return nil, err
 	}
 
@@ -131,7 +152,121 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 	if err != nil {
 		return nil, err
 	}
-	return build(ctx, mem, entry, o, sc.customOpenAPI)
+	return build(ctx, mem, target, o, sc.customOpenAPI)
+}
+
+// NoEntryError is the refusal of a tree without a kustomization at its root
+// but with some below it, when no entry path was chosen. It matches
+// errdef.ErrInvalidInput and errdef.ErrRender; callers add how to choose.
+type NoEntryError struct {
+	Found []string // the kustomization directories, as KustomizationDirs orders them
+}
+
+func (e *NoEntryError) Error() string {
+	list, more := e.Found, ""
+	if len(list) > maxListedEntries {
+		more = fmt.Sprintf(" and %d more", len(list)-maxListedEntries)
+		list = list[:maxListedEntries]
+	}
+	return fmt.Sprintf("kustomize: no entry path given, and the resource has no kustomization at its root but %d below it (%s%s); choose one as the entry path",
+		len(e.Found), strings.Join(list, ", "), more)
+}
+
+func (e *NoEntryError) Unwrap() []error { return []error{errdef.ErrInvalidInput, errdef.ErrRender} }
+
+// maxListedEntries bounds the entry paths a refusal lists.
+const maxListedEntries = 12
+
+// Entry returns the directory Render builds for entryPath in tfs, cleaned,
+// "." for the root. entryPath "" means none was chosen: "." when the root
+// holds a kustomization or no directory of the tree does, and an error
+// (*NoEntryError) listing the kustomization directories when they all lie
+// below the root.
+func Entry(tfs fs.FS, entryPath string) (string, error) {
+	if entryPath != "" {
+		return cleanEntry(entryPath)
+	}
+	if k, err := kustomizationFile(tfs, "."); err != nil || k != "" {
+		return ".", err
+	}
+	found, err := KustomizationDirs(tfs)
+	if err != nil {
+		return "", fail(errdef.ErrRender, "kustomize: listing the resource tree: %v", err)
+	}
+	if len(found) == 0 {
+		return ".", nil
+	}
+	return "", &NoEntryError{Found: found}
+}
+
+// KustomizationDirs lists the directories of tfs below its root that hold a
+// kustomization file: first those no other kustomization of the tree names
+// (the likely entries: overlays), then the rest (bases, components), each
+// group sorted by depth, then name.
+func KustomizationDirs(tfs fs.FS) ([]string, error) {
+	recognized := map[string]bool{}
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
+		recognized[n] = true
+	}
+	seen := map[string]bool{}
+	var dirs []string
+	err := fs.WalkDir(tfs, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !recognized[d.Name()] {
+			return nil
+		}
+		if dir := path.Dir(p); dir != "." && !seen[dir] {
+			seen[dir] = true
+			dirs = append(dirs, dir)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	named := namedByOthers(tfs, dirs)
+	sort.Slice(dirs, func(i, j int) bool {
+		a, b := dirs[i], dirs[j]
+		if named[a] != named[b] {
+			return !named[a]
+		}
+		if da, db := strings.Count(a, "/"), strings.Count(b, "/"); da != db {
+			return da < db
+		}
+		return a < b
+	})
+	return dirs, nil
+}
+
+// namedByOthers reports which of dirs another kustomization of the tree
+// names as a resource or component (by a lexical reading of its lists; an
+// unreadable kustomization names nothing: this only orders a message).
+func namedByOthers(tfs fs.FS, dirs []string) map[string]bool {
+	named := map[string]bool{}
+	for _, dir := range dirs {
+		kf, err := kustomizationFile(tfs, dir)
+		if err != nil || kf == "" {
+			continue
+		}
+		data, err := fs.ReadFile(tfs, kf)
+		if err != nil {
+			continue
+		}
+		var k struct {
+			Resources  []string `json:"resources"`
+			Bases      []string `json:"bases"`
+			Components []string `json:"components"`
+		}
+		if yaml.Unmarshal(data, &k) != nil {
+			continue
+		}
+		for _, r := range append(append(k.Resources, k.Bases...), k.Components...) {
+			named[path.Join(dir, strings.TrimSpace(r))] = true
+		}
+	}
+	return named
 }
 
 // cleanEntry validates entryPath and returns it cleaned, "." for the root.
@@ -178,11 +313,7 @@ func kustomizationFile(fsys fs.FS, dir string) (string, error) {
 // inMemory gives kustomize the tree under memRoot, without copying it (see
 // treeFileSystem).
 func inMemory(tfs fs.FS) (filesys.FileSystem, error) {
-	mem, err := newTreeFileSystem(tfs)
-	if err != nil {
-		return nil, fail(errdef.ErrRender, "kustomize: loading the resource tree: %v", err)
-	}
-	return mem, nil
+	return newTreeFileSystem(tfs), nil
 }
 
 // build runs krusty on the in-memory file system.

@@ -11,6 +11,7 @@ type Option func(*options)
 type options struct {
 	loadRestrictions types.LoadRestrictions
 	reorder          krusty.ReorderOption
+	overlay          *Overlay
 }
 
 func newOptions(opts []Option) options {

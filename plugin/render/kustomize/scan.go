@@ -252,7 +252,7 @@ func (c *kust) check(k *types.Kustomization) error {
 // ref checks one path-like entry of field and returns it as a tree-relative path.
 func (c *kust) ref(field, entry string) (string, error) {
 	e := strings.TrimSpace(entry)
-	if looksRemote(e) {
+	if looksRemote(e) && !c.localSCPLike(e) {
 		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q is a remote reference; remote bases, resources and files are not supported, the kustomization must be self-contained", c.file, field, entry)
 	}
 	if path.IsAbs(e) || filepath.IsAbs(e) || hasDriveLetter(e) {
@@ -263,6 +263,22 @@ func (c *kust) ref(field, entry string) (string, error) {
 		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q escapes the resource tree", c.file, field, entry)
 	}
 	return rel, nil
+}
+
+// localSCPLike reports whether e, which looks like an scp-style git URL
+// only by its "user@" start (as "team@2024.yaml" does), names a file of the
+// tree: kustomize loads an existing file before it considers a git URL, so
+// `kustomize build` reads it as that file.
+func (c *kust) localSCPLike(e string) bool {
+	if looksRemoteBesidesSCP(e) {
+		return false
+	}
+	rel := path.Join(c.dir, e)
+	if escapes(rel) || path.IsAbs(e) {
+		return false
+	}
+	fi, err := fs.Stat(c.s.fsys, rel)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // resource checks an entry of resources (or bases): a file or a kustomization directory.
@@ -477,8 +493,13 @@ var scpUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
 // from elsewhere: any URL, a git:: or scp-style spec, a github.com path, or
 // a go-getter style ?ref= query.
 func looksRemote(s string) bool {
+	return scpUser.MatchString(s) || looksRemoteBesidesSCP(s)
+}
+
+// looksRemoteBesidesSCP is looksRemote without the scp-style "user@" rule.
+func looksRemoteBesidesSCP(s string) bool {
 	ls := strings.ToLower(s)
-	if strings.HasPrefix(ls, "git::") || strings.Contains(ls, "://") || scpUser.MatchString(s) {
+	if strings.HasPrefix(ls, "git::") || strings.Contains(ls, "://") {
 		return true
 	}
 	if strings.HasPrefix(ls, "github.com/") || strings.HasPrefix(ls, "github.com:") {

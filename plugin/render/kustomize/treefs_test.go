@@ -190,13 +190,35 @@ func TestTreeFileSystemReadOnlyAndCopies(t *testing.T) {
 	}
 }
 
-// A name kyaml's in-memory file system refuses is refused as it was when
-// files were copied into it.
-func TestTreeFileSystemKeepsKyamlNameRules(t *testing.T) {
-	tree := readTree(t, tarOf(t, entry{name: kfile, body: "resources: []\n"}, entry{name: "a file.yaml", body: "x: 1\n"}))
-	_, err := Render(context.Background(), tree, "")
-	if err == nil || !strings.Contains(err.Error(), "loading the resource tree") || !strings.Contains(err.Error(), "illegal name") {
-		t.Fatalf("err = %v, want kyaml's illegal name refusal", err)
+// Names kyaml's in-memory file system refuses ([a-zA-Z0-9-_.:] only) are
+// ordinary names here, at any depth.
+func TestTreeFileSystemTakesAnyName(t *testing.T) {
+	names := []string{"release-ha-1.21+", "my notes.txt", "a@b~c=d,e", "ünïcödé", strings.Repeat("x", 255)}
+	m := map[string]string{}
+	for _, n := range names {
+		m[n+"/"+n] = n
+	}
+	fsys, err := inMemory(readTree(t, tarOf(t, files(m)...)).FS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		p := "/" + n + "/" + n
+		if b, err := fsys.ReadFile(p); err != nil || string(b) != n {
+			t.Errorf("ReadFile(%q) = %q, %v", p, b, err)
+		}
+		if dir, f, err := fsys.CleanedAbs(p); err != nil || string(dir) != "/"+n || f != n {
+			t.Errorf("CleanedAbs(%q) = %q, %q, %v", p, dir, f, err)
+		}
+		if !fsys.IsDir("/"+n) || fsys.IsDir(p) || !fsys.Exists(p) {
+			t.Errorf("IsDir/Exists wrong for %q", n)
+		}
+		if l, err := fsys.ReadDir("/" + n); err != nil || len(l) != 1 || l[0] != n {
+			t.Errorf("ReadDir(%q) = %v, %v", "/"+n, l, err)
+		}
+	}
+	if got, err := fsys.Glob("/*/my notes.txt"); err != nil || len(got) != 1 {
+		t.Errorf("Glob = %v, %v", got, err)
 	}
 }
 

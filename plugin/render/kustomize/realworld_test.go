@@ -1,0 +1,81 @@
+package kustomize
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests/manifeststest"
+)
+
+// realWorldDir holds third-party kustomize trees and `kustomize build`
+// v5.8.2 outputs (see its README.md and commands.txt); it sits beside the
+// repository, not in it.
+const realWorldDir = "../../../../shared/fixtures/realworld"
+
+// realWorldCases are the kz-* cases of commands.txt: the tree, the entry path
+// inside it (the archives hold the tree under a top directory) and the golden.
+var realWorldCases = []struct {
+	name, archive, entry string
+}{
+	{"kz-argocd-cluster-install", "argocd-manifests.tgz", "argocd-manifests/cluster-install"},
+	{"kz-argocd-namespace-install", "argocd-manifests.tgz", "argocd-manifests/namespace-install"},
+	{"kz-podinfo-kustomize", "podinfo-kustomize.tgz", "podinfo-kustomize"},
+}
+
+// realWorldTree reads a tree of realWorldDir through the archive reader with
+// its default limits, as the plugin does, or skips loudly when the shared
+// fixtures are absent.
+func realWorldTree(tb testing.TB, name string) *archive.Tree {
+	tb.Helper()
+	if _, err := os.Stat(realWorldDir); err != nil {
+		tb.Skipf("SKIP: real-world kustomize trees not found at %s (the team's shared fixtures beside the repository): %v", realWorldDir, err)
+	}
+	f, err := os.Open(filepath.Join(realWorldDir, "kustomize", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	tree, err := archive.ReadTree(f)
+	if err != nil {
+		tb.Fatalf("ReadTree %s: %v", name, err)
+	}
+	return tree
+}
+
+// Unmodified upstream trees render as `kustomize build` renders them,
+// compared as sets of objects.
+func TestRenderRealWorldTrees(t *testing.T) {
+	for _, tc := range realWorldCases {
+		t.Run(tc.name, func(t *testing.T) {
+			tree := realWorldTree(t, tc.archive)
+			want := manifeststest.ReadFile(t, filepath.Join(realWorldDir, "golden", tc.name+".yaml"))
+			if len(want) < 3 {
+				t.Fatalf("golden %s has %d objects", tc.name, len(want))
+			}
+			got, err := Render(context.Background(), tree, tc.entry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			manifeststest.Equal(t, got, want)
+		})
+	}
+}
+
+// BenchmarkRenderRealWorld is the warm render of each real-world tree (tree
+// already extracted, as in the render server's cache).
+func BenchmarkRenderRealWorld(b *testing.B) {
+	for _, tc := range realWorldCases {
+		b.Run(tc.name, func(b *testing.B) {
+			tree := realWorldTree(b, tc.archive)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Render(context.Background(), tree, tc.entry); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
