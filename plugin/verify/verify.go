@@ -36,7 +36,8 @@ const (
 
 // Resource is the result for one resource of one component version.
 type Resource struct {
-	Component string `json:"component"` // name:version
+	Component string `json:"component"`
+	Version   string `json:"version"`
 	Resource  string `json:"resource"`  // identity: name and extra identity
 	Access    string `json:"access"`    // access type as written
 	// Digest is the declared digest, "normalisation/hash:value", "" if none.
@@ -119,9 +120,14 @@ func (v *Verifier) Run(ctx context.Context, cv ocm.ComponentVersion) (*Report, e
 	if m := rep.Mismatches(); len(m) > 0 {
 		more := ""
 		if len(m) > 1 {
-			more = fmt.Sprintf(" (and %d more resources)", len(m)-1)
+			var also []string
+			for _, r := range m[1:] {
+				also = append(also, r.Component+":"+r.Version+" "+r.Resource)
+			}
+			more = " (also mismatched: " + strings.Join(also, ", ") + ")"
 		}
-		return rep, fmt.Errorf("%w: component %s: resource %s: %s%s", errdef.ErrDigestMismatch, m[0].Component, m[0].Resource, m[0].Detail, more)
+		return rep, &errdef.Error{Component: m[0].Component, Version: m[0].Version, Resource: m[0].Resource,
+			Err: fmt.Errorf("%w: %s%s", errdef.ErrDigestMismatch, m[0].Detail, more)}
 	}
 	return rep, nil
 }
@@ -170,7 +176,7 @@ func (v *Verifier) walk(ctx context.Context, cv ocm.ComponentVersion, rep *Repor
 
 func (v *Verifier) checkResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) Resource {
 	d := cv.Descriptor()
-	out := Resource{Component: d.Name + ":" + d.Version, Resource: res.Identity().String(), Access: res.Access.Type}
+	out := Resource{Component: d.Name, Version: d.Version, Resource: res.Identity().String(), Access: res.Access.Type}
 	dg := res.Digest
 	if dg == nil || dg.Value == "" {
 		out.Status, out.Detail = NotCheckable, "no digest declared: a signature does not cover its content"

@@ -62,7 +62,7 @@ func run(t *testing.T, repoPath, component string, keys map[string]crypto.Public
 
 func statusOf(rep *verify.Report, component, resource string) (verify.Resource, bool) {
 	for _, r := range rep.Resources {
-		if r.Component == component && r.Resource == resource {
+		if r.Component+":"+r.Version == component && r.Resource == resource {
 			return r, true
 		}
 	}
@@ -256,7 +256,7 @@ func TestBlobSwappedUnderSignedDigestFails(t *testing.T) {
 		return bytes.ReplaceAll(b, []byte(blob.Digest(set)), []byte(blob.Digest(set2)))
 	})
 	rep, err := run(t, dir, "example.com/acme/app", map[string]crypto.PublicKey{"release": key})
-	if !errors.Is(err, errdef.ErrDigestMismatch) || !strings.Contains(err.Error(), "resource config:") || !strings.Contains(err.Error(), "1 more") {
+	if !errors.Is(err, errdef.ErrDigestMismatch) || !strings.Contains(err.Error(), "resource config:") || !strings.Contains(err.Error(), "also mismatched: example.com/acme/app:1.0.0 chart") {
 		t.Fatalf("want mismatches of config and chart, got %v", err)
 	}
 	for _, res := range []string{"config", "chart"} {
