@@ -38,8 +38,8 @@ const (
 type Resource struct {
 	Component string `json:"component"`
 	Version   string `json:"version"`
-	Resource  string `json:"resource"`  // identity: name and extra identity
-	Access    string `json:"access"`    // access type as written
+	Resource  string `json:"resource"` // identity: name and extra identity
+	Access    string `json:"access"`   // access type as written
 	// Digest is the declared digest, "normalisation/hash:value", "" if none.
 	Digest string `json:"digest,omitempty"`
 	Status Status `json:"status"`
