@@ -286,3 +286,26 @@ func TestNotCheckableReasons(t *testing.T) {
 		}
 	}
 }
+
+// Editing a label with signing: true breaks the signature; editing one
+// without it does not (it is not part of the normalised descriptor).
+func TestLabelEdits(t *testing.T) {
+	manifests, err := ocmbuild.TarFiles(map[string][]byte{"cm.yaml": []byte("kind: ConfigMap\n")}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func() *ocmbuild.Component {
+		return &ocmbuild.Component{Name: "example.com/acme/app", Version: "1.0.0",
+			Labels: []ocmbuild.Label{{Name: "channel", Value: "stable", Signing: true}, {Name: "note", Value: "unsigned-note"}},
+			Resources: []ocmbuild.Resource{{Name: "manifests", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: manifests}}}
+	}
+	blobs := []ocmbuild.Blob{{MediaType: ocmbuild.MediaTypeTar, Data: manifests}}
+	dir, key := signedCTF(t, build(), blobs, func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("unsigned-note"), []byte("edited-note")) })
+	if _, err := run(t, dir, "example.com/acme/app", map[string]crypto.PublicKey{"release": key}); err != nil {
+		t.Fatalf("a non-signing label edit must still verify: %v", err)
+	}
+	dir, key = signedCTF(t, build(), blobs, func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("stable"), []byte("edge")) })
+	if _, err := run(t, dir, "example.com/acme/app", map[string]crypto.PublicKey{"release": key}); !errors.Is(err, errdef.ErrSignature) {
+		t.Fatalf("a signing label edit must fail the signature, got %v", err)
+	}
+}
