@@ -67,5 +67,12 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 		}
 		opts.ApplyConfig(c)
 	}
-	return platform.Applications(ctx, repo, cv, opts)
+	apps, err := platform.Applications(ctx, repo, cv, opts)
+	if err != nil {
+		return nil, err
+	}
+	if note := platform.SyncWaveNote(apps); note != "" && r.Log != nil {
+		fmt.Fprintln(r.Log, note)
+	}
+	return apps, nil
 }

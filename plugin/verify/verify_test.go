@@ -296,7 +296,7 @@ func TestLabelEdits(t *testing.T) {
 	}
 	build := func() *ocmbuild.Component {
 		return &ocmbuild.Component{Name: "example.com/acme/app", Version: "1.0.0",
-			Labels: []ocmbuild.Label{{Name: "channel", Value: "stable", Signing: true}, {Name: "note", Value: "unsigned-note"}},
+			Labels:    []ocmbuild.Label{{Name: "channel", Value: "stable", Signing: true}, {Name: "note", Value: "unsigned-note"}},
 			Resources: []ocmbuild.Resource{{Name: "manifests", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: manifests}}}
 	}
 	blobs := []ocmbuild.Blob{{MediaType: ocmbuild.MediaTypeTar, Data: manifests}}
