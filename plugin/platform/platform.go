@@ -112,6 +112,13 @@ type Options struct {
 	// than they inherit (see Destination). Off by default; the sidecar's
 	// operator decides; `render` for people allows it.
 	AllowOtherDestinations bool
+
+	// CheckPackage, when set, validates a package against its child
+	// component version before anything is emitted (the deployment
+	// definition's parameters, so that a typo fails the platform naming
+	// the package instead of a child much later). It is called for enabled
+	// packages that set parameters or a definition.
+	CheckPackage func(ctx context.Context, child ocm.ComponentVersion, pkg Package) error
 }
 
 // ApplyConfig merges a platform config over opts (config wins, per package
@@ -270,6 +277,15 @@ func Applications(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVers
 		pkg := opts.Packages[ref.Name]
 		if pkg.Disabled {
 			continue
+		}
+		if opts.CheckPackage != nil && (len(pkg.Parameters) > 0 || pkg.Definition != "") {
+			ccv, err := repo.LookupComponentVersion(ctx, ref.ComponentName, ref.Version)
+			if err != nil {
+				return nil, fmt.Errorf("package %s: %w", ref.Name, err)
+			}
+			if err := opts.CheckPackage(ctx, ccv, pkg); err != nil {
+				return nil, fmt.Errorf("package %s (%s:%s): %w", ref.Name, ref.ComponentName, ref.Version, err)
+			}
 		}
 		app, err := child(opts, ref, pkg)
 		if err != nil {
