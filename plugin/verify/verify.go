@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -74,7 +75,8 @@ type Verifier struct {
 	// Repository resolves referenced component versions; their resources
 	// are read from the version's own store.
 	Repository ocm.Repository
-	// MaxBlobSize bounds one local blob (default access.DefaultMaxBlobSize).
+	// MaxBlobSize bounds an artifact set read to find its manifest digest
+	// (default access.DefaultMaxBlobSize); other blobs are hashed streaming.
 	MaxBlobSize int64
 	// MaxDepth bounds reference recursion (default signing.DefaultMaxDepth).
 	MaxDepth int
@@ -230,10 +232,25 @@ func (v *Verifier) checkLocal(ctx context.Context, cv ocm.ComponentVersion, res 
 		out.Status, out.Detail = Mismatch, "local blob cannot be read: "+err.Error()
 		return
 	}
+	if dg.NormalisationAlgorithm == signing.GenericBlobDigestV1 {
+		// Streamed: memory stays flat whatever the blob weighs. The reader
+		// verifies the digest that names the blob at EOF, so a flipped byte
+		// fails here before the resource digest is compared.
+		h := newHash()
+		_, err := io.Copy(h, b)
+		b.Close()
+		if err != nil {
+			out.Status, out.Detail = Mismatch, "local blob: "+err.Error()
+			return
+		}
+		compare(out, hex.EncodeToString(h.Sum(nil)), dg.Value, "blob "+dg.HashAlgorithm)
+		return
+	}
 	limit := v.MaxBlobSize
 	if limit <= 0 {
 		limit = access.DefaultMaxBlobSize
 	}
+	// An artifact set is read whole (its index and manifests are inside).
 	data, err := access.ReadBlob(b, limit)
 	b.Close()
 	if err != nil {
@@ -244,12 +261,6 @@ func (v *Verifier) checkLocal(ctx context.Context, cv ocm.ComponentVersion, res 
 		// The store names blobs by digest and the reader verifies it: a
 		// flipped byte ends here.
 		out.Status, out.Detail = Mismatch, "local blob: "+err.Error()
-		return
-	}
-	if dg.NormalisationAlgorithm == signing.GenericBlobDigestV1 {
-		h := newHash()
-		h.Write(data)
-		compare(out, hex.EncodeToString(h.Sum(nil)), dg.Value, "blob "+dg.HashAlgorithm)
 		return
 	}
 	mt := res.Access.String("mediaType")
