@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/verify"
 )
 
 // Sidecar verification settings for generate. Like every unprefixed variable
@@ -58,16 +60,26 @@ func signaturePolicy(names, keyFiles []string) (*signing.Verifier, error) {
 }
 
 func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
-	var repository, component, version string
+	var repository, component, version, output string
 	var names, keys []string
 	c := &cobra.Command{
 		Use:   "verify --repository REPO --component NAME --version VERSION --signature NAME --public-key FILE",
-		Short: "Verify a component version's signatures (and its references, recursively); exit 0 only when valid",
-		Args:  noArgs,
+		Short: "Verify a component version like `ocm verify`: signatures, reference digests and every resource digest computable offline",
+		Long: `Verify a component version as ocm verify componentversions does: each --signature with its key, the
+digests of component references (recursively), and the digest of every resource that can be checked
+offline: local blobs are re-hashed (genericBlobDigest/v1: the blob; ociArtifactDigest/v1: the manifest of
+the OCI artifact set), and a digest pinned in an access reference (imageReference x@sha256:…) is compared
+with the declared one. Each resource is reported as checked, mismatch or not-checkable (with the reason).
+Exit 0 only when every signature verifies and no resource mismatches; a failure prints one error line on
+stderr and nothing on stdout.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ectx := errdef.Error{Component: component, Version: version}
 			if repository == "" || component == "" || version == "" {
 				return errdef.Wrap(fmt.Errorf("%w: --repository, --component and --version are required", errdef.ErrInvalidInput), ectx)
+			}
+			if output != "text" && output != "json" {
+				return errdef.Wrap(fmt.Errorf("%w: --output %q: want text or json", errdef.ErrInvalidInput, output), ectx)
 			}
 			v, err := signaturePolicy(names, keys)
 			if err != nil {
@@ -82,19 +94,17 @@ func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string, diag
 			}
 			defer cancel()
 			var notes bytes.Buffer // to stderr on success only: a failure is one line
-			report, err := verify(ctx, &notes, getenv, diag, repository, component, version, v)
+			report, resolved, err := verifyComponent(ctx, &notes, getenv, diag, repository, component, version, v)
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}
 			stderr.Write(notes.Bytes())
-			for _, s := range report.Signatures {
-				fmt.Fprintf(stdout, "verified %s:%s signature %s (%s, %s %s %s)\n", component, version, s.Signature, s.Algorithm, s.NormalisationAlgorithm, s.HashAlgorithm, s.Digest)
+			if output == "json" {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(report)
 			}
-			for _, r := range report.References {
-				if r.Digest != "" {
-					fmt.Fprintf(stdout, "verified reference %s -> %s:%s (%s)\n", r.Parent, r.Component, r.Version, r.Digest)
-				}
-			}
+			printVerifyReport(stdout, component, resolved, report)
 			return nil
 		},
 	}
@@ -104,30 +114,47 @@ func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string, diag
 	f.StringVar(&version, "version", "", "component version")
 	f.StringArrayVar(&names, "signature", nil, "signature name that must verify (repeatable)")
 	f.StringArrayVar(&keys, "public-key", nil, "PEM public key or certificate file (one, or one per --signature)")
+	f.StringVarP(&output, "output", "o", "text", "report format: text, or json (signatures, references, resources)")
 	return c
 }
 
-func verify(ctx context.Context, notes io.Writer, getenv func(string) string, diag *diagnostics, repository, component, version string, v *signing.Verifier) (*signing.Report, error) {
+func printVerifyReport(w io.Writer, component, version string, report *verify.Report) {
+	for _, s := range report.Signatures {
+		fmt.Fprintf(w, "verified %s:%s signature %s (%s, %s %s %s)\n", component, version, s.Signature, s.Algorithm, s.NormalisationAlgorithm, s.HashAlgorithm, s.Digest)
+	}
+	for _, r := range report.References {
+		if r.Digest != "" {
+			fmt.Fprintf(w, "verified reference %s -> %s:%s (%s)\n", r.Parent, r.Component, r.Version, r.Digest)
+		} else {
+			fmt.Fprintf(w, "unverified reference %s -> %s:%s (no digest: not covered by the signature)\n", r.Parent, r.Component, r.Version)
+		}
+	}
+	for _, r := range report.Resources {
+		fmt.Fprintf(w, "resource %s:%s %s: %s (%s)\n", r.Component, r.Version, r.Resource, r.Status, r.Detail)
+	}
+}
+
+func verifyComponent(ctx context.Context, notes io.Writer, getenv func(string) string, diag *diagnostics, repository, component, version string, v *signing.Verifier) (*verify.Report, string, error) {
 	r, _, err := newRenderer(notes, getenv, diag, nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	repo, err := r.OpenRepository(ctx, repository)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer repo.Close()
 	resolved, err := resolve.ResolveVersion(ctx, repo, component, version)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cv, err := repo.LookupComponentVersion(ctx, component, resolved)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	vv := *v
-	vv.Lookup = signing.RepositoryLookup(repo)
-	return vv.Verify(ctx, cv.Descriptor())
+	vr := &verify.Verifier{Signatures: v, Repository: repo}
+	report, err := vr.Run(ctx, cv)
+	return report, resolved, err
 }
 
 func isTrue(s string) bool {

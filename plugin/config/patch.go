@@ -103,7 +103,7 @@ func (rs *resolver) patches(ctx context.Context, rp renderPlan, where string, co
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", src, err)
 			}
-			as, err := l.Mapping.Assign(img)
+			as, err := l.Mapping.AssignAs(img, localize.OCMController)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", src, err)
 			}

@@ -419,12 +419,12 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []b
 		a   localize.Assignment
 		src string
 	}
-	addMapping := func(id ocm.Identity, m localize.Mapping, src string) error {
+	addMapping := func(id ocm.Identity, m localize.Mapping, sem localize.Semantics, src string) error {
 		img, err := rs.image(id)
 		if err != nil {
 			return fmt.Errorf("%s: %w", src, err)
 		}
-		as, err := m.Assign(img)
+		as, err := m.AssignAs(img, sem)
 		if err != nil {
 			return fmt.Errorf("%s: %w", src, err)
 		}
@@ -448,7 +448,7 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []b
 					return pipeline.Step{}, nil, err
 				}
 				if ok {
-					if err := addMapping(res.Identity(), m, "label "+localize.HintLabel+" of resource "+res.Identity().String()); err != nil {
+					if err := addMapping(res.Identity(), m, localize.OCMCLI, "label "+localize.HintLabel+" of resource "+res.Identity().String()); err != nil {
 						return pipeline.Step{}, nil, err
 					}
 				}
@@ -463,14 +463,14 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []b
 			if l.File != "" {
 				continue // applied to the rendered objects below
 			}
-			if err := addMapping(l.Resource, l.Mapping, fmt.Sprintf("%s localization[%d]", c.describe(), j)); err != nil {
+			if err := addMapping(l.Resource, l.Mapping, localize.OCMController, fmt.Sprintf("%s localization[%d]", c.describe(), j)); err != nil {
 				return pipeline.Step{}, nil, err
 			}
 		}
 	}
 	if rp.render != nil {
 		for j, m := range rp.render.Localization {
-			if err := addMapping(m.Resource, m.Mapping, fmt.Sprintf("%s.localization[%d]", where, j)); err != nil {
+			if err := addMapping(m.Resource, m.Mapping, localize.OCMCLI, fmt.Sprintf("%s.localization[%d]", where, j)); err != nil {
 				return pipeline.Step{}, nil, err
 			}
 		}

@@ -111,3 +111,27 @@ func (p *Planner) readResource(ctx context.Context, cv ocm.ComponentVersion, res
 	}
 	return c.Data, nil
 }
+
+// CheckPackage validates a platform package's instance parameters against
+// the deployment definition its child will use (pipeline.PackageChecker):
+// resource:NAME or the one the child ships. A definition file in git is the
+// child's to read (its render reads it confined to the Application's
+// directory); those parameters are checked there.
+func (p *Planner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, definition string, parameters map[string]string) error {
+	definition = strings.TrimSpace(definition)
+	if definition != "" && !strings.HasPrefix(definition, ResourcePrefix) {
+		return nil
+	}
+	def, err := p.LoadDefinition(ctx, child, pipeline.Request{DefinitionFile: definition})
+	if err != nil {
+		return err
+	}
+	if def == nil {
+		if len(parameters) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: parameters (%s) need a deployment definition, and the component ships none", errdef.ErrInvalidInput, strings.Join(sortedKeys(parameters), ", "))
+	}
+	_, err = def.ResolveParameters(parameters)
+	return err
+}

@@ -109,7 +109,7 @@ func TestUseCaseShop(t *testing.T) {
 	s := encode(t, res.Objects)
 	for _, want := range []string{
 		"replicas: 6", // premium doubles
-		"image: " + examples.MirrorRegistry + "/mirror/example/shop-api@" + examples.ShopAPIDigest,
+		"image: " + examples.MirrorRegistry + "/mirror/example/shop-api:1.4.2@" + examples.ShopAPIDigest, // as the component states it
 		"image: " + examples.MirrorRegistry + "/mirror/example/shop-worker:1.4.2@" + examples.ShopWorkerDigest,
 		"image: docker.io/prom/statsd-exporter:v0.26.0", // not a resource: left alone
 		"name: shop-db",

@@ -92,8 +92,8 @@ func Describe(o manifests.Object) string {
 
 // Rewrite rewrites, in place, every container, init container and ephemeral
 // container image of the workloads in objs that matches an image resource
-// (see Match) to the component's location of that image, pinned by digest
-// when the component knows it. Images that match nothing are left alone and
+// (see Match) to the component's location of that image, exactly as its
+// reference states it, pinned by digest when the component knows it. Images that match nothing are left alone and
 // reported with a note. It fails only on an ambiguous match.
 func Rewrite(objs []manifests.Object, images []Image) ([]Change, error) {
 	var changes []Change
@@ -157,12 +157,14 @@ func localise(image string, images []Image) (string, string, string, error) {
 	if img == nil {
 		return "", "", "no image resource of the component matches it", nil
 	}
+	// The reference exactly as the component states it (after a transfer:
+	// as the transferred descriptor states it), pinned by the resource
+	// digest when it pins none. Nothing from the rendered reference is kept:
+	// its tag may be the chart's appVersion, which the component's
+	// reference need not have, and a digest-only rendering of a tag@digest
+	// reference is still not what the component says.
 	to := img.Location()
-	if to.Tag == "" {
-		to.Tag = ref.Tag
-	}
-	// Already the component's location, pinned as the component pins it.
-	if ref.Name() == to.Name() && ref.Digest == to.Digest && (ref.Tag == to.Tag || ref.Digest != "") {
+	if ref == to {
 		return image, img.Identity(), "", nil
 	}
 	return to.String(), img.Identity(), "", nil

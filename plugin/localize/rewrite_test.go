@@ -261,3 +261,44 @@ func encode(t *testing.T, objs []manifests.Object) string {
 	}
 	return buf.String()
 }
+
+// Automatic localisation writes the component's reference exactly as it
+// stands: no tag taken from the rendered image (the chart's appVersion, the
+// resource version) for a digest-only reference, and a tag@digest reference
+// stays tag@digest however the chart rendered it.
+func TestRewriteUsesTheComponentsReferenceAsStated(t *testing.T) {
+	const mirror = "mirror.example:5000/copy/acme/"
+	d := &ocm.Descriptor{Name: "example.com/a", Version: "1.0.0", Resources: []ocm.Resource{
+		imageRes("app", "5.4.2", mirror+"app@"+digest, nil),
+		imageRes("api", "2.0.0", mirror+"api:2.0@"+digest, nil),
+		imageRes("web", "3.1.0", mirror+"web:3.1.0", nil),
+	}}
+	images, _ := localize.Images(d)
+	for _, tc := range []struct{ rendered, want string }{
+		{"ghcr.io/acme/app:5.4.2", mirror + "app@" + digest},
+		{"ghcr.io/acme/app@" + digest, mirror + "app@" + digest},
+		{"ghcr.io/acme/api@" + digest, mirror + "api:2.0@" + digest},
+		{mirror + "api@" + digest, mirror + "api:2.0@" + digest},
+		{"ghcr.io/acme/api:2.0", mirror + "api:2.0@" + digest},
+		{"ghcr.io/acme/web:3.1.0", mirror + "web:3.1.0"},
+	} {
+		objs := decode(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: \""+tc.rendered+"\"}]}\n")
+		changes, err := localize.Rewrite(objs, images)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(changes) != 1 || changes[0].Resource == "" {
+			t.Fatalf("%s: %+v", tc.rendered, changes)
+		}
+		got := objs[0]["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"]
+		if got != tc.want {
+			t.Errorf("%s -> %v, want %s", tc.rendered, got, tc.want)
+		}
+	}
+	// Already exactly the component's reference: left alone, not reported as a rewrite.
+	objs := decode(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: \""+mirror+"api:2.0@"+digest+"\"}]}\n")
+	changes, err := localize.Rewrite(objs, images)
+	if err != nil || len(changes) != 1 || changes[0].Rewritten() {
+		t.Fatalf("%v %+v", err, changes)
+	}
+}

@@ -29,6 +29,13 @@ type PlatformRequest struct {
 	AllowOtherProjects, AllowOtherDestinations bool
 }
 
+// PackageChecker is a Planner that can validate a platform package's
+// settings against its child component version (see
+// platform.Options.CheckPackage).
+type PackageChecker interface {
+	CheckPackage(ctx context.Context, child ocm.ComponentVersion, definition string, parameters map[string]string) error
+}
+
 // isPlatform: forced, or a component with references and no renderable
 // resource of its own when no resource was asked for.
 func isPlatform(d *ocm.Descriptor, req Request) bool {
@@ -67,5 +74,17 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 		}
 		opts.ApplyConfig(c)
 	}
-	return platform.Applications(ctx, repo, cv, opts)
+	if pc, ok := r.Planner.(PackageChecker); ok {
+		opts.CheckPackage = func(ctx context.Context, child ocm.ComponentVersion, pkg platform.Package) error {
+			return pc.CheckPackage(ctx, child, pkg.Definition, pkg.Parameters)
+		}
+	}
+	apps, err := platform.Applications(ctx, repo, cv, opts)
+	if err != nil {
+		return nil, err
+	}
+	if note := platform.SyncWaveNote(apps); note != "" && r.Log != nil {
+		fmt.Fprintln(r.Log, note)
+	}
+	return apps, nil
 }

@@ -56,6 +56,16 @@ type Package struct {
 	Parameters  map[string]string `json:"parameters,omitempty"`
 	Resource    []string          `json:"resource,omitempty"`
 	Path        string            `json:"path,omitempty"`
+	// Definition is the child's deployment definition: a file in the
+	// Application's git directory, or resource:NAME (parameter definition).
+	Definition string `json:"definition,omitempty"`
+	// Localize turns the child's automatic localisation on or off
+	// (parameter localize); nil leaves the child's default.
+	Localize *bool `json:"localize,omitempty"`
+	// Name of the child Application (default <platform>-<reference>). A
+	// child renders with its Application name as Helm release name, so this
+	// is also how a platform keeps an existing release's name.
+	Name string `json:"name,omitempty"`
 }
 
 // Config is a platform-level configuration: per-package settings that override
@@ -102,6 +112,13 @@ type Options struct {
 	// than they inherit (see Destination). Off by default; the sidecar's
 	// operator decides; `render` for people allows it.
 	AllowOtherDestinations bool
+
+	// CheckPackage, when set, validates a package against its child
+	// component version before anything is emitted (the deployment
+	// definition's parameters, so that a typo fails the platform naming
+	// the package instead of a child much later). It is called for enabled
+	// packages that set parameters or a definition.
+	CheckPackage func(ctx context.Context, child ocm.ComponentVersion, pkg Package) error
 }
 
 // ApplyConfig merges a platform config over opts (config wins, per package
@@ -131,6 +148,9 @@ func (o *Options) ApplyConfig(c *Config) {
 func DecodeConfig(data []byte) (*Config, error) {
 	var c Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		if where := unknownField(data); where != "" {
+			return nil, fmt.Errorf("%w: platform config: %s", errdef.ErrInvalidInput, where)
+		}
 		return nil, fmt.Errorf("%w: platform config: %v", errdef.ErrInvalidInput, err)
 	}
 	return &c, nil
@@ -180,6 +200,15 @@ func mergePackage(base, over Package) Package {
 	}
 	if over.Path != "" {
 		base.Path = over.Path
+	}
+	if over.Definition != "" {
+		base.Definition = over.Definition
+	}
+	if over.Localize != nil {
+		base.Localize = over.Localize
+	}
+	if over.Name != "" {
+		base.Name = over.Name
 	}
 	return base
 }
@@ -243,15 +272,31 @@ func Applications(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVers
 	refs := append([]ocm.Reference(nil), d.References...)
 	sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
 	var out []manifests.Object
+	names := map[string]string{} // child Application name → package
 	for _, ref := range refs {
 		pkg := opts.Packages[ref.Name]
 		if pkg.Disabled {
 			continue
 		}
+		if opts.CheckPackage != nil && (len(pkg.Parameters) > 0 || pkg.Definition != "") {
+			ccv, err := repo.LookupComponentVersion(ctx, ref.ComponentName, ref.Version)
+			if err != nil {
+				return nil, fmt.Errorf("package %s: %w", ref.Name, err)
+			}
+			if err := opts.CheckPackage(ctx, ccv, pkg); err != nil {
+				return nil, fmt.Errorf("package %s (%s:%s): %w", ref.Name, ref.ComponentName, ref.Version, err)
+			}
+		}
 		app, err := child(opts, ref, pkg)
 		if err != nil {
 			return nil, fmt.Errorf("reference %s: %w", ref.Name, err)
 		}
+		name := app["metadata"].(map[string]any)["name"].(string)
+		if other, ok := names[name]; ok {
+			return nil, fmt.Errorf("%w: packages %s and %s both make the child Application %s: give one of them another name",
+				errdef.ErrInvalidInput, other, ref.Name, quote(name))
+		}
+		names[name] = ref.Name
 		out = append(out, app)
 	}
 	return out, nil
@@ -274,7 +319,10 @@ func referenceNames(d *ocm.Descriptor) []string {
 	return n
 }
 
-var invalidName = regexp.MustCompile(`[^a-z0-9-]+`)
+var (
+	invalidName = regexp.MustCompile(`[^a-z0-9-]+`)
+	dnsName     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+)
 
 // appName makes a DNS-1123 name from parent and reference name.
 func appName(parent, ref string) string {
@@ -302,6 +350,20 @@ func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, erro
 	}
 	if pkg.Path != "" {
 		params = append(params, map[string]any{"name": "path", "string": pkg.Path})
+	}
+	if pkg.Definition != "" {
+		params = append(params, map[string]any{"name": "definition", "string": pkg.Definition})
+	}
+	if pkg.Localize != nil {
+		params = append(params, map[string]any{"name": "localize", "string": strconv.FormatBool(*pkg.Localize)})
+	}
+	name := appName(opts.Parent, ref.Name)
+	if pkg.Name != "" {
+		if len(pkg.Name) > 253 || !dnsName.MatchString(pkg.Name) {
+			return nil, fmt.Errorf("%w: name %s is not a valid Application name (lower-case letters, digits, '-' and '.', at most 253 characters)",
+				errdef.ErrInvalidInput, quote(pkg.Name))
+		}
+		name = pkg.Name
 	}
 	if len(pkg.Values) > 0 {
 		v, err := yaml.Marshal(pkg.Values)
@@ -366,7 +428,7 @@ func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, erro
 		return nil, fmt.Errorf("%w: the parent's git source is unknown (ARGOCD_APP_SOURCE_REPO_URL, or --source-repo-url), children cannot point back at it", errdef.ErrInvalidInput)
 	}
 	meta := map[string]any{
-		"name":       appName(opts.Parent, ref.Name),
+		"name":       name,
 		"labels":     map[string]any{LabelPlatform: opts.Parent},
 		"finalizers": []any{"resources-finalizer.argocd.argoproj.io"},
 	}
@@ -455,4 +517,18 @@ func CheckReferences(ctx context.Context, repo ocm.Repository, d *ocm.Descriptor
 		return nil
 	}
 	return walk(d, nil)
+}
+
+// SyncWaveNote is the note for people when children use sync waves: Argo CD
+// waits for a wave's Applications to be healthy only with a health check for
+// Application objects, which it does not have by default. "" without waves.
+func SyncWaveNote(apps []manifests.Object) string {
+	for _, a := range apps {
+		md, _ := a["metadata"].(map[string]any)
+		ann, _ := md["annotations"].(map[string]any)
+		if _, ok := ann[AnnotationSyncWave]; ok {
+			return "argocd-ocm-plugin: note: the child Applications use sync waves; Argo CD waits for a wave to be healthy only with a health check for Application objects (resource.customizations.health.argoproj.io_Application in argocd-cm, see the README), without it waves only order creation"
+		}
+	}
+	return ""
 }

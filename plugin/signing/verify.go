@@ -30,12 +30,13 @@ const (
 
 // Result describes one verified signature.
 type Result struct {
-	Component, Version     string
-	Signature              string // signature name
-	Algorithm              string // RSAPKCS1v15 or RSAPSS
-	NormalisationAlgorithm string
-	HashAlgorithm          string
-	Digest                 string // hex digest of the normalised descriptor, as signed
+	Component              string `json:"component"`
+	Version                string `json:"version"`
+	Signature              string `json:"signature"` // signature name
+	Algorithm              string `json:"algorithm"` // RSAPKCS1v15 or RSAPSS
+	NormalisationAlgorithm string `json:"normalisationAlgorithm"`
+	HashAlgorithm          string `json:"hashAlgorithm"`
+	Digest                 string `json:"digest"` // hex digest of the normalised descriptor, as signed
 }
 
 // VerifySignature verifies the signature called name on d with key (an RSA
@@ -178,14 +179,15 @@ const DefaultMaxDepth = 16
 
 // ReferenceResult describes one component reference that was followed.
 type ReferenceResult struct {
-	Parent                 string // component:version holding the reference
-	Name                   string // reference name
-	Component, Version     string // referenced component version
-	NormalisationAlgorithm string
-	HashAlgorithm          string
+	Parent                 string `json:"parent"`    // component:version holding the reference
+	Name                   string `json:"name"`      // reference name
+	Component              string `json:"component"` // referenced component version
+	Version                string `json:"version"`
+	NormalisationAlgorithm string `json:"normalisationAlgorithm,omitempty"`
+	HashAlgorithm          string `json:"hashAlgorithm,omitempty"`
 	// Digest is the verified hex digest; "" when the reference carries none,
 	// in which case nothing about the referenced version was verified.
-	Digest string
+	Digest string `json:"digest,omitempty"`
 }
 
 // ReferenceOption configures VerifyReferences.
