@@ -412,18 +412,28 @@ func digestFlag(ref string) (name.Digest, error) {
 	return d, nil
 }
 
-func cmdSign(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("sign", flag.ContinueOnError)
-	keyFile := fs.String("key", "", "PEM ECDSA P-256 private key (PKCS#8 or SEC 1, unencrypted)")
+// keyAndImage parses the flags sign and verify share: a key file (keyHelp
+// says which kind) and an image by digest.
+func keyAndImage(cmd, keyHelp string, args []string) (name.Digest, []byte, error) {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	keyFile := fs.String("key", "", keyHelp)
 	ref := fs.String("image", "", "image by digest")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return name.Digest{}, nil, err
 	}
 	d, err := digestFlag(*ref)
 	if err != nil {
-		return err
+		return name.Digest{}, nil, err
 	}
 	b, err := os.ReadFile(*keyFile)
+	if err != nil {
+		return name.Digest{}, nil, err
+	}
+	return d, b, nil
+}
+
+func cmdSign(ctx context.Context, args []string) error {
+	d, b, err := keyAndImage("sign", "PEM ECDSA P-256 private key (PKCS#8 or SEC 1, unencrypted)", args)
 	if err != nil {
 		return err
 	}
@@ -440,17 +450,7 @@ func cmdSign(ctx context.Context, args []string) error {
 }
 
 func cmdVerify(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	keyFile := fs.String("key", "", "PEM public key (cosign.pub)")
-	ref := fs.String("image", "", "image by digest")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	d, err := digestFlag(*ref)
-	if err != nil {
-		return err
-	}
-	b, err := os.ReadFile(*keyFile)
+	d, b, err := keyAndImage("verify", "PEM public key (cosign.pub)", args)
 	if err != nil {
 		return err
 	}

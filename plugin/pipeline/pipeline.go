@@ -49,11 +49,11 @@ type Request struct {
 	// value files, platform configs, definition) to the Application's
 	// directory: generate and the render server set it, render (for people)
 	// does not. The caller opens and closes it. See package confine.
-	Root *confine.Root
+	Root *confine.Root `json:"-"`
 	// AllowLocalArchive, when set, is asked before a confined request opens
 	// a CTF or component archive of its checkout (the sidecar policy's
 	// localArchives); like Root, the sidecar front end sets it.
-	AllowLocalArchive func() error
+	AllowLocalArchive func() error `json:"-"`
 	Component         string
 	Version           string
 	// Resources to render, as identities "name" or "name,key=value";

@@ -165,6 +165,7 @@ func (c *kust) check(k *types.Kustomization) error {
 	for _, f := range []struct {
 		field   string
 		entries []string
+		//lint:ignore SA1019 kustomize still reads the deprecated field, so the scan must too
 	}{{"resources", k.Resources}, {"bases", k.Bases}} {
 		for _, e := range f.entries {
 			if err := c.resource(f.field, e); err != nil {
@@ -199,6 +200,7 @@ func (c *kust) check(k *types.Kustomization) error {
 		}
 		c.readsFile(rel)
 	}
+	//lint:ignore SA1019 kustomize still reads the deprecated field, so the scan must too
 	for _, p := range append(append([]types.Patch(nil), k.Patches...), k.PatchesJson6902...) {
 		if p.Path != "" {
 			rel, err := c.ref("patches", p.Path)
@@ -208,6 +210,7 @@ func (c *kust) check(k *types.Kustomization) error {
 			c.readsFile(rel)
 		}
 	}
+	//lint:ignore SA1019 kustomize still reads the deprecated field, so the scan must too
 	for _, p := range k.PatchesStrategicMerge {
 		if s := string(p); !strings.Contains(s, "\n") { // otherwise an inline patch
 			rel, err := c.ref("patchesStrategicMerge", s)
