@@ -41,7 +41,10 @@ type RenderReport struct {
 	Namespace            string
 	Path                 string
 	Skipped              string // why the render was skipped, "" when it ran
-	Values               []Leaf
+	// Overlay is the kustomization generated over a kustomize entry (see
+	// kustomize.Overlay), "" when the render has none.
+	Overlay string
+	Values  []Leaf
 }
 
 // PatchReport is one applied patch.
@@ -106,6 +109,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  release: %s, namespace: %s\n", orDefault(rr.ReleaseName, "(helm default)"), orDefault(rr.Namespace, "(default)"))
 		} else {
 			writeDirectoryRules(&b, rr)
+			if rr.Overlay != "" {
+				b.WriteString("  kustomize overlay (built by kustomize over the entry instead of patching after rendering):\n")
+				for _, line := range strings.Split(strings.TrimRight(rr.Overlay, "\n"), "\n") {
+					b.WriteString("    " + line + "\n")
+				}
+			}
 		}
 		if len(rr.Values) == 0 {
 			continue

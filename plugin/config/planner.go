@@ -555,12 +555,17 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []b
 	if err != nil {
 		return pipeline.Step{}, nil, err
 	}
+	// 5b. what kustomize can apply itself, as an overlay over the entry
+	patches, overlay, err := rs.overlay(ctx, rp, where, patches)
+	if err != nil {
+		return pipeline.Step{}, nil, err
+	}
 	// 6. placement in Argo CD's sync
 	ordering, err := rs.ordering(ctx, rp, where)
 	if err != nil {
 		return pipeline.Step{}, nil, err
 	}
-	step := pipeline.Step{Resource: rp.res, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path, Values: final, Ordering: ordering}
+	step := pipeline.Step{Resource: rp.res, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path, Values: final, Ordering: ordering, Overlay: overlay}
 	return step, patches, nil
 }
 

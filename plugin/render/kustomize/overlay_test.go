@@ -119,3 +119,20 @@ func TestRenderOverlayValuesStayValues(t *testing.T) {
 		t.Errorf("annotation = %q, want the string as given", got)
 	}
 }
+
+// GeneratedConfigMaps finds the generators of the entry's bases; a plain
+// directory is no kustomization.
+func TestGeneratedConfigMaps(t *testing.T) {
+	tree := readTree(t, tarDir(t, filepath.Join(overlayFixture, "tree")))
+	ok, names, err := GeneratedConfigMaps(tree, "overlays/prod")
+	if err != nil || !ok || len(names) != 1 || names[0] != "app-config" {
+		t.Errorf("overlays/prod: %v %v %v, want true [app-config]", ok, names, err)
+	}
+	plain := readTree(t, tarOf(t, files(map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"})...))
+	if ok, names, err := GeneratedConfigMaps(plain, ""); err != nil || ok || len(names) != 0 {
+		t.Errorf("plain manifests: %v %v %v, want false", ok, names, err)
+	}
+	if _, _, err := GeneratedConfigMaps(tree, "../x"); err == nil {
+		t.Error("an entry escaping the tree is accepted")
+	}
+}

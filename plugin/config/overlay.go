@@ -1,0 +1,148 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
+)
+
+// configMapKeyRE is what Kubernetes accepts as a ConfigMap data key.
+var configMapKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+
+// generatedKey is a patch that sets one data key of a ConfigMap by name.
+type generatedKey struct {
+	name, key, value string
+}
+
+// asGeneratedKey reports whether bp sets one data key of one ConfigMap by
+// name to a string that a configMapGenerator literal carries unchanged.
+func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
+	if len(bp.targets) != 1 || len(bp.path) != 2 {
+		return generatedKey{}, false
+	}
+	t := bp.targets[0]
+	if t.Kind != "ConfigMap" || t.Name == "" || t.Namespace != "" || (t.APIVersion != "" && t.APIVersion != "v1") {
+		return generatedKey{}, false
+	}
+	if e := bp.path[0]; e.IsList || e.Key != "data" {
+		return generatedKey{}, false
+	}
+	e := bp.path[1]
+	if e.IsList || !configMapKeyRE.MatchString(e.Key) {
+		return generatedKey{}, false
+	}
+	v, ok := bp.value.(string)
+	if !ok {
+		return generatedKey{}, false
+	}
+	// kustomize strips one pair of surrounding quotes from a literal's value.
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		return generatedKey{}, false
+	}
+	return generatedKey{name: t.Name, key: e.Key, value: v}, true
+}
+
+// overlay moves the patches of a directory render that kustomize can apply
+// itself into a kustomize overlay over the render's entry, when the entry is
+// a kustomization: a patch of a data key of a ConfigMap the tree's
+// configMapGenerator generates becomes a configMapGenerator literal with
+// behavior merge, so the ConfigMap gets a new hash suffix and the objects
+// that reference it follow (a post-render patch could not: the rendered
+// name carries the old suffix). The other patches are returned, to be
+// applied after rendering as before. The tree is read only when a patch
+// could move.
+func (rs *resolver) overlay(ctx context.Context, rp renderPlan, where string, patches []boundPatch) ([]boundPatch, *kustomize.Overlay, error) {
+	if rp.res.Type == pipeline.TypeHelmChart {
+		return patches, nil, nil
+	}
+	candidate := false
+	for _, bp := range patches {
+		if _, ok := asGeneratedKey(bp); ok {
+			candidate = true
+			break
+		}
+	}
+	if !candidate {
+		return patches, nil, nil
+	}
+	entry, err := pipeline.EntryPath(pipeline.Step{Path: rp.path}, *rp.res)
+	if err != nil {
+		return nil, nil, err
+	}
+	tree, err := rs.tree(ctx, rp.res)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: reading resource %s: %w", where, rp.res.Identity(), err)
+	}
+	isKustomization, names, err := kustomize.GeneratedConfigMaps(tree, entry)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: resource %s: %w", where, rp.res.Identity(), err)
+	}
+	if !isKustomization || len(names) == 0 {
+		return patches, nil, nil
+	}
+	generated := map[string]bool{}
+	for _, n := range names {
+		generated[n] = true
+	}
+	var rest []boundPatch
+	var order []string                       // generator names, first use first
+	keys := map[string][]string{}            // generator name -> keys, first set first
+	values := map[string]map[string]string{} // the last patch of a key wins, as after rendering
+	for _, bp := range patches {
+		g, ok := asGeneratedKey(bp)
+		if !ok || !generated[g.name] {
+			rest = append(rest, bp)
+			continue
+		}
+		if values[g.name] == nil {
+			values[g.name] = map[string]string{}
+			order = append(order, g.name)
+		}
+		if _, seen := values[g.name][g.key]; !seen {
+			keys[g.name] = append(keys[g.name], g.key)
+		}
+		values[g.name][g.key] = g.value
+		rs.report.Patches = append(rs.report.Patches, PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
+			Objects: []string{"kustomize overlay: configMapGenerator " + g.name + " (behavior merge)"}})
+	}
+	if len(order) == 0 {
+		return patches, nil, nil
+	}
+	ov := &kustomize.Overlay{}
+	for _, n := range order {
+		var lits []string
+		for _, k := range keys[n] {
+			lits = append(lits, k+"="+values[n][k])
+		}
+		ov.ConfigMapGenerator = append(ov.ConfigMapGenerator, types.ConfigMapArgs{GeneratorArgs: types.GeneratorArgs{
+			Name: n, Behavior: "merge", KvPairSources: types.KvPairSources{LiteralSources: lits}}})
+	}
+	if entry == "" {
+		entry = "."
+	}
+	rs.report.Renders[len(rs.report.Renders)-1].Overlay = overlayText(ov, entry)
+	return rest, ov, nil
+}
+
+// overlayText is ov as the kustomization the renderer builds over the
+// entry, for --explain.
+func overlayText(ov *kustomize.Overlay, entry string) string {
+	k := types.Kustomization{
+		TypeMeta:           types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
+		Resources:          []string{"<resource>/" + entry},
+		ConfigMapGenerator: ov.ConfigMapGenerator,
+		Images:             ov.Images,
+		Patches:            ov.Patches,
+	}
+	b, err := yaml.Marshal(k)
+	if err != nil {
+		return fmt.Sprintf("%+v", *ov)
+	}
+	return string(b)
+}

@@ -1,0 +1,141 @@
+package config_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests/manifeststest"
+)
+
+const overlayComponent = "example.com/test/overlay"
+
+var overlayTree = filepath.Join(repoRoot, "testdata", "kustomize", "overlay", "tree")
+
+// dirTar packs a directory of the repository as a directoryTree blob.
+func dirTar(t *testing.T, dir string) []byte {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tarFiles(t, files)
+}
+
+func overlayCTF(t *testing.T, resources ...ocmbuild.Resource) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ctf")
+	if err := ocmbuild.WriteCTF(dir, &ocmbuild.Component{Name: overlayComponent, Version: "1.0.0", Resources: resources}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const overlayDefinition = header + `spec:
+  parameters:
+    logLevel: {type: string, default: info}
+  renders:
+  - resource: {name: app}
+    path: overlays/prod
+    patches:
+    - target: {kind: ConfigMap, name: app-config}
+      path: data.LOG_LEVEL
+      value: '${parameters.logLevel}'
+    - target: {kind: Deployment, name: worker}
+      path: metadata.annotations.owner
+      value: platform
+`
+
+// A definition patch of a data key of a ConfigMap the tree's
+// configMapGenerator generates is built by kustomize as a configMapGenerator
+// with behavior merge: the output is what the real kustomize CLI (v5.8.2)
+// builds from the same overlay written by hand, with a new hash suffix and
+// the Deployment's envFrom following it, so Pods roll. The other patch is
+// applied after rendering, as before, and --explain shows the overlay.
+func TestKustomizeConfigMapPatchAsOverlay(t *testing.T) {
+	repo := overlayCTF(t, ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, overlayTree)})
+	var report *config.Report
+	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+		Repository: repo, Component: overlayComponent, Version: "1.0.0",
+		DefinitionFile: writeFile(t, overlayDefinition), Parameters: map[string]string{"logLevel": "debug"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := manifeststest.ReadFile(t, filepath.Join(repoRoot, "testdata", "kustomize", "overlay-configmap.golden.yaml"))
+	for _, o := range want {
+		if o["kind"] == "Deployment" && o["metadata"].(map[string]any)["name"] == "worker" {
+			o["metadata"].(map[string]any)["annotations"] = map[string]any{"owner": "platform"}
+		}
+	}
+	manifeststest.Equal(t, out.Objects, want)
+
+	// Without the patch, the hash suffix is the tree's own: it did change.
+	plain := header + "spec:\n  renders:\n  - resource: {name: app}\n    path: overlays/prod\n"
+	base := render(t, pipeline.Request{Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, plain)})
+	if got, old := configMapName(t, out.Objects), configMapName(t, base); got == old || !strings.HasPrefix(old, "app-config-") {
+		t.Errorf("ConfigMap name %q with the patch, %q without: want a new hash suffix", got, old)
+	}
+
+	if report == nil || len(report.Renders) != 1 || !strings.Contains(report.Renders[0].Overlay, "behavior: merge") ||
+		!strings.Contains(report.Renders[0].Overlay, "LOG_LEVEL=debug") {
+		t.Fatalf("--explain does not show the overlay: %+v", report)
+	}
+	var text strings.Builder
+	if err := report.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"kustomize overlay", "configMapGenerator app-config (behavior merge)", "LOG_LEVEL=debug"} {
+		if !strings.Contains(text.String(), s) {
+			t.Errorf("--explain misses %q:\n%s", s, text.String())
+		}
+	}
+}
+
+func configMapName(t *testing.T, objs []manifests.Object) string {
+	t.Helper()
+	for _, o := range objs {
+		if o["kind"] == "ConfigMap" {
+			return o["metadata"].(map[string]any)["name"].(string)
+		}
+	}
+	t.Fatal("no ConfigMap in the output")
+	return ""
+}
+
+// Plain manifests keep post-render patches: the ConfigMap is named as
+// written, and a patch by that name sets its data as before.
+func TestPlainManifestsPatchAfterRendering(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  LOG_LEVEL: info\n"
+	repo := overlayCTF(t, ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: tarFiles(t, map[string]string{"cm.yaml": cm})})
+	def := header + "spec:\n  renders:\n  - resource: {name: app}\n    patches:\n    - target: {kind: ConfigMap, name: app-config}\n      path: data.LOG_LEVEL\n      value: debug\n"
+	var report *config.Report
+	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+		Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := manifests.Decode("cm.yaml", []byte(cm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[0]["data"] = map[string]any{"LOG_LEVEL": "debug"}
+	manifeststest.Equal(t, out.Objects, want)
+	if report.Renders[0].Overlay != "" || len(report.Patches) != 1 || len(report.Patches[0].Objects) != 1 || report.Patches[0].Objects[0] != "ConfigMap app-config" {
+		t.Errorf("plain manifests: overlay %q, patches %+v", report.Renders[0].Overlay, report.Patches)
+	}
+}

@@ -1,0 +1,77 @@
+package kustomize
+
+import (
+	"io/fs"
+	"path"
+
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
+)
+
+// maxGeneratorScan bounds the kustomizations GeneratedConfigMaps reads.
+const maxGeneratorScan = 256
+
+// GeneratedConfigMaps reports whether entryPath of tree is a kustomization
+// (so an Overlay applies to it) and the names of the ConfigMaps its
+// configMapGenerators (its own and those of the local bases and components
+// it reaches) generate, as the generators name them: before the hash
+// suffix, which is the name an overlay's configMapGenerator with behavior
+// merge takes. Remote and unreadable references are skipped: Render refuses
+// or reports them; this only decides what the planner may express as an
+// overlay.
+func GeneratedConfigMaps(tree *archive.Tree, entryPath string) (bool, []string, error) {
+	if tree == nil {
+		return false, nil, nil
+	}
+	tfs := tree.FS()
+	entry, err := Entry(tfs, entryPath)
+	if err != nil {
+		return false, nil, err
+	}
+	kfile, err := kustomizationFile(tfs, entry)
+	if err != nil || kfile == "" {
+		return false, nil, err
+	}
+	var names []string
+	seen := map[string]bool{}
+	var walk func(dir string)
+	walk = func(dir string) {
+		if seen[dir] || len(seen) >= maxGeneratorScan {
+			return
+		}
+		seen[dir] = true
+		kf, err := kustomizationFile(tfs, dir)
+		if err != nil || kf == "" {
+			return
+		}
+		data, err := fs.ReadFile(tfs, kf)
+		if err != nil {
+			return
+		}
+		var k types.Kustomization
+		if yaml.Unmarshal(data, &k) != nil {
+			return
+		}
+		for _, g := range k.ConfigMapGenerator {
+			if g.Name != "" {
+				names = append(names, g.Name)
+			}
+		}
+		for _, r := range append(append([]string(nil), k.Resources...), k.Components...) {
+			if looksRemote(r) {
+				continue
+			}
+			p := path.Clean(path.Join(dir, r))
+			if escapes(p) {
+				continue
+			}
+			if fi, err := fs.Stat(tfs, p); err == nil && fi.IsDir() {
+				walk(p)
+			}
+		}
+	}
+	walk(entry)
+	return true, names, nil
+}
