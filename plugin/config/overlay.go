@@ -3,13 +3,19 @@ package config
 import (
 	"context"
 	"fmt"
+	"path"
 	"regexp"
+	"strings"
 
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // configMapKeyRE is what Kubernetes accepts as a ConfigMap data key.
@@ -54,14 +60,17 @@ func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 // configMapGenerator generates becomes a configMapGenerator literal with
 // behavior merge, so the ConfigMap gets a new hash suffix and the objects
 // that reference it follow (a post-render patch could not: the rendered
-// name carries the old suffix). The other patches are returned, to be
-// applied after rendering as before. The tree is read only when a patch
-// could move.
+// name carries the old suffix). With automatic localisation, the images
+// it would rewrite become the overlay's images (see overlayImages). The
+// other patches are returned, to be applied after rendering as before. The
+// tree is read at plan time only when something could move.
 func (rs *resolver) overlay(ctx context.Context, rp renderPlan, where string, patches []boundPatch) ([]boundPatch, *kustomize.Overlay, error) {
 	if rp.res.Type == pipeline.TypeHelmChart {
 		return patches, nil, nil
 	}
-	candidate := false
+	d := rs.cv.Descriptor()
+	auto := rs.req.Localize || (rs.def != nil && rs.def.Spec.Localization != nil && rs.def.Spec.Localization.Automatic)
+	candidate := auto
 	for _, bp := range patches {
 		if _, ok := asGeneratedKey(bp); ok {
 			candidate = true
@@ -83,7 +92,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, where string, pa
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: resource %s: %w", where, rp.res.Identity(), err)
 	}
-	if !isKustomization || len(names) == 0 {
+	if !isKustomization {
 		return patches, nil, nil
 	}
 	generated := map[string]bool{}
@@ -111,10 +120,11 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, where string, pa
 		rs.report.Patches = append(rs.report.Patches, PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
 			Objects: []string{"kustomize overlay: configMapGenerator " + g.name + " (behavior merge)"}})
 	}
-	if len(order) == 0 {
-		return patches, nil, nil
-	}
 	ov := &kustomize.Overlay{}
+	if auto {
+		images, _ := localize.Images(d)
+		ov.Images = overlayImages(tree, images)
+	}
 	for _, n := range order {
 		var lits []string
 		for _, k := range keys[n] {
@@ -123,11 +133,113 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, where string, pa
 		ov.ConfigMapGenerator = append(ov.ConfigMapGenerator, types.ConfigMapArgs{GeneratorArgs: types.GeneratorArgs{
 			Name: n, Behavior: "merge", KvPairSources: types.KvPairSources{LiteralSources: lits}}})
 	}
+	if len(ov.ConfigMapGenerator) == 0 && len(ov.Images) == 0 {
+		return patches, nil, nil
+	}
 	if entry == "" {
 		entry = "."
 	}
 	rs.report.Renders[len(rs.report.Renders)-1].Overlay = overlayText(ov, entry)
 	return rest, ov, nil
+}
+
+// overlayImages is the images field of an overlay that localises what
+// automatic localisation would rewrite after rendering: every container
+// image written in a manifest of the tree that matches an image resource
+// (see localize.Match), by the name as written, set to the component's
+// location. A name whose references localise to different locations, or
+// that does not parse, is left out. Localisation still runs after
+// rendering: it finds these images at their location already, and
+// rewrites what kustomize could not name before rendering (images set by
+// the tree's own transformers, by generators).
+func overlayImages(tree *archive.Tree, images []localize.Image) []types.Image {
+	if len(images) == 0 {
+		return nil
+	}
+	byName := map[string]*types.Image{}
+	conflict := map[string]bool{}
+	var order []string
+	for _, name := range tree.Files() {
+		switch path.Ext(name) {
+		case ".yaml", ".yml", ".json":
+		default:
+			continue
+		}
+		data, err := tree.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		objs, err := manifests.Decode(name, data)
+		if err != nil {
+			continue // kustomize reports it, or never reads the file
+		}
+		for _, o := range objs {
+			for _, written := range containerImages(o) {
+				ref, err := localize.ParseRef(written)
+				if err != nil {
+					continue
+				}
+				img, err := localize.Match(images, ref)
+				if err != nil || img == nil {
+					continue
+				}
+				to := img.Location()
+				if to == ref {
+					continue
+				}
+				n := writtenName(written)
+				want := types.Image{Name: n, NewName: to.Name(), NewTag: to.Tag, Digest: to.Digest}
+				if have, ok := byName[n]; ok {
+					if *have != want {
+						conflict[n] = true
+					}
+					continue
+				}
+				byName[n] = &want
+				order = append(order, n)
+			}
+		}
+	}
+	var out []types.Image
+	for _, n := range order {
+		if !conflict[n] {
+			out = append(out, *byName[n])
+		}
+	}
+	return out
+}
+
+// containerImages returns the container images of a workload object.
+func containerImages(o manifests.Object) []string {
+	specPath, ok := localize.PodSpecPath(o)
+	if !ok {
+		return nil
+	}
+	spec, _ := fieldpath.Get(o, specPath)
+	sm, _ := spec.(map[string]any)
+	var out []string
+	for _, field := range []string{"initContainers", "containers", "ephemeralContainers"} {
+		list, _ := sm[field].([]any)
+		for _, c := range list {
+			cm, _ := c.(map[string]any)
+			if s, ok := cm["image"].(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// writtenName is an image reference without its tag and digest, as
+// kustomize's images field names it.
+func writtenName(ref string) string {
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		ref = ref[:i]
+	}
+	return ref
 }
 
 // overlayText is ov as the kustomization the renderer builds over the

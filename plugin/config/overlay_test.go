@@ -139,3 +139,60 @@ func TestPlainManifestsPatchAfterRendering(t *testing.T) {
 		t.Errorf("plain manifests: overlay %q, patches %+v", report.Renders[0].Overlay, report.Patches)
 	}
 }
+
+// Automatic localisation of a kustomization is built by kustomize as the
+// overlay's images field: the images come out of kustomize at the
+// component's location (localisation after rendering finds nothing left to
+// rewrite), a tag@digest location included; --explain shows the images.
+func TestKustomizeImagesAsOverlay(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	repo := overlayCTF(t,
+		ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, overlayTree)},
+		ocmbuild.Resource{Name: "web", Type: "ociImage", Version: "1.0.0", Access: map[string]any{"type": "ociArtifact", "imageReference": "mirror.example:5000/copy/web:1.0.0"}},
+		ocmbuild.Resource{Name: "worker", Type: "ociImage", Version: "1.0.0", Access: map[string]any{"type": "ociArtifact", "imageReference": "mirror.example:5000/copy/worker:1.0.0@" + digest}})
+	var report *config.Report
+	def := header + "spec:\n  localization: {automatic: true}\n  renders:\n  - resource: {name: app}\n    path: overlays/prod\n"
+	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+		Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"web/web":       "mirror.example:5000/copy/web:1.0.0",
+		"web/sidecar":   "docker.io/library/busybox:1.36", // no image resource: left alone
+		"worker/worker": "mirror.example:5000/copy/worker:1.0.0@" + digest,
+	}
+	got := map[string]string{}
+	for _, o := range out.Objects {
+		if o["kind"] != "Deployment" {
+			continue
+		}
+		name := o["metadata"].(map[string]any)["name"].(string)
+		for _, c := range o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any) {
+			cm := c.(map[string]any)
+			got[name+"/"+cm["name"].(string)] = cm["image"].(string)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("images %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: image %q, want %q", k, got[k], v)
+		}
+	}
+	ov := report.Renders[0].Overlay
+	for _, s := range []string{"name: ghcr.io/example/web", "newName: mirror.example:5000/copy/web", "digest: " + digest} {
+		if !strings.Contains(ov, s) {
+			t.Errorf("overlay misses %q:\n%s", s, ov)
+		}
+	}
+	if !report.Localized || len(report.Images) != 3 {
+		t.Fatalf("localisation after rendering: %+v", report.Images)
+	}
+	for _, c := range report.Images {
+		if c.Rewritten() {
+			t.Errorf("rewritten after rendering, not by kustomize: %s", c)
+		}
+	}
+}
