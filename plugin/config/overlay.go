@@ -64,7 +64,7 @@ func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 // it would rewrite become the overlay's images (see overlayImages). The
 // other patches are returned, to be applied after rendering as before. The
 // tree is read at plan time only when something could move.
-func (rs *resolver) overlay(ctx context.Context, rp renderPlan, where string, patches []boundPatch) ([]boundPatch, *kustomize.Overlay, error) {
+func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *kustomize.Overlay, error) {
 	if rp.res.Type == pipeline.TypeHelmChart {
 		return patches, nil, nil
 	}
@@ -80,17 +80,20 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, where string, pa
 	if !candidate {
 		return patches, nil, nil
 	}
+	// An entry or a tree that cannot be read here cannot be rendered either:
+	// the render reports it, with its own context (the entry path hint, the
+	// resource), so the overlay is then left out rather than failing first.
 	entry, err := pipeline.EntryPath(pipeline.Step{Path: rp.path}, *rp.res)
 	if err != nil {
-		return nil, nil, err
+		return patches, nil, nil
 	}
 	tree, err := rs.tree(ctx, rp.res)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: reading resource %s: %w", where, rp.res.Identity(), err)
+		return patches, nil, nil
 	}
 	isKustomization, names, err := kustomize.GeneratedConfigMaps(tree, entry)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: resource %s: %w", where, rp.res.Identity(), err)
+		return patches, nil, nil
 	}
 	if !isKustomization {
 		return patches, nil, nil

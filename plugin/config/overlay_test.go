@@ -196,3 +196,32 @@ func TestKustomizeImagesAsOverlay(t *testing.T) {
 		}
 	}
 }
+
+// What a configMapGenerator literal cannot carry unchanged stays a
+// post-render patch (which matches no generated name: the error says so),
+// and a tree that needs an entry path still gets the render's hint.
+func TestKustomizeOverlayFallbacks(t *testing.T) {
+	repo := overlayCTF(t, ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, overlayTree)})
+	patch := func(path, value string) string {
+		return header + "spec:\n  renders:\n  - resource: {name: app}\n    path: overlays/prod\n    patches:\n" +
+			"    - target: {kind: ConfigMap, name: app-config}\n      path: " + path + "\n      value: " + value + "\n"
+	}
+	for _, tc := range []struct{ name, def, msg string }{
+		{"quoted value", patch("data.LOG_LEVEL", `"'debug'"`), "no rendered object matches ConfigMap app-config"},
+		{"number", patch("data.LOG_LEVEL", "3"), "no rendered object matches ConfigMap app-config"},
+		{"not a data key", patch("metadata.labels.a", "b"), "no rendered object matches ConfigMap app-config"},
+		{"key kubernetes refuses", patch(`data["a=b"]`, "c"), "no rendered object matches ConfigMap app-config"},
+		{"no entry path", header + "spec:\n  renders:\n  - resource: {name: app}\n    patches:\n    - target: {kind: ConfigMap, name: app-config}\n      path: data.A\n      value: b\n", "with --path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := renderer(nil).Render(context.Background(), pipeline.Request{
+				Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, tc.def)})
+			if err == nil || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("error %v, want %q", err, tc.msg)
+			}
+			if out != nil && len(out.Objects) > 0 {
+				t.Errorf("objects on failure: %d", len(out.Objects))
+			}
+		})
+	}
+}

@@ -556,7 +556,7 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []b
 		return pipeline.Step{}, nil, err
 	}
 	// 5b. what kustomize can apply itself, as an overlay over the entry
-	patches, overlay, err := rs.overlay(ctx, rp, where, patches)
+	patches, overlay, err := rs.overlay(ctx, rp, patches)
 	if err != nil {
 		return pipeline.Step{}, nil, err
 	}
