@@ -650,9 +650,7 @@ func (rs *resolver) tree(ctx context.Context, res *ocm.Resource) (*archive.Tree,
 	if r == nil {
 		r = &access.Resolver{}
 	}
-	c, err := r.Read(ctx, rs.cv, res)
-	if err != nil {
-		return nil, err
-	}
-	return archive.ReadTree(bytes.NewReader(c.Data))
+	// Streamed and verified as the render reads it: the blob is never held
+	// beside the tree.
+	return r.ReadTree(ctx, rs.cv, res)
 }
