@@ -354,11 +354,7 @@ func (e *Evaluator) program(where, expr string) (cel.Program, error) {
 	if err := e.checkNames(ast); err != nil {
 		return nil, &ExprError{Where: where, Expr: expr, Column: err.col, Msg: err.msg, Err: errdef.ErrInvalidInput}
 	}
-	costLimit := e.CostLimit
-	if costLimit == 0 {
-		costLimit = DefaultCostLimit
-	}
-	prg, err = env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize))
+	prg, err = env.Program(ast, cel.CostLimit(e.costLimit()), cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
 		return nil, fail(0, errdef.ErrInvalidInput, "%v", err)
 	}
@@ -369,6 +365,13 @@ func (e *Evaluator) program(where, expr string) (cel.Program, error) {
 	e.programs[expr] = prg
 	e.mu.Unlock()
 	return prg, nil
+}
+
+func (e *Evaluator) costLimit() uint64 {
+	if e.CostLimit == 0 {
+		return DefaultCostLimit
+	}
+	return e.CostLimit
 }
 
 type nameError struct {
@@ -441,6 +444,11 @@ func (e *Evaluator) eval(ctx context.Context, where, expr string, vars map[strin
 		if errors.As(err, &ce) && ce.NodeID() != 0 {
 			if ast, iss := mustEnv().Compile(expr); iss == nil || iss.Err() == nil {
 				xe.Column = ast.NativeRep().SourceInfo().GetStartLocation(ce.NodeID()).Column() + 1
+				if xe.Err == errdef.ErrInvalidInput && strings.Contains(err.Error(), "no such overload") {
+					if operands := overloadOperands(ctx, ast, ce.NodeID(), vars, e.costLimit(), timeout); operands != "" {
+						xe.Msg += ": " + operands
+					}
+				}
 			}
 		}
 		return nil, xe
@@ -469,6 +477,48 @@ func usesEmptyValues(expr string, vars map[string]any, err error) bool {
 	}
 	m, _ := vars[VarValues].(map[string]any)
 	return len(m) == 0 && valuesIdent.MatchString(expr)
+}
+
+// overloadOperands names the function a "no such overload" error is about
+// and the types of its operands ("_+_ applied to (int, string)"). It runs
+// the expression again, on this error path only, tracking the value of every
+// subexpression, within the same cost limit and timeout.
+func overloadOperands(ctx context.Context, ast *cel.Ast, id int64, vars map[string]any, costLimit uint64, timeout time.Duration) string {
+	native := ast.NativeRep()
+	var call celast.CallExpr
+	for _, n := range celast.MatchDescendants(celast.NavigateAST(native), celast.KindMatcher(celast.CallKind)) {
+		if n.ID() == id {
+			call = n.AsCall()
+			break
+		}
+	}
+	if call == nil {
+		return ""
+	}
+	operands := call.Args()
+	if call.IsMemberFunction() {
+		operands = append([]celast.Expr{call.Target()}, operands...)
+	}
+	prg, err := mustEnv().Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptTrackState))
+	if err != nil {
+		return ""
+	}
+	ectx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, det, _ := prg.ContextEval(ectx, vars)
+	if det == nil || det.State() == nil {
+		return ""
+	}
+	names := make([]string, 0, len(operands))
+	for _, o := range operands {
+		v, ok := det.State().Value(o.ID())
+		if !ok || v == nil {
+			return ""
+		}
+		names = append(names, v.Type().TypeName())
+	}
+	fn := strings.TrimSuffix(strings.TrimPrefix(call.FunctionName(), "_"), "_")
+	return fmt.Sprintf("%s applied to (%s)", fn, strings.Join(names, ", "))
 }
 
 // undeclaredHint answers "undeclared reference to 'X'" with the functions
