@@ -17,6 +17,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
@@ -104,7 +105,7 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string, diag
 	f.StringArrayVar(&req.Set, "set", nil, "Helm value key=value (repeatable; wins over values files)")
 	f.StringVarP(&req.Namespace, "namespace", "n", "", "namespace of the release (default \"default\")")
 	f.StringVar(&req.ReleaseName, "release-name", "", "Helm release name (default \"release-name\", as helm template)")
-	f.StringVar(&req.KubeVersion, "kube-version", "", "Kubernetes version for Capabilities.KubeVersion")
+	f.StringVar(&req.KubeVersion, "kube-version", helm.DefaultKubeVersion(), "Kubernetes version for Capabilities.KubeVersion; the default is the one the plugin's Kubernetes libraries imply, as in a helm release")
 	f.StringVar(&apiVersions, "api-versions", "", "comma-separated API versions for Capabilities.APIVersions")
 	f.StringArrayVar(&sig.names, "signature", nil, "signature name that must verify before rendering (repeatable)")
 	f.StringArrayVar(&sig.keys, "public-key", nil, "PEM public key or certificate file (one, or one per --signature)")
@@ -281,6 +282,7 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 		if report == nil {
 			return errdef.Wrap(fmt.Errorf("%w: --explain: the component renders as a platform of child Applications, which has no values to explain", errdef.ErrInvalidInput), ectx)
 		}
+		report.Notes = append(report.Notes, kubeVersionNote(cmd, req.KubeVersion))
 		var buf bytes.Buffer
 		if err := report.WriteText(&buf); err != nil {
 			return errdef.Wrap(err, ectx)
@@ -305,6 +307,20 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 	stderr.Write(notes.Bytes())
 	_, err = stdout.Write(buf.Bytes())
 	return err
+}
+
+// kubeVersionNote says which Kubernetes version the render assumed and why.
+func kubeVersionNote(cmd *cobra.Command, v string) string {
+	switch f := cmd.Flags().Lookup("kube-version"); {
+	case v == "":
+		return fmt.Sprintf("Kubernetes version %s (default: the plugin's Kubernetes libraries)", helm.DefaultKubeVersion())
+	case f != nil && f.Changed:
+		return fmt.Sprintf("Kubernetes version %s (--kube-version)", v)
+	case f != nil:
+		return fmt.Sprintf("Kubernetes version %s (default: the plugin's Kubernetes libraries; set --kube-version to the target cluster's)", v)
+	default:
+		return fmt.Sprintf("Kubernetes version %s (KUBE_VERSION)", v)
+	}
 }
 
 // parseParams reads --param name=value flags; a later one wins.

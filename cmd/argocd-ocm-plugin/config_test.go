@@ -10,6 +10,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 )
 
 // configRepo writes the configuration example components (package config's
@@ -70,6 +71,15 @@ func TestRenderExplain(t *testing.T) {
 	}
 	if strings.Contains(out, "apiVersion:") {
 		t.Errorf("explain printed manifests:\n%s", out)
+	}
+	if want := "Kubernetes version " + helm.DefaultKubeVersion() + " (default: the plugin's Kubernetes libraries"; !strings.Contains(out, want) || strings.Contains(out, "v1.20.0") {
+		t.Errorf("explain lacks %q:\n%s", want, out)
+	}
+	stdout.Reset()
+	if code := run([]string{"render", "--explain", "--repository", repo, "--component", examples.Shop, "--version", "1.0.0",
+		"--param", "database={secretName: shop-db, key: password}", "--kube-version", "1.31.2"}, &stdout, &stderr, env(nil)); code != 0 ||
+		!strings.Contains(stdout.String(), "Kubernetes version 1.31.2 (--kube-version)") {
+		t.Errorf("exit %d, explain with --kube-version:\n%s", code, stdout.String())
 	}
 }
 

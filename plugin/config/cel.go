@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -343,6 +344,9 @@ func (e *Evaluator) program(where, expr string) (cel.Program, error) {
 			for _, x := range errs {
 				msgs = append(msgs, x.Message)
 			}
+			if hint := undeclaredHint(env, msgs); hint != "" {
+				msgs = append(msgs, hint)
+			}
 			return nil, fail(first.Location.Column()+1, errdef.ErrInvalidInput, "%s", strings.Join(msgs, "; "))
 		}
 		return nil, fail(0, errdef.ErrInvalidInput, "%v", iss.Err())
@@ -350,11 +354,7 @@ func (e *Evaluator) program(where, expr string) (cel.Program, error) {
 	if err := e.checkNames(ast); err != nil {
 		return nil, &ExprError{Where: where, Expr: expr, Column: err.col, Msg: err.msg, Err: errdef.ErrInvalidInput}
 	}
-	costLimit := e.CostLimit
-	if costLimit == 0 {
-		costLimit = DefaultCostLimit
-	}
-	prg, err = env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize))
+	prg, err = env.Program(ast, cel.CostLimit(e.costLimit()), cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
 		return nil, fail(0, errdef.ErrInvalidInput, "%v", err)
 	}
@@ -365,6 +365,13 @@ func (e *Evaluator) program(where, expr string) (cel.Program, error) {
 	e.programs[expr] = prg
 	e.mu.Unlock()
 	return prg, nil
+}
+
+func (e *Evaluator) costLimit() uint64 {
+	if e.CostLimit == 0 {
+		return DefaultCostLimit
+	}
+	return e.CostLimit
 }
 
 type nameError struct {
@@ -430,11 +437,18 @@ func (e *Evaluator) eval(ctx context.Context, where, expr string, vars map[strin
 			xe.Msg, xe.Err = "evaluation interrupted: "+ctx.Err().Error(), ctx.Err()
 		case strings.Contains(err.Error(), "cost limit exceeded"):
 			xe.Msg, xe.Err = "the expression does too much work: "+err.Error(), errdef.ErrLimitExceeded
+		case usesEmptyValues(expr, vars, err):
+			xe.Msg += "; " + VarValues + " (the rendered values) is available only in patches, not in definition values, config or localisation rules"
 		}
 		var ce *types.Err
 		if errors.As(err, &ce) && ce.NodeID() != 0 {
 			if ast, iss := mustEnv().Compile(expr); iss == nil || iss.Err() == nil {
 				xe.Column = ast.NativeRep().SourceInfo().GetStartLocation(ce.NodeID()).Column() + 1
+				if xe.Err == errdef.ErrInvalidInput && strings.Contains(err.Error(), "no such overload") {
+					if operands := overloadOperands(ctx, ast, ce.NodeID(), vars, e.costLimit(), timeout); operands != "" {
+						xe.Msg += ": " + operands
+					}
+				}
 			}
 		}
 		return nil, xe
@@ -450,6 +464,128 @@ func (e *Evaluator) eval(ctx context.Context, where, expr string, vars map[strin
 	e.evals = append(e.evals, Evaluation{Where: where, Expr: expr, Result: v})
 	e.mu.Unlock()
 	return v, nil
+}
+
+var valuesIdent = regexp.MustCompile(`(^|[^.\w])values\b`)
+
+// usesEmptyValues reports a lookup failing in an expression that reads
+// values where values is empty: outside patches.
+func usesEmptyValues(expr string, vars map[string]any, err error) bool {
+	msg := err.Error()
+	if !strings.Contains(msg, "no such key") && !strings.Contains(msg, "no such attribute") {
+		return false
+	}
+	m, _ := vars[VarValues].(map[string]any)
+	return len(m) == 0 && valuesIdent.MatchString(expr)
+}
+
+// overloadOperands names the function a "no such overload" error is about
+// and the types of its operands ("_+_ applied to (int, string)"). It runs
+// the expression again, on this error path only, tracking the value of every
+// subexpression, within the same cost limit and timeout.
+func overloadOperands(ctx context.Context, ast *cel.Ast, id int64, vars map[string]any, costLimit uint64, timeout time.Duration) string {
+	native := ast.NativeRep()
+	var call celast.CallExpr
+	for _, n := range celast.MatchDescendants(celast.NavigateAST(native), celast.KindMatcher(celast.CallKind)) {
+		if n.ID() == id {
+			call = n.AsCall()
+			break
+		}
+	}
+	if call == nil {
+		return ""
+	}
+	operands := call.Args()
+	if call.IsMemberFunction() {
+		operands = append([]celast.Expr{call.Target()}, operands...)
+	}
+	prg, err := mustEnv().Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptTrackState))
+	if err != nil {
+		return ""
+	}
+	ectx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, det, _ := prg.ContextEval(ectx, vars)
+	if det == nil || det.State() == nil {
+		return ""
+	}
+	names := make([]string, 0, len(operands))
+	for _, o := range operands {
+		v, ok := det.State().Value(o.ID())
+		if !ok || v == nil {
+			return ""
+		}
+		names = append(names, v.Type().TypeName())
+	}
+	fn := strings.TrimSuffix(strings.TrimPrefix(call.FunctionName(), "_"), "_")
+	return fmt.Sprintf("%s applied to (%s)", fn, strings.Join(names, ", "))
+}
+
+// undeclaredHint answers "undeclared reference to 'X'" with the functions
+// and variables of the environment closest to X (CEL reports a misspelt
+// "imgae.tag" as two names, so the dotted join is compared too).
+func undeclaredHint(env *cel.Env, msgs []string) string {
+	const prefix = "undeclared reference to '"
+	var names []string
+	for _, m := range msgs {
+		if i := strings.Index(m, prefix); i >= 0 {
+			if n, _, ok := strings.Cut(m[i+len(prefix):], "'"); ok && len(n) <= 64 && len(names) < 8 {
+				names = append(names, n)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	if len(names) > 1 {
+		names = append(names, strings.Join(names, "."))
+	}
+	known := []string{VarParameters, VarComponent, VarResources, VarReferences, VarApp, VarCluster, VarValues}
+	for f := range env.Functions() {
+		if !strings.HasPrefix(f, "_") && !strings.Contains(f, "@") {
+			known = append(known, f)
+		}
+	}
+	var close []string
+	for _, k := range known {
+		for _, n := range names {
+			limit := 1
+			if len(n) >= 4 {
+				limit = max(2, len(n)/4)
+			}
+			if d := editDistance(strings.ToLower(n), strings.ToLower(k)); d <= limit {
+				close = append(close, k)
+				break
+			}
+		}
+	}
+	sort.Strings(close)
+	if len(close) > 0 {
+		return "did you mean " + strings.Join(close, ", ") + "?"
+	}
+	return "the plugin's functions: image.parse, image.registry, image.repository, image.name, image.tag, image.digest, toOCI; " +
+		"and CEL's standard library with the strings, lists, math and encoders extensions (docs/deployment-definition.md)"
+}
+
+// editDistance is the Levenshtein distance of two short names.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func mustEnv() *cel.Env {

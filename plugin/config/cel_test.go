@@ -84,6 +84,15 @@ func TestImageFunctions(t *testing.T) {
 		{`${image.parse("localhost:5000/b").registry}`, "localhost:5000"},
 		{`${image.parse("nginx:1.27").name}`, "docker.io/library/nginx"},
 		{`${image.parse("http://127.0.0.1:5078/ocm/x/y:0.1.0").name}`, "127.0.0.1:5078/ocm/x/y"},
+		// toOCI() as OCM's controller CEL library: reference is the version
+		// part; an access works as well as its reference.
+		{"${resources.image.access.imageReference.toOCI().reference}", "6.7.0"},
+		{`${resources["api-image"].access.imageReference.toOCI().reference}`, digest},
+		{`${"ghcr.io/a/b:1.0@` + digest + `".toOCI().reference}`, "1.0@" + digest},
+		{`${toOCI("ghcr.io/a/b:1.0").host}`, "ghcr.io"},
+		{"${resources.image.access.toOCI().repository}", "mirror/stefanprodan/podinfo"},
+		{"${toOCI(resources.image.access).tag}", "6.7.0"},
+		{`${toOCI({"type": "localBlob/v1", "localReference": "sha256:x", "globalAccess": {"type": "ociArtifact", "imageReference": "ghcr.io/a/b:2"}}).registry}`, "ghcr.io"},
 	} {
 		got, err := e.Template(context.Background(), "def.yaml: here", tc.in, celVars())
 		if err != nil {
@@ -110,8 +119,15 @@ func TestTemplateErrors(t *testing.T) {
 		{"unknown resource", "${resources.imag.version}", errdef.ErrInvalidInput, []string{`unknown resource "imag"`, "known: image"}},
 		{"unknown field at runtime", "${parameters.name.first}", errdef.ErrInvalidInput, []string{"${parameters.name.first}"}},
 		{"missing key at runtime", "${component.labels.missing}", errdef.ErrInvalidInput, []string{"${component.labels.missing}", "no such key", "column"}},
-		{"wrong type", "${parameters.replicas + 'x'}", errdef.ErrInvalidInput, []string{"${parameters.replicas + 'x'}", "no such overload"}},
+		{"wrong type", "${parameters.replicas + 'x'}", errdef.ErrInvalidInput, []string{"${parameters.replicas + 'x'}", "no such overload", "+ applied to (int, string)"}},
+		{"wrong member type", "${parameters.replicas.startsWith('x')}", errdef.ErrInvalidInput, []string{"no such overload", "startsWith applied to (int, string)"}},
 		{"invalid image", "${image.tag('Not A Ref')}", errdef.ErrInvalidInput, []string{"Not A Ref", "image reference"}},
+		{"toOCI of an access without a reference", `${toOCI({"type": "localBlob", "localReference": "sha256:x"}).host}`, errdef.ErrInvalidInput, []string{"toOCI", "no imageReference"}},
+		{"toOCI of a number", "${toOCI(1).host}", errdef.ErrInvalidInput, []string{"toOCI", "got int"}},
+		{"misspelt function", "${imgae.tag(resources.image.access.imageReference)}", errdef.ErrInvalidInput, []string{"undeclared reference to 'imgae'", "did you mean image.tag?"}},
+		{"misspelt member function", "${resources.image.access.imageReference.toOIC().host}", errdef.ErrInvalidInput, []string{"did you mean toOCI?"}},
+		{"unknown function", "${frobnicate(1)}", errdef.ErrInvalidInput, []string{"the plugin's functions: image.parse", "toOCI", "strings, lists, math and encoders"}},
+		{"values outside patches", "${values.replicaCount}", errdef.ErrInvalidInput, []string{"no such", "values (the rendered values) is available only in patches"}},
 		{"null inside a string", "x-${null}", errdef.ErrInvalidInput, []string{"null inside a string"}},
 		{"bytes result", "${b'abc'}", errdef.ErrInvalidInput, []string{"bytes"}},
 		{"unterminated", "a ${parameters.replicas", errdef.ErrInvalidInput, []string{"unterminated"}},

@@ -256,19 +256,29 @@ func TestCMPParametersAnnouncement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Dynamic announcements come first, then plugin.yaml's static ones; the
-	// UI uses the first announcement of a name.
+	// cmp-server appends plugin.yaml's static list to the dynamic one and
+	// the UI keys its rows by name (the first announcement wins): plugin.yaml
+	// has no static list, so every parameter comes exactly once, from the
+	// dynamic command, with its component defaults.
+	if n := len(pluginCfg.Spec.Parameters.Static); n != 0 {
+		t.Errorf("plugin.yaml announces %d parameters statically: cmp-server would announce them twice", n)
+	}
 	first := map[string]*repoclient.ParameterAnnouncement{}
 	var order []string
 	for _, a := range got {
-		if _, ok := first[a.Name]; !ok {
-			first[a.Name] = a
-			order = append(order, a.Name)
+		if _, ok := first[a.Name]; ok {
+			t.Errorf("parameter %q is announced twice", a.Name)
+			continue
+		}
+		first[a.Name] = a
+		order = append(order, a.Name)
+		if a.Title == "" || a.Tooltip == "" {
+			t.Errorf("parameter %q: title %q, tooltip %q", a.Name, a.Title, a.Tooltip)
 		}
 	}
-	for _, s := range pluginCfg.Spec.Parameters.Static {
-		if _, ok := first[s.Name]; !ok {
-			t.Errorf("static parameter %q is not announced dynamically", s.Name)
+	for name := range contractParams {
+		if _, ok := first[name]; !ok {
+			t.Errorf("contract parameter %q is not announced", name)
 		}
 	}
 	want := []string{"repository", "component", "version", "resource", "path", "values", "value-files", "parameters",

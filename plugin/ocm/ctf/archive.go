@@ -55,9 +55,18 @@ func (a *ComponentArchive) LookupComponentVersion(ctx context.Context, component
 	if _, err := a.ListVersions(ctx, component); err != nil {
 		return nil, err
 	}
+	version, pin, err := ocm.SplitPinnedVersion(component, version)
+	if err != nil {
+		return nil, err
+	}
 	if version != a.desc.Version {
 		return nil, fmt.Errorf("version %s of component %s %w in component archive %s (available: %s)",
 			version, component, errdef.ErrNotFound, a.path, a.desc.Version)
+	}
+	if pin != "" {
+		// A component archive names its descriptor by no digest: a pin
+		// cannot hold, and is never silently ignored.
+		return nil, ocm.PinMismatch(component, version, pin, a.DescriptorDigest())
 	}
 	return a, nil
 }

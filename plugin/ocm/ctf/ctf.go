@@ -193,8 +193,15 @@ func (r *Repository) ListVersions(_ context.Context, component string) ([]string
 	return out, nil
 }
 
-// LookupComponentVersion implements ocm.Repository.
+// LookupComponentVersion implements ocm.Repository. version may be pinned,
+// "<version>@sha256:…": the digest must be the version's manifest digest (the
+// index entry's, or the manifest's it resolves to), else an error wrapping
+// errdef.ErrDigestMismatch.
 func (r *Repository) LookupComponentVersion(ctx context.Context, component, version string) (ocm.ComponentVersion, error) {
+	version, pin, err := ocm.SplitPinnedVersion(component, version)
+	if err != nil {
+		return nil, err
+	}
 	repo, tag := ocm.DescriptorRepository(component), ocm.VersionToTag(version)
 	var entry *IndexArtifact
 	for i, a := range r.index.Artifacts {
@@ -229,6 +236,9 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 	}
 	if d.Name != component || d.Version != version {
 		return nil, fmt.Errorf("%w: %s:%s holds the descriptor of %s:%s", errdef.ErrInvalidDescriptor, repo, tag, d.Name, d.Version)
+	}
+	if pin != "" && pin != dg.String() && pin != mdesc.Digest.String() {
+		return nil, ocm.PinMismatch(component, version, pin, mdesc.Digest.String())
 	}
 	return &componentVersion{repo: r, manifest: m, digest: mdesc.Digest.String(), desc: d}, nil
 }

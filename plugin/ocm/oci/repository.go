@@ -11,8 +11,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry/remote"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
@@ -207,18 +207,12 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 	if err != nil {
 		return nil, err
 	}
-	version, pin, _ := strings.Cut(version, "@")
-	if version == "" {
-		return nil, fmt.Errorf("%w: empty version of component %s", errdef.ErrInvalidInput, component)
+	version, pin, err := ocm.SplitPinnedVersion(component, version)
+	if err != nil {
+		return nil, err
 	}
 	ref.Tag = ocm.VersionToTag(version)
-	if pin != "" {
-		d, err := blob.Normalize(pin)
-		if err != nil {
-			return nil, fmt.Errorf("component %s version %s: %w", component, version, err)
-		}
-		ref.Digest = d
-	}
+	ref.Digest = pin
 	if err := (registry.Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: ref.Tag}).Validate(); err != nil {
 		return nil, fmt.Errorf("%w: version %s of component %s cannot be an OCI tag", errdef.ErrInvalidInput, registry.Quote(version), registry.Quote(component))
 	}
@@ -231,6 +225,9 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 	mdesc, err := r.c.manifestDesc(ctx, ref, repo)
 	if err != nil {
 		if errors.Is(err, errdef.ErrNotFound) {
+			if pin != "" {
+				return nil, r.pinMismatch(ctx, ref, repo, component, version, err)
+			}
 			return nil, r.notFound(ctx, component, version, err)
 		}
 		return nil, err
@@ -245,9 +242,31 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
 	if d.Name != component || d.Version != version {
+		if pin != "" {
+			return nil, r.pinMismatch(ctx, ref, repo, component, version, nil)
+		}
 		return nil, fmt.Errorf("%w: %s holds the descriptor of %s:%s", errdef.ErrInvalidDescriptor, ref, d.Name, d.Version)
 	}
 	return &componentVersion{repo: r, f: f, manifest: m, digest: used.Digest.String(), desc: d}, nil
+}
+
+// pinMismatch explains a pinned digest that does not name the version: it
+// resolves the version's tag (one request, on this error path only) to say
+// which digest the version has; a missing tag is the not-found error.
+func (r *Repository) pinMismatch(ctx context.Context, ref registry.Reference, repo *remote.Repository, component, version string, cause error) error {
+	byTag := ref
+	byTag.Digest = ""
+	mdesc, err := r.c.manifestDesc(ctx, byTag, repo)
+	if err != nil {
+		if errors.Is(err, errdef.ErrNotFound) {
+			if cause == nil {
+				cause = err
+			}
+			return r.notFound(ctx, component, version, cause)
+		}
+		return err
+	}
+	return ocm.PinMismatch(component, version, ref.Digest, mdesc.Digest.String())
 }
 
 // notFound explains a missing version with the versions that exist.

@@ -22,7 +22,8 @@ import (
 type Options struct {
 	ReleaseName string // default "release-name", as helm template
 	Namespace   string // default "default"
-	// KubeVersion of the target cluster ("1.31.0", "v1.31.0+k3s1"); default Helm's.
+	// KubeVersion of the target cluster ("1.31.0", "v1.31.0+k3s1"); default
+	// DefaultKubeVersion (the linked Kubernetes libraries', as a helm release).
 	KubeVersion string
 	// APIVersions available in the target cluster, added to Helm's defaults
 	// ("group/version" or "group/version/Kind").
@@ -152,13 +153,14 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	install.SkipCRDs = opts.SkipCRDs
 	install.SkipSchemaValidation = opts.SkipSchemaValidation
 	install.APIVersions = chartutil.VersionSet(opts.APIVersions)
-	if opts.KubeVersion != "" {
-		kv, err := chartutil.ParseKubeVersion(opts.KubeVersion)
-		if err != nil {
-			return nil, fmt.Errorf("%w: kube version %q: %v", errdef.ErrInvalidInput, opts.KubeVersion, err)
-		}
-		install.KubeVersion = kv
+	if opts.KubeVersion == "" {
+		opts.KubeVersion = DefaultKubeVersion()
 	}
+	kv, err := chartutil.ParseKubeVersion(opts.KubeVersion)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kube version %q: %v", errdef.ErrInvalidInput, opts.KubeVersion, err)
+	}
+	install.KubeVersion = kv
 	if err := checkDependencies(c); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
@@ -162,5 +163,27 @@ func TestMissingDependencyIsRefused(t *testing.T) {
 	_, err = helm.Render(context.Background(), chart, helm.Options{})
 	if !errors.Is(err, errdef.ErrRender) || !strings.Contains(err.Error(), "dependencies are not packaged") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// Without a KubeVersion a chart requiring a recent Kubernetes renders, as
+// with a released helm binary (Helm's library default, v1.20.0, refuses it).
+func TestDefaultKubeVersionSatisfiesRecentCharts(t *testing.T) {
+	c := &chart.Chart{
+		Metadata: &chart.Metadata{APIVersion: "v2", Name: "recent", Version: "0.1.0", KubeVersion: ">=1.25.0-0"},
+		Templates: []*chart.File{{Name: "templates/cm.yaml", Data: []byte(
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kube\ndata:\n  version: {{ .Capabilities.KubeVersion.Version | quote }}\n")}},
+	}
+	objs, err := helm.RenderChart(context.Background(), c, helm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := find(objs, "ConfigMap")["data"].(map[string]any)["version"]
+	if got != helm.DefaultKubeVersion() || got == "v1.20.0" {
+		t.Errorf("Capabilities.KubeVersion = %v, want %s (not Helm's v1.20.0)", got, helm.DefaultKubeVersion())
+	}
+	// An explicit older version still refuses the chart.
+	if _, err := helm.RenderChart(context.Background(), c, helm.Options{KubeVersion: "1.24.0"}); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
+		t.Errorf("kube version 1.24.0: want the chart's kubeVersion error, got %v", err)
 	}
 }
