@@ -85,43 +85,6 @@ func generateEnv(project, repository string) []string {
 	return e
 }
 
-// acceptCounter listens on the loopback and counts accepted connections;
-// "banner" answers like an SSH server, "tls" like a TLS server.
-func acceptCounter(t *testing.T, mode string) (string, *atomic.Int32) {
-	t.Helper()
-	var n atomic.Int32
-	if mode == "tls" {
-		srv := httptest.NewUnstartedServer(http.NotFoundHandler())
-		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				n.Add(1)
-			}
-		}
-		srv.StartTLS()
-		t.Cleanup(srv.Close)
-		return strings.TrimPrefix(srv.URL, "https://"), &n
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			if mode == "banner" {
-				io.WriteString(c, "SSH-2.0-OpenSSH_9.6\r\n")
-			}
-			c.Close()
-		}
-	}()
-	return l.Addr().String(), &n
-}
-
 // TestGeneratePolicyPerProject: one policy, three projects, through the
 // real generate command. A refused repository is refused before any
 // connection, with one error text whatever listens at the target.
@@ -144,8 +107,8 @@ func TestGeneratePolicyPerProject(t *testing.T) {
 	}))
 	reg.Push(t, "ocm", comps...)
 	reg.Reset()
-	banner, bannerN := acceptCounter(t, "banner")
-	tlsHost, tlsN := acceptCounter(t, "tls")
+	banner, bannerN := registrytest.CountingListener(t, "banner")
+	tlsHost, tlsN := registrytest.CountingListener(t, "tls")
 	closedL, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := closedL.Addr().String()
 	closedL.Close()

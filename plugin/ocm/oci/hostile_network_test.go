@@ -355,33 +355,6 @@ func TestPlainHTTPWithoutAllowance(t *testing.T) {
 	})
 }
 
-// countingListener accepts connections and counts them; with tls it
-// answers TLS, with banner it writes a banner (an SSH server).
-func countingListener(t *testing.T, mode string) (string, *atomic.Int32) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int32
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			switch mode {
-			case "banner":
-				io.WriteString(conn, "SSH-2.0-OpenSSH_9.6 secret-banner\r\n")
-			}
-			conn.Close()
-		}
-	}()
-	return l.Addr().String(), &n
-}
-
 // TestPolicyRefusesBeforeAnyConnection: a repository the policy forbids
 // gets the same error for an open port with a banner, a closed port, a TLS
 // port and a real registry, and no connection is made to any of them. The
@@ -393,8 +366,8 @@ func TestPolicyRefusesBeforeAnyConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	rule := p.Rule("team-x")
-	banner, bannerN := countingListener(t, "banner")
-	tlsAddr, tlsN := countingListener(t, "tls")
+	banner, bannerN := registrytest.CountingListener(t, "banner")
+	tlsAddr, tlsN := registrytest.CountingListener(t, "tls")
 	closedL, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := closedL.Addr().String()
 	closedL.Close()
@@ -510,7 +483,7 @@ rules:
 // reads from content.
 func TestPolicyChecksChartURLsOfAnIndex(t *testing.T) {
 	ctx := context.Background()
-	internal, internalN := countingListener(t, "banner")
+	internal, internalN := registrytest.CountingListener(t, "banner")
 	index := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "apiVersion: v1\nentries:\n  c:\n  - version: 1.0.0\n    urls: [http://%s/c-1.0.0.tgz]\n", internal)
 	}))

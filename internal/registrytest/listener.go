@@ -1,0 +1,50 @@
+package registrytest
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// CountingListener listens on the loopback and counts the connections it
+// accepts, for tests that assert no connection was made. mode "banner"
+// answers like an SSH server (a banner, then close), "tls" is a real TLS
+// server, anything else closes at once. It returns host:port and the count.
+func CountingListener(t testing.TB, mode string) (string, *atomic.Int32) {
+	t.Helper()
+	var n atomic.Int32
+	if mode == "tls" {
+		srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				n.Add(1)
+			}
+		}
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		return strings.TrimPrefix(srv.URL, "https://"), &n
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			if mode == "banner" {
+				io.WriteString(c, "SSH-2.0-OpenSSH_9.6 secret-banner\r\n")
+			}
+			c.Close()
+		}
+	}()
+	return l.Addr().String(), &n
+}
