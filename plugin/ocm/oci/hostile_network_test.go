@@ -29,6 +29,24 @@ import (
 )
 
 // authSeen records every Authorization header a server receives.
+// recordingRegistry is a registry with basic auth (user ocm, password
+// secret) holding d's component at 1.0.0, that records the Authorization of
+// every GET.
+func recordingRegistry(t *testing.T, d testData) (*registrytest.Registry, *authSeen) {
+	t.Helper()
+	seen := &authSeen{}
+	reg := registrytest.Start(t, registrytest.WithBasicAuth("ocm", secret), registrytest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				seen.record(r)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	reg.Push(t, "ocm", component(d, "1.0.0"))
+	return reg, seen
+}
+
 type authSeen struct {
 	mu   sync.Mutex
 	seen []string
@@ -288,16 +306,7 @@ func readBlobMaybe(b ocm.Blob, err error) error {
 func TestPlainHTTPWithoutAllowance(t *testing.T) {
 	ctx := context.Background()
 	d := makeData(t)
-	seen := &authSeen{}
-	reg := registrytest.Start(t, registrytest.WithBasicAuth("ocm", secret), registrytest.WithMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet {
-				seen.record(r)
-			}
-			next.ServeHTTP(w, r)
-		})
-	}))
-	reg.Push(t, "ocm", component(d, "1.0.0"))
+	reg, seen := recordingRegistry(t, d)
 	envHost := func(k string) (string, bool) {
 		switch k {
 		case registry.EnvPrefix + registry.EnvName(reg.Host) + "_USERNAME":
@@ -515,16 +524,7 @@ func TestPolicyChecksChartURLsOfAnIndex(t *testing.T) {
 func TestCredentialFoldingAgainstARegistry(t *testing.T) {
 	ctx := context.Background()
 	d := makeData(t)
-	seen := &authSeen{}
-	reg := registrytest.Start(t, registrytest.WithBasicAuth("ocm", secret), registrytest.WithMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet {
-				seen.record(r)
-			}
-			next.ServeHTTP(w, r)
-		})
-	}))
-	reg.Push(t, "ocm", component(d, "1.0.0"))
+	reg, seen := recordingRegistry(t, d)
 	_, port, _ := net.SplitHostPort(reg.Host)
 	dial := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, reg.Host)
