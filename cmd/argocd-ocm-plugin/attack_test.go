@@ -18,36 +18,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
 
-// Hostile charts of issue 15.
-var hostileCharts = map[string]string{
-	// tpl recursion: grows without end (2.7 GiB before the issue).
-	"tpl": `{{ tpl .Values.a . }}`,
-	// printf doubling.
-	"double": `{{- $s := "0123456789abcdef" }}{{- range until 40 }}{{ $s = printf "%s%s" $s $s }}{{ end }}{{ len $s }}`,
-	// a loop that takes CPU, not memory: only the deadline stops it.
-	"slow": `{{- range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}`,
-}
-
+// hostileCTF writes examples.HostileComponents as the CTF dir/hostile.
 func hostileCTF(t *testing.T, dir string) {
 	t.Helper()
-	var comps []*ocmbuild.Component
-	for name, body := range hostileCharts {
-		tgz, err := ocmbuild.PackageChart(map[string][]byte{
-			"Chart.yaml":          []byte("apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n"),
-			"values.yaml":         []byte("a: '{{ tpl .Values.a . }}'\n"),
-			"templates/cm.yaml":   []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  v: \"" + body + "\"\n"),
-			"templates/NOTES.txt": []byte("hostile\n"),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		comps = append(comps, &ocmbuild.Component{Name: "example.com/hostile/" + name, Version: "1.0.0", Resources: []ocmbuild.Resource{
-			{Name: "chart", Type: "helmChart", MediaType: ocmbuild.MediaTypeHelmChart, Data: tgz}}})
+	comps, err := examples.HostileComponents()
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := ocmbuild.WriteCTF(filepath.Join(dir, "hostile"), comps...); err != nil {
 		t.Fatal(err)
@@ -191,7 +173,7 @@ func TestAttackUnderLoad(t *testing.T) {
 			"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"}
 	}
 	hostile := map[string]map[string]string{}
-	for name := range hostileCharts {
+	for name := range examples.HostileCharts {
 		hostile[name] = map[string]string{"ARGOCD_APP_NAME": "evil-" + name, "ARGOCD_ENV_REPOSITORY": "hostile",
 			"ARGOCD_ENV_COMPONENT": "example.com/hostile/" + name, "ARGOCD_ENV_VERSION": "1.0.0"}
 	}

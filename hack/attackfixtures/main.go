@@ -1,8 +1,8 @@
 // Command attackfixtures writes the Application directory hack/attack-figures.py
 // measures: the demo CTF (ctf/), a CTF of hostile charts (hostile/: tpl
 // recursion, printf doubling, a CPU loop) and a deployment definition that
-// is a YAML alias bomb (bomb.yaml). The charts are those of
-// cmd/argocd-ocm-plugin/attack_test.go.
+// is a YAML alias bomb (bomb.yaml). The charts are
+// examples.HostileComponents, as in cmd/argocd-ocm-plugin/attack_test.go.
 package main
 
 import (
@@ -12,14 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 )
-
-var hostileCharts = map[string]string{
-	"tpl":    `{{ tpl .Values.a . }}`,
-	"double": `{{- $s := "0123456789abcdef" }}{{- range until 40 }}{{ $s = printf "%s%s" $s $s }}{{ end }}{{ len $s }}`,
-	"slow":   `{{- range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}`,
-}
 
 func main() {
 	if len(os.Args) != 2 {
@@ -34,18 +29,9 @@ func main() {
 }
 
 func write(dir string) error {
-	var comps []*ocmbuild.Component
-	for name, body := range hostileCharts {
-		tgz, err := ocmbuild.PackageChart(map[string][]byte{
-			"Chart.yaml":        []byte("apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n"),
-			"values.yaml":       []byte("a: '{{ tpl .Values.a . }}'\n"),
-			"templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  v: \"" + body + "\"\n"),
-		})
-		if err != nil {
-			return err
-		}
-		comps = append(comps, &ocmbuild.Component{Name: "example.com/hostile/" + name, Version: "1.0.0", Resources: []ocmbuild.Resource{
-			{Name: "chart", Type: "helmChart", MediaType: ocmbuild.MediaTypeHelmChart, Data: tgz}}})
+	comps, err := examples.HostileComponents()
+	if err != nil {
+		return err
 	}
 	if err := ocmbuild.WriteCTF(filepath.Join(dir, "hostile"), comps...); err != nil {
 		return err
