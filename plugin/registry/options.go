@@ -49,6 +49,7 @@ type options struct {
 	scopes         []CredentialScope
 	onlyScoped     bool
 	strictPlain    bool
+	mirrors        map[string][]Mirror // by upstream host, see mirror.go
 }
 
 // WithDockerConfig reads credentials from this Docker config file instead of
