@@ -185,6 +185,8 @@ type Shared struct {
 	mu         sync.Mutex
 	transports map[string]http.RoundTripper
 	tokens     map[string]auth.Cache
+
+	mirrorPauses mirrorPauses // see mirror.go
 }
 
 func (s *Shared) transport(key string, create func() http.RoundTripper) http.RoundTripper {

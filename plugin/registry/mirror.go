@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -133,10 +135,17 @@ func ParseMirror(s string) (Mirror, error) {
 type mirrorState struct {
 	http *http.Client // guard, no retries: a failing mirror hands over to the upstream at once
 
-	mu     sync.Mutex
-	env    map[string]envMirrors // upstream host → parsed variables
-	paused map[string]time.Time  // mirror host → not tried until
-	now    func() time.Time
+	mu    sync.Mutex
+	env   map[string]envMirrors // upstream host → parsed variables
+	pause mirrorPauses          // without WithShared
+}
+
+// mirrorPauses are the mirrors that could not be connected to lately, by
+// host: kept in Shared when there is one, so that a long-lived process
+// (the render server) learns it once for all its generations.
+type mirrorPauses struct {
+	mu    sync.Mutex
+	until map[string]time.Time
 }
 
 type envMirrors struct {
@@ -149,7 +158,6 @@ type envMirrors struct {
 // ask for it.
 func (c *Client) initMirrors(base http.RoundTripper) {
 	c.mirrors.http = newHTTPClient(&guard{base: base, c: c})
-	c.mirrors.now = time.Now
 	for _, ms := range c.o.mirrors {
 		for _, m := range ms {
 			if m.PlainHTTP {
@@ -420,7 +428,7 @@ func (mc *mirrorClient) try(req *http.Request, ep mirrorEndpoint, kind, referenc
 		if !errors.Is(err, errdef.ErrInsecure) {
 			mc.c.pauseMirror(ep.ref.Registry)
 		}
-		mc.fellBack(ep, kind, reference, "connection error: "+Sanitize(mc.c.redact(causeOnly(err).Error())))
+		mc.fellBack(ep, kind, reference, connCause(err))
 		return nil, nil, false
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -479,20 +487,49 @@ func (mc *mirrorClient) mismatch(ep mirrorEndpoint, kind string, want digest.Dig
 	}
 }
 
+func (c *Client) pauses() *mirrorPauses {
+	if c.o.shared != nil {
+		return &c.o.shared.mirrorPauses
+	}
+	return &c.mirrors.pause
+}
+
 func (c *Client) mirrorPaused(host string) bool {
-	c.mirrors.mu.Lock()
-	defer c.mirrors.mu.Unlock()
-	until, ok := c.mirrors.paused[host]
-	return ok && c.mirrors.now().Before(until)
+	p := c.pauses()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	until, ok := p.until[host]
+	return ok && time.Now().Before(until)
 }
 
 func (c *Client) pauseMirror(host string) {
-	c.mirrors.mu.Lock()
-	defer c.mirrors.mu.Unlock()
-	if c.mirrors.paused == nil {
-		c.mirrors.paused = map[string]time.Time{}
+	p := c.pauses()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.until == nil {
+		p.until = map[string]time.Time{}
 	}
-	c.mirrors.paused[host] = c.mirrors.now().Add(DefaultMirrorPause)
+	p.until[host] = time.Now().Add(DefaultMirrorPause)
+}
+
+// connCause classifies a failed connection to a mirror for the log without
+// quoting what the other end sent (a banner, an HTML page).
+func connCause(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, errdef.ErrInsecure):
+		return "plain HTTP to the mirror is not allowed"
+	case isTLSError(err):
+		return "TLS verification failed"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timed out"
+	case strings.Contains(err.Error(), "HTTP response to HTTPS client"), strings.Contains(err.Error(), "malformed HTTP"):
+		return "the mirror did not answer as an HTTP registry"
+	default:
+		return "connection failed"
+	}
 }
 
 // verifyingBody hashes a mirror's body and fails its end when the content

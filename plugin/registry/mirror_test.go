@@ -19,7 +19,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
@@ -78,18 +77,15 @@ func sidecar(t testing.TB, upstream *registrytest.Registry, cacheDir string, log
 	return r
 }
 
-// generate reads what a generation reads: the version and both resources.
+// generate reads what a generation reads: the version and every resource
+// that is a local blob.
 func generate(ctx context.Context, r *oci.Repository, version string) (map[string][]byte, error) {
 	cv, err := r.LookupComponentVersion(ctx, mirrorComp, version)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]byte{}
-	for _, name := range []string{"chart", "manifests"} {
-		res, err := cv.Descriptor().Resource(ocm.Identity{"name": name})
-		if err != nil {
-			return nil, err
-		}
+	for _, res := range cv.Descriptor().Resources {
 		b, _, err := r.OpenAccess(ctx, cv, res.Access)
 		if err != nil {
 			return nil, err
@@ -99,7 +95,7 @@ func generate(ctx context.Context, r *oci.Repository, version string) (map[strin
 		if err != nil {
 			return nil, err
 		}
-		out[name] = data
+		out[res.Name] = data
 	}
 	return out, nil
 }
@@ -193,6 +189,7 @@ func TestMirrorFailureFallsBackToUpstream(t *testing.T) {
 	up := registrytest.Start(t)
 	up.Push(t, "ocm", comp)
 	closed, conns := registrytest.CountingListener(t, "close")
+	banner, _ := registrytest.CountingListener(t, "banner")
 	failing := func(status int) *registrytest.Registry {
 		return registrytest.Start(t, registrytest.WithProxy(up.URL, "", ""), registrytest.WithMiddleware(func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -208,7 +205,8 @@ func TestMirrorFailureFallsBackToUpstream(t *testing.T) {
 		name   string
 		mirror registry.Mirror
 	}{
-		{"connection refused", registry.Mirror{Host: closed, PlainHTTP: true}},
+		{"connection closed", registry.Mirror{Host: closed, PlainHTTP: true}},
+		{"ssh banner", registry.Mirror{Host: banner, PlainHTTP: true}},
 		{"404", plainMirror(failing(http.StatusNotFound))},
 		{"503", plainMirror(failing(http.StatusServiceUnavailable))},
 		{"401", plainMirror(failing(http.StatusUnauthorized))},
@@ -225,6 +223,9 @@ func TestMirrorFailureFallsBackToUpstream(t *testing.T) {
 			}
 			if !strings.Contains(logs.String(), "registry mirror failed") || !strings.Contains(logs.String(), c.mirror.Host) {
 				t.Errorf("no warning naming the mirror: %s", logs.String())
+			}
+			if strings.Contains(logs.String(), "SSH") || strings.Contains(logs.String(), "nope") {
+				t.Errorf("the log quotes what the mirror sent: %s", logs.String())
 			}
 		})
 	}
