@@ -81,7 +81,8 @@ func TestMirrorFigures(t *testing.T) {
 	for _, mode := range []string{"direct", "mirror, sequential", "mirror, concurrent"} {
 		up := registrytest.Start(t, registrytest.WithMiddleware(wan(25*time.Millisecond, 50<<20)))
 		up.Push(t, "ocm", comp)
-		mirror := registrytest.Start(t, registrytest.WithProxy(up.URL, "", ""))
+		// A mirror on disk, as a real one is (the in-memory driver copies on append).
+		mirror := registrytest.Start(t, registrytest.WithProxy(up.URL, "", ""), registrytest.WithStorageDir(t.TempDir()))
 		up.Reset()
 		var ro []registry.Option
 		if mode != "direct" {
