@@ -39,9 +39,12 @@ type Mirror struct {
 	// PlainHTTP reaches the mirror without TLS (credentials too: the mirror
 	// is the operator's, as a WithPlainHTTP host).
 	PlainHTTP bool
-	// ResolveTags lets the mirror answer a tag when the upstream cannot be
-	// reached (connection error or 5xx after retries). Tags are always asked
-	// of the upstream first; by default a mirror serves content by digest only.
+	// ResolveTags asks the mirror by tag, so that it learns the tag: its
+	// answer must name the digest the upstream's HEAD named (else it is out
+	// of date and the next source is asked). When the upstream cannot be
+	// reached (connection error or 5xx after retries), such mirrors answer
+	// tags alone. Default: the mirror serves content by digest only, and a
+	// tag the upstream cannot resolve fails.
 	ResolveTags bool
 	// CredentialName names the credential in messages and keys its registry
 	// tokens ("" for the mirror host's default credential).
