@@ -2,6 +2,8 @@ package policy_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -98,5 +100,25 @@ default:
 	}
 	if err := p.Rule("other").AllowRepository("ghcr.io", "acme/a"); !errors.Is(err, errdef.ErrForbidden) {
 		t.Errorf("a mirror widened the default rule: %v", err)
+	}
+}
+
+// The policy of docs/scaling.md parses and matches the schema.
+func TestScalingDocPolicy(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "scaling.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```yaml\napiVersion: argocd-ocm-plugin.io/v1alpha1\n")
+	doc, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/scaling.md has no sidecar policy block")
+	}
+	doc = "apiVersion: argocd-ocm-plugin.io/v1alpha1\n" + doc
+	if _, err := policy.Parse([]byte(doc), "docs/scaling.md"); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, schema(t), []byte(doc)); err != nil {
+		t.Errorf("schema: %v", err)
 	}
 }
