@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -451,7 +452,7 @@ func TestMirrorPathPrefix(t *testing.T) {
 func TestMirrorPolicy(t *testing.T) {
 	comp, d := fleetComponent(t)
 	up := registrytest.Start(t)
-	up.Push(t, "ocm", comp)
+	pushed := up.Push(t, "ocm", comp)
 	var mLog authLog
 	mirror := registrytest.Start(t, registrytest.WithProxy(up.URL, "", ""), registrytest.WithBasicAuth("mirror-user", "mirror-pass-ABC789"), registrytest.WithMiddleware(mLog.middleware))
 	envMirror, envConns := registrytest.CountingListener(t, "close")
@@ -492,6 +493,37 @@ rules:
 		}
 		if n := envConns.Load(); n != 0 {
 			t.Errorf("the environment's mirror was connected to %d times under a policy", n)
+		}
+	})
+	t.Run("warm cache", func(t *testing.T) {
+		// A new process with a warm cache: by tag, the upstream answers the
+		// tag's HEAD and the mirror the manifest; pinned by digest, under a
+		// policy, the cached manifest is confirmed (HEAD by digest) through
+		// the mirror, with its credential, and the upstream sees nothing.
+		dir := t.TempDir()
+		opts := append(pol.Rule("team-a").RegistryOptions(lookup), registry.WithEnv(lookup))
+		mustGenerate(t, sidecar(t, up, dir, nil, opts...), d)
+		up.Reset()
+		mirror.Reset()
+		mustGenerate(t, sidecar(t, up, dir, nil, opts...), d)
+		for _, q := range up.Requests() {
+			if q.Path != "/v2/" && !(q.Method == http.MethodHead && strings.HasSuffix(q.Path, "/manifests/1.0.0")) {
+				t.Errorf("warm generation by tag: upstream request %s (want only the tag's HEAD)", q)
+			}
+		}
+		if total, _ := blobGETs(mirror); total != 0 {
+			t.Errorf("warm generation: %d blob GETs at the mirror", total)
+		}
+		up.Reset()
+		mirror.Reset()
+		if _, err := generate(context.Background(), sidecar(t, up, dir, nil, opts...), "1.0.0@"+pushed[0].ManifestDigest); err != nil {
+			t.Fatal(err)
+		}
+		if n := up.Count(nil); n != 0 {
+			t.Errorf("pinned, warm: %d upstream requests: %v", n, up.Requests())
+		}
+		if n := mirror.Count(func(q registrytest.Request) bool { return q.Method == http.MethodHead && q.Status == http.StatusOK }); n == 0 {
+			t.Errorf("the cached manifest was not confirmed through the mirror: %v", mirror.Requests())
 		}
 	})
 	t.Run("refused upstream", func(t *testing.T) {
@@ -582,5 +614,72 @@ func writeFile(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+const fleetHelperEnv = "ARGOCD_OCM_MIRROR_FLEET_HELPER"
+
+// TestMirrorFleetHelperProcess is one sidecar process of
+// TestMirrorFleetProcesses: the mirror comes from its environment
+// (ARGOCD_OCM_REGISTRY_<HOST>_MIRRORS), as in a sidecar without a policy.
+func TestMirrorFleetHelperProcess(t *testing.T) {
+	if os.Getenv(fleetHelperEnv) == "" {
+		t.Skip("helper process for TestMirrorFleetProcesses")
+	}
+	r, err := oci.New("http://"+os.Getenv("UPSTREAM")+"/ocm", oci.WithCache(cache.Open(os.Getenv("CACHE_DIR"))),
+		oci.WithRegistryOptions(registry.WithoutDockerConfig(), registry.WithPlainHTTP(os.Getenv("UPSTREAM"))))
+	if err == nil {
+		_, err = generate(context.Background(), r, "1.0.0")
+	}
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	fmt.Println("OK")
+	os.Exit(0)
+}
+
+// Sidecar processes, each with its own cache directory and the mirror in its
+// environment, one after another: the upstream serves each blob once.
+func TestMirrorFleetProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	comp, _ := fleetComponent(t)
+	up := registrytest.Start(t)
+	up.Push(t, "ocm", comp)
+	mirror := registrytest.Start(t, registrytest.WithProxy(up.URL, "", ""))
+	up.Reset()
+	const n = 3
+	for i := 0; i < n; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMirrorFleetHelperProcess$")
+		cmd.Env = append(os.Environ(), fleetHelperEnv+"=1", "UPSTREAM="+up.Host, "CACHE_DIR="+t.TempDir(),
+			registry.EnvPrefix+registry.EnvName(up.Host)+registry.EnvMirrorsSuffix+"=http://"+mirror.Host)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "OK") {
+			t.Fatalf("process %d: %v: %s", i, err, out)
+		}
+	}
+	total, per := blobGETs(up)
+	mtotal, _ := blobGETs(mirror)
+	t.Logf("%d processes: upstream served %d blob GETs for %d blobs, the mirror %d", n, total, len(per), mtotal)
+	if total != len(per) || len(per) == 0 || mtotal != n*len(per) {
+		t.Errorf("upstream served %d blob GETs for %d blobs (want one each), mirror %d (want %d)", total, len(per), mtotal, n*len(per))
+	}
+}
+
+// The render server's clients share what they learnt about a mirror that is
+// down (Shared): the next generation does not connect to it again.
+func TestMirrorPauseIsShared(t *testing.T) {
+	comp, d := fleetComponent(t)
+	up := registrytest.Start(t)
+	up.Push(t, "ocm", comp)
+	closed, conns := registrytest.CountingListener(t, "close")
+	var shared registry.Shared
+	for i := 0; i < 3; i++ {
+		mustGenerate(t, sidecar(t, up, t.TempDir(), nil, registry.WithShared(&shared), registry.WithMirrors(up.Host, registry.Mirror{Host: closed, PlainHTTP: true})), d)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("3 generations connected to the down mirror %d times, want 1", n)
 	}
 }
