@@ -291,8 +291,9 @@ type mirrorEndpoint struct {
 
 // mirrorClient implements remote.Client for one upstream repository: reads
 // of a manifest or blob by digest go to the mirrors in order, then to the
-// upstream; tags go to the upstream, then to the mirrors that may resolve
-// tags when the upstream failed. Everything else goes to the upstream.
+// upstream; a tag is resolved by a HEAD at the upstream and its manifest read
+// by digest the same way (see tag). Everything else (tag lists, referrers,
+// ranges) goes to the upstream.
 type mirrorClient struct {
 	c        *Client
 	upstream *auth.Client
