@@ -314,7 +314,7 @@ func (mc *mirrorClient) Do(req *http.Request) (*http.Response, error) {
 		return mc.tag(req, kind, reference)
 	}
 	for _, ep := range mc.mirrors {
-		resp, err, done := mc.try(req, ep, kind, reference, dgst, false)
+		resp, done, err := mc.try(req, ep, kind, reference, dgst, false)
 		if done {
 			return resp, err
 		}
@@ -367,11 +367,11 @@ func (mc *mirrorClient) tag(req *http.Request, kind, tag string) (*http.Response
 		case hresp.StatusCode == http.StatusOK && err == nil && d.Validate() == nil:
 			for _, ep := range mc.mirrors {
 				if ep.m.ResolveTags {
-					if resp, err, done := mc.try(req, ep, kind, tag, d, true); done {
+					if resp, done, err := mc.try(req, ep, kind, tag, d, true); done {
 						return resp, err
 					}
 				}
-				if resp, err, done := mc.try(req, ep, kind, d.String(), d, false); done {
+				if resp, done, err := mc.try(req, ep, kind, d.String(), d, false); done {
 					return resp, err
 				}
 			}
@@ -384,7 +384,7 @@ func (mc *mirrorClient) tag(req *http.Request, kind, tag string) (*http.Response
 		if !ep.m.ResolveTags {
 			continue
 		}
-		resp, err, done := mc.try(req, ep, kind, tag, "", false)
+		resp, done, err := mc.try(req, ep, kind, tag, "", false)
 		if done && err == nil {
 			mc.c.logger.Warn("registry tag resolved by a mirror: the upstream cannot be reached",
 				"upstream", mc.ref.Registry, "repository", mc.ref.Repository, "tag", Cap(tag, 128), "mirror", ep.ref.Registry)
@@ -403,10 +403,10 @@ func (mc *mirrorClient) tag(req *http.Request, kind, tag string) (*http.Response
 // (a tag the upstream could not resolve) takes the digest the mirror names.
 // stale: a mirror naming another digest than want for a tag is out of date,
 // not substituting content; the next source is asked.
-func (mc *mirrorClient) try(req *http.Request, ep mirrorEndpoint, kind, reference string, want digest.Digest, stale bool) (*http.Response, error, bool) {
+func (mc *mirrorClient) try(req *http.Request, ep mirrorEndpoint, kind, reference string, want digest.Digest, stale bool) (*http.Response, bool, error) {
 	ctx := req.Context()
 	if mc.c.mirrorPaused(ep.ref.Registry) {
-		return nil, nil, false
+		return nil, false, nil
 	}
 	scheme := "https"
 	if ep.m.PlainHTTP || mc.c.CredentialsOverPlainHTTP(ep.ref.Registry) { // the operator's, never an http:// an Application wrote
@@ -416,7 +416,7 @@ func (mc *mirrorClient) try(req *http.Request, ep mirrorEndpoint, kind, referenc
 	mctx := auth.AppendRepositoryScope(ctx, ep.ref, auth.ActionPull)
 	mreq, err := http.NewRequestWithContext(mctx, req.Method, u.String(), nil)
 	if err != nil {
-		return nil, nil, false
+		return nil, false, nil
 	}
 	for k, vs := range req.Header {
 		if k == "Authorization" {
@@ -427,19 +427,19 @@ func (mc *mirrorClient) try(req *http.Request, ep mirrorEndpoint, kind, referenc
 	resp, err := ep.client.Do(mreq)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err(), true
+			return nil, true, ctx.Err()
 		}
 		if !errors.Is(err, errdef.ErrInsecure) {
 			mc.c.pauseMirror(ep.ref.Registry)
 		}
 		mc.fellBack(ep, kind, reference, connCause(err))
-		return nil, nil, false
+		return nil, false, nil
 	}
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		resp.Body.Close()
 		mc.fellBack(ep, kind, reference, "HTTP "+strconv.Itoa(resp.StatusCode)+" "+http.StatusText(resp.StatusCode))
-		return nil, nil, false
+		return nil, false, nil
 	}
 	claimed := resp.Header.Get("Docker-Content-Digest")
 	switch {
@@ -448,16 +448,16 @@ func (mc *mirrorClient) try(req *http.Request, ep mirrorEndpoint, kind, referenc
 		if err != nil || d.Validate() != nil {
 			resp.Body.Close()
 			mc.fellBack(ep, kind, reference, "no Docker-Content-Digest for the tag")
-			return nil, nil, false
+			return nil, false, nil
 		}
 		want = d
 	case claimed != "" && claimed != want.String() && stale:
 		resp.Body.Close()
 		mc.fellBack(ep, kind, reference, "the mirror's tag names other content than the upstream's")
-		return nil, nil, false
+		return nil, false, nil
 	case claimed != "" && claimed != want.String():
 		resp.Body.Close()
-		return nil, mc.mismatch(ep, kind, want, "names "+Cap(claimed, 80)), true
+		return nil, true, mc.mismatch(ep, kind, want, "names "+Cap(claimed, 80))
 	}
 	resp.Header.Set("Docker-Content-Digest", want.String())
 	if req.Method == http.MethodGet {
@@ -466,7 +466,7 @@ func (mc *mirrorClient) try(req *http.Request, ep mirrorEndpoint, kind, referenc
 		}}
 	}
 	mc.c.logger.Debug("registry read from mirror", "upstream", mc.ref.Registry, "mirror", ep.ref.Registry, "repository", ep.ref.Repository, "reference", Cap(reference, 128))
-	return resp, nil, true
+	return resp, true, nil
 }
 
 func (mc *mirrorClient) fellBack(ep mirrorEndpoint, kind, reference, cause string) {
