@@ -63,7 +63,8 @@
 // # Mirrors
 //
 // WithMirrors (the sidecar policy's mirrors) or, without a policy,
-// ARGOCD_OCM_REGISTRY_<HOST>_MIRRORS give an upstream host an ordered list of
+// ARGOCD_OCM_REGISTRY_<HOST>_MIRRORS (refused under
+// WithOnlyScopedCredentials) give an upstream host an ordered list of
 // pull-through caches (Mirror: host, path prefix, plain HTTP, its own
 // credential). Manifests and blobs named by digest are read from the first
 // mirror that serves them, hashed as they are read, and refused with

@@ -171,11 +171,19 @@ func (c *Client) initMirrors(base http.RoundTripper) {
 }
 
 // Mirrors returns the ordered mirrors of an upstream host: WithMirrors', else
-// (unless WithOnlyScopedCredentials: the sidecar policy says it) those of
-// ARGOCD_OCM_REGISTRY_<HOST>_MIRRORS. A malformed variable is an error.
+// those of ARGOCD_OCM_REGISTRY_<HOST>_MIRRORS. A malformed variable is an
+// error, and so is the variable under WithOnlyScopedCredentials (the sidecar
+// policy, which names mirrors itself): it would be ignored.
 func (c *Client) Mirrors(upstream string) ([]Mirror, error) {
 	host := CanonicalHost(upstream)
-	if ms, ok := c.o.mirrors[host]; ok || c.o.onlyScoped {
+	if c.o.onlyScoped {
+		name := EnvPrefix + EnvName(host) + EnvMirrorsSuffix
+		if v, ok := c.o.lookupEnv(name); ok && strings.TrimSpace(v) != "" && envOwns(c.o.lookupEnv, host) {
+			return nil, fmt.Errorf("%w: %s is set together with a sidecar policy: name the mirrors in the policy's mirrors instead", errdef.ErrInvalidInput, name)
+		}
+		return c.o.mirrors[host], nil
+	}
+	if ms, ok := c.o.mirrors[host]; ok {
 		return ms, nil
 	}
 	c.mirrors.mu.Lock()

@@ -485,11 +485,20 @@ rules:
 	}
 	env := map[string]string{registry.EnvPrefix + registry.EnvName(up.Host) + registry.EnvMirrorsSuffix: "http://" + envMirror}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	none := func(string) (string, bool) { return "", false }
 	t.Run("allowed", func(t *testing.T) {
 		up.Reset()
-		mustGenerate(t, sidecar(t, up, t.TempDir(), nil, append(pol.Rule("team-a").RegistryOptions(lookup), registry.WithEnv(lookup))...), d)
+		mustGenerate(t, sidecar(t, up, t.TempDir(), nil, append(pol.Rule("team-a").RegistryOptions(none), registry.WithEnv(none))...), d)
 		if total, _ := blobGETs(mirror); total == 0 || !mLog.has("mirror-user") {
 			t.Errorf("the policy's mirror was not used with its credential (%d blob GETs, users %v)", total, mLog.users)
+		}
+	})
+	t.Run("environment mirrors under a policy", func(t *testing.T) {
+		// They would be ignored: refused, as ARGOCD_OCM_PLAIN_HTTP is with
+		// a policy, before any connection.
+		_, err := generate(context.Background(), sidecar(t, up, t.TempDir(), nil, append(pol.Rule("team-a").RegistryOptions(lookup), registry.WithEnv(lookup))...), "1.0.0")
+		if !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), registry.EnvPrefix+registry.EnvName(up.Host)+registry.EnvMirrorsSuffix) || !strings.Contains(err.Error(), "policy") {
+			t.Errorf("environment mirrors under a policy: %v", err)
 		}
 		if n := envConns.Load(); n != 0 {
 			t.Errorf("the environment's mirror was connected to %d times under a policy", n)
@@ -501,7 +510,7 @@ rules:
 		// policy, the cached manifest is confirmed (HEAD by digest) through
 		// the mirror, with its credential, and the upstream sees nothing.
 		dir := t.TempDir()
-		opts := append(pol.Rule("team-a").RegistryOptions(lookup), registry.WithEnv(lookup))
+		opts := append(pol.Rule("team-a").RegistryOptions(none), registry.WithEnv(none))
 		mustGenerate(t, sidecar(t, up, dir, nil, opts...), d)
 		up.Reset()
 		mirror.Reset()
