@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -87,29 +86,6 @@ func (p *Planner) definitionFromResource(ctx context.Context, cv ocm.ComponentVe
 		return nil, fmt.Errorf("deployment definition resource %s: %w", res.Identity(), err)
 	}
 	return Decode("deployment definition resource "+res.Identity().String(), data)
-}
-
-// readResource reads a small document resource (definition, config), verified.
-func (p *Planner) readResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) ([]byte, error) {
-	if p.RequireDigests && (res.Digest == nil || res.Digest.Value == "") {
-		return nil, fmt.Errorf("%w: resource %s has no digest, so no signature covers it", errdef.ErrSignature, res.Identity())
-	}
-	r := p.Access
-	if r == nil {
-		r = &access.Resolver{}
-	}
-	limited := *r
-	if limited.MaxBlobSize <= 0 || limited.MaxBlobSize > MaxDocumentSize {
-		limited.MaxBlobSize = MaxDocumentSize
-	}
-	c, err := limited.Read(ctx, cv, res)
-	if err != nil {
-		return nil, err
-	}
-	if access.IsTarMediaType(c.MediaType) {
-		return nil, fmt.Errorf("%w: media type %s is an archive, want a YAML document", errdef.ErrUnsupportedMediaType, c.MediaType)
-	}
-	return c.Data, nil
 }
 
 // CheckPackage validates a platform package's instance parameters against
