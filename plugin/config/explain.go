@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -20,7 +21,7 @@ type Report struct {
 	Definition         string
 	Parameters         []ParamValue
 	Renders            []RenderReport
-	Expressions        []Evaluation
+	Expressions        []expr.Evaluation
 	Patches            []PatchReport
 	Localized          bool
 	Images             []localize.Change

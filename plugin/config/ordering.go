@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
@@ -73,7 +74,7 @@ func checkWave(v any) error {
 		return err
 	}
 	if s, ok := v.(string); ok {
-		if HasExpression(s) {
+		if expr.HasExpression(s) {
 			return nil
 		}
 		return fmt.Errorf("the string %q: want an integer (3, not \"3\") or ${…}", truncate(s, 40))
@@ -145,7 +146,7 @@ func (d *Definition) validateJobs(fail func(path, format string, args ...any) er
 		if j.Name == "" {
 			return fail(where+".name", "a job needs a name")
 		}
-		if !HasExpression(j.Name) {
+		if !expr.HasExpression(j.Name) {
 			if err := checkDNSLabel(j.Name); err != nil {
 				return fail(where+".name", "%v", err)
 			}
@@ -186,7 +187,7 @@ func (d *Definition) validateJobs(fail func(path, format string, args ...any) er
 		if j.ActiveDeadlineSeconds != nil && *j.ActiveDeadlineSeconds <= 0 {
 			return fail(where+".activeDeadlineSeconds", "%d is not positive", *j.ActiveDeadlineSeconds)
 		}
-		if j.ServiceAccountName != "" && !HasExpression(j.ServiceAccountName) {
+		if j.ServiceAccountName != "" && !expr.HasExpression(j.ServiceAccountName) {
 			if err := checkDNSSubdomain(j.ServiceAccountName); err != nil {
 				return fail(where+".serviceAccountName", "%v", err)
 			}
@@ -197,7 +198,7 @@ func (d *Definition) validateJobs(fail func(path, format string, args ...any) er
 
 // checkOrderingExpressions compiles the expressions of the ordering fields
 // and jobs (see checkExpressions).
-func (d *Definition) checkOrderingExpressions(e *Evaluator) error {
+func (d *Definition) checkOrderingExpressions(e *expr.Evaluator) error {
 	check := func(where, s string) error {
 		if strings.Contains(s, "${") {
 			return e.Check(where, s)
@@ -288,7 +289,7 @@ func (rs *resolver) text(ctx context.Context, where, s string) (string, error) {
 	if str, ok := v.(string); ok {
 		return str, nil
 	}
-	str, err := stringify(v)
+	str, err := expr.Stringify(v)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %s: %v", errdef.ErrInvalidInput, where, s, err)
 	}

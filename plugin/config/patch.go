@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
@@ -44,7 +45,7 @@ func (rs *resolver) definitionPatches(ctx context.Context, rp renderPlan, where 
 	for k, v := range rs.vars {
 		vars[k] = v
 	}
-	vars[VarValues] = final
+	vars[expr.VarValues] = final
 	var out []boundPatch
 	for j, p := range rp.render.Patches {
 		w := fmt.Sprintf("%s.patches[%d]", where, j)

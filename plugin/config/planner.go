@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
@@ -35,7 +36,7 @@ type Planner struct {
 	// output is finished.
 	Explain func(*Report)
 	// CostLimit and ExprTimeout bound each CEL expression (defaults
-	// DefaultCostLimit, DefaultExprTimeout).
+	// expr.DefaultCostLimit, expr.DefaultExprTimeout).
 	CostLimit   uint64
 	ExprTimeout time.Duration
 	// ReadFile, a seam for tests, reads definition and values files by path
@@ -111,7 +112,7 @@ type resolver struct {
 	cv      ocm.ComponentVersion
 	req     pipeline.Request
 	def     *Definition
-	eval    *Evaluator
+	eval    *expr.Evaluator
 	vars    map[string]any
 	configs map[string]*configResource
 	images  map[string]localize.Image
@@ -144,7 +145,7 @@ func (p *Planner) newResolver(ctx context.Context, cv ocm.ComponentVersion, req 
 		if rs.vars, err = baseVars(ctx, cv, req, nil, false); err != nil {
 			return nil, err
 		}
-		rs.eval = &Evaluator{CostLimit: p.CostLimit, Timeout: p.ExprTimeout}
+		rs.eval = &expr.Evaluator{CostLimit: p.CostLimit, Timeout: p.ExprTimeout}
 		return rs, nil
 	}
 	rs.report.Definition = fmt.Sprintf("%s (%s %s)", def.Source, def.Kind, def.Metadata.Name)
@@ -158,19 +159,19 @@ func (p *Planner) newResolver(ctx context.Context, cv ocm.ComponentVersion, req 
 	}
 	rs.report.Parameters = params
 	withRefs := false
-	if b, err := json.Marshal(def.Spec); err == nil && bytes.Contains(b, []byte(VarReferences)) {
+	if b, err := json.Marshal(def.Spec); err == nil && bytes.Contains(b, []byte(expr.VarReferences)) {
 		withRefs = true
 	}
 	if rs.vars, err = baseVars(ctx, cv, req, params, withRefs); err != nil {
 		return nil, err
 	}
-	rs.eval = &Evaluator{CostLimit: p.CostLimit, Timeout: p.ExprTimeout, Params: map[string]bool{},
-		Resources: keySet(rs.vars[VarResources]), References: nil}
+	rs.eval = &expr.Evaluator{CostLimit: p.CostLimit, Timeout: p.ExprTimeout, Params: map[string]bool{},
+		Resources: keySet(rs.vars[expr.VarResources]), References: nil}
 	for _, pv := range params {
 		rs.eval.Params[pv.Name] = true
 	}
 	if withRefs {
-		rs.eval.References = keySet(rs.vars[VarReferences])
+		rs.eval.References = keySet(rs.vars[expr.VarReferences])
 	}
 	return rs, nil
 }
@@ -602,7 +603,7 @@ func (rs *resolver) definitionLayer(ctx context.Context, rp renderPlan, where st
 		v.Merge(em, func(p fieldpath.Path, value any) Origin {
 			o := Origin{Layer: LayerDefinition, Source: relWhere + "." + p.String(), Value: value}
 			if s, ok := fieldpath.Get(raw, p); ok {
-				if str, ok := s.(string); ok && HasExpression(str) {
+				if str, ok := s.(string); ok && expr.HasExpression(str) {
 					o.Expr = str
 				}
 			}
