@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"

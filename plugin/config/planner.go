@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
