@@ -2,8 +2,13 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -29,6 +34,36 @@ func (ps patchSet) Finish(_ context.Context, objs []manifests.Object) ([]manifes
 		ps.report.addPatch(bp, objects)
 	}
 	return objs, nil
+}
+
+// apply sets the patch in every object a target matches; a patch that
+// matches nothing is an error (a typo would otherwise go unnoticed).
+func (bp boundPatch) apply(objs []manifests.Object) ([]string, error) {
+	var hit []string
+	for _, o := range objs {
+		match := false
+		for _, t := range bp.targets {
+			if hooks.Selector(t).Matches(o) {
+				match = true
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		if err := fieldpath.Set(o, bp.path, deepCopyValue(bp.value)); err != nil {
+			return nil, fmt.Errorf("%w: %s: %s: %v", errdef.ErrInvalidInput, bp.source, localize.Describe(o), err)
+		}
+		hit = append(hit, localize.Describe(o))
+	}
+	if len(hit) == 0 {
+		ts := make([]string, len(bp.targets))
+		for i, t := range bp.targets {
+			ts[i] = t.String()
+		}
+		return nil, fmt.Errorf("%w: %s: no rendered object matches %s (render %s)", errdef.ErrNotFound, bp.source, strings.Join(ts, " or "), bp.render)
+	}
+	return hit, nil
 }
 
 // localization is automatic localisation of the whole output.

@@ -9,6 +9,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -148,73 +149,5 @@ func (f *fileTargets) targets(src, file string) ([]Target, error) {
 	return ts, nil
 }
 
-func (t Target) String() string {
-	s := t.Kind
-	if t.APIVersion != "" {
-		s = t.APIVersion + " " + s
-	}
-	if t.Name != "" {
-		n := t.Name
-		if t.Namespace != "" {
-			n = t.Namespace + "/" + n
-		}
-		s += " " + n
-	} else if t.Namespace != "" {
-		s += " in namespace " + t.Namespace
-	}
-	return s
-}
-
-func (t Target) matches(o manifests.Object) bool {
-	kind, _ := o["kind"].(string)
-	if kind != t.Kind {
-		return false
-	}
-	if t.APIVersion != "" {
-		if av, _ := o["apiVersion"].(string); av != t.APIVersion {
-			return false
-		}
-	}
-	md, _ := o["metadata"].(map[string]any)
-	if t.Name != "" {
-		if n, _ := md["name"].(string); n != t.Name {
-			return false
-		}
-	}
-	if t.Namespace != "" {
-		if ns, _ := md["namespace"].(string); ns != t.Namespace {
-			return false
-		}
-	}
-	return true
-}
-
-// apply sets the patch in every object a target matches; a patch that
-// matches nothing is an error (a typo would otherwise go unnoticed).
-func (bp boundPatch) apply(objs []manifests.Object) ([]string, error) {
-	var hit []string
-	for _, o := range objs {
-		match := false
-		for _, t := range bp.targets {
-			if t.matches(o) {
-				match = true
-				break
-			}
-		}
-		if !match {
-			continue
-		}
-		if err := fieldpath.Set(o, bp.path, deepCopyValue(bp.value)); err != nil {
-			return nil, fmt.Errorf("%w: %s: %s: %v", errdef.ErrInvalidInput, bp.source, localize.Describe(o), err)
-		}
-		hit = append(hit, localize.Describe(o))
-	}
-	if len(hit) == 0 {
-		ts := make([]string, len(bp.targets))
-		for i, t := range bp.targets {
-			ts[i] = t.String()
-		}
-		return nil, fmt.Errorf("%w: %s: no rendered object matches %s (render %s)", errdef.ErrNotFound, bp.source, strings.Join(ts, " or "), bp.render)
-	}
-	return hit, nil
-}
+// String names the objects a target selects ("apps/v1 Deployment ns/name").
+func (t Target) String() string { return hooks.Selector(t).String() }
