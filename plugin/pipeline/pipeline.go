@@ -246,14 +246,6 @@ type Finisher interface {
 	Finish(ctx context.Context, objs []manifests.Object) ([]manifests.Object, error)
 }
 
-// FinishFunc is a function as a Finisher.
-type FinishFunc func(ctx context.Context, objs []manifests.Object) ([]manifests.Object, error)
-
-// Finish implements Finisher.
-func (f FinishFunc) Finish(ctx context.Context, objs []manifests.Object) ([]manifests.Object, error) {
-	return f(ctx, objs)
-}
-
 // Planner decides the plan for a component version: cv is the resolved
 // version (req.Version is the request's constraint, as it was given).
 type Planner interface {
