@@ -39,10 +39,6 @@ type Planner struct {
 	// expr.DefaultCostLimit, expr.DefaultExprTimeout).
 	CostLimit   uint64
 	ExprTimeout time.Duration
-	// ReadFile, a seam for tests, reads definition and values files by path
-	// (Request.File). Default: Request.ReadFile, which reads inside the
-	// Application's directory when the request is confined.
-	ReadFile func(string) ([]byte, error)
 	// RequireDigests refuses shipped definitions and config resources without
 	// a resource digest (set it when signatures are enforced: only digests
 	// are covered by a signature).
@@ -617,7 +613,7 @@ func (rs *resolver) definitionLayer(ctx context.Context, rp renderPlan, where st
 // every render of the plan.
 func (rs *resolver) instanceValues() (map[string]any, func(fieldpath.Path, any) Origin, error) {
 	if rs.inst == nil {
-		inst, origin, err := instanceValues(rs.req, rs.p.ReadFile)
+		inst, origin, err := instanceValues(rs.req)
 		if err != nil {
 			return nil, nil, errdef.Mark(errdef.ErrInvalidInput, err)
 		}

@@ -39,7 +39,9 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 		}
 		return p.definitionFromResource(ctx, cv, res)
 	case spec != "":
-		data, err := p.readDefinitionFile(spec, req)
+		// As the request reads its files: inside the Application's
+		// directory when it is confined.
+		data, err := req.ReadFile(pipeline.ParamDefinition, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -64,20 +66,6 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 		return nil, fmt.Errorf("%w: the component ships %d deployment definitions (%s): choose one with --definition resource:NAME (Argo CD parameter definition)",
 			errdef.ErrInvalidInput, len(found), strings.Join(names, ", "))
 	}
-}
-
-// readDefinitionFile reads the definition file name: with the ReadFile seam
-// at req.File(name), else as the request reads its files (inside the
-// Application's directory when it is confined).
-func (p *Planner) readDefinitionFile(name string, req pipeline.Request) ([]byte, error) {
-	if p.ReadFile != nil {
-		b, err := p.ReadFile(req.File(name))
-		if err != nil {
-			return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, name, err)
-		}
-		return b, nil
-	}
-	return req.ReadFile(pipeline.ParamDefinition, name)
 }
 
 func (p *Planner) definitionFromResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (*Definition, error) {
