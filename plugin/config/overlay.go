@@ -10,11 +10,9 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
@@ -64,7 +62,7 @@ func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 // it would rewrite become the overlay's images (see overlayImages). The
 // other patches are returned, to be applied after rendering as before. The
 // tree is read at plan time only when something could move.
-func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *kustomize.Overlay, error) {
+func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *pipeline.Overlay, error) {
 	if rp.res.Type == pipeline.TypeHelmChart {
 		return patches, nil, nil
 	}
@@ -91,7 +89,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 	if err != nil {
 		return patches, nil, nil
 	}
-	isKustomization, names, err := kustomize.GeneratedConfigMaps(tree, entry)
+	isKustomization, names, err := tree.GeneratedConfigMaps(entry)
 	if err != nil {
 		return patches, nil, nil
 	}
@@ -123,7 +121,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 		rs.report.Patches = append(rs.report.Patches, PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
 			Objects: []string{"kustomize overlay: configMapGenerator " + g.name + " (behavior merge)"}})
 	}
-	ov := &kustomize.Overlay{}
+	ov := &pipeline.Overlay{}
 	if auto {
 		images, _ := localize.Images(d)
 		ov.Images = overlayImages(tree, images)
@@ -155,7 +153,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 // rendering: it finds these images at their location already, and
 // rewrites what kustomize could not name before rendering (images set by
 // the tree's own transformers, by generators).
-func overlayImages(tree *archive.Tree, images []localize.Image) []types.Image {
+func overlayImages(tree pipeline.Tree, images []localize.Image) []types.Image {
 	if len(images) == 0 {
 		return nil
 	}
@@ -247,7 +245,7 @@ func writtenName(ref string) string {
 
 // overlayText is ov as the kustomization the renderer builds over the
 // entry, for --explain.
-func overlayText(ov *kustomize.Overlay, entry string) string {
+func overlayText(ov *pipeline.Overlay, entry string) string {
 	k := types.Kustomization{
 		TypeMeta:           types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
 		Resources:          []string{"<resource>/" + entry},
