@@ -1,9 +1,12 @@
 package transfer_test
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -230,4 +233,41 @@ func run(t *testing.T, tr *transfer.Transfer) (*transfer.Summary, string) {
 		t.Fatalf("transfer %s:%s %s -> %s: %v\n%s", tr.Component, tr.Version, tr.From, tr.To, err, log.String())
 	}
 	return s, log.String()
+}
+
+// extractTgz unpacks a CTF tgz written by a transfer (regular files only).
+func extractTgz(src, dir string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return err
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if h.Typeflag != tar.TypeReg || strings.Contains(h.Name, "..") {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
 }

@@ -351,7 +351,17 @@ func (r *run) version(ctx context.Context, name, version string) error {
 		return errdef.Wrap(err, ectx)
 	}
 	status := "planned"
-	if !r.t.DryRun {
+	if r.t.DryRun {
+		r.sum.Blobs += int64(len(p.blobs) + len(p.manifests))
+		r.sum.Bytes += p.bytes
+		r.sum.Present += p.present
+		for _, b := range p.blobs {
+			r.prog.line("  would copy %s %s (%s)", b.repo, b.desc.Digest, humanBytes(b.desc.Size))
+		}
+		for _, m := range p.manifests {
+			r.prog.line("  would push manifest %s:%s %s", m.repo, m.tag, m.desc.Digest)
+		}
+	} else {
 		if err := r.execute(ctx, p); err != nil {
 			return errdef.Wrap(err, ectx)
 		}
