@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+)
+
+const airgapComponent = "example.com/airgap/podinfo"
+
+// publishAirgapSource publishes what docs/airgap.md transfers: a signed
+// component version with the podinfo chart (an artifact set) and its image
+// (an ociArtifact access, pinned by its digest), in a registry, and the
+// image itself in that registry. It writes the public key to keyFile and
+// returns the image's manifest digest.
+func publishAirgapSource(t *testing.T, src *registrytest.Registry, keyFile string) digest.Digest {
+	t.Helper()
+	files, err := ocmbuild.ReadDir("../../testdata/src/charts/podinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chartTgz, err := ocmbuild.PackageChart(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := ocmbuild.ChartArtifactSet(chartTgz, "6.7.0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The image: a config and a layer (never run, only copied).
+	cfg := src.PushBlob(t, "stefanprodan/podinfo", []byte(`{"architecture":"amd64","os":"linux"}`))
+	cfg.MediaType = ocispec.MediaTypeImageConfig
+	layer := src.PushBlob(t, "stefanprodan/podinfo", bytes.Repeat([]byte("podinfo layer "), 4096))
+	layer.MediaType = ocispec.MediaTypeImageLayerGzip
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: cfg, Layers: []ocispec.Descriptor{layer}}
+	m.SchemaVersion = 2
+	mraw, _ := json.Marshal(m)
+	img := src.PushManifest(t, "stefanprodan/podinfo", "6.7.0", ocispec.MediaTypeImageManifest, mraw)
+
+	c := &ocmbuild.Component{Name: airgapComponent, Version: "1.0.0", Provider: "example.com",
+		Resources: []ocmbuild.Resource{
+			{Name: "chart", Type: "helmChart", Data: set, MediaType: ocmbuild.MediaTypeArtifactSet, ReferenceName: airgapComponent + "/podinfo:6.7.0"},
+			{Name: "image", Type: "ociImage", Version: "6.7.0", Relation: "external",
+				Access: map[string]any{"type": "ociArtifact", "imageReference": "http://" + src.Host + "/stefanprodan/podinfo:6.7.0"},
+				Digest: &ocm.Digest{HashAlgorithm: "SHA-256", NormalisationAlgorithm: "ociArtifactDigest/v1", Value: img.Digest.Encoded()},
+				Labels: []ocmbuild.Label{{Name: "localization-hint", Value: map[string]any{"valuesPath": "image"}, Signing: true}}},
+		}}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sign("acme", key); err != nil {
+		t.Fatal(err)
+	}
+	c.Blobs = []ocmbuild.Blob{{MediaType: ocmbuild.MediaTypeArtifactSet, Data: set}}
+	src.Push(t, "ocm", c)
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return img.Digest
+}
+
+// docBlocks returns the shell blocks of a page that are marked as run by
+// the named test.
+func docBlocks(t *testing.T, page, test string) [][]string {
+	t.Helper()
+	f, err := os.Open(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var blocks [][]string
+	var cur []string
+	in, marked, prev := false, false, ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case !in && strings.HasPrefix(line, "```sh"):
+			in, marked, cur = true, strings.Contains(prev, test), nil
+		case in && strings.HasPrefix(line, "```"):
+			in = false
+			if marked {
+				blocks = append(blocks, cur)
+			}
+		case in:
+			cur = append(cur, line)
+		}
+		if strings.TrimSpace(line) != "" {
+			prev = line
+		}
+	}
+	return blocks
+}
+
+var varRE = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?`)
+
+// shellWords splits a command line the way the page's commands are
+// written: words separated by blanks, "double quotes" grouping, $VARS
+// expanded.
+func shellWords(line string, vars map[string]string) []string {
+	var out []string
+	var w strings.Builder
+	quoted, any := false, false
+	for _, r := range line {
+		switch {
+		case r == '"':
+			quoted, any = !quoted, true
+		case (r == ' ' || r == '\t') && !quoted:
+			if any {
+				out = append(out, w.String())
+				w.Reset()
+				any = false
+			}
+		default:
+			w.WriteRune(r)
+			any = true
+		}
+	}
+	if any {
+		out = append(out, w.String())
+	}
+	for i, s := range out {
+		out[i] = varRE.ReplaceAllStringFunc(s, func(m string) string { return vars[varRE.FindStringSubmatch(m)[1]] })
+	}
+	return out
+}
+
+// TestAirgapDocument runs every command of docs/airgap.md, in order,
+// against two loopback registries: "ghcr.io/acme/ocm" is a registry
+// without credentials holding the signed component and its image,
+// "registry.internal.example/ocm" one that requires the credentials the
+// page exports. Then it checks what the page promises: the bundle carries
+// the image, the internal registry holds chart and image as artifacts of
+// their own, the second transfer copies nothing, verify passes, and the
+// render points the image at its copy in the internal registry.
+func TestAirgapDocument(t *testing.T) {
+	src := registrytest.Start(t)
+	internal := registrytest.Start(t, registrytest.WithBasicAuth("replicator", "change-me"))
+	work := t.TempDir()
+	imgDigest := publishAirgapSource(t, src, filepath.Join(work, "acme.pub"))
+	page := mustAbs("../../docs/airgap.md")
+	t.Chdir(work)
+
+	// What the page's names stand for here.
+	vars := map[string]string{}
+	overrides := map[string]string{"SOURCE": "http://" + src.Host + "/ocm", "INTERNAL": "http://" + internal.Host + "/ocm"}
+	credPrefix := registry.EnvPrefix + registry.EnvName("registry.internal.example") + "_"
+	environ := map[string]string{
+		"ARGOCD_OCM_CACHE_DIR":  filepath.Join(work, "cache"),
+		"ARGOCD_OCM_PLAIN_HTTP": internal.Host, // the page's registry speaks HTTPS; this one plain HTTP
+	}
+	getenv := func(k string) string {
+		if v, ok := environ[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	var outputs []string
+	blocks := docBlocks(t, page, "TestAirgapDocument")
+	if len(blocks) < 5 {
+		t.Fatalf("found %d blocks of docs/airgap.md to run", len(blocks))
+	}
+	for _, block := range blocks {
+		text := strings.ReplaceAll(strings.Join(block, "\n"), "\\\n", " ")
+		for _, line := range strings.Split(text, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			words := shellWords(line, vars)
+			switch {
+			case line == "make build":
+			case words[0] == "export":
+				k, v, _ := strings.Cut(words[1], "=")
+				if o, ok := overrides[k]; ok {
+					v = o
+				}
+				if rest, ok := strings.CutPrefix(k, credPrefix); ok {
+					// The page's internal registry host is this test's.
+					k = registry.EnvPrefix + registry.EnvName(internal.Host) + "_" + rest
+				}
+				vars[k] = v
+				if strings.HasPrefix(k, "ARGOCD_OCM_") {
+					t.Setenv(k, v)
+				}
+			case words[0] == "mkdir" && len(words) == 3 && words[1] == "-p":
+				if err := os.MkdirAll(words[2], 0o755); err != nil {
+					t.Fatal(err)
+				}
+			case words[0] == "cp" && len(words) == 3:
+				b, err := os.ReadFile(words[1])
+				if err == nil {
+					err = os.WriteFile(words[2], b, 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			case words[0] == "bin/argocd-ocm-plugin":
+				var stdout, stderr bytes.Buffer
+				if code := run(words[1:], &stdout, &stderr, getenv); code != 0 {
+					t.Fatalf("%s: exit %d\n%s", line, code, stderr.String())
+				}
+				if strings.Contains(stderr.String()+stdout.String(), "change-me") {
+					t.Errorf("%s: output shows the password", line)
+				}
+				outputs = append(outputs, line+"\n"+stdout.String()+stderr.String())
+			default:
+				t.Fatalf("docs/airgap.md: %q: this test does not know how to run it; keep the page to commands it runs", line)
+			}
+		}
+	}
+	find := func(sub string) string {
+		for _, o := range outputs {
+			if strings.Contains(o, sub) {
+				return o
+			}
+		}
+		t.Fatalf("no command ran %q", sub)
+		return ""
+	}
+	all := strings.Join(outputs, "\n")
+	t.Log(all)
+	if n := strings.Count(all, "verified "+airgapComponent+":1.0.0 signature acme"); n != 2 {
+		t.Errorf("verify passed %d times, want 2 (bundle and internal registry):\n%s", n, all)
+	}
+	transfers := strings.Split(all, "transfer --from inside/podinfo-bundle.tgz")
+	if len(transfers) != 3 || !strings.Contains(transfers[2], "nothing to copy") || strings.Contains(transfers[1], "nothing to copy") {
+		t.Errorf("the first internal transfer copies, the second copies nothing:\n%s", all)
+	}
+	rendered := find("render --repository")
+	want := "image: " + internal.Host + "/ocm/stefanprodan/podinfo"
+	if !strings.Contains(rendered, want) || strings.Contains(rendered, src.Host) {
+		t.Errorf("render does not point the image at its copy (%s):\n%s", want, rendered)
+	}
+	// The internal registry holds the chart and the image as artifacts of
+	// their own: the image by the publisher's digest.
+	repo := internal.Repository(t, "ocm/stefanprodan/podinfo")
+	d, err := repo.Resolve(t.Context(), "6.7.0")
+	if err != nil || d.Digest != imgDigest {
+		t.Errorf("internal image 6.7.0 = %v (%v), want %s", d.Digest, err, imgDigest)
+	}
+	if _, err := internal.Repository(t, "ocm/"+airgapComponent+"/podinfo").Resolve(t.Context(), "6.7.0"); err != nil {
+		t.Errorf("internal chart: %v", err)
+	}
+}
