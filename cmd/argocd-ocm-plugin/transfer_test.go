@@ -16,6 +16,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
@@ -260,5 +261,141 @@ func TestAirgapDocument(t *testing.T) {
 	}
 	if _, err := internal.Repository(t, "ocm/"+airgapComponent+"/podinfo").Resolve(t.Context(), "6.7.0"); err != nil {
 		t.Errorf("internal chart: %v", err)
+	}
+}
+
+// exampleDocs reads the YAML documents of a file of manifests/examples/replication.
+func exampleDocs(t *testing.T, name string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../manifests/examples/replication", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func dig(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[k]
+		case int:
+			l, _ := v.([]any)
+			if k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
+func containerArgs(t *testing.T, obj map[string]any) []string {
+	t.Helper()
+	spec := dig(obj, "spec", "template", "spec")
+	if obj["kind"] == "CronJob" {
+		spec = dig(obj, "spec", "jobTemplate", "spec", "template", "spec")
+	}
+	if cmd := dig(spec, "containers", 0, "command", 0); cmd != "/usr/local/bin/argocd-ocm-plugin" {
+		t.Fatalf("%s: command %v", obj["kind"], cmd)
+	}
+	var out []string
+	for _, a := range dig(spec, "containers", 0, "args").([]any) {
+		out = append(out, a.(string))
+	}
+	return out
+}
+
+// The replication example does what it says, on loopback registries:
+// before the Job ran, rendering from the environment's registry fails with
+// one line naming the component and prints nothing (Argo CD applies and
+// prunes nothing); the Job's transfer copies the version; then the same
+// render succeeds with the image localised to the copy; the CronJob's run
+// copies nothing. The bundle variant replicates from a CTF checked out of git.
+func TestReplicationExample(t *testing.T) {
+	src := registrytest.Start(t)
+	internal := registrytest.Start(t, registrytest.WithBasicAuth("replicator", "change-me"))
+	work := t.TempDir()
+	publishAirgapSource(t, src, filepath.Join(work, "acme.pub"))
+	for _, r := range []*registrytest.Registry{internal} {
+		t.Setenv(registry.EnvPrefix+registry.EnvName(r.Host)+"_USERNAME", "replicator")
+		t.Setenv(registry.EnvPrefix+registry.EnvName(r.Host)+"_PASSWORD", "change-me")
+	}
+	hosts := strings.NewReplacer("ghcr.io/acme/ocm", "http://"+src.Host+"/ocm", "registry.internal.example/ocm", "http://"+internal.Host+"/ocm",
+		"/bundle/repo/bundles/podinfo-bundle.tgz", filepath.Join(work, "podinfo-bundle.tgz"))
+	getenv := env(map[string]string{"ARGOCD_OCM_PLAIN_HTTP": internal.Host, "ARGOCD_OCM_CACHE_DIR": filepath.Join(work, "cache")})
+	cli := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		for i, a := range args {
+			args[i] = hosts.Replace(a)
+		}
+		code := run(args, &stdout, &stderr, getenv)
+		return code, stdout.String(), stderr.String()
+	}
+
+	apps := map[string]map[string]any{}
+	for _, f := range []string{"apps/replication.yaml", "apps/podinfo.yaml"} {
+		a := exampleDocs(t, f)[0]
+		apps[dig(a, "metadata", "name").(string)] = a
+	}
+	if w1, w2 := dig(apps["ocm-replication"], "metadata", "annotations", "argocd.argoproj.io/sync-wave"), dig(apps["podinfo"], "metadata", "annotations", "argocd.argoproj.io/sync-wave"); w1 != "-1" || w2 != "0" {
+		t.Errorf("sync waves %v, %v: the copy must come first", w1, w2)
+	}
+	params := map[string]string{}
+	for _, p := range dig(apps["podinfo"], "spec", "source", "plugin", "parameters").([]any) {
+		params[dig(p, "name").(string)] = dig(p, "string").(string)
+	}
+	jobs := exampleDocs(t, "job/replicate.yaml")
+	jobArgs, cronArgs := containerArgs(t, jobs[0]), containerArgs(t, jobs[1])
+	if strings.Join(jobArgs, " ") != strings.Join(cronArgs, " ") {
+		t.Errorf("Job and CronJob differ:\n%v\n%v", jobArgs, cronArgs)
+	}
+	joined := strings.Join(jobArgs, " ")
+	for _, want := range []string{"--to " + params["repository"], "--component " + params["component"], "--version " + params["version"]} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("the Job (%s) does not copy what podinfo reads (%s)", joined, want)
+		}
+	}
+	render := []string{"render", "--repository", params["repository"], "--component", params["component"], "--version", params["version"], "--localize"}
+
+	code, stdout, stderr := cli(render...)
+	if code == 0 || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
+		!strings.Contains(stderr, "component "+airgapComponent+":1.0.0") || !strings.Contains(stderr, "not found") {
+		t.Fatalf("before the copy: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	t.Logf("before the copy: %s", stderr)
+	if code, _, stderr := cli(jobArgs...); code != 0 {
+		t.Fatalf("the Job: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr = cli(render...)
+	if code != 0 || !strings.Contains(stdout, "image: "+internal.Host+"/ocm/stefanprodan/podinfo:6.7.0@sha256:") {
+		t.Fatalf("after the copy: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	if code, _, stderr := cli(cronArgs...); code != 0 || !strings.Contains(stderr, "nothing to copy") {
+		t.Fatalf("the CronJob: exit %d: %s", code, stderr)
+	}
+
+	// The bundle variant: a CTF built outside, checked out of git.
+	if code, _, stderr := cli("transfer", "--from", "ghcr.io/acme/ocm", "--to", "/bundle/repo/bundles/podinfo-bundle.tgz", "--component", airgapComponent,
+		"--version", "1.0.0", "--recursive", "--copy-images"); code != 0 {
+		t.Fatalf("bundle: exit %d: %s", code, stderr)
+	}
+	other := registrytest.Start(t)
+	hosts = strings.NewReplacer("registry.internal.example/ocm", "http://"+other.Host+"/ocm", "/bundle/repo/bundles/podinfo-bundle.tgz", filepath.Join(work, "podinfo-bundle.tgz"))
+	bundleArgs := containerArgs(t, exampleDocs(t, "job-from-bundle/replicate.yaml")[0])
+	if code, _, stderr := cli(bundleArgs...); code != 0 || !strings.Contains(stderr, "copied 1 component version") {
+		t.Fatalf("the bundle Job: exit %d: %s", code, stderr)
+	}
+	if _, err := other.Repository(t, "ocm/stefanprodan/podinfo").Resolve(t.Context(), "6.7.0"); err != nil {
+		t.Errorf("the bundle Job did not copy the image: %v", err)
 	}
 }
