@@ -56,9 +56,17 @@ type artifactSet struct {
 	tag     string
 }
 
-// openArtifactSet reads an artifact set from r (verified by the caller)
-// into a temporary file in dir.
-func openArtifactSet(r io.Reader, dir string) (_ *artifactSet, err error) {
+// Bounds of an unpacked artifact set: past setRatioFloor bytes, a set may
+// not expand more than setMaxRatio times its compressed size (a gzip bomb
+// must not fill the disk).
+const (
+	setMaxRatio   = 100
+	setRatioFloor = 256 << 20
+)
+
+// openArtifactSet reads an artifact set of compressed size bytes from r
+// (verified by the caller) into a temporary file in dir.
+func openArtifactSet(r io.Reader, size int64, dir string) (_ *artifactSet, err error) {
 	f, err := os.CreateTemp(dir, "argocd-ocm-transfer-set-*.tar")
 	if err != nil {
 		return nil, err
@@ -78,8 +86,13 @@ func openArtifactSet(r io.Reader, dir string) (_ *artifactSet, err error) {
 		}
 		in = zr
 	}
-	if _, err := io.Copy(f, in); err != nil {
+	limit := max(setRatioFloor, setMaxRatio*size)
+	n, err := io.Copy(f, io.LimitReader(in, limit+1))
+	if err != nil {
 		return nil, fmt.Errorf("artifact set: %w", err)
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%w: artifact set expands to more than %d bytes (%d compressed)", errdef.ErrLimitExceeded, limit, size)
 	}
 	s := &artifactSet{f: f, entries: map[string][2]int64{}}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {

@@ -659,11 +659,11 @@ func (r *run) srcOpen(repo string, d ocispec.Descriptor) func(context.Context) (
 // without tag>, tagged with referenceName's tag, as the OCM CLI's OCI
 // blob handler does. It returns the new imageReference.
 func (r *run) planExplode(ctx context.Context, p *plan, sv *versionContent, layers []ocispec.Descriptor, hint string, res ocm.Resource) (string, error) {
-	rc, _, err := ocimapping.OpenLayers(ctx, storeFetcher{s: r.src, repo: sv.repo}, layers)
+	rc, size, err := ocimapping.OpenLayers(ctx, storeFetcher{s: r.src, repo: sv.repo}, layers)
 	if err != nil {
 		return "", err
 	}
-	set, err := openArtifactSet(rc, r.tmp)
+	set, err := openArtifactSet(rc, size, r.tmp)
 	rc.Close()
 	if err != nil {
 		return "", err
@@ -913,7 +913,28 @@ func (r *run) pushBlob(ctx context.Context, b blobTask) error {
 	if err != nil {
 		return err
 	}
-	return r.dst.Push(ctx, repo, b.desc, r.prog.reader(v))
+	sr := &sourceReader{r: v}
+	err = r.dst.Push(ctx, repo, b.desc, r.prog.reader(sr))
+	if err != nil && sr.err != nil && !errors.Is(sr.err, io.EOF) {
+		// The source failed (or did not match its digest): that is the
+		// cause, not the target's reaction to an aborted upload.
+		return fmt.Errorf("source %s: %w", r.src, sr.err)
+	}
+	return err
+}
+
+// sourceReader remembers the error reading the source ended with.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil {
+		s.err = err
+	}
+	return n, err
 }
 
 // resourceName is a resource's identity as errors name it.

@@ -323,3 +323,79 @@ func TestDryRunWritesNothing(t *testing.T) {
 		t.Errorf("dry run wrote %d blobs", len(entries))
 	}
 }
+
+// A source blob that does not match its digest stops the transfer with an
+// error naming the resource; the version is not written.
+func TestCorruptSourceBlobRefused(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "ctf")
+	if err := os.CopyFS(src, os.DirFS(fixtureDir(t, "ctf"))); err != nil {
+		t.Fatal(err)
+	}
+	blob := filepath.Join(src, "blobs", "sha256.cfad8f0c7d2ab2aaad44a6e4d60bbee6bd2cb68392e3bcc7c15fece5a7262e05") // manifests-gz
+	b, err := os.ReadFile(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(blob, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []string{"registry", filepath.Join(t.TempDir(), "out.tgz")} {
+		reg := registrytest.Start(t)
+		if to == "registry" {
+			to = "http://" + reg.Host + "/ocm"
+		}
+		tr := &transfer.Transfer{From: src, To: to, Component: "example.com/fixtures/kustomize-app", Version: "1.0.0",
+			RegistryOptions: clientOptions(), TempDir: t.TempDir()}
+		_, err = tr.Run(context.Background())
+		if !errors.Is(err, errdef.ErrDigestMismatch) || !strings.Contains(err.Error(), "component example.com/fixtures/kustomize-app:1.0.0: resource manifests-gz") {
+			t.Fatalf("%s: err = %v", to, err)
+		}
+		if _, ok := readRegistry(t, reg).tags["ocm/component-descriptors/example.com/fixtures/kustomize-app"]; ok {
+			t.Errorf("%s: the version was written", to)
+		}
+		if _, err := os.Stat(to); err == nil {
+			t.Errorf("%s: the archive was written", to)
+		}
+	}
+}
+
+// The OCM CLI's `ocm get componentversions` of the transferred versions
+// (testdata/ocm-cli/registry/descriptors) is what the plugin reads from
+// the registry the transfer wrote.
+func TestPluginViewMatchesOCMGetCV(t *testing.T) {
+	reg := registrytest.Start(t)
+	transferFixtures(t, reg)
+	repo := openRegistry(t, reg, "ocm")
+	files, err := filepath.Glob(filepath.Join(fixtureDir(t, "registry/descriptors"), "*.yaml"))
+	if err != nil || len(files) != 8 {
+		t.Fatalf("recorded descriptors: %v %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want map[string]any
+		if err := yaml.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		d, err := ocm.DecodeDescriptor(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv, err := repo.LookupComponentVersion(context.Background(), d.Name, d.Version)
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Base(f), err)
+		}
+		var got map[string]any
+		if err := yaml.Unmarshal([]byte(strings.ReplaceAll(string(cv.Descriptor().Raw), reg.Host, registrytest.FixtureAddr)), &got); err != nil {
+			t.Fatal(err)
+		}
+		gb, _ := yaml.Marshal(got)
+		wb, _ := yaml.Marshal(want)
+		if !bytes.Equal(gb, wb) {
+			t.Errorf("%s: the plugin reads\n%s\nthe OCM CLI read\n%s", filepath.Base(f), gb, wb)
+		}
+	}
+}
