@@ -27,7 +27,8 @@ exist is created, a tar/tgz when its name ends in .tar, .tgz or .tar.gz) or an O
 in every direction. It writes what the OCM CLI's ocm transfer writes:
 
   --copy-resources  local blobs that are OCI artifacts (Helm charts) become artifacts of their
-                    own in a registry target (<prefix>/<referenceName>), their access ociArtifact
+                    own in a registry target (<prefix>/<referenceName>), their access ociArtifact;
+                    local resources a registry holds as artifacts (charts) are copied along
   --copy-images     the artifacts ociArtifact accesses name (images) are copied by digest: into a
                     registry below its prefix, into a CTF as local blobs; accesses follow the copies
 

@@ -153,9 +153,14 @@ func TestLargeBlobStreamsWithBoundedMemory(t *testing.T) {
 	for _, leg := range []struct{ from, to string }{{src, to}, {to, back}} {
 		var s *transfer.Summary
 		start := time.Now()
+		var log string
 		peak := peakHeap(func() {
-			s, _ = run(t, &transfer.Transfer{From: leg.from, To: leg.to, Component: "example.com/large/app", Version: "1.0.0"})
+			s, log = run(t, &transfer.Transfer{From: leg.from, To: leg.to, Component: "example.com/large/app", Version: "1.0.0", ProgressInterval: 50 * time.Millisecond})
 		})
+		// Progress during the long copy: blobs and bytes done of the total.
+		if !strings.Contains(log, "blobs, ") || !strings.Contains(log, "MiB/256.0 MiB") {
+			t.Errorf("no progress of the long copy:\n%s", log)
+		}
 		t.Logf("%s -> %s: %d bytes in %v, peak heap growth %.1f MiB", leg.from, leg.to, s.Bytes, time.Since(start).Round(time.Millisecond), float64(peak)/(1<<20))
 		if s.Bytes < largeBlobSize {
 			t.Errorf("copied %d bytes", s.Bytes)

@@ -520,8 +520,12 @@ func (r *run) plan(ctx context.Context, sv *versionContent) (*plan, error) {
 			for _, l := range layers {
 				local[l.Digest] = true
 			}
-		case ocm.AccessOCIArtifact:
-			if !r.t.CopyImages {
+		case ocm.AccessOCIArtifact, ocm.AccessRelativeOCIReference:
+			// Images (external resources) with CopyImages; the component's
+			// own artifacts a registry holds apart from it (charts an
+			// earlier transfer uploaded) with CopyResources, so that a
+			// bundle made from a registry carries them.
+			if !r.t.CopyImages && !(r.t.CopyResources && res.Relation == "local") {
 				continue
 			}
 			r.prog.line("  ...resource %d %s[%s](%s) by digest...", i, res.Name, res.Type, acc.String("imageReference"))
@@ -793,7 +797,19 @@ func walkGraph(ctx context.Context, fetch fetchFunc, d ocispec.Descriptor, depth
 // artifact set local blob) and returns the new access, and for a CTF the
 // new layer.
 func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[string]any, *ocispec.Descriptor, error) {
-	ref, err := registry.ParseReference(res.Access.String("imageReference"))
+	image := res.Access.String("imageReference")
+	srcLoc := r.src.Registry()
+	if res.Access.Kind() == ocm.AccessRelativeOCIReference {
+		// Relative to the registry that hosts the component (host only).
+		if srcLoc == nil {
+			return nil, nil, fmt.Errorf("%w: relativeOciReference in a CTF names no registry", errdef.ErrInvalidDescriptor)
+		}
+		image = srcLoc.host + "/" + strings.TrimPrefix(res.Access.String("reference"), "/")
+		if srcLoc.scheme != "" {
+			image = srcLoc.scheme + "://" + image
+		}
+	}
+	ref, err := registry.ParseReference(image)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -821,7 +837,13 @@ func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[str
 		}
 		return rc, nil
 	}
+	// The name below the target's prefix: the image's repository, without
+	// the source repository's prefix when it lives there (as the OCM CLI's
+	// reference hint keeps names stable across transfers).
 	name := ref.Repository
+	if srcLoc != nil && ref.Registry == srcLoc.host && srcLoc.prefix != "" && strings.HasPrefix(name, srcLoc.prefix+"/") {
+		name = strings.TrimPrefix(name, srcLoc.prefix+"/")
+	}
 	if loc := r.dst.Registry(); loc != nil {
 		if err := r.planGraph(ctx, p, fetch, root, name, ref.Tag, res.Name); err != nil {
 			return nil, nil, err

@@ -399,3 +399,68 @@ func TestPluginViewMatchesOCMGetCV(t *testing.T) {
 		}
 	}
 }
+
+// Registry → CTF → registry with --copy-resources: charts the first
+// registry holds as artifacts of their own travel in the bundle as local
+// blobs (artifact sets) and become artifacts of the second registry again,
+// under the same names below its prefix, with the same manifest digest;
+// the signatures still verify there.
+func TestChartsTravelThroughABundle(t *testing.T) {
+	first, second := registrytest.Start(t), registrytest.Start(t)
+	transferFixtures(t, first)
+	bundle := filepath.Join(t.TempDir(), "bundle.tgz")
+	for _, cv := range [][2]string{{"example.com/fixtures/signed-bundle", "1.0.0"}, {"example.com/fixtures/podinfo-app", "1.0.0"}} {
+		run(t, &transfer.Transfer{From: "http://" + first.Host + "/ocm", To: bundle, Component: cv[0], Version: cv[1], Recursive: true, CopyResources: true})
+		run(t, &transfer.Transfer{From: bundle, To: "http://" + second.Host + "/base/ocm", Component: cv[0], Version: cv[1], Recursive: true, CopyResources: true})
+	}
+	unpacked := t.TempDir()
+	if err := extractTgz(bundle, unpacked); err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	yaml.Unmarshal(readCTF(t, unpacked).descriptor(t, "component-descriptors/example.com/fixtures/podinfo-app", "1.0.0"), &d)
+	chart := dig(d, "component", "resources", 0, "access").(map[string]any)
+	if chart["type"] != "localBlob" || chart["mediaType"] != "application/vnd.oci.image.manifest.v1+tar+gzip" || chart["referenceName"] != "example.com/fixtures/podinfo-app/podinfo-mini:0.1.0" {
+		t.Errorf("chart in the bundle: %v", chart)
+	}
+	if img := dig(d, "component", "resources", 1, "access", "imageReference"); img != "ghcr.io/stefanprodan/podinfo:6.7.0" {
+		t.Errorf("the external image was touched without --copy-images: %v", img)
+	}
+	repo := openRegistry(t, second, "base/ocm")
+	app, err := repo.LookupComponentVersion(context.Background(), "example.com/fixtures/signed-app", "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "http://" + second.Host + "/base/ocm/example.com/fixtures/signed-app/podinfo-mini:0.1.0@sha256:8cc80185ab75ed0521e3e8f67c77c9a31132e90e7e0ff19c4360db6641eacafa"
+	if got := app.Descriptor().Resources[0].Access.String("imageReference"); got != want {
+		t.Errorf("chart access %s, want %s", got, want)
+	}
+	bundleCV, err := repo.LookupComponentVersion(context.Background(), "example.com/fixtures/signed-bundle", "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &verify.Verifier{Signatures: &signing.Verifier{Keys: map[string]crypto.PublicKey{"mysig": fixtureKey(t)}}, Repository: repo}
+	if _, err := v.Run(context.Background(), bundleCV); err != nil {
+		t.Fatalf("verify after registry -> bundle -> registry: %v", err)
+	}
+	if n := len(app.Descriptor().RepositoryContexts); n != 2 {
+		t.Errorf("%d repository contexts, want 2 (both registries; the CTF is intermediate)", n)
+	}
+}
+
+func dig(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[k]
+		case int:
+			l, _ := v.([]any)
+			if k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
