@@ -13,7 +13,6 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ocimapping"
 )
 
 // descriptorFile is the one file of a descriptor layer tar.
@@ -145,13 +144,4 @@ func (d *document) marshal() ([]byte, error) {
 		return nil, err
 	}
 	return yaml.JSONToYAML(j)
-}
-
-// isDescriptorLayer reports whether a media type is one of a descriptor layer.
-func isDescriptorLayer(mt string) bool {
-	switch mt {
-	case ocimapping.MediaTypeDescriptorTar, ocimapping.MediaTypeDescriptorJSON, ocimapping.MediaTypeDescriptorYAML:
-		return true
-	}
-	return strings.HasPrefix(mt, "application/vnd.gardener.cloud.cnudie.component-descriptor.")
 }

@@ -208,7 +208,6 @@ func (s *registryStore) Commit(bool) error        { return nil }
 func (s *registryStore) Close() error             { return nil }
 func (s *registryStore) Registry() *location      { return s.loc }
 func (s *registryStore) String() string           { return s.loc.spec.String() }
-func (s *registryStore) client() *registry.Client { return s.reg }
 
 func fetchOp(d ocispec.Descriptor) string {
 	if isManifestType(d.MediaType) {

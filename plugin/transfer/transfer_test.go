@@ -211,7 +211,6 @@ func TestConflictingTargetRefused(t *testing.T) {
 	cfg := other.manifest(t, "ocm/component-descriptors/example.com/fixtures/podinfo-app-plainchart", "1.0.0").Config
 	reg.PushBlob(t, "ocm/component-descriptors/example.com/fixtures/podinfo-app", other.blobs[cfg.Digest.String()])
 	reg.PushManifest(t, "ocm/component-descriptors/example.com/fixtures/podinfo-app", "1.0.0", "application/vnd.oci.image.manifest.v1+json", m)
-	before := readRegistry(t, reg)
 
 	tr := &transfer.Transfer{From: signed, To: to, Component: "example.com/fixtures/podinfo-app", Version: "1.0.0", CopyResources: true,
 		RegistryOptions: clientOptions(), TempDir: t.TempDir()}
@@ -219,13 +218,16 @@ func TestConflictingTargetRefused(t *testing.T) {
 	if !errors.Is(err, errdef.ErrConflict) || !strings.Contains(err.Error(), "component example.com/fixtures/podinfo-app:1.0.0") || !strings.Contains(err.Error(), "nothing was overwritten") {
 		t.Fatalf("err = %v", err)
 	}
+	if d := readRegistry(t, reg).tags["ocm/component-descriptors/example.com/fixtures/podinfo-app"]["1.0.0"]; d != impostor {
+		t.Fatalf("the conflicting tag was overwritten: %s", d)
+	}
 	// A chart tag that names another artifact.
 	for _, l := range other.manifest(t, "ocm/component-descriptors/example.com/fixtures/podinfo-app-plainchart", "1.0.0").Layers {
 		reg.PushBlob(t, "ocm/example.com/fixtures/podinfo-app/podinfo-mini", other.blobs[l.Digest.String()])
 	}
 	reg.PushBlob(t, "ocm/example.com/fixtures/podinfo-app/podinfo-mini", other.blobs[cfg.Digest.String()])
 	reg.PushManifest(t, "ocm/example.com/fixtures/podinfo-app/podinfo-mini", "0.1.0", "application/vnd.oci.image.manifest.v1+json", m)
-	before = readRegistry(t, reg)
+	before := readRegistry(t, reg)
 	tr = &transfer.Transfer{From: signed, To: to, Component: "example.com/fixtures/podinfo-app", Version: "1.1.0+build.7", CopyResources: true,
 		RegistryOptions: clientOptions(), TempDir: t.TempDir()}
 	_, err = tr.Run(context.Background())
