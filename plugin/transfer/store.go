@@ -204,10 +204,10 @@ func (s *registryStore) PushManifest(ctx context.Context, repo string, d ocispec
 	return nil
 }
 
-func (s *registryStore) Commit(bool) error        { return nil }
-func (s *registryStore) Close() error             { return nil }
-func (s *registryStore) Registry() *location      { return s.loc }
-func (s *registryStore) String() string           { return s.loc.spec.String() }
+func (s *registryStore) Commit(bool) error   { return nil }
+func (s *registryStore) Close() error        { return nil }
+func (s *registryStore) Registry() *location { return s.loc }
+func (s *registryStore) String() string      { return s.loc.spec.String() }
 
 func fetchOp(d ocispec.Descriptor) string {
 	if isManifestType(d.MediaType) {
