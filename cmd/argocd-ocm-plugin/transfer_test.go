@@ -399,3 +399,37 @@ func TestReplicationExample(t *testing.T) {
 		t.Errorf("the bundle Job did not copy the image: %v", err)
 	}
 }
+
+// transfer's mistakes: one line on stderr naming what to do, nothing on stdout.
+func TestTransferCommandMistakes(t *testing.T) {
+	ctf := mustAbs("../../testdata/ocm-cli/ctf")
+	out := filepath.Join(t.TempDir(), "out")
+	for _, tc := range []struct {
+		args     []string
+		mentions []string
+	}{
+		{[]string{"transfer", "--from", ctf, "--to", out}, []string{"--from, --to, --component and --version are required"}},
+		{[]string{"transfer", "--from", ctf, "--to", out, "--component", "example.com/fixtures/podinfo-app", "--version", "9.9.9"},
+			[]string{"component example.com/fixtures/podinfo-app:9.9.9", "not found (available: 1.0.0, 1.1.0+build.7)"}},
+		{[]string{"transfer", "--from", mustAbs("../../testdata/ocm-cli/component-archive"), "--to", out, "--component", "example.com/fixtures/legacy-ca", "--version", "1.0.0"},
+			[]string{"component archive", "ocm transfer componentarchive"}},
+		{[]string{"transfer", "extra"}, []string{`unexpected argument "extra"`}},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr, env(nil))
+		// Progress lines may come first; the error is the last line.
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if code == 0 || stdout.Len() != 0 || !strings.HasPrefix(lines[len(lines)-1], "argocd-ocm-plugin: ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", tc.args, code, stdout.String(), stderr.String())
+		}
+		for _, m := range tc.mentions {
+			if !strings.Contains(lines[len(lines)-1], m) {
+				t.Errorf("%v: stderr %q lacks %q", tc.args, stderr.String(), m)
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"transfer", "--help"}, &stdout, &stderr, env(nil)); code != 0 || !strings.Contains(stdout.String(), "--copy-resources") {
+		t.Errorf("help: exit %d: %s", code, stdout.String())
+	}
+}

@@ -510,6 +510,17 @@ func (c *ctfReader) Resolve(_ context.Context, repo, tag string) (ocispec.Descri
 	return ocispec.Descriptor{}, fmt.Errorf("%s:%s %w in CTF %s", repo, tag, errdef.ErrNotFound, c.name)
 }
 
+// Tags lists the tags of repo.
+func (c *ctfReader) Tags(_ context.Context, repo string) ([]string, error) {
+	var out []string
+	for _, a := range c.r.Artifacts() {
+		if a.Repository == repo && a.Tag != "" {
+			out = append(out, a.Tag)
+		}
+	}
+	return out, nil
+}
+
 func (c *ctfReader) Fetch(ctx context.Context, _ string, d ocispec.Descriptor) (io.ReadCloser, error) {
 	return c.r.Fetch(ctx, d)
 }

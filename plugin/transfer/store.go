@@ -145,6 +145,26 @@ func (s *registryStore) Resolve(ctx context.Context, repo, tag string) (ocispec.
 	return d, nil
 }
 
+// Tags lists the tags of repo (bounded by the registry client's page limit).
+func (s *registryStore) Tags(ctx context.Context, repo string) ([]string, error) {
+	r, ref, err := s.repo(repo)
+	if err != nil {
+		return nil, err
+	}
+	var tags []string
+	err = r.Tags(ctx, "", func(page []string) error {
+		tags = append(tags, page...)
+		if len(tags) > 100_000 {
+			return fmt.Errorf("%w: more than 100000 tags", perr.ErrLimitExceeded)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.reg.Wrap(err, "list tags", ref)
+	}
+	return tags, nil
+}
+
 func (s *registryStore) Fetch(ctx context.Context, repo string, d ocispec.Descriptor) (io.ReadCloser, error) {
 	r, ref, err := s.repo(repo)
 	if err != nil {

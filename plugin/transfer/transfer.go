@@ -327,6 +327,9 @@ func (r *run) version(ctx context.Context, name, version string) error {
 	r.prog.line("transferring version %q...", key)
 	sv, err := readVersion(ctx, r.src, name, version)
 	if err != nil {
+		if errors.Is(err, errdef.ErrNotFound) {
+			err = r.notFound(ctx, name, version, err)
+		}
 		return errdef.Wrap(fmt.Errorf("source %s: %w", r.src, err), ectx)
 	}
 	if r.t.Recursive {
@@ -370,6 +373,29 @@ func (r *run) version(ctx context.Context, name, version string) error {
 	}
 	r.sum.Versions = append(r.sum.Versions, VersionSummary{Component: name, Version: version, Status: status})
 	return nil
+}
+
+// tagLister is a store that can list a repository's tags.
+type tagLister interface {
+	Tags(ctx context.Context, repo string) ([]string, error)
+}
+
+// notFound says which versions the source has, when it can list them.
+func (r *run) notFound(ctx context.Context, name, version string, cause error) error {
+	l, ok := r.src.(tagLister)
+	if !ok {
+		return cause
+	}
+	tags, err := l.Tags(ctx, ocm.DescriptorRepository(name))
+	if err != nil || len(tags) == 0 {
+		return fmt.Errorf("component %s %w", name, errdef.ErrNotFound)
+	}
+	var versions []string
+	for _, t := range tags {
+		versions = append(versions, ocm.TagToVersion(t))
+	}
+	oci.SortVersions(versions)
+	return fmt.Errorf("version %s of component %s %w (available: %s)", version, name, errdef.ErrNotFound, strings.Join(versions, ", "))
 }
 
 // present reports whether the target holds the version already. A target

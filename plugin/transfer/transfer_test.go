@@ -466,3 +466,75 @@ func dig(v any, path ...any) any {
 	}
 	return v
 }
+
+// Into a tgz: an interrupted transfer leaves its staging directory (the
+// blobs it finished) and no archive; the next run resumes from it and
+// writes the archive, which holds what an uninterrupted run writes.
+func TestInterruptedArchiveTransferResumes(t *testing.T) {
+	var fail atomic.Bool
+	var gets atomic.Int32
+	src := registrytest.Start(t, registrytest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if fail.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") && gets.Add(1) > 6 {
+				http.Error(w, "gone", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	from := "http://" + src.Host + "/ocm"
+	run(t, &transfer.Transfer{From: fixtureDir(t, "ctf"), To: from, Component: "example.com/fixtures/platform-bundle", Version: "1.0.0", Recursive: true})
+	out := filepath.Join(t.TempDir(), "bundle.tgz")
+	fail.Store(true)
+	tr := &transfer.Transfer{From: from, To: out, Component: "example.com/fixtures/platform-bundle", Version: "1.0.0", Recursive: true,
+		RegistryOptions: clientOptions(registry.WithRetries(0)), TempDir: t.TempDir()}
+	if _, err := tr.Run(context.Background()); err == nil {
+		t.Fatal("the interrupted run succeeded")
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("an archive was written by the interrupted run: %v", err)
+	}
+	staged, err := os.ReadDir(filepath.Join(out+".transfer", "blobs"))
+	if err != nil || len(staged) == 0 {
+		t.Fatalf("no staging directory to resume from: %v", err)
+	}
+	fail.Store(false)
+	s, _ := run(t, &transfer.Transfer{From: from, To: out, Component: "example.com/fixtures/platform-bundle", Version: "1.0.0", Recursive: true})
+	resumed := s.Present > 0
+	for _, v := range s.Versions {
+		resumed = resumed || v.Status == "present"
+	}
+	if !resumed {
+		t.Errorf("the resumed run found nothing of the first: %+v", s)
+	}
+	if _, err := os.Stat(out + ".transfer"); !os.IsNotExist(err) {
+		t.Errorf("staging directory left after success: %v", err)
+	}
+	clean := filepath.Join(t.TempDir(), "clean.tgz")
+	run(t, &transfer.Transfer{From: from, To: clean, Component: "example.com/fixtures/platform-bundle", Version: "1.0.0", Recursive: true})
+	a, b := t.TempDir(), t.TempDir()
+	if err := extractTgz(out, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := extractTgz(clean, b); err != nil {
+		t.Fatal(err)
+	}
+	va, vb := readCTF(t, a), readCTF(t, b)
+	for repo, tags := range vb.tags {
+		for tag, d := range tags {
+			if va.tags[repo][tag] != d {
+				t.Errorf("%s:%s: %s after resuming, %s uninterrupted", repo, tag, va.tags[repo][tag], d)
+			}
+		}
+	}
+	if len(va.blobs) != len(vb.blobs) {
+		t.Errorf("%d blobs after resuming, %d uninterrupted", len(va.blobs), len(vb.blobs))
+	}
+	// A second run into the archive copies nothing and leaves it as it is.
+	before, _ := os.ReadFile(out)
+	s, _ = run(t, &transfer.Transfer{From: from, To: out, Component: "example.com/fixtures/platform-bundle", Version: "1.0.0", Recursive: true})
+	after, _ := os.ReadFile(out)
+	if s.Copied() || !bytes.Equal(before, after) {
+		t.Errorf("the second run into the archive changed it (copied %v)", s.Copied())
+	}
+}
