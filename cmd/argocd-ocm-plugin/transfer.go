@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/transfer"
 )
 
@@ -39,8 +40,8 @@ copies nothing and says so, an interrupted run is resumed by running it again. A
 holds other content under a version's or an artifact's tag is refused; nothing is overwritten.
 
 Credentials are the sidecar's: ARGOCD_OCM_REGISTRY_<HOST>_USERNAME/_PASSWORD/_TOKEN (or _FILE),
-the Docker config, or with ARGOCD_OCM_POLICY the default rule's credentials; an http:// side is
-reached over plain HTTP. Progress and the summary line go to stderr; errors are one line naming
+the Docker config; an http:// side is reached over plain HTTP. With ARGOCD_OCM_POLICY the policy's
+default rule decides: its repositories, credentials and plain-HTTP hosts, for both sides and images. Progress and the summary line go to stderr; errors are one line naming
 component, version and resource.`,
 		Example: `  # build an air-gap bundle: the platform, its charts and its images in one file
   argocd-ocm-plugin transfer --from ghcr.io/acme/ocm --to bundle.tgz \
@@ -63,7 +64,19 @@ component, version and resource.`,
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}
-			t.RegistryOptions = rule.RegistryOptions(nil)
+			if rule.Source == "environment" {
+				// No policy: the sidecar's credentials, and the http://
+				// sides the operator wrote reached over plain HTTP.
+				t.RegistryOptions = rule.RegistryOptions(nil)
+			} else {
+				// A policy decides, plain HTTP included: the sides get no
+				// exception from it.
+				reg, err := registry.NewClient(rule.RegistryOptions(nil)...)
+				if err != nil {
+					return errdef.Wrap(err, ectx)
+				}
+				t.Registry = reg
+			}
 			t.Progress = stderr
 			ctx := cmd.Context()
 			if timeout > 0 {

@@ -433,3 +433,52 @@ func TestTransferCommandMistakes(t *testing.T) {
 		t.Errorf("help: exit %d: %s", code, stdout.String())
 	}
 }
+
+// Under a sidecar policy, the policy's default rule decides for transfer
+// too: its repositories, its credentials, its plain-HTTP hosts.
+func TestTransferUnderPolicy(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.WithBasicAuth("replicator", "pOl1cy-transfer"))
+	dir := t.TempDir()
+	write := func(plain string) string {
+		p := filepath.Join(dir, "policy-"+plain+".yaml")
+		pol := `apiVersion: argocd-ocm-plugin.io/v1alpha1
+kind: SidecarPolicy
+credentials:
+- {name: internal, host: "` + reg.Host + `", env: INTERNAL}
+default:
+  repositories: [{host: "` + reg.Host + `", pathPrefix: ocm}]
+  credentials: [internal]
+`
+		if plain != "" {
+			pol += `  plainHTTP: ["` + plain + `"]` + "\n"
+		}
+		if err := os.WriteFile(p, []byte(pol), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Setenv("ARGOCD_OCM_REGISTRY_INTERNAL_USERNAME", "replicator")
+	t.Setenv("ARGOCD_OCM_REGISTRY_INTERNAL_PASSWORD", "pOl1cy-transfer")
+	ctf := mustAbs("../../testdata/ocm-cli/ctf")
+	transfer := func(policy, to string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"transfer", "--from", ctf, "--to", to, "--component", "example.com/fixtures/kustomize-app", "--version", "1.0.0"},
+			&stdout, &stderr, env(map[string]string{"ARGOCD_OCM_POLICY": policy, "ARGOCD_OCM_CACHE_DIR": filepath.Join(dir, "cache")}))
+		if strings.Contains(stdout.String()+stderr.String(), "pOl1cy-transfer") {
+			t.Errorf("the password is shown: %s", stderr.String())
+		}
+		return code, stderr.String()
+	}
+	if code, stderr := transfer(write(""), "http://"+reg.Host+"/ocm"); code == 0 || !strings.Contains(stderr, "plain HTTP") {
+		t.Errorf("plain HTTP the policy does not allow: exit %d: %s", code, stderr)
+	}
+	if code, stderr := transfer(write(reg.Host), "http://"+reg.Host+"/elsewhere"); code == 0 || !strings.Contains(stderr, "refused by the sidecar policy") {
+		t.Errorf("a repository the policy does not allow: exit %d: %s", code, stderr)
+	}
+	if code, stderr := transfer(write(reg.Host), "http://"+reg.Host+"/ocm"); code != 0 || !strings.Contains(stderr, "copied 1 component version") {
+		t.Errorf("allowed: exit %d: %s", code, stderr)
+	}
+	if n := len(reg.Requests()); n == 0 {
+		t.Error("the registry was not asked")
+	}
+}
