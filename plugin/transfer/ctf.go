@@ -108,13 +108,31 @@ func (c *ctfDir) Fetch(_ context.Context, _ string, d ocispec.Descriptor) (io.Re
 	return os.Open(p)
 }
 
+// Exists reports whether the CTF holds the blob: a regular file of its name
+// whose content has its digest. A file of that name with other content is a
+// conflict (nothing is overwritten).
 func (c *ctfDir) Exists(_ context.Context, _ string, d ocispec.Descriptor) (bool, error) {
 	fi, err := c.stat(d.Digest.String())
 	if err != nil {
 		return false, nil
 	}
-	// A file of the wrong size is not the blob (it is replaced).
-	return fi.Mode().IsRegular() && (d.Size < 0 || fi.Size() == d.Size), nil
+	if !fi.Mode().IsRegular() || (d.Size >= 0 && fi.Size() != d.Size) {
+		return false, fmt.Errorf("%w: CTF %s: blob file %s is not the blob (%d bytes, want %d); nothing was overwritten", errdef.ErrConflict, c.name, d.Digest, fi.Size(), d.Size)
+	}
+	p, _ := c.blobPath(d.Digest.String())
+	f, err := os.Open(p)
+	if err != nil {
+		return false, fmt.Errorf("CTF %s: %w", c.name, err)
+	}
+	defer f.Close()
+	v, err := blob.NewVerifier(f, d.Digest.String(), fi.Size())
+	if err != nil {
+		return false, err
+	}
+	if _, err := io.Copy(io.Discard, v); err != nil {
+		return false, fmt.Errorf("%w: CTF %s: blob file %s: %w; nothing was overwritten", errdef.ErrConflict, c.name, d.Digest, err)
+	}
+	return true, nil
 }
 
 func (c *ctfDir) Push(_ context.Context, _ string, d ocispec.Descriptor, r io.Reader) error {
@@ -148,7 +166,11 @@ func (c *ctfDir) Push(_ context.Context, _ string, d ocispec.Descriptor, r io.Re
 }
 
 func (c *ctfDir) PushManifest(ctx context.Context, repo string, d ocispec.Descriptor, b []byte, tag string) error {
-	if ok, _ := c.Exists(ctx, repo, d); !ok {
+	ok, err := c.Exists(ctx, repo, d)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		if err := c.Push(ctx, repo, d, strings.NewReader(string(b))); err != nil {
 			return err
 		}

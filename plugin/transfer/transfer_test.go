@@ -538,3 +538,24 @@ func TestInterruptedArchiveTransferResumes(t *testing.T) {
 		t.Errorf("the second run into the archive changed it (copied %v)", s.Copied())
 	}
 }
+
+// A CTF target whose blob file does not hold the blob it is named after is
+// refused, and the file is left as it is.
+func TestCorruptTargetBlobRefused(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	run(t, &transfer.Transfer{From: fixtureDir(t, "ctf"), To: out, Component: "example.com/fixtures/kustomize-app", Version: "1.0.0"})
+	p := filepath.Join(out, "blobs", "sha256.cfad8f0c7d2ab2aaad44a6e4d60bbee6bd2cb68392e3bcc7c15fece5a7262e05")
+	b, _ := os.ReadFile(p)
+	b[0] ^= 0xff
+	os.WriteFile(p, b, 0o644)
+	// Another version that shares the blob.
+	tr := &transfer.Transfer{From: fixtureDir(t, "ctf-signed"), To: out, Component: "example.com/fixtures/signed-app", Version: "1.0.0",
+		RegistryOptions: clientOptions(), TempDir: t.TempDir()}
+	_, err := tr.Run(context.Background())
+	if !errors.Is(err, errdef.ErrConflict) || !strings.Contains(err.Error(), "component example.com/fixtures/signed-app:1.0.0") {
+		t.Fatalf("err = %v", err)
+	}
+	if after, _ := os.ReadFile(p); !bytes.Equal(after, b) {
+		t.Error("the blob file was overwritten")
+	}
+}
