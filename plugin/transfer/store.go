@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -212,13 +213,13 @@ func (s *registryStore) PushManifest(ctx context.Context, repo string, d ocispec
 	}
 	if tag == "" {
 		ref.Digest = d.Digest.String()
-		if err := r.Manifests().Push(ctx, d, strings.NewReader(string(b))); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		if err := r.Manifests().Push(ctx, d, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
 			return s.reg.Wrap(err, "push manifest", ref)
 		}
 		return nil
 	}
 	ref.Tag = tag
-	if err := r.Manifests().PushReference(ctx, d, strings.NewReader(string(b)), tag); err != nil {
+	if err := r.Manifests().PushReference(ctx, d, bytes.NewReader(b), tag); err != nil {
 		return s.reg.Wrap(err, "push manifest", ref)
 	}
 	return nil

@@ -181,15 +181,13 @@ func (r *run) open(spec string, target bool) (store, error) {
 	}
 	p := sp.FilePath
 	if !target {
-		fi, err := os.Stat(p)
-		if err == nil && fi.IsDir() {
-			// Read through package ctf as well: it confines a directory.
-			return openCTFReader(p)
-		}
+		// Every form through package ctf, which confines and bounds it.
 		return openCTFReader(p)
 	}
 	fi, err := os.Stat(p)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && r.t.DryRun:
+		return emptyStore{name: p}, nil // a dry run creates nothing
 	case err == nil && fi.IsDir():
 		return openCTFDir(p, p, true)
 	case err == nil && fi.Mode().IsRegular():

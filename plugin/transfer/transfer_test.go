@@ -321,8 +321,8 @@ func TestDryRunWritesNothing(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "out")
 	run(t, &transfer.Transfer{From: fixtureDir(t, "ctf"), To: dir, Component: "example.com/fixtures/kustomize-app", Version: "1.0.0", DryRun: true})
-	if entries, _ := os.ReadDir(filepath.Join(dir, "blobs")); len(entries) != 0 {
-		t.Errorf("dry run wrote %d blobs", len(entries))
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("dry run created the target: %v", err)
 	}
 }
 
