@@ -38,7 +38,9 @@ func artifactSet(t *testing.T, main string, files map[string][]byte) []byte {
 	return b
 }
 
-func blobName(b []byte) string { return "blobs/" + strings.Replace(digest.FromBytes(b).String(), ":", ".", 1) }
+func blobName(b []byte) string {
+	return "blobs/" + strings.Replace(digest.FromBytes(b).String(), ":", ".", 1)
+}
 
 // Hostile artifact sets (charts stored in a component) that --copy-resources
 // unpacks to upload: each fails with one error naming the component, version
@@ -67,7 +69,10 @@ func TestHostileArtifactSets(t *testing.T) {
 		says   string
 	}{
 		{"not an archive", []byte("just text, no tar"), "", errdef.ErrInvalidInput, "artifact set"},
-		{"no index.json", func() []byte { b, _ := ocmbuild.TarFiles(map[string][]byte{"oci-layout": []byte("{}")}, true); return b }(), "", errdef.ErrInvalidDescriptor, "no index.json"},
+		{"no index.json", func() []byte {
+			b, _ := ocmbuild.TarFiles(map[string][]byte{"oci-layout": []byte("{}")}, true)
+			return b
+		}(), "", errdef.ErrInvalidDescriptor, "no index.json"},
 		{"main manifest missing", artifactSet(t, digest.FromBytes(good).String(), map[string][]byte{blobName(cfg): cfg}), "", errdef.ErrInvalidDescriptor, "not in the artifact set"},
 		{"layer does not match its digest", artifactSet(t, digest.FromBytes(good).String(), map[string][]byte{blobName(good): good, blobName(cfg): cfg,
 			blobName(layer): []byte("chart CONTENT")}), "", errdef.ErrDigestMismatch, "content hashes to"},
