@@ -59,6 +59,7 @@ Manifests go to stdout, in one write, only on success; a failure is one line on 
 		newParametersCommand(stdout, stderr, getenv, dir, diag), newVerifyCommand(stdout, stderr, getenv, diag), newVersionCommand(stdout),
 		newServeCommand(stderr, getenv), newGeneratorCommand(stderr, getenv, diag),
 		newServeWorkerCommand(stderr, getenv))
+	root.AddCommand(newTransferCommand(stderr, getenv))
 	return root
 }
 
