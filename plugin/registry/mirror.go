@@ -176,6 +176,9 @@ func (c *Client) initMirrors(base http.RoundTripper) {
 // policy, which names mirrors itself): it would be ignored.
 func (c *Client) Mirrors(upstream string) ([]Mirror, error) {
 	host := CanonicalHost(upstream)
+	if c.o.noMirrors {
+		return nil, nil
+	}
 	if c.o.onlyScoped {
 		name := EnvPrefix + EnvName(host) + EnvMirrorsSuffix
 		if v, ok := c.o.lookupEnv(name); ok && strings.TrimSpace(v) != "" && envOwns(c.o.lookupEnv, host) {

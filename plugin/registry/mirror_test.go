@@ -692,3 +692,25 @@ func TestMirrorPauseIsShared(t *testing.T) {
 		t.Errorf("3 generations connected to the down mirror %d times, want 1", n)
 	}
 }
+
+// A writer (transfer) reaches registries itself: with WithoutMirrors neither
+// WithMirrors nor the environment's mirrors are used.
+func TestWithoutMirrorsIgnoresEveryMirror(t *testing.T) {
+	env := map[string]string{"ARGOCD_OCM_REGISTRY_GHCR_IO_MIRRORS": "https://harbor.example/p"}
+	lookup := func(k string) (string, bool) { s, ok := env[k]; return s, ok }
+	with, err := registry.NewClient(registry.WithoutDockerConfig(), registry.WithEnv(lookup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := with.Mirrors("ghcr.io"); err != nil || len(ms) != 1 {
+		t.Fatalf("control: mirrors %v, %v; want the environment's one", ms, err)
+	}
+	without, err := registry.NewClient(registry.WithoutDockerConfig(), registry.WithEnv(lookup), registry.WithoutMirrors(),
+		registry.WithMirrors("ghcr.io", registry.Mirror{Host: "zot.example"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := without.Mirrors("ghcr.io"); err != nil || len(ms) != 0 {
+		t.Errorf("WithoutMirrors: mirrors %v, %v; want none", ms, err)
+	}
+}

@@ -132,6 +132,9 @@ func (t *Transfer) Run(ctx context.Context) (*Summary, error) {
 		// over plain HTTP only to hosts the operator allowed).
 		opts := append([]registry.Option{}, t.RegistryOptions...)
 		opts = append(opts, registry.WithPlainHTTP(PlainHTTPHosts(t.From, t.To)...))
+		// Mirrors serve readers; a transfer talks to both registries
+		// themselves (a mirror's HEAD must not stand for the target's).
+		opts = append(opts, registry.WithoutMirrors())
 		c, err := registry.NewClient(opts...)
 		if err != nil {
 			return nil, errdef.Wrap(err, ectx)
