@@ -283,7 +283,7 @@ func waitDead(t *testing.T, pid int) {
 // The server with a pool: a limit is one error line naming the application,
 // component, version and limit, with nothing on stdout.
 func TestServerWithPoolLimitError(t *testing.T) {
-	p := testPool(t, &Pool{Size: 1, Deadline: 2 * time.Second, Grace: 100 * time.Millisecond, MaxMemory: 96 << 20})
+	p := testPool(t, &Pool{Size: 1, Deadline: 2 * time.Second, Grace: 100 * time.Millisecond, MaxMemory: 96 << 20, Stderr: os.Stderr})
 	var log strings.Builder
 	var logMu sync.Mutex
 	metrics := NewMetrics()
