@@ -22,3 +22,5 @@ func runQueueWait(int) (int64, bool) { return 0, false }
 func setAddressSpaceLimit(int, int64) (int64, error) { return 0, errors.ErrUnsupported }
 
 func outOfMemory([]byte) bool { return false }
+
+const arenaSlack = 64 << 20
