@@ -220,8 +220,11 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		return true
 	})
 	if errors.Is(err, errBudget) {
-		// Accepted, then one error line: the client must not render in a
-		// process of its own instead (that would move the load, not bound it).
+		// The rest of the request is read and dropped (the client writes it
+		// all before it reads), then: accepted, and one error line. The
+		// client must not render in a process of its own instead (that
+		// would move the load, not bound it).
+		skipLine(br, MaxRequestSize)
 		s.Log.Warn("request refused", "cause", fmt.Sprintf("the server holds %d MiB of requests, its budget", s.RequestBudget>>20))
 		s.Metrics.Generation("request-budget", 0, time.Since(arrival))
 		_ = writeHeader(conn, header{Accepted: true})
@@ -331,6 +334,17 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 
 // errLimitText ends every limit message, as errdef.ErrLimitExceeded reads.
 const errLimitText = "limit exceeded"
+
+// skipLine reads up to '\n' (at most limit bytes) without keeping it.
+func skipLine(r *bufio.Reader, limit int) {
+	for n := 0; n <= limit; {
+		chunk, err := r.ReadSlice('\n')
+		n += len(chunk)
+		if err != bufio.ErrBufferFull {
+			return
+		}
+	}
+}
 
 // take reserves n request bytes from the budget; giveBack returns them.
 func (s *Server) take(n int64) bool {
