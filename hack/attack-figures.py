@@ -92,6 +92,8 @@ def main():
     for name, case in cases.items():
         if only and name not in only.split(","):
             continue
+        if os.path.exists(sock):
+            os.remove(sock)  # a killed server's: the client must not find it before the new one listens
         srv = subprocess.Popen([plugin, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=open(f"/tmp/atk-{os.getpid()}.log", "a"))
         for _ in range(500):
             if os.path.exists(sock):
