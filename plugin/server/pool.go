@@ -332,7 +332,7 @@ func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver D
 			p.kill(w, "undelivered")
 			return out
 		}
-		err = body.err
+		// body.err: the worker died while sending its result.
 	}
 	// No complete result: the worker is dead or is killed now.
 	p.kill(w, CauseCrashed)
