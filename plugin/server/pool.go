@@ -634,7 +634,7 @@ func (p *Pool) spawn() (*worker, error) {
 	_ = conn.SetReadDeadline(time.Now().Add(workerStartTimeout))
 	h, err := readHeader(w.br)
 	_ = conn.SetReadDeadline(time.Time{})
-	if err == nil && h.Ready == w.pid && p.MaxMemory > 0 {
+	if err == nil && h.Ready == w.pid && p.MaxMemory > 0 && !raceEnabled {
 		if w.asLimit, err = setAddressSpaceLimit(w.pid, p.MaxMemory+arenaSlack); err != nil {
 			p.Log.Warn("render worker without an address-space limit: its memory limit is polled only", "worker", w.pid, "cause", err.Error())
 			err = nil

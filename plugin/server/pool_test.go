@@ -87,6 +87,9 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 			stdout.Write(chunk)
 		}
 		return 0
+	case "sleep": // waits for a registry that does not answer
+		time.Sleep(3 * time.Second)
+		return 0
 	case "polite": // stops at its context's deadline with its own error
 		<-ctx.Done()
 		fmt.Fprintln(stderr, "argocd-ocm-plugin: application shop: resource chart: context deadline exceeded")
@@ -437,6 +440,9 @@ func TestSupervisorKilled(t *testing.T) {
 // address-space limit fails inside the worker, which is reported as the
 // memory limit (and its runtime traceback is left out of the log).
 func TestPoolAddressSpaceLimit(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a worker built with -race runs without an address-space limit")
+	}
 	var stderr syncBuffer
 	p := testPool(t, &Pool{Size: 1, MaxMemory: 96 << 20, Poll: time.Hour, Stderr: &stderr})
 	for _, arg := range []string{"huge", "grow"} {
@@ -546,4 +552,71 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// One warm worker; a second starts at once for a request that finds it busy
+// (Eager); beyond Eager, another starts only behind generations that have
+// run GrowAfter and do not wait for a CPU (here: asleep, a tarpit registry).
+func TestPoolGrowth(t *testing.T) {
+	p := testPool(t, &Pool{Size: 3, Warm: 1, Eager: 2, GrowAfter: 200 * time.Millisecond, Deadline: 10 * time.Second})
+	if n := len(p.Pids()); n != 1 {
+		t.Fatalf("%d workers at start, want 1 warm", n)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); do(p, "sleep") }()
+		time.Sleep(150 * time.Millisecond)
+	}
+	// Both sleepers run (the second worker started at once); the third
+	// request gets a third worker once they have slept GrowAfter + a window.
+	start := time.Now()
+	res, out := do(p, "echo", "third")
+	took := time.Since(start)
+	if res == nil || res.Exit != 0 {
+		t.Fatalf("third: %+v %+v", res, out)
+	}
+	if took > 2*time.Second {
+		t.Errorf("third waited %v: no worker was started behind the sleeping generations", took)
+	}
+	if n := len(p.Pids()); n != 3 {
+		t.Errorf("%d workers, want 3", n)
+	}
+	wg.Wait()
+	t.Logf("third generation served after %v", took.Round(time.Millisecond))
+}
+
+// kill -9 of a worker while its result streams to the client: the client
+// gets fewer bytes than announced (Do: ErrLost, one error line), never a
+// result that looks complete; the next generation is served.
+func TestWorkerKilledWhileDelivering(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1, Deadline: time.Minute})
+	sock := start(t, &Server{Pool: p, Fingerprint: "fp"})
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := writeRequest(c, &Request{Protocol: ProtocolVersion, Args: []string{"big", "256"}, Fingerprint: "fp"}); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReaderSize(c, 32<<10)
+	if h, err := readHeader(br); err != nil || !h.Accepted {
+		t.Fatalf("%+v %v", h, err)
+	}
+	h, err := readHeader(br) // the worker is done rendering and sends
+	if err != nil || h.Stdout != 256<<20 {
+		t.Fatalf("%+v %v", h, err)
+	}
+	for _, pid := range p.Pids() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_, _, err = readBody(br, h)
+	if err == nil {
+		t.Fatal("the whole result arrived although its worker was killed while sending it")
+	}
+	t.Logf("client: %v", err)
+	if res, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{"echo", "after"}, Fingerprint: "fp"}); err != nil || res.Exit != 0 {
+		t.Fatalf("after: %v %+v", err, res)
+	}
 }
