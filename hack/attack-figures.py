@@ -6,16 +6,34 @@ generations of issue 15, one at a time, for a given plugin and client build.
     hack/attack-figures.py PLUGIN CLIENT APPDIR [ENV=VALUE...]
 
 The server (serve) is started with the given sidecar settings; each case runs
-through the client; the script samples the resident memory (VmRSS) of the
-server and its children every 10 ms and reports the peak of their sum. A
+through the client; every 2 ms the script reads the server's peak RSS (VmHWM)
+and each worker's private peak (VmHWM less its file pages, which are the
+server's too) and reports the largest sum: the sidecar's memory, the binary's
+pages counted once. ATTACK_CASES=name,name runs only those cases. A
 server past 1.5 GiB is stopped (the sidecar's limit is 1 GiB: it would have
 been OOM-killed) and reported as such; a case still running after 60 s too.
 """
-import os, subprocess, sys, time, signal
+import os, socket, subprocess, sys, threading, time, signal
+
+def status(pid):
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if v.strip().endswith(" kB"):
+                    out[k] = int(v.split()[0]) * 1024
+    except OSError:
+        pass
+    return out
 
 def rss_tree(pid):
-    total = 0
-    pids = [pid]
+    """The sidecar's memory: the server's peak RSS (VmHWM: its binary's pages
+    count once) plus each worker's private peak (VmHWM less its file pages,
+    which are the server's too). VmHWM catches a peak between two samples."""
+    st = status(pid)
+    total = st.get("VmHWM", 0)
+    pids = []
     try:
         for t in os.listdir(f"/proc/{pid}/task"):
             with open(f"/proc/{pid}/task/{t}/children") as f:
@@ -23,14 +41,22 @@ def rss_tree(pid):
     except OSError:
         pass
     for p in pids:
-        try:
-            with open(f"/proc/{p}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
-        except OSError:
-            pass
+        c = status(p)
+        total += max(c.get("RssAnon", 0), c.get("VmHWM", 0) - c.get("RssFile", 0) - c.get("RssShmem", 0))
     return total
+
+def tarpit():
+    """A registry that accepts connections and never answers."""
+    l = socket.socket()
+    l.bind(("127.0.0.1", 0))
+    l.listen(64)
+    conns = []
+    def serve():
+        while True:
+            c, _ = l.accept()
+            conns.append(c)
+    threading.Thread(target=serve, daemon=True).start()
+    return "127.0.0.1:%d" % l.getsockname()[1]
 
 def main():
     plugin, client, appdir = sys.argv[1:4]
@@ -38,11 +64,25 @@ def main():
     sock = f"/tmp/atk-{os.getpid()}/r.sock"
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "ARGOCD_OCM_CACHE_DIR": f"/tmp/atk-{os.getpid()}/cache",
            "ARGOCD_OCM_PLUGIN_BINARY": "/nonexistent", "ARGOCD_OCM_SERVER_SOCKET": sock}
+    pit = tarpit()
+    env["ARGOCD_OCM_PLAIN_HTTP"] = pit
     env.update(extra)
+    fifo = os.path.join(appdir, "values", "fifo.yaml")
+    os.makedirs(os.path.dirname(fifo), exist_ok=True)
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    only = os.environ.get("ATTACK_CASES", "")
     cases = {
         "tpl recursion": {"ARGOCD_ENV_REPOSITORY": "hostile", "ARGOCD_ENV_COMPONENT": "example.com/hostile/tpl"},
         "printf doubling": {"ARGOCD_ENV_REPOSITORY": "hostile", "ARGOCD_ENV_COMPONENT": "example.com/hostile/double"},
         "CPU loop": {"ARGOCD_ENV_REPOSITORY": "hostile", "ARGOCD_ENV_COMPONENT": "example.com/hostile/slow"},
+        "range over repeat": {"ARGOCD_ENV_REPOSITORY": "hostile", "ARGOCD_ENV_COMPONENT": "example.com/hostile/repeat"},
+        "include fan-out": {"ARGOCD_ENV_REPOSITORY": "hostile", "ARGOCD_ENV_COMPONENT": "example.com/hostile/include"},
+        "100 000 objects": {"ARGOCD_ENV_REPOSITORY": "hostile", "ARGOCD_ENV_COMPONENT": "example.com/hostile/objects"},
+        "/proc/self/fd/1 as repository": {"ARGOCD_ENV_REPOSITORY": "/proc/self/fd/1", "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo"},
+        "FIFO as value file": {"ARGOCD_ENV_REPOSITORY": "ctf", "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo",
+                               "ARGOCD_ENV_VALUE_FILES": "values/fifo.yaml"},
+        "tarpit registry": {"ARGOCD_ENV_REPOSITORY": "http://" + pit + "/ocm", "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo"},
         "alias bomb definition": {"ARGOCD_ENV_REPOSITORY": "ctf", "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo",
                                   "ARGOCD_ENV_DEFINITION": "bomb.yaml"},
         "normal (podinfo)": {"ARGOCD_ENV_REPOSITORY": "ctf", "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo"},
@@ -50,6 +90,10 @@ def main():
     print(f"| case | result | time to refusal | peak RSS, server and workers |")
     print(f"|---|---|---|---|")
     for name, case in cases.items():
+        if only and name not in only.split(","):
+            continue
+        if os.path.exists(sock):
+            os.remove(sock)  # a killed server's: the client must not find it before the new one listens
         srv = subprocess.Popen([plugin, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=open(f"/tmp/atk-{os.getpid()}.log", "a"))
         for _ in range(500):
             if os.path.exists(sock):
@@ -69,7 +113,7 @@ def main():
             if time.time() - start > 60:
                 verdict = "still running after 60 s"
                 break
-            time.sleep(0.01)
+            time.sleep(0.002)
         took = time.time() - start
         if verdict:
             srv.kill(); cl.kill()

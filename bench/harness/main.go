@@ -58,7 +58,7 @@ func main() {
 	flag.StringVar(&used, "used-size", "", "size of the large file in the directoryTree the render uses (default 100MiB, quick 8MiB)")
 	flag.IntVar(&cfg.LargeServices, "large-services", 0, "services in the synthetic large chart, about 6 objects each (default 40, quick 10)")
 	flag.IntVar(&cfg.ShopApps, "kustomize-apps", 0, "apps in the synthetic kustomize tree, 3 objects each (default 30, quick 10)")
-	flag.StringVar(&cfg.Only, "only", "", "comma-separated sections: charts,kustomize,concurrent,resources,inprocess (default all)")
+	flag.StringVar(&cfg.Only, "only", "", "comma-separated sections: charts,kustomize,concurrent,resources,inprocess,generator,workers (default all)")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write pprof CPU profiles of in-process renders (and their top functions) to this directory")
 	pluginBin := flag.String("plugin", "", "measure this prebuilt plugin binary instead of building ./cmd/argocd-ocm-plugin (e.g. a patched copy)")
 	var pluginEnv multiFlag
@@ -139,6 +139,9 @@ func main() {
 	}
 	if b.want("generator") {
 		b.generator(ctx)
+	}
+	if b.want("workers") {
+		b.workers(ctx)
 	}
 	// Last: 100 processes at once leave the load average high for minutes.
 	if b.want("concurrent") {

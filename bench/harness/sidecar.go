@@ -82,7 +82,12 @@ func (b *bench) sidecar(c cmdSpec) cmdSpec {
 
 // server returns the render server whose environment is exactly env,
 // starting it if there is none yet.
-func (b *bench) server(env []string) *renderServer {
+func (b *bench) server(env []string) *renderServer { return b.serverWith(b.bins.Plugin, env) }
+
+// serverWith is server for another plugin build (the workers section's
+// before/after comparison): env must then differ from every other
+// server's.
+func (b *bench) serverWith(plugin string, env []string) *renderServer {
 	fp := server.Fingerprint(env)
 	for _, s := range b.servers {
 		if s.fingerprint == fp {
@@ -104,7 +109,7 @@ func (b *bench) server(env []string) *renderServer {
 	s.logFile = f
 	// The environment is exactly the sidecar's (a non-nil Env gets nothing
 	// added by os/exec), so that client and server fingerprints match.
-	s.cmd = exec.Command(b.bins.Plugin, "serve", "--socket", s.Socket)
+	s.cmd = exec.Command(plugin, "serve", "--socket", s.Socket)
 	s.cmd.Env = slices.Clone(env)
 	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = f, f

@@ -127,6 +127,14 @@ func (s serveSettings) pool(stderr io.Writer, log *slog.Logger, metrics *server.
 		// with much garbage is not killed for memory it could free.
 		env = append(env, fmt.Sprintf("GOMEMLIMIT=%dMiB", s.maxMemory/5*4>>20))
 	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		// A worker renders one generation at a time, and the pool runs one
+		// worker per core at once before it grows (Pool.Eager): a worker
+		// with one P spends no CPU on idle Ps looking for work, and its
+		// garbage collector does not compete with the other workers for the
+		// cores (measured: 10-15 % less CPU for 100 generations at once).
+		env = append(env, "GOMAXPROCS=1")
+	}
 	return &server.Pool{
 		Command: func() *exec.Cmd {
 			cmd := exec.Command(argv[0], argv[1:]...)

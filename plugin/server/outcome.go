@@ -22,6 +22,13 @@ type Outcome struct {
 	Cause string
 	// Detail completes Cause for messages (a signal, the memory used).
 	Detail string
+	// Started: the worker finished and its result began to go to the
+	// client (Run's deliver was called); Exit is its exit code.
+	Started bool
+	Exit    int
+	// DeliverErr is what deliver returned (the client went away while the
+	// result was copied to it).
+	DeliverErr error
 }
 
 // Stats is a snapshot of the pool for metrics.

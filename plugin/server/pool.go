@@ -5,12 +5,14 @@ package server
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -19,18 +21,23 @@ import (
 // Defaults of a Pool.
 const (
 	DefaultWorkers      = 4
-	DefaultWarm         = 2
+	DefaultWarm         = 1
 	DefaultDeadline     = 50 * time.Second
 	DefaultGrace        = time.Second
-	DefaultRecycleAfter = 200
+	DefaultRecycleAfter = 1000
 	DefaultIdleTimeout  = 30 * time.Second
 	DefaultPoll         = 10 * time.Millisecond
-	// DefaultGrowAfter: requests wait for a busy worker unless every busy
-	// worker's generation has run this long (a slow registry, a large chart):
-	// only then is another worker started. A burst of short generations is
-	// served by the warm workers, which keep both cores busy, instead of
-	// paying a worker's start-up for each of them.
+	// DefaultGrowAfter: beyond one worker per core (see Pool.Eager),
+	// requests wait for a busy worker unless every busy worker's generation
+	// has run this long (a slow registry, a large chart) and none of them is
+	// kept waiting for a CPU: only then is another worker started. A burst
+	// of short generations on busy cores is served by the workers there are,
+	// instead of paying a worker's start-up (60-75 ms of CPU, ~10 MiB) for
+	// each of them.
 	DefaultGrowAfter = 250 * time.Millisecond
+	// growWindow is how long a busy worker's scheduler statistics are
+	// watched before the pool decides that it waits for a CPU.
+	growWindow = 50 * time.Millisecond
 	// workerStartTimeout bounds a worker's start-up (exec and package
 	// initialisation, about 60-100 ms).
 	workerStartTimeout = 10 * time.Second
@@ -59,6 +66,10 @@ type Pool struct {
 	// comes first: a new worker or one that finished) and end after
 	// IdleTimeout idle. Default DefaultWarm (at most Size).
 	Warm int
+	// Eager: up to this many workers, a request that finds every worker
+	// busy starts another at once. Default GOMAXPROCS (one per core, at
+	// most Size): fewer cannot keep the cores busy.
+	Eager int
 	// GrowAfter: see DefaultGrowAfter (the default).
 	GrowAfter time.Duration
 	// Deadline of a generation, counted from its arrival (queue included).
@@ -116,8 +127,19 @@ type worker struct {
 	busy      bool
 	idleSince time.Time
 	busySince time.Time
-	rss       int64  // private memory at the last poll
-	killed    string // cause, once killed by the pool
+	rss       int64 // private memory at the last poll
+	// Scheduler statistics at markAt (see growLocked): time its threads
+	// waited for a CPU.
+	markAt   time.Time
+	markWait int64
+	killed   string // cause, once killed by the pool
+	// asLimit is the worker's address-space limit (0: none); outOfMemory:
+	// the runtime reported an allocation that failed (the limit was hit).
+	asLimit     int64
+	outOfMemory bool
+	// delivering: the generation is done and its result is being copied
+	// to the client; no limit applies any more.
+	delivering bool
 }
 
 // Start starts the warm workers and the watchdog. The pool runs until Close.
@@ -132,6 +154,10 @@ func (p *Pool) Start() error {
 		p.Warm = DefaultWarm
 	}
 	p.Warm = min(p.Warm, p.Size)
+	if p.Eager <= 0 {
+		p.Eager = runtime.GOMAXPROCS(0)
+	}
+	p.Eager = max(min(p.Eager, p.Size), p.Warm)
 	if p.Deadline <= 0 {
 		p.Deadline = DefaultDeadline
 	}
@@ -204,9 +230,46 @@ func (p *Pool) Close() {
 	<-p.done
 }
 
-// Do runs req in a worker and returns its result. res is nil when the worker
-// gave none; out.Cause then says why. The deadline counts from arrival.
+// Deliver receives a worker's result: its exit code, the sizes of its
+// stdout and stderr, and body, which reads exactly those bytes (stdout, then
+// stderr) from the worker. The supervisor streams them to its client
+// instead of holding them: a large manifest stream costs the supervisor a
+// copy buffer, not its size.
+type Deliver func(exit, stdoutLen, stderrLen int, body io.Reader) error
+
+// Do runs req in a worker and returns its result, held in memory (tests, and
+// callers that want the bytes). res is nil when the worker gave none;
+// out.Cause then says why. The deadline counts from arrival.
 func (p *Pool) Do(ctx context.Context, req *Request, arrival time.Time) (res *Result, out Outcome) {
+	raw, err := json.Marshal(req)
+	if err != nil {
+		out.Cause, out.Detail = CauseNoWorker, err.Error()
+		return nil, out
+	}
+	out = p.Run(ctx, raw, arrival, func(exit, no, ne int, body io.Reader) error {
+		r := &Result{Exit: exit, Stdout: make([]byte, no), Stderr: make([]byte, ne)}
+		if _, err := io.ReadFull(body, r.Stdout); err != nil {
+			return err
+		}
+		if _, err := io.ReadFull(body, r.Stderr); err != nil {
+			return err
+		}
+		res = r
+		return nil
+	})
+	if out.Cause != "" {
+		res = nil
+	}
+	return res, out
+}
+
+// Run runs raw (one request line as a client sent it) in a worker and hands
+// the worker's result to deliver. When the worker gives no result (a limit,
+// a crash, the client gone), deliver is not called and out.Cause says why;
+// when the worker dies while deliver reads its result, out.Cause is set too
+// and out.Started says that deliver had begun. The deadline counts from
+// arrival.
+func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver Deliver) (out Outcome) {
 	deadline := arrival.Add(p.Deadline)
 	qctx, cancel := context.WithDeadline(ctx, deadline)
 	w, err := p.acquire(qctx)
@@ -215,52 +278,73 @@ func (p *Pool) Do(ctx context.Context, req *Request, arrival time.Time) (res *Re
 	switch {
 	case err != nil && ctx.Err() != nil:
 		out.Cause = CauseCanceled
-		return nil, out
+		return out
 	case err != nil && !time.Now().Before(deadline):
 		out.Cause, out.Detail = CauseQueueDeadline, fmt.Sprintf("all %d render workers busy", p.Size)
-		return nil, out
+		return out
 	case err != nil:
 		out.Cause, out.Detail = CauseNoWorker, err.Error()
-		return nil, out
+		return out
 	}
 	out.Worker = w.pid
-	sent := *req
-	sent.Deadline = deadline
-	type reply struct {
-		res *Result
-		err error
-	}
-	replies := make(chan reply, 1)
+	headers := make(chan error, 1)
+	var h header
 	go func() {
 		_ = w.conn.SetWriteDeadline(deadline.Add(p.Grace))
-		if err := writeRequest(w.conn, &sent); err != nil {
-			replies <- reply{nil, err}
+		if err := writeJob(w.conn, jobHeader{Deadline: deadline}, raw); err != nil {
+			headers <- err
 			return
 		}
-		res, _, err := readResult(w.br)
-		replies <- reply{res, err}
+		var err error
+		if h, err = readHeader(w.br); err == nil && (h.Stdout < 0 || h.Stderr < 0 || h.Stdout > maxOutput || h.Stderr > maxOutput) {
+			err = fmt.Errorf("malformed result: output sizes %d, %d", h.Stdout, h.Stderr)
+		}
+		headers <- err
 	}()
 	timer := time.NewTimer(time.Until(deadline.Add(p.Grace)))
 	defer timer.Stop()
-	var r reply
 	select {
-	case r = <-replies:
+	case err = <-headers:
 	case <-timer.C:
 		p.kill(w, CauseDeadline)
-		r = <-replies
+		err = <-headers
 	case <-ctx.Done():
 		p.kill(w, CauseCanceled)
-		r = <-replies
+		err = <-headers
 	}
-	if r.err == nil {
-		p.release(w)
-		return r.res, out
+	if err == nil && !p.startDelivery(w) {
+		err = errors.New("killed") // a limit was hit just as the result came
+	}
+	if err == nil {
+		// The worker is done rendering; only its result is left to copy.
+		_ = w.conn.SetReadDeadline(time.Now().Add(deliverTimeout))
+		body := &bodyReader{r: w.br, left: int64(h.Stdout) + int64(h.Stderr)}
+		out.Started, out.Exit = true, h.Exit
+		out.DeliverErr = deliver(h.Exit, h.Stdout, h.Stderr, body)
+		_ = w.conn.SetReadDeadline(time.Time{})
+		if body.left == 0 && body.err == nil {
+			p.release(w)
+			return out
+		}
+		if body.err == nil {
+			// deliver gave up (the client went away): the rest of the
+			// result is still in the connection; the worker is not reused.
+			p.kill(w, "undelivered")
+			return out
+		}
+		// body.err: the worker died while sending its result.
 	}
 	// No complete result: the worker is dead or is killed now.
 	p.kill(w, CauseCrashed)
 	<-w.exited
 	p.mu.Lock()
 	out.Cause = w.killed
+	if out.Cause == CauseCrashed && w.outOfMemory {
+		// The address-space limit: the runtime ended the worker itself.
+		out.Cause = CauseMemory
+		p.Metrics.workerKilled(CauseMemory)
+		p.Log.Warn("render worker killed", "worker", w.pid, "cause", CauseMemory, "limit", "address space", "private_mib", w.rss>>20)
+	}
 	switch out.Cause {
 	case CauseCrashed:
 		out.Detail = exitDetail(w.cmd.ProcessState)
@@ -268,7 +352,48 @@ func (p *Pool) Do(ctx context.Context, req *Request, arrival time.Time) (res *Re
 		out.Detail = fmt.Sprintf("%d MiB", w.rss>>20)
 	}
 	p.mu.Unlock()
-	return nil, out
+	return out
+}
+
+// deliverTimeout bounds copying a finished worker's result to the client.
+const deliverTimeout = 30 * time.Second
+
+// bodyReader reads the announced bytes of a result and records a read
+// error (the worker died while sending).
+type bodyReader struct {
+	r    io.Reader
+	left int64
+	err  error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	if err == io.EOF && b.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}
+
+// startDelivery marks w as delivering a finished result (the watchdog
+// leaves it alone), unless it was killed already.
+func (p *Pool) startDelivery(w *worker) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w.killed != "" {
+		return false
+	}
+	w.delivering = true
+	return true
 }
 
 func isClosed(ch chan struct{}) bool {
@@ -304,13 +429,13 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 			p.removeLocked(w)
 			continue
 		}
-		w.busy, w.busySince = true, time.Now()
+		w.busy, w.busySince, w.markAt = true, time.Now(), time.Time{}
 		p.mu.Unlock()
 		return w, nil
 	}
 	ch := make(chan *worker, 1)
 	p.waiters = append(p.waiters, ch)
-	if p.total < p.Warm && p.starting < len(p.waiters) {
+	if p.total < p.Eager && p.starting < len(p.waiters) {
 		p.startAsync()
 	}
 	p.mu.Unlock()
@@ -382,6 +507,7 @@ func (p *Pool) startAsync() {
 func (p *Pool) release(w *worker) {
 	p.mu.Lock()
 	w.gens++
+	w.delivering = false
 	rss, err := privateRSS(w.pid)
 	if err == nil {
 		w.rss = rss
@@ -469,19 +595,37 @@ func (p *Pool) spawn() (*worker, error) {
 	cmd.ExtraFiles = []*os.File{child}
 	cmd.Stdin, cmd.Stdout = nil, nil // /dev/null: nothing of the sidecar's stdio for a render to read
 	cmd.SysProcAttr = workerSysProcAttr()
-	stderr, err := cmd.StderrPipe()
+	// A pipe of our own, not cmd.StderrPipe: Wait would close that one as
+	// soon as the process ends, losing its last lines (a panic, the
+	// runtime's "out of memory"), which say why it ended.
+	stderr, stderrW, err := os.Pipe()
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	if err := startOnSpawnThread(cmd.Start); err != nil {
+	cmd.Stderr = stderrW
+	err = startOnSpawnThread(cmd.Start)
+	stderrW.Close()
+	if err != nil {
+		stderr.Close()
 		conn.Close()
 		return nil, err
 	}
 	w := &worker{pid: cmd.Process.Pid, cmd: cmd, conn: conn, br: bufio.NewReaderSize(conn, 64<<10), exited: make(chan struct{})}
-	go p.copyStderr(stderr)
+	stderrDone := make(chan struct{})
+	go func() {
+		p.copyStderr(w, stderr)
+		stderr.Close()
+		close(stderrDone)
+	}()
 	go func() {
 		_ = cmd.Wait()
+		// Its last lines first (a process of its own could hold the pipe
+		// open: not longer than a second).
+		select {
+		case <-stderrDone:
+		case <-time.After(time.Second):
+		}
 		conn.Close()
 		close(w.exited)
 		p.remove(w)
@@ -490,6 +634,12 @@ func (p *Pool) spawn() (*worker, error) {
 	_ = conn.SetReadDeadline(time.Now().Add(workerStartTimeout))
 	h, err := readHeader(w.br)
 	_ = conn.SetReadDeadline(time.Time{})
+	if err == nil && h.Ready == w.pid && p.MaxMemory > 0 && !raceEnabled {
+		if w.asLimit, err = setAddressSpaceLimit(w.pid, p.MaxMemory+arenaSlack); err != nil {
+			p.Log.Warn("render worker without an address-space limit: its memory limit is polled only", "worker", w.pid, "cause", err.Error())
+			err = nil
+		}
+	}
 	if err != nil || h.Ready != w.pid {
 		_ = cmd.Process.Kill()
 		<-w.exited
@@ -503,10 +653,21 @@ func (p *Pool) spawn() (*worker, error) {
 
 // copyStderr passes a worker's stderr on in whole lines (bounded), so that
 // the lines of several workers never interleave.
-func (p *Pool) copyStderr(r io.Reader) {
+func (p *Pool) copyStderr(w *worker, r io.Reader) {
 	br := bufio.NewReaderSize(r, 16<<10)
+	left := 0 // traceback lines after the runtime's "out of memory"
 	for {
 		line, err := br.ReadSlice('\n')
+		switch {
+		case outOfMemory(line):
+			p.mu.Lock()
+			w.outOfMemory = true
+			p.mu.Unlock()
+			left = max(left, 1)
+		case left > 0 && len(line) > 0:
+			left++ // the address-space limit was hit: the traceback says nothing more
+			line = nil
+		}
 		if len(line) > 0 {
 			p.stderrMu.Lock()
 			_, _ = p.Stderr.Write(line)
@@ -516,6 +677,11 @@ func (p *Pool) copyStderr(r io.Reader) {
 			p.stderrMu.Unlock()
 		}
 		if err != nil && err != bufio.ErrBufferFull {
+			if left > 1 {
+				p.stderrMu.Lock()
+				fmt.Fprintf(p.Stderr, "(render worker %d: %d lines of the Go runtime's traceback left out: the worker reached its memory limit)\n", w.pid, left-1)
+				p.stderrMu.Unlock()
+			}
 			return
 		}
 	}
@@ -538,7 +704,7 @@ func (p *Pool) watch() {
 		var sum int64
 		var largest *worker
 		for w := range p.workers {
-			if !w.busy || w.killed != "" {
+			if !w.busy || w.killed != "" || w.delivering {
 				sum += w.rss
 				continue
 			}
@@ -567,17 +733,44 @@ func (p *Pool) watch() {
 }
 
 // growLocked starts a worker for requests waiting behind generations that
-// all run for GrowAfter or longer. p.mu is held.
+// all run for GrowAfter or longer, unless one of them spends half its time
+// waiting for a CPU (the cores are busy: another worker would only add its
+// start-up to their load). A generation that computes (a large chart, a
+// template loop) or waits for a registry leaves room for another. p.mu is
+// held.
 func (p *Pool) growLocked() {
 	if len(p.waiters) <= p.starting || p.total >= p.Size || p.closed {
 		return
 	}
+	now := time.Now()
+	starved := false
 	for w := range p.workers {
-		if w.busy && w.killed == "" && time.Since(w.busySince) < p.GrowAfter {
+		if !w.busy || w.killed != "" || w.delivering {
+			continue
+		}
+		if now.Sub(w.busySince) < p.GrowAfter {
 			return // a generation that may end soon
 		}
+		if !w.markAt.IsZero() && now.Sub(w.markAt) < growWindow {
+			return // still watching
+		}
+		wait, ok := runQueueWait(w.pid)
+		if !ok {
+			continue
+		}
+		if w.markAt.IsZero() {
+			w.markAt, w.markWait = now, wait
+			starved = true // decide after a window
+			continue
+		}
+		if float64(wait-w.markWait) >= 0.5*float64(now.Sub(w.markAt)) {
+			starved = true
+		}
+		w.markAt, w.markWait = now, wait
 	}
-	p.startAsync()
+	if !starved {
+		p.startAsync()
+	}
 }
 
 // retireIdleLocked ends workers beyond Warm idle for IdleTimeout, the

@@ -5,6 +5,7 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"os/exec"
 	"time"
 )
@@ -24,4 +25,13 @@ func (p *Pool) Stats() Stats { return Stats{} }
 func (p *Pool) Pids() []int  { return nil }
 func (p *Pool) Do(context.Context, *Request, time.Time) (*Result, Outcome) {
 	return nil, Outcome{Cause: CauseNoWorker, Detail: "not supported on this system"}
+}
+
+// Deliver: see the unix Pool.
+type Deliver func(exit, stdoutLen, stderrLen int, body io.Reader) error
+
+const deliverTimeout = 30 * time.Second
+
+func (p *Pool) Run(context.Context, []byte, time.Time, Deliver) Outcome {
+	return Outcome{Cause: CauseNoWorker, Detail: "not supported on this system"}
 }

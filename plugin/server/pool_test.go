@@ -3,14 +3,18 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +72,23 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 		}
 		hold = append(hold, b)
 		fmt.Fprintln(stdout, "used")
+		return 0
+	case "huge": // one allocation far past any limit, touched at once
+		b := make([]byte, 2<<30)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		hold = append(hold, b)
+		return 0
+	case "big": // N MiB of manifests
+		n, _ := strconv.Atoi(req.Args[1])
+		chunk := bytes.Repeat([]byte("0123456789abcdef"), 64<<10)
+		for range n {
+			stdout.Write(chunk)
+		}
+		return 0
+	case "sleep": // waits for a registry that does not answer
+		time.Sleep(3 * time.Second)
 		return 0
 	case "polite": // stops at its context's deadline with its own error
 		<-ctx.Done()
@@ -283,7 +304,7 @@ func waitDead(t *testing.T, pid int) {
 // The server with a pool: a limit is one error line naming the application,
 // component, version and limit, with nothing on stdout.
 func TestServerWithPoolLimitError(t *testing.T) {
-	p := testPool(t, &Pool{Size: 1, Deadline: 2 * time.Second, Grace: 100 * time.Millisecond, MaxMemory: 96 << 20})
+	p := testPool(t, &Pool{Size: 1, Deadline: 2 * time.Second, Grace: 100 * time.Millisecond, MaxMemory: 96 << 20, Stderr: os.Stderr})
 	var log strings.Builder
 	var logMu sync.Mutex
 	metrics := NewMetrics()
@@ -412,5 +433,190 @@ func TestSupervisorKilled(t *testing.T) {
 	for _, s := range pids {
 		pid, _ := strconv.Atoi(s)
 		waitDead(t, pid)
+	}
+}
+
+// The memory limit holds without polling: an allocation past the
+// address-space limit fails inside the worker, which is reported as the
+// memory limit (and its runtime traceback is left out of the log).
+func TestPoolAddressSpaceLimit(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a worker built with -race runs without an address-space limit")
+	}
+	var stderr syncBuffer
+	p := testPool(t, &Pool{Size: 1, MaxMemory: 96 << 20, Poll: time.Hour, Stderr: &stderr})
+	for _, arg := range []string{"huge", "grow"} {
+		start := time.Now()
+		res, out := do(p, arg)
+		if res != nil || out.Cause != CauseMemory {
+			t.Errorf("%s: %+v %+v, want the memory limit", arg, res, out)
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("%s: stopped after %v", arg, took)
+		}
+	}
+	if res, _ := do(p, "echo", "after"); res == nil || res.Exit != 0 {
+		t.Fatalf("after: %+v", res)
+	}
+	log := stderr.String()
+	if !strings.Contains(log, "fatal error: out of memory") || strings.Contains(log, "goroutine ") || !strings.Contains(log, "traceback left out") {
+		t.Errorf("worker stderr:\n%s", log)
+	}
+}
+
+// A result of many MiB goes from the worker to the client without the
+// supervisor holding it: what the supervisor allocates stays far below the
+// result's size.
+func TestServerStreamsResults(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1})
+	sock := start(t, &Server{Pool: p, Fingerprint: "fp"})
+	do := func(mib int) (exit int, n int64, allocated uint64) {
+		s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+		metrics.Read(s)
+		before := s[0].Value.Uint64()
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := writeRequest(c, &Request{Protocol: ProtocolVersion, Args: []string{"big", strconv.Itoa(mib)}, Fingerprint: "fp"}); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReaderSize(c, 32<<10)
+		if h, err := readHeader(br); err != nil || !h.Accepted {
+			t.Fatalf("%+v %v", h, err)
+		}
+		h, err := readHeader(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err = io.Copy(io.Discard, br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics.Read(s)
+		return h.Exit, n, s[0].Value.Uint64() - before
+	}
+	exit, n, allocated := do(64)
+	if exit != 0 || n != 64<<20 {
+		t.Fatalf("exit %d, %d bytes", exit, n)
+	}
+	if allocated > 16<<20 {
+		t.Errorf("the supervisor allocated %d MiB for a 64 MiB result", allocated>>20)
+	}
+	t.Logf("64 MiB result: %d KiB allocated in the supervisor (and this client)", allocated>>10)
+}
+
+// Requests bigger together than the server's budget are refused with one
+// error line (not left to the client to render itself); the budget comes
+// back when they are done.
+func TestServerRequestBudget(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1})
+	sock := start(t, &Server{Pool: p, Fingerprint: "fp", RequestBudget: 1 << 20})
+	big := &Request{Protocol: ProtocolVersion, Args: []string{"echo"}, Fingerprint: "fp",
+		Env: []string{"ARGOCD_ENV_X=" + strings.Repeat("x", 2<<20)}}
+	res, err := Do(context.Background(), sock, big)
+	if err != nil {
+		t.Fatalf("%v (want a result, not a fallback)", err)
+	}
+	if res.Exit != 1 || len(res.Stdout) != 0 || strings.Count(string(res.Stderr), "\n") != 1 ||
+		!strings.Contains(string(res.Stderr), "too many large requests") {
+		t.Errorf("big request: %+v %q", res, res.Stderr)
+	}
+	for range 3 {
+		res, err = Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{"echo", "small"}, Fingerprint: "fp"})
+		if err != nil || res.Exit != 0 {
+			t.Fatalf("small request after: %v %+v", err, res)
+		}
+	}
+	// Beyond MaxRequestSize the client does not send it at all.
+	huge := &Request{Protocol: ProtocolVersion, Args: []string{"echo"}, Fingerprint: "fp", Env: []string{"ARGOCD_ENV_X=" + strings.Repeat("x", MaxRequestSize)}}
+	if _, err := Do(context.Background(), sock, huge); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("request over MaxRequestSize: %v, want ErrUnavailable", err)
+	}
+}
+
+// syncBuffer is a worker stderr the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// One warm worker; a second starts at once for a request that finds it busy
+// (Eager); beyond Eager, another starts only behind generations that have
+// run GrowAfter and do not wait for a CPU (here: asleep, a tarpit registry).
+func TestPoolGrowth(t *testing.T) {
+	p := testPool(t, &Pool{Size: 3, Warm: 1, Eager: 2, GrowAfter: 200 * time.Millisecond, Deadline: 10 * time.Second})
+	if n := len(p.Pids()); n != 1 {
+		t.Fatalf("%d workers at start, want 1 warm", n)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); do(p, "sleep") }()
+		time.Sleep(150 * time.Millisecond)
+	}
+	// Both sleepers run (the second worker started at once); the third
+	// request gets a third worker once they have slept GrowAfter + a window.
+	start := time.Now()
+	res, out := do(p, "echo", "third")
+	took := time.Since(start)
+	if res == nil || res.Exit != 0 {
+		t.Fatalf("third: %+v %+v", res, out)
+	}
+	if took > 2*time.Second {
+		t.Errorf("third waited %v: no worker was started behind the sleeping generations", took)
+	}
+	if n := len(p.Pids()); n != 3 {
+		t.Errorf("%d workers, want 3", n)
+	}
+	wg.Wait()
+	t.Logf("third generation served after %v", took.Round(time.Millisecond))
+}
+
+// kill -9 of a worker while its result streams to the client: the client
+// gets fewer bytes than announced (Do: ErrLost, one error line), never a
+// result that looks complete; the next generation is served.
+func TestWorkerKilledWhileDelivering(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1, Deadline: time.Minute})
+	sock := start(t, &Server{Pool: p, Fingerprint: "fp"})
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := writeRequest(c, &Request{Protocol: ProtocolVersion, Args: []string{"big", "256"}, Fingerprint: "fp"}); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReaderSize(c, 32<<10)
+	if h, err := readHeader(br); err != nil || !h.Accepted {
+		t.Fatalf("%+v %v", h, err)
+	}
+	h, err := readHeader(br) // the worker is done rendering and sends
+	if err != nil || h.Stdout != 256<<20 {
+		t.Fatalf("%+v %v", h, err)
+	}
+	for _, pid := range p.Pids() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_, _, err = readBody(br, h)
+	if err == nil {
+		t.Fatal("the whole result arrived although its worker was killed while sending it")
+	}
+	t.Logf("client: %v", err)
+	if res, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{"echo", "after"}, Fingerprint: "fp"}); err != nil || res.Exit != 0 {
+		t.Fatalf("after: %v %+v", err, res)
 	}
 }

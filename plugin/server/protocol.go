@@ -21,9 +21,17 @@ const ProtocolVersion = 2
 // sets it for COMMAND (argocd-cmp-server), whose generate commands inherit it.
 const EnvSocket = "ARGOCD_OCM_SERVER_SOCKET"
 
-// MaxRequestSize bounds a request: Argo CD passes an Application's parameters
-// in the environment, and a values parameter can be large, but not this large.
-const MaxRequestSize = 16 << 20
+// MaxRequestSize bounds a request. Argo CD passes an Application's
+// parameters in the environment of the client it starts, and Linux bounds
+// that: one variable (ARGOCD_APP_PARAMETERS) to 128 KiB (MAX_ARG_STRLEN), all
+// of them to a quarter of the stack limit (2 MiB by default). A request
+// larger than this did not come from argocd-cmp-server.
+const MaxRequestSize = 4 << 20
+
+// MaxRequestBytes bounds the request bytes the server holds at once, over
+// all connections: past it, a request is refused with one error line
+// instead of growing the supervisor (see Server.RequestBudget).
+const MaxRequestBytes = 32 << 20
 
 // ErrUnavailable means the server did not run the request (no server, another
 // protocol or environment, shutting down, connection lost before a complete
@@ -161,15 +169,67 @@ func writeRequest(w io.Writer, req *Request) error {
 }
 
 func readRequest(r *bufio.Reader) (*Request, error) {
-	line, err := readLine(r, MaxRequestSize)
+	req, _, err := readRequestLine(r, nil)
+	return req, err
+}
+
+// readRequestLine reads one request and returns it with its line (without
+// the newline). take, when set, is asked for every chunk of the line before
+// it is kept; a refusal ends the read with errBudget.
+func readRequestLine(r *bufio.Reader, take func(int) bool) (*Request, []byte, error) {
+	line, err := readLineBudget(r, MaxRequestSize, take)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var req Request
 	if err := json.Unmarshal(line, &req); err != nil {
-		return nil, fmt.Errorf("malformed request: %v", err)
+		return nil, nil, fmt.Errorf("malformed request: %v", err)
 	}
-	return &req, nil
+	return &req, line, nil
+}
+
+// errBudget: the server holds as many request bytes as it may.
+var errBudget = errors.New("request budget exhausted")
+
+// jobHeader precedes a request line from a supervisor to its worker.
+type jobHeader struct {
+	// Deadline is when the generation must be done (arrival + the deadline).
+	Deadline time.Time `json:"deadline"`
+}
+
+// writeJob sends a worker one request: the job header, then the client's
+// request line as it came (not decoded and encoded again).
+func writeJob(w io.Writer, h jobHeader, raw []byte) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if _, err := w.Write(raw); err != nil {
+		return err
+	}
+	_, err = w.Write([]byte{'\n'})
+	return err
+}
+
+// readJob is the worker's side of writeJob.
+func readJob(r *bufio.Reader) (*Request, error) {
+	line, err := readLine(r, 4096)
+	if err != nil {
+		return nil, err
+	}
+	var h jobHeader
+	if err := json.Unmarshal(line, &h); err != nil {
+		return nil, fmt.Errorf("malformed job: %v", err)
+	}
+	req, err := readRequest(r)
+	if err != nil {
+		return nil, err
+	}
+	req.Deadline = h.Deadline
+	return req, nil
 }
 
 func writeResult(w io.Writer, h header, stdout, stderr []byte) error {
@@ -236,10 +296,17 @@ func readBody(r *bufio.Reader, h header) (*Result, string, error) {
 }
 
 // readLine reads up to '\n', refusing lines longer than limit.
-func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+func readLine(r *bufio.Reader, limit int) ([]byte, error) { return readLineBudget(r, limit, nil) }
+
+// readLineBudget is readLine asking take (when set) for every chunk it
+// keeps.
+func readLineBudget(r *bufio.Reader, limit int, take func(int) bool) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
+		if take != nil && len(chunk) > 0 && !take(len(chunk)) {
+			return nil, errBudget
+		}
 		line = append(line, chunk...)
 		if len(line) > limit+1 {
 			return nil, fmt.Errorf("message longer than %d bytes", limit)

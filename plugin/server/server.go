@@ -51,6 +51,11 @@ type Server struct {
 	// DrainTimeout bounds how long Serve waits for running commands after ctx
 	// ends. Default 10 s.
 	DrainTimeout time.Duration
+	// RequestBudget bounds the request bytes held at once over all
+	// connections (each request is also bounded by MaxRequestSize): a
+	// request that would pass it is refused with one error line, so that
+	// many large requests cannot grow the server. Default MaxRequestBytes.
+	RequestBudget int64
 	// ReleaseMemoryAfter is how long the server must have been idle before it
 	// returns freed heap to the operating system (debug.FreeOSMemory): the
 	// Go runtime otherwise keeps the peak of a large render (a 100 MiB tree)
@@ -63,6 +68,9 @@ type Server struct {
 	draining chan struct{}
 	connMu   sync.Mutex
 	conns    map[net.Conn]struct{}
+
+	budgetMu   sync.Mutex
+	budgetUsed int64
 
 	idleMu  sync.Mutex
 	running int
@@ -125,6 +133,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	if s.Log == nil {
 		s.Log = slog.New(slog.DiscardHandler)
+	}
+	if s.RequestBudget <= 0 {
+		s.RequestBudget = MaxRequestBytes
 	}
 	if s.ReleaseMemoryAfter == 0 {
 		s.ReleaseMemoryAfter = 3 * time.Second
@@ -196,8 +207,32 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		return
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReaderSize(conn, 64<<10)
-	req, err := readRequest(br)
+	// A request is a few KiB: a small buffer per connection (a burst of
+	// 100 connections holds 100 of them).
+	br := bufio.NewReaderSize(conn, 8<<10)
+	var held int64
+	defer func() { s.giveBack(held) }()
+	req, raw, err := readRequestLine(br, func(n int) bool {
+		if !s.take(int64(n)) {
+			return false
+		}
+		held += int64(n)
+		return true
+	})
+	if errors.Is(err, errBudget) {
+		// The rest of the request is read and dropped (the client writes it
+		// all before it reads), then: accepted, and one error line. The
+		// client must not render in a process of its own instead (that
+		// would move the load, not bound it).
+		skipLine(br, MaxRequestSize)
+		s.Log.Warn("request refused", "cause", fmt.Sprintf("the server holds %d MiB of requests, its budget", s.RequestBudget>>20))
+		s.Metrics.Generation("request-budget", 0, time.Since(arrival))
+		_ = writeHeader(conn, header{Accepted: true})
+		_ = writeResult(conn, header{Exit: 1}, nil, []byte(fmt.Sprintf(
+			"argocd-ocm-plugin: render failed: the render server holds %d MiB of requests at once, the most it may (too many large requests): %v\n",
+			s.RequestBudget>>20, errLimitText)))
+		return
+	}
 	if err != nil {
 		s.Log.Warn("bad request", "cause", err.Error())
 		return
@@ -241,15 +276,28 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 
 	s.busy()
 	defer s.done()
+	d := s.Describe(req)
+	command := ""
+	if len(req.Args) > 0 {
+		command = req.Args[0]
+	}
 	var res *Result
 	var out Outcome
 	if s.Pool != nil {
-		res, out = s.Pool.Do(rctx, req, arrival)
+		// The request goes to the worker as it came, and the worker's
+		// result to the client as it comes: the supervisor holds neither.
+		req = nil
+		out = s.Pool.Run(rctx, raw, arrival, func(exit, no, ne int, body io.Reader) error {
+			return streamResult(conn, exit, no, ne, body)
+		})
+		raw = nil
+		if out.Started && out.Cause == "" {
+			res = &Result{Exit: out.Exit} // delivered
+		}
 	} else {
 		res, out = s.inProcess(rctx, req, arrival)
 	}
 	took := time.Since(arrival)
-	d := s.Describe(req)
 	outcome := out.Cause
 	switch {
 	case outcome == "" && res.Exit == 0:
@@ -258,10 +306,6 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		outcome = "failed"
 	}
 	s.Metrics.Generation(outcome, out.Queue, took)
-	command := ""
-	if len(req.Args) > 0 {
-		command = req.Args[0]
-	}
 	exit := 1
 	if res != nil {
 		exit = res.Exit
@@ -272,12 +316,69 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	if out.Cause == CauseCanceled {
 		return // the client is gone
 	}
+	if out.Started {
+		// The result went (or began to go) to the client: a cut-short one is
+		// the client's error line (ErrLost), never a partial manifest.
+		if out.DeliverErr != nil || out.Cause != "" {
+			s.Log.Warn("result not delivered", "application", d.Application, "cause", fmt.Sprint(out.DeliverErr, " ", out.Cause))
+		}
+		return
+	}
 	if res == nil {
 		res = &Result{Exit: 1, Stderr: []byte("argocd-ocm-plugin: " + d.Prefix() + s.limitMessage(out) + "\n")}
 	}
 	if err := writeResult(conn, header{Exit: res.Exit}, res.Stdout, res.Stderr); err != nil {
 		s.Log.Warn("result not delivered", "cause", err.Error())
 	}
+}
+
+// errLimitText ends every limit message, as errdef.ErrLimitExceeded reads.
+const errLimitText = "limit exceeded"
+
+// skipLine reads up to '\n' (at most limit bytes) without keeping it.
+func skipLine(r *bufio.Reader, limit int) {
+	for n := 0; n <= limit; {
+		chunk, err := r.ReadSlice('\n')
+		n += len(chunk)
+		if err != bufio.ErrBufferFull {
+			return
+		}
+	}
+}
+
+// take reserves n request bytes from the budget; giveBack returns them.
+func (s *Server) take(n int64) bool {
+	s.budgetMu.Lock()
+	defer s.budgetMu.Unlock()
+	if s.budgetUsed+n > s.RequestBudget {
+		return false
+	}
+	s.budgetUsed += n
+	return true
+}
+
+func (s *Server) giveBack(n int64) {
+	if n == 0 {
+		return
+	}
+	s.budgetMu.Lock()
+	s.budgetUsed -= n
+	s.budgetMu.Unlock()
+}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// streamResult writes a worker's result to the client as it reads it.
+func streamResult(conn net.Conn, exit, no, ne int, body io.Reader) error {
+	_ = conn.SetWriteDeadline(time.Now().Add(deliverTimeout))
+	defer conn.SetWriteDeadline(time.Time{})
+	if err := writeHeader(conn, header{Exit: exit, Stdout: no, Stderr: ne}); err != nil {
+		return err
+	}
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	_, err := io.CopyBuffer(conn, struct{ io.Reader }{body}, *buf)
+	return err
 }
 
 // limitMessage is the one error line of a generation the pool stopped.

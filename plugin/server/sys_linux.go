@@ -65,3 +65,26 @@ func PrivateMemory(pid int) (int64, error) {
 	}
 	return (resident - shared) * pageSize, nil
 }
+
+// runQueueWait is how long the threads of process pid have waited on a run
+// queue (runnable, no CPU free), in ns: the second field of
+// /proc/PID/task/*/schedstat.
+func runQueueWait(pid int) (int64, bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if f := bytes.Fields(b); len(f) >= 2 {
+			n, _ := strconv.ParseInt(string(f[1]), 10, 64)
+			sum += n
+		}
+	}
+	return sum, true
+}

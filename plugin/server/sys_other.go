@@ -16,3 +16,11 @@ func privateRSS(pid int) (int64, error) { return PrivateMemory(pid) }
 
 // PrivateMemory is not measured outside Linux.
 func PrivateMemory(int) (int64, error) { return 0, errors.ErrUnsupported }
+
+func runQueueWait(int) (int64, bool) { return 0, false }
+
+func setAddressSpaceLimit(int, int64) (int64, error) { return 0, errors.ErrUnsupported }
+
+func outOfMemory([]byte) bool { return false }
+
+const arenaSlack = 64 << 20

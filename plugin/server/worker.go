@@ -31,12 +31,16 @@ func ServeWorker(ctx context.Context, conn io.ReadWriter, h Handler, log *slog.L
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Package initialisation leaves garbage (Helm, Kubernetes schemes, JSON
+	// schemas): returned before the first generation, a warm worker holds
+	// only what it keeps.
+	debug.FreeOSMemory()
 	if err := writeHeader(conn, header{Ready: os.Getpid()}); err != nil {
 		return err
 	}
 	br := bufio.NewReaderSize(conn, 64<<10)
 	for {
-		req, err := readRequest(br)
+		req, err := readJob(br)
 		if errors.Is(err, io.EOF) {
 			return nil // the supervisor closed the connection: retire
 		}
