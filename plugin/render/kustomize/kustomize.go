@@ -105,6 +105,9 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 		return nil, fail(errdef.ErrInvalidInput, "kustomize: no resource tree")
 	}
 	o := newOptions(opts)
+	if o.app != nil {
+		return renderApplicationOverlay(ctx, tree, o)
+	}
 
 	tfs := tree.FS()
 	entry, err := Entry(tfs, entryPath)
@@ -130,25 +133,32 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 		return manifests.Render(tfs, entry)
 	}
 
-	target := entry
-	if o.overlay != nil {
-		data, err := o.overlay.kustomization(entry)
-		if err != nil {
-			return nil, err
-		}
-		tfs = &mounted{tree: tfs, name: konfig.DefaultKustomizationFileName(), data: data}
-		target = overlayDir
+	if o.overlay == nil {
+		return scanAndBuild(ctx, tfs, nil, entry, o)
 	}
+	data, err := o.overlay.kustomization(path.Join("..", mountTree, entry), path.Join("..", mountTree))
+	if err != nil {
+		return nil, err
+	}
+	mounts := []mountPoint{
+		{at: mountTree, fsys: tfs, confined: true, what: "the resource tree"},
+		{at: overlayDir, fsys: fileFS{name: konfig.DefaultKustomizationFileName(), data: data}},
+	}
+	return scanAndBuild(ctx, newUnion(mounts...), mounts, overlayDir, o)
+}
 
-	sc := newScanner(tfs)
+// scanAndBuild pre-scans the kustomization in target of fsys (see scanner)
+// and builds it.
+func scanAndBuild(ctx context.Context, fsys fs.FS, mounts []mountPoint, target string, o options) ([]manifests.Object, error) {
+	sc := newScanner(fsys)
+	sc.mounts = mounts
 	if err := sc.scanDir(target, false); err != nil {
 		return nil, err
 	}
 	if err := sc.checkExpansion(target); err != nil {
 		return nil, err
 	}
-
-	mem, err := inMemory(tfs)
+	mem, err := inMemory(fsys)
 	if err != nil {
 		return nil, err
 	}
@@ -296,8 +306,14 @@ func kustomizationFile(fsys fs.FS, dir string) (string, error) {
 	var found []string
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
 		p := path.Join(dir, name)
-		if fi, err := fs.Stat(fsys, p); err == nil && !fi.IsDir() {
+		fi, err := fs.Stat(fsys, p)
+		switch {
+		case err == nil && !fi.IsDir():
 			found = append(found, p)
+		case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrInvalid):
+			// The Application's directory refuses a name that leaves it
+			// (a kustomization.yaml linking out) rather than hiding it.
+			return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s", oneLine(err.Error()))
 		}
 	}
 	switch len(found) {
@@ -338,6 +354,9 @@ func build(ctx context.Context, mem filesys.FileSystem, entry string, o options,
 	go func() {
 		defer release()
 		objs, err := run(mem, entry, kopts, customOpenAPI)
+		if err != nil && o.overlay != nil && len(o.overlay.SecretGenerator) > 0 {
+			err = &scrubbed{msg: o.overlay.scrub(err.Error()), err: err}
+		}
 		done <- result{objs, err}
 	}()
 	select {
@@ -387,6 +406,16 @@ type renderError struct {
 
 func (e *renderError) Error() string   { return e.err.Error() }
 func (e *renderError) Unwrap() []error { return []error{e.err, errdef.ErrRender} }
+
+// scrubbed is err with secret values replaced in its message; it still
+// matches err's sentinels.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
 
 func fail(sentinel error, format string, args ...any) error {
 	return &renderError{fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), sentinel)}

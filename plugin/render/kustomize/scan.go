@@ -1,6 +1,7 @@
 package kustomize
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -27,6 +28,9 @@ import (
 
 type scanner struct {
 	fsys fs.FS
+	// mounts, when fsys is a union, say what each part's kustomizations
+	// may reach (see mountPoint); none: the tree alone.
+	mounts []mountPoint
 	seen map[string]bool
 	// customOpenAPI is set when a kustomization has an openapi field.
 	customOpenAPI bool
@@ -262,10 +266,38 @@ func (c *kust) ref(field, entry string) (string, error) {
 		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q is an absolute path; use a path relative to the kustomization", c.file, field, entry)
 	}
 	rel := path.Join(c.dir, e)
-	if escapes(rel) {
-		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q escapes the resource tree", c.file, field, entry)
+	if home := c.home(); escapes(rel) || home != nil && home.confined && !under(rel, home.at) {
+		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q escapes %s", c.file, field, entry, c.where())
 	}
 	return rel, nil
+}
+
+// home is the mount c's kustomization belongs to, nil for a lone tree.
+func (c *kust) home() *mountPoint {
+	for i := range c.s.mounts {
+		if under(c.dir, c.s.mounts[i].at) {
+			return &c.s.mounts[i]
+		}
+	}
+	return nil
+}
+
+// where names what c's references must stay in.
+func (c *kust) where() string {
+	if h := c.home(); h != nil && h.what != "" {
+		return h.what
+	}
+	return "the resource tree"
+}
+
+// statErr is the error for an entry whose Stat failed: missing, or refused
+// by the file system (the Application's directory refuses names that leave
+// it through a symbolic link, FIFOs, devices) with its own one line.
+func (c *kust) statErr(field, entry string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return c.missing(field, entry)
+	}
+	return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q: %s", c.file, field, entry, oneLine(err.Error()))
 }
 
 // localSCPLike reports whether e, which looks like an scp-style git URL
@@ -293,7 +325,7 @@ func (c *kust) resource(field, entry string) error {
 	fi, err := fs.Stat(c.s.fsys, rel)
 	switch {
 	case err != nil:
-		return c.missing(field, entry)
+		return c.statErr(field, entry, err)
 	case fi.IsDir():
 		return c.sub(rel, c.plugin)
 	}
@@ -311,7 +343,7 @@ func (c *kust) component(entry string) error {
 		return err
 	}
 	if _, err := fs.Stat(c.s.fsys, rel); err != nil {
-		return c.missing("components", entry)
+		return c.statErr("components", entry, err)
 	}
 	return c.sub(rel, c.plugin)
 }
@@ -320,7 +352,11 @@ func (c *kust) missing(field, entry string) error {
 	if hostLike(entry) {
 		return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q looks like a remote reference and is not in the resource; remote bases and resources are not supported", c.file, field, entry)
 	}
-	return fail(errdef.ErrNotFound, "kustomize: %s: %s entry %q: no such file or directory in the resource", c.file, field, entry)
+	in := "the resource"
+	if h := c.home(); h != nil && h.what != "" {
+		in = h.what
+	}
+	return fail(errdef.ErrNotFound, "kustomize: %s: %s entry %q: no such file or directory in %s", c.file, field, entry, in)
 }
 
 // kvSources checks the files and env files of a ConfigMap or Secret generator.
@@ -363,7 +399,7 @@ func (c *kust) pluginEntry(field, entry string) error {
 	fi, err := fs.Stat(c.s.fsys, rel)
 	switch {
 	case err != nil:
-		return c.missing(field, entry)
+		return c.statErr(field, entry, err)
 	case fi.IsDir():
 		return c.sub(rel, true)
 	}
