@@ -31,7 +31,7 @@ type scanner struct {
 	// mounts, when fsys is a union, say what each part's kustomizations
 	// may reach (see mountPoint); none: the tree alone.
 	mounts []mountPoint
-	seen map[string]bool
+	seen   map[string]bool
 	// customOpenAPI is set when a kustomization has an openapi field.
 	customOpenAPI bool
 	// size of each scanned kustomization as the build expands it: kustomize
