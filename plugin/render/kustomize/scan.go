@@ -115,6 +115,18 @@ func (c *kust) readsFile(rel string) {
 	c.size.add(expansion{nodes: c.s.fileNodes(rel)})
 }
 
+// readsNamedFile is readsFile for a file a field names: a name the file
+// system refuses (the Application's directory refuses symbolic links out,
+// FIFOs, devices) is refused here with its own line; a missing one is
+// left to kustomize, which reports it in its context.
+func (c *kust) readsNamedFile(field, entry, rel string) error {
+	if _, err := fs.Stat(c.s.fsys, rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return c.statErr(field, entry, rel, err)
+	}
+	c.readsFile(rel)
+	return nil
+}
+
 // sub accounts for a kustomization directory the build includes.
 func (c *kust) sub(rel string, plugin bool) error {
 	if err := c.s.scanDir(rel, plugin); err != nil {
@@ -191,7 +203,9 @@ func (c *kust) check(k *types.Kustomization) error {
 			if err != nil {
 				return err
 			}
-			c.readsFile(rel)
+			if err := c.readsNamedFile(f.field, e, rel); err != nil {
+				return err
+			}
 		}
 	}
 	if len(k.OpenAPI) > 0 {
@@ -202,7 +216,9 @@ func (c *kust) check(k *types.Kustomization) error {
 		if err != nil {
 			return err
 		}
-		c.readsFile(rel)
+		if err := c.readsNamedFile("openapi.path", p, rel); err != nil {
+			return err
+		}
 	}
 	//lint:ignore SA1019 kustomize still reads the deprecated field, so the scan must too
 	for _, p := range append(append([]types.Patch(nil), k.Patches...), k.PatchesJson6902...) {
@@ -211,7 +227,9 @@ func (c *kust) check(k *types.Kustomization) error {
 			if err != nil {
 				return err
 			}
-			c.readsFile(rel)
+			if err := c.readsNamedFile("patches", p.Path, rel); err != nil {
+				return err
+			}
 		}
 	}
 	//lint:ignore SA1019 kustomize still reads the deprecated field, so the scan must too
@@ -221,7 +239,9 @@ func (c *kust) check(k *types.Kustomization) error {
 			if err != nil {
 				return err
 			}
-			c.readsFile(rel)
+			if err := c.readsNamedFile("patchesStrategicMerge", s, rel); err != nil {
+				return err
+			}
 		}
 	}
 	for _, r := range k.Replacements {
@@ -230,7 +250,9 @@ func (c *kust) check(k *types.Kustomization) error {
 			if err != nil {
 				return err
 			}
-			c.readsFile(rel)
+			if err := c.readsNamedFile("replacements", r.Path, rel); err != nil {
+				return err
+			}
 		}
 	}
 	for _, g := range k.ConfigMapGenerator {
@@ -293,9 +315,9 @@ func (c *kust) where() string {
 // statErr is the error for an entry whose Stat failed: missing, or refused
 // by the file system (the Application's directory refuses names that leave
 // it through a symbolic link, FIFOs, devices) with its own one line.
-func (c *kust) statErr(field, entry string, err error) error {
+func (c *kust) statErr(field, entry, rel string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return c.missing(field, entry)
+		return c.missing(field, entry, rel)
 	}
 	return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q: %s", c.file, field, entry, oneLine(err.Error()))
 }
@@ -325,7 +347,7 @@ func (c *kust) resource(field, entry string) error {
 	fi, err := fs.Stat(c.s.fsys, rel)
 	switch {
 	case err != nil:
-		return c.statErr(field, entry, err)
+		return c.statErr(field, entry, rel, err)
 	case fi.IsDir():
 		return c.sub(rel, c.plugin)
 	}
@@ -343,18 +365,21 @@ func (c *kust) component(entry string) error {
 		return err
 	}
 	if _, err := fs.Stat(c.s.fsys, rel); err != nil {
-		return c.statErr("components", entry, err)
+		return c.statErr("components", entry, rel, err)
 	}
 	return c.sub(rel, c.plugin)
 }
 
-func (c *kust) missing(field, entry string) error {
+func (c *kust) missing(field, entry, rel string) error {
 	if hostLike(entry) {
 		return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q looks like a remote reference and is not in the resource; remote bases and resources are not supported", c.file, field, entry)
 	}
 	in := "the resource"
-	if h := c.home(); h != nil && h.what != "" {
-		in = h.what
+	for _, m := range c.s.mounts { // deepest first: where the entry would be
+		if under(rel, m.at) && m.what != "" {
+			in = m.what
+			break
+		}
 	}
 	return fail(errdef.ErrNotFound, "kustomize: %s: %s entry %q: no such file or directory in %s", c.file, field, entry, in)
 }
@@ -399,7 +424,7 @@ func (c *kust) pluginEntry(field, entry string) error {
 	fi, err := fs.Stat(c.s.fsys, rel)
 	switch {
 	case err != nil:
-		return c.statErr(field, entry, err)
+		return c.statErr(field, entry, rel, err)
 	case fi.IsDir():
 		return c.sub(rel, true)
 	}
