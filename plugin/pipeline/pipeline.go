@@ -341,6 +341,9 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkApplicationOverlay(req, plan); err != nil {
+		return nil, err
+	}
 	out := &Result{Component: d.Name, Version: d.Version, DescriptorDigest: cv.DescriptorDigest(), Signatures: signatures}
 	var from origins
 	if r.requireImages(req) {
@@ -539,7 +542,11 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 		if err != nil {
 			return nil, err
 		}
-		objs, err := kustomize.Render(ctx, tree, entry, kustomize.WithOverlay(step.Overlay))
+		app, err := applicationOverlayOption(req, res)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := kustomize.Render(ctx, tree, entry, kustomize.WithOverlay(step.Overlay), app)
 		if noEntry := (*kustomize.NoEntryError)(nil); errors.As(err, &noEntry) {
 			return nil, fmt.Errorf("%w: with --path, the parameter path, a definition's path, or the resource label %s", err, EntryPathLabel)
 		}
