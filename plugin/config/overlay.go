@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/types"
@@ -21,22 +22,34 @@ import (
 // configMapKeyRE is what Kubernetes accepts as a ConfigMap data key.
 var configMapKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 
-// generatedKey is a patch that sets one data key of a ConfigMap by name.
+// generatedKey is a patch that sets one key of a ConfigMap's data or a
+// Secret's stringData by name.
 type generatedKey struct {
+	secret           bool
 	name, key, value string
 }
 
-// asGeneratedKey reports whether bp sets one data key of one ConfigMap by
-// name to a string that a configMapGenerator literal carries unchanged.
+// secretValueShown is what --explain shows for a value that goes into a
+// Secret.
+const secretValueShown = "(secret value, not shown)"
+
+// asGeneratedKey reports whether bp sets one data key of one ConfigMap (or
+// one stringData key of one Secret) by name to a string that a generator
+// literal carries unchanged.
 func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 	if len(bp.targets) != 1 || len(bp.path) != 2 {
 		return generatedKey{}, false
 	}
 	t := bp.targets[0]
-	if t.Kind != "ConfigMap" || t.Name == "" || t.Namespace != "" || (t.APIVersion != "" && t.APIVersion != "v1") {
+	secret := t.Kind == "Secret"
+	if (t.Kind != "ConfigMap" && !secret) || t.Name == "" || t.Namespace != "" || (t.APIVersion != "" && t.APIVersion != "v1") {
 		return generatedKey{}, false
 	}
-	if e := bp.path[0]; e.IsList || e.Key != "data" {
+	field := "data"
+	if secret {
+		field = "stringData" // data holds base64, which a literal would encode again
+	}
+	if e := bp.path[0]; e.IsList || e.Key != field {
 		return generatedKey{}, false
 	}
 	e := bp.path[1]
@@ -51,7 +64,7 @@ func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
 		return generatedKey{}, false
 	}
-	return generatedKey{name: t.Name, key: e.Key, value: v}, true
+	return generatedKey{secret: secret, name: t.Name, key: e.Key, value: v}, true
 }
 
 // overlay moves the patches of a directory render that kustomize can apply
@@ -68,6 +81,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 	if rp.res.Type == pipeline.TypeHelmChart {
 		return patches, nil, nil
 	}
+	appOverlay := rs.applicationOverlay(rp)
 	d := rs.cv.Descriptor()
 	auto := rs.req.Localize || (rs.def != nil && rs.def.Spec.Localization != nil && rs.def.Spec.Localization.Automatic)
 	candidate := auto
@@ -91,59 +105,112 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 	if err != nil {
 		return patches, nil, nil
 	}
-	isKustomization, names, err := kustomize.GeneratedConfigMaps(tree, entry)
+	isKustomization, gen, err := kustomize.Generators(tree, entry)
 	if err != nil {
 		return patches, nil, nil
 	}
 	if !isKustomization {
 		return patches, nil, nil
 	}
-	generated := map[string]bool{}
-	for _, n := range names {
-		generated[n] = true
+	generated := map[generatedKind]bool{}
+	for _, n := range gen.ConfigMaps {
+		generated[generatedKind{false, n}] = true
+	}
+	for _, n := range gen.Secrets {
+		generated[generatedKind{true, n}] = true
 	}
 	var rest []boundPatch
-	var order []string                       // generator names, first use first
-	keys := map[string][]string{}            // generator name -> keys, first set first
-	values := map[string]map[string]string{} // the last patch of a key wins, as after rendering
+	var order []generatedKind                       // generators, first use first
+	keys := map[generatedKind][]string{}            // generator -> keys, first set first
+	values := map[generatedKind]map[string]string{} // the last patch of a key wins, as after rendering
 	for _, bp := range patches {
 		g, ok := asGeneratedKey(bp)
-		if !ok || !generated[g.name] {
+		gk := generatedKind{g.secret, g.name}
+		if !ok || !generated[gk] {
 			rest = append(rest, bp)
 			continue
 		}
-		if values[g.name] == nil {
-			values[g.name] = map[string]string{}
-			order = append(order, g.name)
+		if values[gk] == nil {
+			values[gk] = map[string]string{}
+			order = append(order, gk)
 		}
-		if _, seen := values[g.name][g.key]; !seen {
-			keys[g.name] = append(keys[g.name], g.key)
+		if _, seen := values[gk][g.key]; !seen {
+			keys[gk] = append(keys[gk], g.key)
 		}
-		values[g.name][g.key] = g.value
-		rs.report.Patches = append(rs.report.Patches, PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
-			Objects: []string{"kustomize overlay: configMapGenerator " + g.name + " (behavior merge)"}})
+		values[gk][g.key] = g.value
+		pr := PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
+			Objects: []string{"kustomize overlay: configMapGenerator " + g.name + " (behavior merge)"}}
+		if g.secret {
+			pr.Value, pr.Secret = secretValueShown, true
+			pr.Objects = []string{"kustomize overlay: secretGenerator " + g.name + " (behavior merge)"}
+		}
+		rs.report.Patches = append(rs.report.Patches, pr)
 	}
 	ov := &kustomize.Overlay{}
 	if auto {
 		images, _ := localize.Images(d)
 		ov.Images = overlayImages(tree, images)
 	}
-	for _, n := range order {
+	for _, gk := range order {
 		var lits []string
-		for _, k := range keys[n] {
-			lits = append(lits, k+"="+values[n][k])
+		for _, k := range keys[gk] {
+			lits = append(lits, k+"="+values[gk][k])
 		}
-		ov.ConfigMapGenerator = append(ov.ConfigMapGenerator, types.ConfigMapArgs{GeneratorArgs: types.GeneratorArgs{
-			Name: n, Behavior: "merge", KvPairSources: types.KvPairSources{LiteralSources: lits}}})
+		args := types.GeneratorArgs{Name: gk.name, Behavior: "merge", KvPairSources: types.KvPairSources{LiteralSources: lits}}
+		if gk.secret {
+			ov.SecretGenerator = append(ov.SecretGenerator, types.SecretArgs{GeneratorArgs: args})
+		} else {
+			ov.ConfigMapGenerator = append(ov.ConfigMapGenerator, types.ConfigMapArgs{GeneratorArgs: args})
+		}
 	}
-	if len(ov.ConfigMapGenerator) == 0 && len(ov.Images) == 0 {
+	if len(ov.ConfigMapGenerator) == 0 && len(ov.SecretGenerator) == 0 && len(ov.Images) == 0 {
 		return patches, nil, nil
 	}
 	if entry == "" {
 		entry = "."
 	}
-	rs.report.Renders[len(rs.report.Renders)-1].Overlay = overlayText(ov, entry)
+	base := "<resource>/" + entry
+	if appOverlay {
+		base = "<the Application's kustomization.yaml>"
+	}
+	rs.report.Renders[len(rs.report.Renders)-1].Overlay = overlayText(ov, base)
 	return rest, ov, nil
+}
+
+// generatedKind is a generator of the tree: a Secret's or a ConfigMap's.
+type generatedKind struct {
+	secret bool
+	name   string
+}
+
+// applicationOverlay records, for --explain, that the render builds the
+// Application's own kustomization over the resource (see
+// pipeline.ApplicationOverlay), and reports it.
+func (rs *resolver) applicationOverlay(rp renderPlan) bool {
+	ok, named, err := pipeline.ApplicationOverlay(rs.req)
+	if err != nil || !ok || !slices.Contains(named, rp.res.Name) {
+		return false
+	}
+	rs.report.Renders[len(rs.report.Renders)-1].ApplicationOverlay = fmt.Sprintf(
+		"kustomization.yaml of the Application's directory, with this resource shown as %s/%s; it names the directories it builds, the entry path is not used",
+		kustomize.MountDir, rp.res.Name)
+	return true
+}
+
+// redactSecretExpressions hides the results of the expressions of patches
+// that went into a Secret (their values are in the output, as kustomize
+// encodes them, and nowhere else).
+func redactSecretExpressions(r *Report) {
+	for _, p := range r.Patches {
+		if !p.Secret {
+			continue
+		}
+		for i := range r.Expressions {
+			if w := r.Expressions[i].Where; w == p.Source+".value" || strings.HasPrefix(w, p.Source+".value.") || strings.HasPrefix(w, p.Source+".value[") {
+				r.Expressions[i].Result = secretValueShown
+			}
+		}
+	}
 }
 
 // overlayImages is the images field of an overlay that localises what
@@ -245,19 +312,40 @@ func writtenName(ref string) string {
 	return ref
 }
 
-// overlayText is ov as the kustomization the renderer builds over the
-// entry, for --explain.
-func overlayText(ov *kustomize.Overlay, entry string) string {
+// overlayText is ov as the kustomization the renderer builds over base,
+// for --explain; secret literals show their keys only.
+func overlayText(ov *kustomize.Overlay, base string) string {
+	var secrets []types.SecretArgs
+	for _, g := range ov.SecretGenerator {
+		g.LiteralSources = slices.Clone(g.LiteralSources)
+		for i, l := range g.LiteralSources {
+			k, _, _ := strings.Cut(l, "=")
+			g.LiteralSources[i] = k + "=" + secretValueShown
+		}
+		secrets = append(secrets, g)
+	}
+	var components []string
+	for _, c := range ov.Components {
+		components = append(components, "<resource>/"+c)
+	}
 	k := types.Kustomization{
 		TypeMeta:           types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
-		Resources:          []string{"<resource>/" + entry},
+		Resources:          []string{base},
+		Components:         components,
+		Namespace:          ov.Namespace,
+		NamePrefix:         ov.NamePrefix,
+		NameSuffix:         ov.NameSuffix,
+		Labels:             ov.Labels,
+		CommonAnnotations:  ov.CommonAnnotations,
+		Replicas:           ov.Replicas,
 		ConfigMapGenerator: ov.ConfigMapGenerator,
+		SecretGenerator:    secrets,
 		Images:             ov.Images,
 		Patches:            ov.Patches,
 	}
 	b, err := yaml.Marshal(k)
 	if err != nil {
-		return fmt.Sprintf("%+v", *ov)
+		return "(the overlay cannot be shown: " + err.Error() + ")"
 	}
 	return string(b)
 }

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,5 +224,50 @@ func TestKustomizeOverlayFallbacks(t *testing.T) {
 				t.Errorf("objects on failure: %d", len(out.Objects))
 			}
 		})
+	}
+}
+
+// A definition patch of a stringData key of a Secret the tree's
+// secretGenerator generates is built by kustomize as a secretGenerator with
+// behavior merge (new hash suffix, the Deployment's secretRef following):
+// the kustomize CLI's build of testdata/kustomize/features/handwritten-secret.
+// The value is in the output, as kustomize encodes it, and nowhere in
+// --explain: not in the patches, not in the overlay, not in the
+// expression's result.
+func TestKustomizeSecretPatchAsOverlay(t *testing.T) {
+	const password = "correct-horse-battery"
+	featuresTree := filepath.Join(repoRoot, "testdata", "kustomize", "features", "tree")
+	repo := overlayCTF(t, ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, featuresTree)})
+	def := header + `spec:
+  parameters:
+    dbPassword: {type: string}
+  renders:
+  - resource: {name: app}
+    path: overlays/prod
+    patches:
+    - target: {kind: Secret, name: app-secret}
+      path: stringData.PASSWORD
+      value: '${parameters.dbPassword}'
+`
+	var report *config.Report
+	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+		Repository: repo, Component: overlayComponent, Version: "1.0.0",
+		DefinitionFile: writeFile(t, def), Parameters: map[string]string{"dbPassword": password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifeststest.Equal(t, out.Objects, manifeststest.ReadFile(t, filepath.Join(repoRoot, "testdata", "kustomize", "features-secret.golden.yaml")))
+	var text strings.Builder
+	if err := report.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	explained := strings.ReplaceAll(text.String(), "dbPassword = \""+password+"\"", "") // the parameter, as the Application passed it
+	for _, s := range []string{"secretGenerator app-secret (behavior merge)", "PASSWORD=(secret value, not shown)"} {
+		if !strings.Contains(explained, s) {
+			t.Errorf("--explain misses %q:\n%s", s, explained)
+		}
+	}
+	if strings.Contains(explained, password) || strings.Contains(explained, base64.StdEncoding.EncodeToString([]byte(password))) {
+		t.Errorf("--explain shows the secret value:\n%s", explained)
 	}
 }

@@ -240,6 +240,7 @@ func (p *Planner) resolve(ctx context.Context, cv ocm.ComponentVersion, req pipe
 			rs.report.Expressions[i].Where = strings.TrimPrefix(rs.report.Expressions[i].Where, def.Source+": ")
 		}
 	}
+	redactSecretExpressions(rs.report)
 	return out, nil
 }
 

@@ -109,3 +109,19 @@ func TestRenderOverlayComponentRefusals(t *testing.T) {
 		t.Errorf("secretGenerator reading a file: %v", err)
 	}
 }
+
+// The overlay plugin/config generates for a Secret patch: the golden
+// plugin/config's TestKustomizeSecretPatchAsOverlay compares with.
+func TestRenderOverlaySecretMergeMatchesCLI(t *testing.T) {
+	want := cliGolden(t, "features-secret", "features/handwritten-secret over features/tree", func(dir string) string {
+		copyInto(t, dir, "features", "features")
+		return "features/handwritten-secret"
+	})
+	tree := readTree(t, tarDir(t, featuresTree))
+	got, err := Render(context.Background(), tree, "overlays/prod", WithOverlay(&Overlay{SecretGenerator: []types.SecretArgs{{GeneratorArgs: types.GeneratorArgs{
+		Name: "app-secret", Behavior: "merge", KvPairSources: types.KvPairSources{LiteralSources: []string{"PASSWORD=correct-horse-battery"}}}}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifeststest.Equal(t, got, want)
+}

@@ -22,19 +22,34 @@ const maxGeneratorScan = 256
 // or reports them; this only decides what the planner may express as an
 // overlay.
 func GeneratedConfigMaps(tree *archive.Tree, entryPath string) (bool, []string, error) {
+	ok, g, err := Generators(tree, entryPath)
+	return ok, g.ConfigMaps, err
+}
+
+// Generated are the names of what the generators of a kustomization and of
+// the local bases and components it reaches generate, before the hash
+// suffix.
+type Generated struct {
+	ConfigMaps, Secrets []string
+}
+
+// Generators is GeneratedConfigMaps for ConfigMaps and Secrets: it reports
+// whether entryPath of tree is a kustomization and what its generators
+// generate, the names an overlay's generator with behavior merge takes.
+func Generators(tree *archive.Tree, entryPath string) (bool, Generated, error) {
+	var gen Generated
 	if tree == nil {
-		return false, nil, nil
+		return false, gen, nil
 	}
 	tfs := tree.FS()
 	entry, err := Entry(tfs, entryPath)
 	if err != nil {
-		return false, nil, err
+		return false, gen, err
 	}
 	kfile, err := kustomizationFile(tfs, entry)
 	if err != nil || kfile == "" {
-		return false, nil, err
+		return false, gen, err
 	}
-	var names []string
 	seen := map[string]bool{}
 	var walk func(dir string)
 	walk = func(dir string) {
@@ -56,7 +71,12 @@ func GeneratedConfigMaps(tree *archive.Tree, entryPath string) (bool, []string, 
 		}
 		for _, g := range k.ConfigMapGenerator {
 			if g.Name != "" {
-				names = append(names, g.Name)
+				gen.ConfigMaps = append(gen.ConfigMaps, g.Name)
+			}
+		}
+		for _, g := range k.SecretGenerator {
+			if g.Name != "" {
+				gen.Secrets = append(gen.Secrets, g.Name)
 			}
 		}
 		for _, r := range append(append([]string(nil), k.Resources...), k.Components...) {
@@ -73,5 +93,5 @@ func GeneratedConfigMaps(tree *archive.Tree, entryPath string) (bool, []string, 
 		}
 	}
 	walk(entry)
-	return true, names, nil
+	return true, gen, nil
 }
