@@ -77,11 +77,48 @@ func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 // it would rewrite become the overlay's images (see overlayImages). The
 // other patches are returned, to be applied after rendering as before. The
 // tree is read at plan time only when something could move.
+//
+// The render's kustomize field (see kustomizeSpec) is the overlay's start.
 func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *kustomize.Overlay, error) {
+	defined, err := rs.definitionOverlay(ctx, rp)
+	if err != nil {
+		return nil, nil, err
+	}
 	if rp.res.Type == pipeline.TypeHelmChart {
 		return patches, nil, nil
 	}
 	appOverlay := rs.applicationOverlay(rp)
+	rest, derived, entry := rs.derivedOverlay(ctx, rp, patches)
+	ov := joinOverlays(defined, derived)
+	if ov == nil {
+		return rest, nil, nil
+	}
+	if entry == "" {
+		entry = "."
+	}
+	base := "<resource>/" + entry
+	if appOverlay {
+		base = "<the Application's kustomization.yaml>"
+	}
+	text := overlayText(ov, base)
+	if defined != nil {
+		text = fmt.Sprintf("# from %s: spec.renders[%d].%s", rs.def.Source, rp.index, kustomizeField) + derivedNote(derived) + "\n" + text
+	}
+	rs.report.Renders[len(rs.report.Renders)-1].Overlay = text
+	return rest, ov, nil
+}
+
+// derivedNote says what the planner added to a definition's overlay.
+func derivedNote(derived *kustomize.Overlay) string {
+	if derived == nil {
+		return ""
+	}
+	return ", with generator merges from patches and images from localisation (see patches and automatic localization)"
+}
+
+// derivedOverlay is the part of overlay that the planner derives from
+// patches and localisation; it returns the patches left and the entry.
+func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *kustomize.Overlay, string) {
 	d := rs.cv.Descriptor()
 	auto := rs.req.Localize || (rs.def != nil && rs.def.Spec.Localization != nil && rs.def.Spec.Localization.Automatic)
 	candidate := auto
@@ -92,25 +129,25 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 		}
 	}
 	if !candidate {
-		return patches, nil, nil
+		return patches, nil, ""
 	}
 	// An entry or a tree that cannot be read here cannot be rendered either:
 	// the render reports it, with its own context (the entry path hint, the
 	// resource), so the overlay is then left out rather than failing first.
 	entry, err := pipeline.EntryPath(pipeline.Step{Path: rp.path}, *rp.res)
 	if err != nil {
-		return patches, nil, nil
+		return patches, nil, ""
 	}
 	tree, err := rs.tree(ctx, rp.res)
 	if err != nil {
-		return patches, nil, nil
+		return patches, nil, ""
 	}
 	isKustomization, gen, err := kustomize.Generators(tree, entry)
 	if err != nil {
-		return patches, nil, nil
+		return patches, nil, ""
 	}
 	if !isKustomization {
-		return patches, nil, nil
+		return patches, nil, ""
 	}
 	generated := map[generatedKind]bool{}
 	for _, n := range gen.ConfigMaps {
@@ -164,17 +201,9 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 		}
 	}
 	if len(ov.ConfigMapGenerator) == 0 && len(ov.SecretGenerator) == 0 && len(ov.Images) == 0 {
-		return patches, nil, nil
+		return patches, nil, entry
 	}
-	if entry == "" {
-		entry = "."
-	}
-	base := "<resource>/" + entry
-	if appOverlay {
-		base = "<the Application's kustomization.yaml>"
-	}
-	rs.report.Renders[len(rs.report.Renders)-1].Overlay = overlayText(ov, base)
-	return rest, ov, nil
+	return rest, ov, entry
 }
 
 // generatedKind is a generator of the tree: a Secret's or a ConfigMap's.

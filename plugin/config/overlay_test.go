@@ -3,6 +3,7 @@ package config_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests/manifeststest"
@@ -269,5 +271,78 @@ func TestKustomizeSecretPatchAsOverlay(t *testing.T) {
 	}
 	if strings.Contains(explained, password) || strings.Contains(explained, base64.StdEncoding.EncodeToString([]byte(password))) {
 		t.Errorf("--explain shows the secret value:\n%s", explained)
+	}
+}
+
+// A render's kustomize field is the overlay kustomize builds, in
+// kustomize's spelling, with values from instance parameters: the output
+// is the kustomize CLI's build of testdata/kustomize/features/handwritten
+// (namespace, nameSuffix, labels, commonAnnotations, replicas, a JSON patch
+// by label selector, components, configMapGenerator and secretGenerator
+// merges). --explain shows the overlay and where it comes from, and no
+// secret literal.
+func TestKustomizeFieldOfARender(t *testing.T) {
+	featuresTree := filepath.Join(repoRoot, "testdata", "kustomize", "features", "tree")
+	repo := overlayCTF(t, ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, featuresTree)})
+	def := header + `spec:
+  parameters:
+    ns: {type: string}
+    replicas: {type: integer, default: 5}
+    password: {type: string}
+  renders:
+  - resource: {name: app}
+    path: overlays/prod
+    kustomize:
+      namespace: '${parameters.ns}'
+      nameSuffix: -eu
+      labels: [{pairs: {owner: platform}}]
+      commonAnnotations: {example.com/team: payments}
+      replicas: [{name: web, count: '${parameters.replicas}'}]
+      components: [components/ha]
+      patches:
+      - target: {kind: Deployment, labelSelector: tier=frontend}
+        patch: |
+          - op: add
+            path: /spec/template/spec/containers/0/args
+            value: ["--verbose"]
+      secretGenerator:
+      - {name: app-secret, behavior: merge, literals: ['PASSWORD=${parameters.password}']}
+      configMapGenerator:
+      - {name: app-config, behavior: merge, literals: [LOG_LEVEL=debug]}
+`
+	var report *config.Report
+	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+		Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def),
+		Parameters: map[string]string{"ns": "shop", "password": "from-the-definition"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifeststest.Equal(t, out.Objects, manifeststest.ReadFile(t, filepath.Join(repoRoot, "testdata", "kustomize", "features.golden.yaml")))
+	var text strings.Builder
+	if err := report.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	explained := strings.ReplaceAll(text.String(), `password = "from-the-definition"`, "")
+	for _, s := range []string{"spec.renders[0].kustomize", "namespace: shop", "count: 5", "- <resource>/components/ha", "PASSWORD=(secret value, not shown)"} {
+		if !strings.Contains(explained, s) {
+			t.Errorf("--explain misses %q:\n%s", s, explained)
+		}
+	}
+	if strings.Contains(explained, "from-the-definition") {
+		t.Errorf("--explain shows the secret literal:\n%s", explained)
+	}
+
+	for _, tc := range []struct{ kust, msg string }{
+		{"{nameprefix: x}", `unknown field "nameprefix"`},
+		{"{replicas: [{name: web, count: many}]}", "replicas"},
+		{"{patches: [{path: ../../etc/passwd}]}", "names a file"},
+		{"{configMapGenerator: [{name: app-config, behavior: merge, files: [/etc/passwd]}]}", "reads files"},
+		{"{components: [../../x]}", "not a directory inside the resource"},
+	} {
+		bad := header + "spec:\n  renders:\n  - resource: {name: app}\n    path: overlays/prod\n    kustomize: " + tc.kust + "\n"
+		res, err := renderer(nil).Render(context.Background(), pipeline.Request{Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, bad)})
+		if res != nil || !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want an invalid input error with %q", tc.kust, err, tc.msg)
+		}
 	}
 }

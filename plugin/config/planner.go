@@ -241,6 +241,7 @@ func (p *Planner) resolve(ctx context.Context, cv ocm.ComponentVersion, req pipe
 		}
 	}
 	redactSecretExpressions(rs.report)
+	redactKustomizeSecrets(rs.report)
 	return out, nil
 }
 
