@@ -66,15 +66,31 @@ func (b *bench) addKustomizeTrees() []*treeFixture {
 	}
 	add(fmt.Sprintf("large tree (synthetic, %d services, %d kustomizations)", n, n+2), "large", tgz, "overlays/prod")
 	b.reg.Push(b.tb, "ocm", comps...)
-	ctf := b.dir("ctf-kustomize")
-	if err := ocmbuild.WriteCTF(ctf, comps...); err != nil {
+	// generate confines a local repository to the Application's directory
+	// (its working directory), by a relative name: the CTFs of this
+	// section are there, the harness's own copied beside them.
+	if err := ocmbuild.WriteCTF(filepath.Join(b.appDir, appCTFKustomize), comps...); err != nil {
+		fatalf("ctf: %v", err)
+	}
+	if err := os.CopyFS(filepath.Join(b.appDir, appCTF), os.DirFS(b.ctfDir)); err != nil {
 		fatalf("ctf: %v", err)
 	}
 	for _, f := range fx {
-		f.CTF = ctf
+		f.CTF = appCTFKustomize
+	}
+	for _, f := range b.treeFx {
+		if f.CTF == "" {
+			f.CTF = appCTF
+		}
 	}
 	return fx
 }
+
+// The CTFs in the Application's directory, by the names generate is given.
+const (
+	appCTF          = "ctf"
+	appCTFKustomize = "ctf-kustomize"
+)
 
 // largeKustomizeTree is a platform as teams ship one: n services, each a
 // kustomization of its own (Deployment, Service, ServiceAccount, a
