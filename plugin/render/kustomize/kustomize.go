@@ -1,7 +1,9 @@
 package kustomize
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +14,7 @@ import (
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
@@ -385,17 +388,38 @@ func run(mem filesys.FileSystem, entry string, kopts *krusty.Options, customOpen
 	if err != nil {
 		return nil, fail(errdef.ErrRender, "kustomize: build of %q: %s", entry, oneLine(err.Error()))
 	}
-	// Go through YAML text, exactly as `kustomize build | kubectl apply -f -`
-	// and Argo CD read kustomize's output.
-	out, err := resMap.AsYaml()
-	if err != nil {
-		return nil, fail(errdef.ErrRender, "kustomize: build of %q: encoding output: %v", entry, err)
+	// Each object as the JSON that `kustomize build` turns into its YAML
+	// output (resMap.AsYaml is JSONToYAML of Resource.MarshalJSON), read
+	// as a JSON stream: the same values as reading that YAML, without
+	// writing it and parsing it again (a third of a large build's time).
+	var out bytes.Buffer
+	for _, r := range resMap.Resources() {
+		j, err := resourceJSON(r)
+		if err != nil {
+			return nil, fail(errdef.ErrRender, "kustomize: build of %q: encoding output: %v", entry, err)
+		}
+		out.Write(j)
+		out.WriteByte('\n')
 	}
-	objs, err = manifests.Decode(fmt.Sprintf("kustomize build output of %q", entry), out)
+	objs, err = manifests.Decode(fmt.Sprintf("kustomize build output of %q", entry), out.Bytes())
 	if err != nil {
 		return nil, wrap(errdef.ErrRender, err)
 	}
 	return objs, nil
+}
+
+// resourceJSON is r.MarshalJSON() without its detour through YAML text
+// (it writes the node as YAML and parses that into a map): the node
+// decoded as MarshalJSON's parse decodes it. A node that does not decode
+// into JSON's shapes (a non-string key) takes MarshalJSON's own way.
+func resourceJSON(r *resource.Resource) ([]byte, error) {
+	var v map[string]any
+	if err := r.YNode().Decode(&v); err == nil {
+		if j, err := json.Marshal(v); err == nil {
+			return j, nil
+		}
+	}
+	return r.MarshalJSON()
 }
 
 // Error plumbing: every error matches errdef.ErrRender and the given sentinel.
