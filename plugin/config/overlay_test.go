@@ -11,6 +11,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -344,5 +345,45 @@ func TestKustomizeFieldOfARender(t *testing.T) {
 		if res != nil || !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: %v, want an invalid input error with %q", tc.kust, err, tc.msg)
 		}
+	}
+}
+
+// The definition's kustomize field over the Application's own
+// kustomization.yaml (which names the resource as .ocm/manifests): the
+// kustomize CLI's build of testdata/kustomize/gitoverlay/on-top over
+// gitoverlay/app; --explain says that the Application's overlay builds the
+// resource and that the definition's sits on it.
+func TestKustomizeFieldOverApplicationOverlay(t *testing.T) {
+	kdata := filepath.Join(repoRoot, "testdata", "kustomize")
+	repo := overlayCTF(t, ocmbuild.Resource{Name: "manifests", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, filepath.Join(kdata, "features", "tree"))})
+	app := filepath.Dir(repo)
+	if err := os.CopyFS(app, os.DirFS(filepath.Join(kdata, "gitoverlay", "app"))); err != nil {
+		t.Fatal(err)
+	}
+	def := header + `spec:
+  renders:
+  - resource: {name: manifests}
+    kustomize:
+      images: [{name: ghcr.io/example/web, newName: "registry.internal.example:5000/mirror/web", newTag: "1.0.0"}]
+      secretGenerator: [{name: app-secret, behavior: merge, literals: [PASSWORD=from-the-definition]}]
+`
+	if err := os.WriteFile(filepath.Join(app, "def.yaml"), []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := confine.Open(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	var report *config.Report
+	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+		Repository: filepath.Base(repo), Dir: app, Root: root, Component: overlayComponent, Version: "1.0.0", DefinitionFile: "def.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifeststest.Equal(t, out.Objects, manifeststest.ReadFile(t, filepath.Join(kdata, "gitoverlay-on-top.golden.yaml")))
+	rr := report.Renders[0]
+	if !strings.Contains(rr.ApplicationOverlay, ".ocm/manifests") || !strings.Contains(rr.Overlay, "<the Application's kustomization.yaml>") || strings.Contains(rr.Overlay, "from-the-definition") {
+		t.Errorf("--explain: application overlay %q, overlay:\n%s", rr.ApplicationOverlay, rr.Overlay)
 	}
 }
