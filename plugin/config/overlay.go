@@ -88,7 +88,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 		return patches, nil, nil
 	}
 	appOverlay := rs.applicationOverlay(rp)
-	rest, derived, entry := rs.derivedOverlay(ctx, rp, patches)
+	rest, derived, entry := rs.derivedOverlay(ctx, rp, patches, appOverlay)
 	ov := joinOverlays(defined, derived)
 	if ov == nil {
 		return rest, nil, nil
@@ -118,7 +118,7 @@ func derivedNote(derived *kustomize.Overlay) string {
 
 // derivedOverlay is the part of overlay that the planner derives from
 // patches and localisation; it returns the patches left and the entry.
-func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *kustomize.Overlay, string) {
+func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches []boundPatch, appOverlay bool) ([]boundPatch, *kustomize.Overlay, string) {
 	d := rs.cv.Descriptor()
 	auto := rs.req.Localize || (rs.def != nil && rs.def.Spec.Localization != nil && rs.def.Spec.Localization.Automatic)
 	candidate := auto
@@ -142,7 +142,15 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 	if err != nil {
 		return patches, nil, ""
 	}
-	isKustomization, gen, err := kustomize.Generators(tree, entry)
+	var isKustomization bool
+	var gen kustomize.Generated
+	if appOverlay {
+		// The Application's kustomization chooses the tree's directories:
+		// any generator of the tree may be the one it builds.
+		isKustomization, gen, err = true, kustomize.TreeGenerators(tree), nil
+	} else {
+		isKustomization, gen, err = kustomize.Generators(tree, entry)
+	}
 	if err != nil {
 		return patches, nil, ""
 	}

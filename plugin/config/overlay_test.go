@@ -387,3 +387,52 @@ func TestKustomizeFieldOverApplicationOverlay(t *testing.T) {
 		t.Errorf("--explain: application overlay %q, overlay:\n%s", rr.ApplicationOverlay, rr.Overlay)
 	}
 }
+
+// With the Application's overlay, a definition patch of a data key of a
+// ConfigMap a generator of the tree generates still becomes a generator
+// merge (over the Application's own merge of it): new hash suffix, the
+// Deployment following.
+func TestKustomizeConfigMapPatchOverApplicationOverlay(t *testing.T) {
+	kdata := filepath.Join(repoRoot, "testdata", "kustomize")
+	repo := overlayCTF(t, ocmbuild.Resource{Name: "manifests", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, filepath.Join(kdata, "features", "tree"))})
+	app := filepath.Dir(repo)
+	if err := os.CopyFS(app, os.DirFS(filepath.Join(kdata, "gitoverlay", "app"))); err != nil {
+		t.Fatal(err)
+	}
+	def := header + "spec:\n  renders:\n  - resource: {name: manifests}\n    patches:\n    - target: {kind: ConfigMap, name: app-config}\n      path: data.LOG_LEVEL\n      value: debug\n"
+	if err := os.WriteFile(filepath.Join(app, "def.yaml"), []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := confine.Open(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	out, err := renderer(nil).Render(context.Background(), pipeline.Request{
+		Repository: filepath.Base(repo), Dir: app, Root: root, Component: overlayComponent, Version: "1.0.0", DefinitionFile: "def.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := manifeststest.ReadFile(t, filepath.Join(kdata, "gitoverlay.golden.yaml"))
+	var cm, ref, oldName string
+	for _, o := range out.Objects {
+		switch o["kind"] {
+		case "ConfigMap":
+			cm = o["metadata"].(map[string]any)["name"].(string)
+			if o["data"].(map[string]any)["LOG_LEVEL"] != "debug" || o["data"].(map[string]any)["settings.conf"] == nil {
+				t.Errorf("ConfigMap data %v", o["data"])
+			}
+		case "Deployment":
+			spec := o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			ref = spec["containers"].([]any)[0].(map[string]any)["envFrom"].([]any)[0].(map[string]any)["configMapRef"].(map[string]any)["name"].(string)
+		}
+	}
+	for _, o := range want {
+		if o["kind"] == "ConfigMap" {
+			oldName = o["metadata"].(map[string]any)["name"].(string)
+		}
+	}
+	if cm == "" || cm != ref || cm == oldName || !strings.HasPrefix(cm, "payments-app-config-") {
+		t.Errorf("ConfigMap %q, referenced as %q, without the patch %q: want a new hash suffix that the Deployment follows", cm, ref, oldName)
+	}
+}

@@ -3,6 +3,7 @@ package kustomize
 import (
 	"io/fs"
 	"path"
+	"slices"
 
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
@@ -94,4 +95,41 @@ func Generators(tree *archive.Tree, entryPath string) (bool, Generated, error) {
 	}
 	walk(entry)
 	return true, gen, nil
+}
+
+// TreeGenerators is what the generators of every kustomization of tree
+// generate (see Generators): the candidates when the Application's own
+// kustomization, not an entry path, chooses the tree's directories.
+func TreeGenerators(tree *archive.Tree) Generated {
+	var gen Generated
+	if tree == nil {
+		return gen
+	}
+	dirs, err := KustomizationDirs(tree.FS())
+	if err != nil {
+		return gen
+	}
+	seen := map[string]bool{}
+	for _, dir := range append([]string{"."}, dirs...) {
+		if len(seen) >= maxGeneratorScan {
+			break
+		}
+		seen[dir] = true
+		_, g, err := Generators(tree, dir)
+		if err != nil {
+			continue
+		}
+		gen.ConfigMaps = appendNew(gen.ConfigMaps, g.ConfigMaps...)
+		gen.Secrets = appendNew(gen.Secrets, g.Secrets...)
+	}
+	return gen
+}
+
+func appendNew(l []string, add ...string) []string {
+	for _, a := range add {
+		if !slices.Contains(l, a) {
+			l = append(l, a)
+		}
+	}
+	return l
 }
