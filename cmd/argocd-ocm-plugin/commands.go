@@ -59,6 +59,7 @@ Manifests go to stdout, in one write, only on success; a failure is one line on 
 		newParametersCommand(stdout, stderr, getenv, dir, diag), newVerifyCommand(stdout, stderr, getenv, diag), newVersionCommand(stdout),
 		newServeCommand(stderr, getenv), newGeneratorCommand(stderr, getenv, diag),
 		newServeWorkerCommand(stderr, getenv))
+	root.AddCommand(newTransferCommand(stderr, getenv))
 	return root
 }
 
@@ -262,15 +263,15 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 	}()
 	start := time.Now()
 	r.Signatures, r.Provenance = opts.signatures, opts.provenance
-	// Deployment definitions, config resources and localisation (package config)
-	// plan every render and post-process it first.
-	planner := &config.Planner{Access: &r.Access, Log: &notes, RequireDigests: r.Signatures != nil}
+	// Deployment definitions, config resources and localisation (package
+	// config) plan every render and the work that finishes its output; the
+	// planner reads resources through the renderer.
+	planner := &config.Planner{Resources: r.Resources(), Log: &notes, RequireDigests: r.Signatures != nil}
 	var report *config.Report
 	if opts.explain {
 		planner.Explain = func(rep *config.Report) { report = rep }
 	}
 	r.Planner = planner
-	r.PostProcessors = append([]pipeline.PostProcessor{planner}, r.PostProcessors...)
 	res, err := r.Render(ctx, req)
 	prog.done()
 	if err != nil {

@@ -49,7 +49,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}
 			defer root.Close()
-			planner := &config.Planner{Access: &r.Access, Log: &notes}
+			planner := &config.Planner{Resources: r.Resources(), Log: &notes}
 			a := &cmp.Announcer{OpenRepository: r.OpenRepository, Sources: []cmp.ParameterSource{definitionParameters(planner)}, Dir: dir, Root: root, AllowLocalArchive: rule.AllowLocalArchive}
 			params, err := a.Announce(ctx, getenv)
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/distribution/distribution/v3/configuration"
 	"github.com/distribution/distribution/v3/registry/handlers"
@@ -70,6 +71,7 @@ type config struct {
 	addr       string
 	tls        bool
 	middleware []func(http.Handler) http.Handler
+	proxy      *configuration.Proxy
 }
 
 // Option configures Start.
@@ -95,6 +97,16 @@ func WithTLS() Option { return func(c *config) { c.tls = true } }
 // e.g. to inject failures.
 func WithMiddleware(m func(http.Handler) http.Handler) Option {
 	return func(c *config) { c.middleware = append(c.middleware, m) }
+}
+
+// WithProxy makes the registry a pull-through cache of the registry at
+// remoteURL (distribution's proxy mode), reading it with user and pass when
+// set. The cache keeps what it fetched for as long as the test runs.
+func WithProxy(remoteURL, user, pass string) Option {
+	return func(c *config) {
+		ttl := time.Duration(0) // never expire
+		c.proxy = &configuration.Proxy{RemoteURL: remoteURL, Username: user, Password: pass, TTL: &ttl}
+	}
 }
 
 // ErrAddrInUse: WithAddr's address is taken.
@@ -149,6 +161,9 @@ func StartErr(t testing.TB, opts ...Option) (*Registry, error) {
 			return nil, err
 		}
 		cfg.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "registrytest", "path": f}}
+	}
+	if c.proxy != nil {
+		cfg.Proxy = *c.proxy
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	app := handlers.NewApp(ctx, cfg)

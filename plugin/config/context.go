@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -140,20 +141,20 @@ func baseVars(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request
 		appName = req.ReleaseName
 	}
 	vars := map[string]any{
-		VarParameters: pm,
-		VarComponent:  componentVars(d),
-		VarResources:  resourceVars(d),
-		VarReferences: map[string]any{},
-		VarApp:        map[string]any{"name": appName, "namespace": req.Namespace},
-		VarCluster:    map[string]any{"kubeVersion": req.KubeVersion, "apiVersions": apis},
-		VarValues:     map[string]any{},
+		expr.VarParameters: pm,
+		expr.VarComponent:  componentVars(d),
+		expr.VarResources:  resourceVars(d),
+		expr.VarReferences: map[string]any{},
+		expr.VarApp:        map[string]any{"name": appName, "namespace": req.Namespace},
+		expr.VarCluster:    map[string]any{"kubeVersion": req.KubeVersion, "apiVersions": apis},
+		expr.VarValues:     map[string]any{},
 	}
 	if withRefs && len(d.References) > 0 {
 		refs, err := referenceVars(ctx, cv)
 		if err != nil {
 			return nil, err
 		}
-		vars[VarReferences] = refs
+		vars[expr.VarReferences] = refs
 	}
 	return vars, nil
 }

@@ -24,7 +24,14 @@
 // Instance parameters reach the values through the definition's
 // expressions. Expressions see parameters, component, resources,
 // references, app and cluster (and values, in patches), are bounded by a
-// cost limit and a timeout, and fail with their location and text.
+// cost limit and a timeout, and fail with their location and text (package
+// expr evaluates them).
+//
+// The planner is pure: it reads what it needs of the component's resources
+// through a ResourceReader the pipeline implements, and returns a
+// pipeline.Plan that carries the work finishing the output (patches on the
+// steps, automatic localisation and the report on the plan), which the
+// pipeline runs once every step is rendered.
 //
 // See docs/deployment-definition.md for the format.
 package config

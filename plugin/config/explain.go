@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -20,7 +21,7 @@ type Report struct {
 	Definition         string
 	Parameters         []ParamValue
 	Renders            []RenderReport
-	Expressions        []Evaluation
+	Expressions        []expr.Evaluation
 	Patches            []PatchReport
 	Localized          bool
 	Images             []localize.Change
@@ -87,82 +88,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "component: %s:%s\n", r.Component, r.Version)
 	fmt.Fprintf(&b, "definition: %s\n", r.Definition)
-	if len(r.Parameters) > 0 {
-		b.WriteString("\nparameters:\n")
-		width := 0
-		for _, p := range r.Parameters {
-			width = max(width, len(p.Name))
-		}
-		for _, p := range r.Parameters {
-			note := p.From
-			if p.Secret {
-				note += ", secret reference"
-			}
-			fmt.Fprintf(&b, "  %-*s = %s  (%s, %s)\n", width, p.Name, formatValue(p.Value), p.Type, note)
-		}
-	}
-	layers := []string{LayerChart, LayerConfig, LayerLocalization, LayerDefinition, LayerInstance}
+	r.writeParameters(&b)
 	for _, rr := range r.Renders {
-		fmt.Fprintf(&b, "\nrender %s: resource %s (%s)", rr.Name, rr.Resource, rr.Type)
-		if rr.Skipped != "" {
-			fmt.Fprintf(&b, " skipped: %s\n", rr.Skipped)
-			continue
-		}
-		b.WriteString("\n")
-		if rr.Type == "helmChart" {
-			fmt.Fprintf(&b, "  release: %s, namespace: %s\n", orDefault(rr.ReleaseName, "(helm default)"), orDefault(rr.Namespace, "(default)"))
-		} else {
-			writeDirectoryRules(&b, rr)
-			if rr.ApplicationOverlay != "" {
-				b.WriteString("  kustomize overlay of the Application: " + rr.ApplicationOverlay + "\n")
-			}
-			if rr.Overlay != "" {
-				b.WriteString("  kustomize overlay (built by kustomize over the entry instead of patching after rendering):\n")
-				for _, line := range strings.Split(strings.TrimRight(rr.Overlay, "\n"), "\n") {
-					b.WriteString("    " + line + "\n")
-				}
-			}
-		}
-		if len(rr.Values) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "  values (layers, lowest first: %s):\n", strings.Join(layers, " < "))
-		for _, l := range rr.Values {
-			fmt.Fprintf(&b, "    %s = %s\n", l.Path, truncate(formatValue(l.Value), 200))
-			for i := len(l.History) - 1; i >= 0; i-- {
-				o := l.History[i]
-				prefix := "      <- "
-				if i < len(l.History)-1 {
-					prefix = "      overrides "
-				}
-				line := prefix + o.Layer
-				if o.Source != "" {
-					line += ": " + o.Source
-				}
-				if o.Expr != "" {
-					line += "  " + o.Expr
-				}
-				if i < len(l.History)-1 {
-					line += " = " + truncate(formatValue(o.Value), 120)
-				}
-				b.WriteString(line + "\n")
-			}
-		}
+		writeRender(&b, rr)
 	}
-	if len(r.Jobs) > 0 {
-		b.WriteString("\njobs:\n")
-		for _, j := range r.Jobs {
-			if j.Skipped != "" {
-				fmt.Fprintf(&b, "  %s: skipped: %s\n", j.Name, j.Skipped)
-				continue
-			}
-			wave := ""
-			if j.Wave != nil {
-				wave = fmt.Sprintf(", wave %d", *j.Wave)
-			}
-			fmt.Fprintf(&b, "  %s: image %s (resource %s), hook %s%s\n", j.Name, j.Image, j.Resource, j.Hook, wave)
-		}
-	}
+	r.writeJobs(&b)
 	if len(r.Expressions) > 0 {
 		b.WriteString("\nexpressions:\n")
 		for _, e := range r.Expressions {
@@ -184,26 +114,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s\n", c)
 		}
 	}
-	if len(r.Order) > 0 || len(r.Unsynced) > 0 {
-		b.WriteString("\nsync order (Argo CD: phase, wave, kind, name):\n")
-		defaulted := map[string]bool{}
-		for _, d := range r.Defaults {
-			defaulted[d.Object] = true
-		}
-		for _, s := range r.Order {
-			line := fmt.Sprintf("  %-8s wave %-4d %s", s.Phase, s.Wave, s.Object)
-			if s.Hook {
-				line += "  (hook, delete policy " + strings.Join(s.DeletePolicies, ",") + ")"
-			}
-			if defaulted[s.Object] {
-				line += "  (default: before every wave)"
-			}
-			b.WriteString(line + "\n")
-		}
-		for _, u := range r.Unsynced {
-			fmt.Fprintf(&b, "  not synced: %s: %s\n", u.Object, u.Why)
-		}
-	}
+	r.writeSyncOrder(&b)
 	if len(r.Notes) > 0 {
 		b.WriteString("\nnotes:\n")
 		for _, n := range r.Notes {
@@ -212,6 +123,122 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func (r *Report) writeParameters(b *strings.Builder) {
+	if len(r.Parameters) == 0 {
+		return
+	}
+	b.WriteString("\nparameters:\n")
+	width := 0
+	for _, p := range r.Parameters {
+		width = max(width, len(p.Name))
+	}
+	for _, p := range r.Parameters {
+		note := p.From
+		if p.Secret {
+			note += ", secret reference"
+		}
+		fmt.Fprintf(b, "  %-*s = %s  (%s, %s)\n", width, p.Name, formatValue(p.Value), p.Type, note)
+	}
+}
+
+// writeRender explains one render: where it goes and, with their layers,
+// its values.
+func writeRender(b *strings.Builder, rr RenderReport) {
+	fmt.Fprintf(b, "\nrender %s: resource %s (%s)", rr.Name, rr.Resource, rr.Type)
+	if rr.Skipped != "" {
+		fmt.Fprintf(b, " skipped: %s\n", rr.Skipped)
+		return
+	}
+	b.WriteString("\n")
+	if rr.Type == "helmChart" {
+		fmt.Fprintf(b, "  release: %s, namespace: %s\n", orDefault(rr.ReleaseName, "(helm default)"), orDefault(rr.Namespace, "(default)"))
+	} else {
+		writeDirectoryRules(b, rr)
+		if rr.ApplicationOverlay != "" {
+			b.WriteString("  kustomize overlay of the Application: " + rr.ApplicationOverlay + "\n")
+		}
+		if rr.Overlay != "" {
+			b.WriteString("  kustomize overlay (built by kustomize over the entry instead of patching after rendering):\n")
+			for _, line := range strings.Split(strings.TrimRight(rr.Overlay, "\n"), "\n") {
+				b.WriteString("    " + line + "\n")
+			}
+		}
+	}
+	if len(rr.Values) == 0 {
+		return
+	}
+	layers := []string{LayerChart, LayerConfig, LayerLocalization, LayerDefinition, LayerInstance}
+	fmt.Fprintf(b, "  values (layers, lowest first: %s):\n", strings.Join(layers, " < "))
+	for _, l := range rr.Values {
+		writeLeaf(b, l)
+	}
+}
+
+// writeLeaf writes a value and the layers that set it, the last first.
+func writeLeaf(b *strings.Builder, l Leaf) {
+	fmt.Fprintf(b, "    %s = %s\n", l.Path, truncate(formatValue(l.Value), 200))
+	for i := len(l.History) - 1; i >= 0; i-- {
+		o := l.History[i]
+		prefix := "      <- "
+		if i < len(l.History)-1 {
+			prefix = "      overrides "
+		}
+		line := prefix + o.Layer
+		if o.Source != "" {
+			line += ": " + o.Source
+		}
+		if o.Expr != "" {
+			line += "  " + o.Expr
+		}
+		if i < len(l.History)-1 {
+			line += " = " + truncate(formatValue(o.Value), 120)
+		}
+		b.WriteString(line + "\n")
+	}
+}
+
+func (r *Report) writeJobs(b *strings.Builder) {
+	if len(r.Jobs) == 0 {
+		return
+	}
+	b.WriteString("\njobs:\n")
+	for _, j := range r.Jobs {
+		if j.Skipped != "" {
+			fmt.Fprintf(b, "  %s: skipped: %s\n", j.Name, j.Skipped)
+			continue
+		}
+		wave := ""
+		if j.Wave != nil {
+			wave = fmt.Sprintf(", wave %d", *j.Wave)
+		}
+		fmt.Fprintf(b, "  %s: image %s (resource %s), hook %s%s\n", j.Name, j.Image, j.Resource, j.Hook, wave)
+	}
+}
+
+func (r *Report) writeSyncOrder(b *strings.Builder) {
+	if len(r.Order) == 0 && len(r.Unsynced) == 0 {
+		return
+	}
+	b.WriteString("\nsync order (Argo CD: phase, wave, kind, name):\n")
+	defaulted := map[string]bool{}
+	for _, d := range r.Defaults {
+		defaulted[d.Object] = true
+	}
+	for _, s := range r.Order {
+		line := fmt.Sprintf("  %-8s wave %-4d %s", s.Phase, s.Wave, s.Object)
+		if s.Hook {
+			line += "  (hook, delete policy " + strings.Join(s.DeletePolicies, ",") + ")"
+		}
+		if defaulted[s.Object] {
+			line += "  (default: before every wave)"
+		}
+		b.WriteString(line + "\n")
+	}
+	for _, u := range r.Unsynced {
+		fmt.Fprintf(b, "  not synced: %s: %s\n", u.Object, u.Why)
+	}
 }
 
 // writeDirectoryRules explains the entry path and the destination namespace

@@ -64,9 +64,7 @@ func TestMain(m *testing.M) {
 // renderer wires the config Planner in as the CLI does.
 func renderer(explain func(*config.Report)) *pipeline.Renderer {
 	r := &pipeline.Renderer{}
-	p := &config.Planner{Access: &r.Access, Explain: explain}
-	r.Planner = p
-	r.PostProcessors = []pipeline.PostProcessor{p}
+	r.Planner = &config.Planner{Resources: r.Resources(), Explain: explain}
 	return r
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
 )
 
 // kustomizeSpec is a render's kustomize field: the fields of a
@@ -53,7 +52,7 @@ const kustomizeField = "kustomize"
 
 // definitionOverlay evaluates the kustomize field of rp's render into an
 // overlay; nil when there is none.
-func (rs *resolver) definitionOverlay(ctx context.Context, rp renderPlan) (*kustomize.Overlay, error) {
+func (rs *resolver) definitionOverlay(ctx context.Context, rp renderPlan) (*pipeline.Overlay, error) {
 	if rp.render == nil || len(rp.render.Kustomize) == 0 {
 		return nil, nil
 	}
@@ -82,7 +81,7 @@ func (rs *resolver) definitionOverlay(ctx context.Context, rp renderPlan) (*kust
 		// json's messages name fields and types, never values.
 		return nil, fmt.Errorf("%w: %s: %s", errdef.ErrInvalidInput, where, strings.TrimPrefix(err.Error(), "json: "))
 	}
-	return &kustomize.Overlay{
+	return &pipeline.Overlay{
 		Namespace:          spec.Namespace,
 		NamePrefix:         spec.NamePrefix,
 		NameSuffix:         spec.NameSuffix,
@@ -101,7 +100,7 @@ func (rs *resolver) definitionOverlay(ctx context.Context, rp renderPlan) (*kust
 // patches, images from localisation) to the definition's overlay: the
 // definition's fields first, so that a derived merge of the same generator
 // comes after them.
-func joinOverlays(def, derived *kustomize.Overlay) *kustomize.Overlay {
+func joinOverlays(def, derived *pipeline.Overlay) *pipeline.Overlay {
 	switch {
 	case def == nil:
 		return derived

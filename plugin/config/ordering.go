@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
@@ -73,7 +74,7 @@ func checkWave(v any) error {
 		return err
 	}
 	if s, ok := v.(string); ok {
-		if HasExpression(s) {
+		if expr.HasExpression(s) {
 			return nil
 		}
 		return fmt.Errorf("the string %q: want an integer (3, not \"3\") or ${…}", truncate(s, 40))
@@ -145,7 +146,7 @@ func (d *Definition) validateJobs(fail func(path, format string, args ...any) er
 		if j.Name == "" {
 			return fail(where+".name", "a job needs a name")
 		}
-		if !HasExpression(j.Name) {
+		if !expr.HasExpression(j.Name) {
 			if err := checkDNSLabel(j.Name); err != nil {
 				return fail(where+".name", "%v", err)
 			}
@@ -186,7 +187,7 @@ func (d *Definition) validateJobs(fail func(path, format string, args ...any) er
 		if j.ActiveDeadlineSeconds != nil && *j.ActiveDeadlineSeconds <= 0 {
 			return fail(where+".activeDeadlineSeconds", "%d is not positive", *j.ActiveDeadlineSeconds)
 		}
-		if j.ServiceAccountName != "" && !HasExpression(j.ServiceAccountName) {
+		if j.ServiceAccountName != "" && !expr.HasExpression(j.ServiceAccountName) {
 			if err := checkDNSSubdomain(j.ServiceAccountName); err != nil {
 				return fail(where+".serviceAccountName", "%v", err)
 			}
@@ -197,7 +198,7 @@ func (d *Definition) validateJobs(fail func(path, format string, args ...any) er
 
 // checkOrderingExpressions compiles the expressions of the ordering fields
 // and jobs (see checkExpressions).
-func (d *Definition) checkOrderingExpressions(e *Evaluator) error {
+func (d *Definition) checkOrderingExpressions(e *expr.Evaluator) error {
 	check := func(where, s string) error {
 		if strings.Contains(s, "${") {
 			return e.Check(where, s)
@@ -288,7 +289,7 @@ func (rs *resolver) text(ctx context.Context, where, s string) (string, error) {
 	if str, ok := v.(string); ok {
 		return str, nil
 	}
-	str, err := stringify(v)
+	str, err := expr.Stringify(v)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %s: %v", errdef.ErrInvalidInput, where, s, err)
 	}
@@ -385,164 +386,214 @@ func (rs *resolver) jobs(ctx context.Context, plans []renderPlan) ([]pipeline.St
 		return nil, nil
 	}
 	var steps []pipeline.Step
+	names := map[string]bool{}
 	for i := range rs.def.Spec.Jobs {
 		j := &rs.def.Spec.Jobs[i]
 		where := fmt.Sprintf("%s: spec.jobs[%d]", rs.def.Source, i)
 		rep := JobReport{Name: j.Name, Resource: j.Image.Resource.String()}
-		ns := rs.req.Namespace
-		if j.Render != "" {
-			var rp *renderPlan
-			for k := range plans {
-				if plans[k].name == j.Render {
-					rp = &plans[k]
-				}
-			}
-			if rp == nil {
-				rep.Skipped = "render " + j.Render + " is not part of this output"
-				rs.report.Jobs = append(rs.report.Jobs, rep)
-				continue
-			}
-			ns = rp.ns
-		} else if len(rs.req.Resources) > 0 {
-			rep.Skipped = "the request selects resources (" + strings.Join(rs.req.Resources, ", ") + ") and the job belongs to no render"
+		ns, skipped, err := rs.jobRuns(ctx, j, where, plans)
+		if err != nil {
+			return nil, err
+		}
+		if skipped != "" {
+			rep.Skipped = skipped
 			rs.report.Jobs = append(rs.report.Jobs, rep)
 			continue
 		}
-		if j.When != "" {
-			ok, err := rs.condition(ctx, where+".when", j.When)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				rep.Skipped = "when " + j.When + " is false"
-				rs.report.Jobs = append(rs.report.Jobs, rep)
-				continue
-			}
-		}
-		name, err := rs.text(ctx, where+".name", j.Name)
+		step, err := rs.jobStep(ctx, j, where, ns, names, &rep)
 		if err != nil {
 			return nil, err
 		}
-		if err := checkDNSLabel(name); err != nil {
-			return nil, fmt.Errorf("%w: %s.name: %v", errdef.ErrInvalidInput, where, err)
-		}
-		for _, s := range steps {
-			if s.Objects[0]["metadata"].(map[string]any)["name"] == name {
-				return nil, fmt.Errorf("%w: %s.name: another job is named %q too", errdef.ErrInvalidInput, where, name)
-			}
-		}
-		rep.Name = name
-		res, err := rs.cv.Descriptor().Resource(j.Image.Resource)
-		if err != nil {
-			return nil, fmt.Errorf("%s.image.resource: %w", where, err)
-		}
-		img, err := rs.image(j.Image.Resource)
-		if err != nil {
-			return nil, fmt.Errorf("%s.image.resource: %w", where, err)
-		}
-		ref, err := JobImageRef(img)
-		if err != nil {
-			return nil, fmt.Errorf("%s.image: %w", where, err)
-		}
-		rep.Resource, rep.Image = res.Identity().String(), ref
-		if j.Namespace != "" {
-			if ns, err = rs.text(ctx, where+".namespace", j.Namespace); err != nil {
-				return nil, err
-			}
-			if err := checkDNSLabel(ns); err != nil {
-				return nil, fmt.Errorf("%w: %s.namespace: %v", errdef.ErrInvalidInput, where, err)
-			}
-		}
-		container := map[string]any{
-			"name":  name,
-			"image": ref,
-			"securityContext": map[string]any{
-				"allowPrivilegeEscalation": false,
-				"capabilities":             map[string]any{"drop": []any{"ALL"}},
-			},
-		}
-		for _, f := range []struct {
-			key   string
-			items []string
-		}{{"command", j.Command}, {"args", j.Args}} {
-			if len(f.items) == 0 {
-				continue
-			}
-			list := make([]any, len(f.items))
-			for k, s := range f.items {
-				if list[k], err = rs.text(ctx, fmt.Sprintf("%s.%s[%d]", where, f.key, k), s); err != nil {
-					return nil, err
-				}
-			}
-			container[f.key] = list
-		}
-		if len(j.Env) > 0 {
-			env := make([]any, len(j.Env))
-			for k, e := range j.Env {
-				w := fmt.Sprintf("%s.env[%d]", where, k)
-				if e.SecretKeyRef != nil {
-					sn, err := rs.text(ctx, w+".secretKeyRef.name", e.SecretKeyRef.Name)
-					if err != nil {
-						return nil, err
-					}
-					sk, err := rs.text(ctx, w+".secretKeyRef.key", e.SecretKeyRef.Key)
-					if err != nil {
-						return nil, err
-					}
-					env[k] = map[string]any{"name": e.Name, "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": sn, "key": sk}}}
-					continue
-				}
-				v, err := rs.text(ctx, w+".value", e.Value)
-				if err != nil {
-					return nil, err
-				}
-				env[k] = map[string]any{"name": e.Name, "value": v}
-			}
-			container["env"] = env
-		}
-		podSpec := map[string]any{
-			"restartPolicy": "Never",
-			"securityContext": map[string]any{
-				"runAsNonRoot":   true,
-				"seccompProfile": map[string]any{"type": "RuntimeDefault"},
-			},
-			"containers": []any{container},
-		}
-		if j.ServiceAccountName != "" {
-			sa, err := rs.text(ctx, where+".serviceAccountName", j.ServiceAccountName)
-			if err != nil {
-				return nil, err
-			}
-			if err := checkDNSSubdomain(sa); err != nil {
-				return nil, fmt.Errorf("%w: %s.serviceAccountName: %v", errdef.ErrInvalidInput, where, err)
-			}
-			podSpec["serviceAccountName"] = sa
-		}
-		spec := map[string]any{"template": map[string]any{"spec": podSpec}}
-		if j.BackoffLimit != nil {
-			spec["backoffLimit"] = *j.BackoffLimit
-		}
-		if j.ActiveDeadlineSeconds != nil {
-			spec["activeDeadlineSeconds"] = *j.ActiveDeadlineSeconds
-		}
-		md := map[string]any{"name": name}
-		if ns != "" {
-			md["namespace"] = ns
-		}
-		obj := manifests.Object{"apiVersion": "batch/v1", "kind": "Job", "metadata": md, "spec": spec}
-
-		h := hookOf(j.Hook, hooks.PreSync)
-		wave, err := rs.wave(ctx, where+".syncWave", j.SyncWave)
-		if err != nil {
-			return nil, err
-		}
-		rep.Hook, rep.Wave = h.Type+", delete policy "+h.DeletePolicy, wave
 		rs.report.Jobs = append(rs.report.Jobs, rep)
-		steps = append(steps, pipeline.Step{
-			Resource: res, ReleaseName: rs.req.ReleaseName, Namespace: ns,
-			Objects:  []manifests.Object{obj},
-			Ordering: &hooks.Ordering{Placement: hooks.Placement{SyncWave: wave, Hook: h}},
-		})
+		steps = append(steps, step)
 	}
 	return steps, nil
+}
+
+// jobRuns decides whether a job is part of the output: why not when it is
+// not, else the namespace it runs in by default (its render's, or the
+// request's).
+func (rs *resolver) jobRuns(ctx context.Context, j *Job, where string, plans []renderPlan) (ns, skipped string, err error) {
+	ns = rs.req.Namespace
+	if j.Render != "" {
+		var rp *renderPlan
+		for k := range plans {
+			if plans[k].name == j.Render {
+				rp = &plans[k]
+			}
+		}
+		if rp == nil {
+			return "", "render " + j.Render + " is not part of this output", nil
+		}
+		ns = rp.ns
+	} else if len(rs.req.Resources) > 0 {
+		return "", "the request selects resources (" + strings.Join(rs.req.Resources, ", ") + ") and the job belongs to no render", nil
+	}
+	if j.When != "" {
+		ok, err := rs.condition(ctx, where+".when", j.When)
+		if err != nil {
+			return "", "", err
+		}
+		if !ok {
+			return "", "when " + j.When + " is false", nil
+		}
+	}
+	return ns, "", nil
+}
+
+// jobStep builds the Job of a job that runs, as a step placed as a hook
+// (PreSync by default); names holds the names of the jobs built so far.
+func (rs *resolver) jobStep(ctx context.Context, j *Job, where, ns string, names map[string]bool, rep *JobReport) (pipeline.Step, error) {
+	name, err := rs.text(ctx, where+".name", j.Name)
+	if err != nil {
+		return pipeline.Step{}, err
+	}
+	if err := checkDNSLabel(name); err != nil {
+		return pipeline.Step{}, fmt.Errorf("%w: %s.name: %v", errdef.ErrInvalidInput, where, err)
+	}
+	if names[name] {
+		return pipeline.Step{}, fmt.Errorf("%w: %s.name: another job is named %q too", errdef.ErrInvalidInput, where, name)
+	}
+	names[name] = true
+	rep.Name = name
+	res, err := rs.cv.Descriptor().Resource(j.Image.Resource)
+	if err != nil {
+		return pipeline.Step{}, fmt.Errorf("%s.image.resource: %w", where, err)
+	}
+	img, err := rs.image(j.Image.Resource)
+	if err != nil {
+		return pipeline.Step{}, fmt.Errorf("%s.image.resource: %w", where, err)
+	}
+	ref, err := JobImageRef(img)
+	if err != nil {
+		return pipeline.Step{}, fmt.Errorf("%s.image: %w", where, err)
+	}
+	rep.Resource, rep.Image = res.Identity().String(), ref
+	if j.Namespace != "" {
+		if ns, err = rs.text(ctx, where+".namespace", j.Namespace); err != nil {
+			return pipeline.Step{}, err
+		}
+		if err := checkDNSLabel(ns); err != nil {
+			return pipeline.Step{}, fmt.Errorf("%w: %s.namespace: %v", errdef.ErrInvalidInput, where, err)
+		}
+	}
+	container, err := rs.jobContainer(ctx, j, where, name, ref)
+	if err != nil {
+		return pipeline.Step{}, err
+	}
+	spec, err := rs.jobSpec(ctx, j, where, container)
+	if err != nil {
+		return pipeline.Step{}, err
+	}
+	md := map[string]any{"name": name}
+	if ns != "" {
+		md["namespace"] = ns
+	}
+	obj := manifests.Object{"apiVersion": "batch/v1", "kind": "Job", "metadata": md, "spec": spec}
+
+	h := hookOf(j.Hook, hooks.PreSync)
+	wave, err := rs.wave(ctx, where+".syncWave", j.SyncWave)
+	if err != nil {
+		return pipeline.Step{}, err
+	}
+	rep.Hook, rep.Wave = h.Type+", delete policy "+h.DeletePolicy, wave
+	return pipeline.Step{
+		Resource: res, ReleaseName: rs.req.ReleaseName, Namespace: ns,
+		Objects:  []manifests.Object{obj},
+		Ordering: &hooks.Ordering{Placement: hooks.Placement{SyncWave: wave, Hook: h}},
+	}, nil
+}
+
+// jobContainer is the one container of a job's Job: the image, locked
+// down (no privilege escalation, no capabilities), with its command,
+// arguments and environment evaluated.
+func (rs *resolver) jobContainer(ctx context.Context, j *Job, where, name, ref string) (map[string]any, error) {
+	container := map[string]any{
+		"name":  name,
+		"image": ref,
+		"securityContext": map[string]any{
+			"allowPrivilegeEscalation": false,
+			"capabilities":             map[string]any{"drop": []any{"ALL"}},
+		},
+	}
+	for _, f := range []struct {
+		key   string
+		items []string
+	}{{"command", j.Command}, {"args", j.Args}} {
+		if len(f.items) == 0 {
+			continue
+		}
+		list := make([]any, len(f.items))
+		for k, s := range f.items {
+			var err error
+			if list[k], err = rs.text(ctx, fmt.Sprintf("%s.%s[%d]", where, f.key, k), s); err != nil {
+				return nil, err
+			}
+		}
+		container[f.key] = list
+	}
+	if len(j.Env) > 0 {
+		env := make([]any, len(j.Env))
+		for k, e := range j.Env {
+			v, err := rs.envVar(ctx, fmt.Sprintf("%s.env[%d]", where, k), e)
+			if err != nil {
+				return nil, err
+			}
+			env[k] = v
+		}
+		container["env"] = env
+	}
+	return container, nil
+}
+
+// envVar is an environment variable of a job: a value, or a reference to a
+// key of a Secret (never the secret's value).
+func (rs *resolver) envVar(ctx context.Context, where string, e EnvVar) (map[string]any, error) {
+	if e.SecretKeyRef != nil {
+		sn, err := rs.text(ctx, where+".secretKeyRef.name", e.SecretKeyRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		sk, err := rs.text(ctx, where+".secretKeyRef.key", e.SecretKeyRef.Key)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"name": e.Name, "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": sn, "key": sk}}}, nil
+	}
+	v, err := rs.text(ctx, where+".value", e.Value)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"name": e.Name, "value": v}, nil
+}
+
+// jobSpec is the spec of a job's Job: one run (restartPolicy Never) as a
+// non-root user under the runtime's seccomp profile.
+func (rs *resolver) jobSpec(ctx context.Context, j *Job, where string, container map[string]any) (map[string]any, error) {
+	podSpec := map[string]any{
+		"restartPolicy": "Never",
+		"securityContext": map[string]any{
+			"runAsNonRoot":   true,
+			"seccompProfile": map[string]any{"type": "RuntimeDefault"},
+		},
+		"containers": []any{container},
+	}
+	if j.ServiceAccountName != "" {
+		sa, err := rs.text(ctx, where+".serviceAccountName", j.ServiceAccountName)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkDNSSubdomain(sa); err != nil {
+			return nil, fmt.Errorf("%w: %s.serviceAccountName: %v", errdef.ErrInvalidInput, where, err)
+		}
+		podSpec["serviceAccountName"] = sa
+	}
+	spec := map[string]any{"template": map[string]any{"spec": podSpec}}
+	if j.BackoffLimit != nil {
+		spec["backoffLimit"] = *j.BackoffLimit
+	}
+	if j.ActiveDeadlineSeconds != nil {
+		spec["activeDeadlineSeconds"] = *j.ActiveDeadlineSeconds
+	}
+	return spec, nil
 }

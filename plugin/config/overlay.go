@@ -11,11 +11,9 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
@@ -79,7 +77,7 @@ func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 // tree is read at plan time only when something could move.
 //
 // The render's kustomize field (see kustomizeSpec) is the overlay's start.
-func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *kustomize.Overlay, error) {
+func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *pipeline.Overlay, error) {
 	defined, err := rs.definitionOverlay(ctx, rp)
 	if err != nil {
 		return nil, nil, err
@@ -109,7 +107,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 }
 
 // derivedNote says what the planner added to a definition's overlay.
-func derivedNote(derived *kustomize.Overlay) string {
+func derivedNote(derived *pipeline.Overlay) string {
 	if derived == nil {
 		return ""
 	}
@@ -118,7 +116,7 @@ func derivedNote(derived *kustomize.Overlay) string {
 
 // derivedOverlay is the part of overlay that the planner derives from
 // patches and localisation; it returns the patches left and the entry.
-func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches []boundPatch, appOverlay bool) ([]boundPatch, *kustomize.Overlay, string) {
+func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches []boundPatch, appOverlay bool) ([]boundPatch, *pipeline.Overlay, string) {
 	d := rs.cv.Descriptor()
 	auto := rs.req.Localize || (rs.def != nil && rs.def.Spec.Localization != nil && rs.def.Spec.Localization.Automatic)
 	candidate := auto
@@ -143,13 +141,13 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 		return patches, nil, ""
 	}
 	var isKustomization bool
-	var gen kustomize.Generated
+	var gen pipeline.Generated
 	if appOverlay {
 		// The Application's kustomization chooses the tree's directories:
 		// any generator of the tree may be the one it builds.
-		isKustomization, gen, err = true, kustomize.TreeGenerators(tree), nil
+		isKustomization, gen, err = true, tree.TreeGenerators(), nil
 	} else {
-		isKustomization, gen, err = kustomize.Generators(tree, entry)
+		isKustomization, gen, err = tree.Generators(entry)
 	}
 	if err != nil {
 		return patches, nil, ""
@@ -157,6 +155,21 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 	if !isKustomization {
 		return patches, nil, ""
 	}
+	rest, ov := rs.generatorMerges(patches, gen)
+	if auto {
+		images, _ := localize.Images(d)
+		ov.Images = overlayImages(tree, images)
+	}
+	if len(ov.ConfigMapGenerator) == 0 && len(ov.SecretGenerator) == 0 && len(ov.Images) == 0 {
+		return patches, nil, entry
+	}
+	return rest, ov, entry
+}
+
+// generatorMerges moves the patches that set a key of what gen's
+// generators generate into generator merges of an overlay (reporting each
+// moved patch, a Secret's value hidden), and returns the other patches.
+func (rs *resolver) generatorMerges(patches []boundPatch, gen pipeline.Generated) ([]boundPatch, *pipeline.Overlay) {
 	generated := map[generatedKind]bool{}
 	for _, n := range gen.ConfigMaps {
 		generated[generatedKind{false, n}] = true
@@ -191,11 +204,7 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 		}
 		rs.report.Patches = append(rs.report.Patches, pr)
 	}
-	ov := &kustomize.Overlay{}
-	if auto {
-		images, _ := localize.Images(d)
-		ov.Images = overlayImages(tree, images)
-	}
+	ov := &pipeline.Overlay{}
 	for _, gk := range order {
 		var lits []string
 		for _, k := range keys[gk] {
@@ -208,10 +217,7 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 			ov.ConfigMapGenerator = append(ov.ConfigMapGenerator, types.ConfigMapArgs{GeneratorArgs: args})
 		}
 	}
-	if len(ov.ConfigMapGenerator) == 0 && len(ov.SecretGenerator) == 0 && len(ov.Images) == 0 {
-		return patches, nil, entry
-	}
-	return rest, ov, entry
+	return rest, ov
 }
 
 // generatedKind is a generator of the tree: a Secret's or a ConfigMap's.
@@ -230,7 +236,7 @@ func (rs *resolver) applicationOverlay(rp renderPlan) bool {
 	}
 	rs.report.Renders[len(rs.report.Renders)-1].ApplicationOverlay = fmt.Sprintf(
 		"kustomization.yaml of the Application's directory, with this resource shown as %s/%s; it names the directories it builds, the entry path is not used",
-		kustomize.MountDir, rp.res.Name)
+		pipeline.ApplicationOverlayDir, rp.res.Name)
 	return true
 }
 
@@ -259,7 +265,7 @@ func redactSecretExpressions(r *Report) {
 // rendering: it finds these images at their location already, and
 // rewrites what kustomize could not name before rendering (images set by
 // the tree's own transformers, by generators).
-func overlayImages(tree *archive.Tree, images []localize.Image) []types.Image {
+func overlayImages(tree pipeline.Tree, images []localize.Image) []types.Image {
 	if len(images) == 0 {
 		return nil
 	}
@@ -351,7 +357,7 @@ func writtenName(ref string) string {
 
 // overlayText is ov as the kustomization the renderer builds over base,
 // for --explain; secret literals show their keys only.
-func overlayText(ov *kustomize.Overlay, base string) string {
+func overlayText(ov *pipeline.Overlay, base string) string {
 	var secrets []types.SecretArgs
 	for _, g := range ov.SecretGenerator {
 		g.LiteralSources = slices.Clone(g.LiteralSources)

@@ -7,63 +7,80 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // Planner plans a component version from its deployment definition (see
-// LoadDefinition) and post-processes what was rendered: patches, ConfigData
-// rules and automatic localisation. Register it as the Renderer's Planner
-// AND as its first PostProcessor. Without a definition it plans like
-// pipeline.RequestPlanner, with the component's config resources as the
-// lowest value layer.
+// LoadDefinition): the renders with their values, and the work that
+// finishes their output (patches, ConfigData file rules, automatic
+// localisation, the --explain report), which the plan carries: each step
+// its own patches, the plan what concerns the whole output. Register it as
+// the Renderer's Planner, with the Renderer's Resources. Without a
+// definition it plans like pipeline.RequestPlanner, with the component's
+// config resources as the lowest value layer.
 type Planner struct {
-	// Access reads shipped definitions, config resources and (for rules and
-	// --explain) charts and trees; nil reads offline.
-	Access *access.Resolver
+	// Resources reads shipped definitions, config resources and (for rules,
+	// overlays and --explain) charts and trees: the Renderer's
+	// (pipeline.Renderer.Resources). Nil reads offline.
+	Resources ResourceReader
 	// Log receives notes for people (images left alone by localisation).
 	Log io.Writer
-	// Explain, when set, receives the report of each render after post-processing.
+	// Explain, when set, receives the report of each render once its
+	// output is finished.
 	Explain func(*Report)
 	// CostLimit and ExprTimeout bound each CEL expression (defaults
-	// DefaultCostLimit, DefaultExprTimeout).
+	// expr.DefaultCostLimit, expr.DefaultExprTimeout).
 	CostLimit   uint64
 	ExprTimeout time.Duration
-	// ReadFile, a seam for tests, reads definition and values files by path
-	// (Request.File). Default: Request.ReadFile, which reads inside the
-	// Application's directory when the request is confined.
-	ReadFile func(string) ([]byte, error)
 	// RequireDigests refuses shipped definitions and config resources without
 	// a resource digest (set it when signatures are enforced: only digests
 	// are covered by a signature).
 	RequireDigests bool
-
-	mu      sync.Mutex
-	pending map[string]*resolution
 }
 
-var (
-	_ pipeline.Planner       = (*Planner)(nil)
-	_ pipeline.PostProcessor = (*Planner)(nil)
-)
+var _ pipeline.Planner = (*Planner)(nil)
 
-// resolution is everything planned for one request.
-type resolution struct {
-	report       *Report
-	steps        []pipeline.Step
-	patches      []boundPatch
-	autoLocalize bool
-	requireAll   bool
+// Plan implements pipeline.Planner: one step per render that runs, then
+// one per job; the finishing work rides on the plan.
+func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*pipeline.Plan, error) {
+	rs, err := p.newResolver(ctx, cv, req)
+	if err != nil {
+		return nil, err
+	}
+	plans, err := rs.renderPlans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &pipeline.Plan{}
+	for _, rp := range plans {
+		step, err := rs.plan(ctx, rp)
+		if err != nil {
+			return nil, err
+		}
+		out.Steps = append(out.Steps, step)
+	}
+	jobs, err := rs.jobs(ctx, plans)
+	if err != nil {
+		return nil, err
+	}
+	out.Steps = append(out.Steps, jobs...)
+	rs.report.Expressions = rs.eval.Evaluations()
+	if rs.def != nil {
+		for i := range rs.report.Expressions {
+			rs.report.Expressions[i].Where = strings.TrimPrefix(rs.report.Expressions[i].Where, rs.def.Source+": ")
+		}
+	}
+	redactSecretExpressions(rs.report)
+	redactKustomizeSecrets(rs.report)
+	out.Finish = rs.finish()
+	return out, nil
 }
 
 // boundPatch is a patch with its target and value evaluated.
@@ -73,68 +90,6 @@ type boundPatch struct {
 	targets []Target // any of them
 	path    fieldpath.Path
 	value   any
-}
-
-// Plan implements pipeline.Planner.
-func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*pipeline.Plan, error) {
-	r, err := p.resolve(ctx, cv, req)
-	if err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	if p.pending == nil {
-		p.pending = map[string]*resolution{}
-	}
-	if len(p.pending) > 64 { // plans never post-processed (failed renders)
-		p.pending = map[string]*resolution{}
-	}
-	p.pending[requestKey(cv, req)] = r
-	p.mu.Unlock()
-	return &pipeline.Plan{Steps: r.steps}, nil
-}
-
-// Process implements pipeline.PostProcessor.
-func (p *Planner) Process(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request, objs []manifests.Object) ([]manifests.Object, error) {
-	key := requestKey(cv, req)
-	p.mu.Lock()
-	r := p.pending[key]
-	delete(p.pending, key)
-	p.mu.Unlock()
-	if r == nil {
-		var err error
-		if r, err = p.resolve(ctx, cv, req); err != nil {
-			return nil, err
-		}
-	}
-	for _, bp := range r.patches {
-		objects, err := bp.apply(objs)
-		if err != nil {
-			return nil, err
-		}
-		r.report.addPatch(bp, objects)
-	}
-	if r.autoLocalize {
-		changes, err := localize.Run(cv.Descriptor(), objs, r.requireAll, p.Log)
-		if err != nil {
-			return nil, err
-		}
-		r.report.Images = changes
-		r.report.Localized = true
-	}
-	if p.Explain != nil {
-		r.report.addOrdering(objs)
-		p.Explain(r.report)
-	}
-	return objs, nil
-}
-
-func requestKey(cv ocm.ComponentVersion, req pipeline.Request) string {
-	d := cv.Descriptor()
-	b, err := json.Marshal(req)
-	if err != nil {
-		b = []byte(fmt.Sprintf("%#v", req))
-	}
-	return d.Name + ":" + d.Version + "@" + cv.DescriptorDigest() + "|" + string(b)
 }
 
 // renderPlan is one render being planned.
@@ -149,100 +104,74 @@ type renderPlan struct {
 	explicit bool // valuesFrom given explicitly
 }
 
-// planner state of one resolution
+// resolver is the state of one Plan.
 type resolver struct {
 	p       *Planner
 	cv      ocm.ComponentVersion
 	req     pipeline.Request
 	def     *Definition
-	eval    *Evaluator
+	eval    *expr.Evaluator
 	vars    map[string]any
 	configs map[string]*configResource
 	images  map[string]localize.Image
+	trees   map[string]pipeline.Tree // of the render being planned
 	report  *Report
+	// autoLocalize and requireAll: automatic localisation of the output,
+	// asked for by the request or the definition.
+	autoLocalize, requireAll bool
+	// instance values, computed once for all renders (see instanceValues)
+	inst       map[string]any
+	instOrigin func(fieldpath.Path, any) Origin
 }
 
-func (p *Planner) resolve(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*resolution, error) {
+// newResolver loads the definition of a request and prepares what its
+// expressions see.
+func (p *Planner) newResolver(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*resolver, error) {
 	d := cv.Descriptor()
 	def, err := p.LoadDefinition(ctx, cv, req)
 	if err != nil {
 		return nil, err
 	}
 	rs := &resolver{p: p, cv: cv, req: req, def: def, configs: map[string]*configResource{}, images: map[string]localize.Image{},
-		report: &Report{Component: d.Name, Version: d.Version, Definition: "none (the request alone, with the component's config resources)"}}
-	out := &resolution{report: rs.report, autoLocalize: req.Localize}
-	var plans []renderPlan
-	var params []ParamValue
+		report:       &Report{Component: d.Name, Version: d.Version, Definition: "none (the request alone, with the component's config resources)"},
+		autoLocalize: req.Localize}
 	if def == nil {
 		if len(req.Parameters) > 0 {
 			return nil, fmt.Errorf("%w: instance parameters (%s) need a deployment definition, and neither the request nor the component has one",
 				errdef.ErrInvalidInput, strings.Join(sortedKeys(req.Parameters), ", "))
 		}
-		targets, err := pipeline.SelectResources(d, req.Resources)
-		if err != nil {
+		if rs.vars, err = baseVars(ctx, cv, req, nil, false); err != nil {
 			return nil, err
 		}
-		for _, res := range targets {
-			plans = append(plans, renderPlan{name: res.Identity().String(), index: -1, res: res, release: req.ReleaseName, ns: req.Namespace, path: req.Path})
-		}
-		rs.vars, err = baseVars(ctx, cv, req, nil, false)
-		if err != nil {
-			return nil, err
-		}
-		rs.eval = &Evaluator{CostLimit: p.CostLimit, Timeout: p.ExprTimeout}
-	} else {
-		rs.report.Definition = fmt.Sprintf("%s (%s %s)", def.Source, def.Kind, def.Metadata.Name)
-		if l := def.Spec.Localization; l != nil {
-			out.autoLocalize = out.autoLocalize || l.Automatic
-			out.requireAll = l.RequireAll
-		}
-		params, err = def.ResolveParameters(req.Parameters)
-		if err != nil {
-			return nil, err
-		}
-		rs.report.Parameters = params
-		withRefs := false
-		if b, err := json.Marshal(def.Spec); err == nil && bytes.Contains(b, []byte(VarReferences)) {
-			withRefs = true
-		}
-		rs.vars, err = baseVars(ctx, cv, req, params, withRefs)
-		if err != nil {
-			return nil, err
-		}
-		rs.eval = &Evaluator{CostLimit: p.CostLimit, Timeout: p.ExprTimeout, Params: map[string]bool{},
-			Resources: keySet(rs.vars[VarResources]), References: nil}
-		for _, pv := range params {
-			rs.eval.Params[pv.Name] = true
-		}
-		if withRefs {
-			rs.eval.References = keySet(rs.vars[VarReferences])
-		}
-		if plans, err = rs.definitionPlans(ctx); err != nil {
-			return nil, err
-		}
+		rs.eval = &expr.Evaluator{CostLimit: p.CostLimit, Timeout: p.ExprTimeout}
+		return rs, nil
 	}
-	for _, rp := range plans {
-		step, patches, err := rs.plan(ctx, rp)
-		if err != nil {
-			return nil, err
-		}
-		out.steps = append(out.steps, step)
-		out.patches = append(out.patches, patches...)
+	rs.report.Definition = fmt.Sprintf("%s (%s %s)", def.Source, def.Kind, def.Metadata.Name)
+	if l := def.Spec.Localization; l != nil {
+		rs.autoLocalize = rs.autoLocalize || l.Automatic
+		rs.requireAll = l.RequireAll
 	}
-	jobs, err := rs.jobs(ctx, plans)
+	params, err := def.ResolveParameters(req.Parameters)
 	if err != nil {
 		return nil, err
 	}
-	out.steps = append(out.steps, jobs...)
-	rs.report.Expressions = rs.eval.Evaluations()
-	if def != nil {
-		for i := range rs.report.Expressions {
-			rs.report.Expressions[i].Where = strings.TrimPrefix(rs.report.Expressions[i].Where, def.Source+": ")
-		}
+	rs.report.Parameters = params
+	withRefs := false
+	if b, err := json.Marshal(def.Spec); err == nil && bytes.Contains(b, []byte(expr.VarReferences)) {
+		withRefs = true
 	}
-	redactSecretExpressions(rs.report)
-	redactKustomizeSecrets(rs.report)
-	return out, nil
+	if rs.vars, err = baseVars(ctx, cv, req, params, withRefs); err != nil {
+		return nil, err
+	}
+	rs.eval = &expr.Evaluator{CostLimit: p.CostLimit, Timeout: p.ExprTimeout, Params: map[string]bool{},
+		Resources: keySet(rs.vars[expr.VarResources]), References: nil}
+	for _, pv := range params {
+		rs.eval.Params[pv.Name] = true
+	}
+	if withRefs {
+		rs.eval.References = keySet(rs.vars[expr.VarReferences])
+	}
+	return rs, nil
 }
 
 func keySet(v any) map[string]bool {
@@ -255,89 +184,151 @@ func keySet(v any) map[string]bool {
 	return out
 }
 
+// renderPlans are the renders that run: the definition's, or without one
+// the request's resources with the request's release, namespace and path.
+func (rs *resolver) renderPlans(ctx context.Context) ([]renderPlan, error) {
+	if rs.def != nil {
+		return rs.definitionPlans(ctx)
+	}
+	targets, err := pipeline.SelectResources(rs.cv.Descriptor(), rs.req.Resources)
+	if err != nil {
+		return nil, err
+	}
+	var plans []renderPlan
+	for _, res := range targets {
+		plans = append(plans, renderPlan{name: res.Identity().String(), index: -1, res: res, release: rs.req.ReleaseName, ns: rs.req.Namespace, path: rs.req.Path})
+	}
+	return plans, nil
+}
+
 // definitionPlans evaluates the renders of the definition: conditions,
 // resources, release names, namespaces and paths.
 func (rs *resolver) definitionPlans(ctx context.Context) ([]renderPlan, error) {
-	d := rs.cv.Descriptor()
-	var sels []ocm.Identity
-	for _, s := range rs.req.Resources {
-		id, err := ocm.ParseIdentity(s)
+	sel, err := newSelection(rs.req.Resources)
+	if err != nil {
+		return nil, err
+	}
+	var plans []renderPlan
+	for i := range rs.def.Spec.Renders {
+		rp, ok, err := rs.definitionPlan(ctx, i, sel)
 		if err != nil {
 			return nil, err
 		}
-		sels = append(sels, id)
+		if ok {
+			plans = append(plans, rp)
+		}
 	}
-	used := make([]bool, len(sels))
-	var plans []renderPlan
-	for i := range rs.def.Spec.Renders {
-		r := &rs.def.Spec.Renders[i]
-		where := fmt.Sprintf("%s: spec.renders[%d]", rs.def.Source, i)
-		res, err := d.Resource(r.Resource)
-		if err != nil {
-			return nil, fmt.Errorf("%s.resource: %w", where, err)
-		}
-		if len(sels) > 0 {
-			match := false
-			for j, s := range sels {
-				if res.Identity().Matches(s) {
-					match, used[j] = true, true
-				}
-			}
-			if !match {
-				continue
-			}
-		}
-		if !pipeline.Renderable(res.Type) {
-			return nil, fmt.Errorf("%w: %s.resource: resource %s has type %s; the plugin renders helmChart and directoryTree resources",
-				errdef.ErrUnsupportedMediaType, where, res.Identity(), res.Type)
-		}
-		rr := RenderReport{Name: r.Name, Resource: res.Identity().String(), Type: res.Type}
-		if r.When != "" {
-			ok, err := rs.condition(ctx, where+".when", r.When)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				rr.Skipped = "when " + r.When + " is false"
-				rs.report.Renders = append(rs.report.Renders, rr)
-				continue
-			}
-		}
-		rp := renderPlan{name: r.Name, index: i, render: r, res: res, explicit: r.ValuesFrom != nil}
-		for _, f := range []struct {
-			name, val, def string
-			out            *string
-		}{
-			{"releaseName", r.ReleaseName, rs.req.ReleaseName, &rp.release},
-			{"namespace", r.Namespace, rs.req.Namespace, &rp.ns},
-			{"path", r.Path, rs.req.Path, &rp.path},
-		} {
-			*f.out = f.def
-			if f.val == "" {
-				continue
-			}
-			v, err := rs.eval.Template(ctx, where+"."+f.name, f.val, rs.vars)
-			if err != nil {
-				return nil, err
-			}
-			s, ok := v.(string)
-			if !ok {
-				return nil, fmt.Errorf("%w: %s.%s: %s is %s, want a string", errdef.ErrInvalidInput, where, f.name, f.val, describeValue(v))
-			}
-			*f.out = s
-		}
-		plans = append(plans, rp)
-	}
-	for j, ok := range used {
-		if !ok {
-			return nil, fmt.Errorf("%w: resource %s is not rendered by %s (it renders: %s)",
-				errdef.ErrNotFound, sels[j], rs.def.Source, rs.def.renderedResources())
-		}
+	if j := sel.unused(); j >= 0 {
+		return nil, fmt.Errorf("%w: resource %s is not rendered by %s (it renders: %s)",
+			errdef.ErrNotFound, sel.ids[j], rs.def.Source, rs.def.renderedResources())
 	}
 	if len(plans) == 0 {
 		return nil, fmt.Errorf("%w: %s: every render is switched off by its when condition: nothing to render", errdef.ErrInvalidInput, rs.def.Source)
 	}
 	return plans, nil
+}
+
+// selection is the request's resource selectors, each marked when a render
+// of the definition matches it.
+type selection struct {
+	ids  []ocm.Identity
+	used []bool
+}
+
+func newSelection(selectors []string) (*selection, error) {
+	s := &selection{}
+	for _, sel := range selectors {
+		id, err := ocm.ParseIdentity(sel)
+		if err != nil {
+			return nil, err
+		}
+		s.ids = append(s.ids, id)
+	}
+	s.used = make([]bool, len(s.ids))
+	return s, nil
+}
+
+// matches reports whether res is selected (every resource is, without
+// selectors) and marks the selectors that select it.
+func (s *selection) matches(res *ocm.Resource) bool {
+	if len(s.ids) == 0 {
+		return true
+	}
+	match := false
+	for j, id := range s.ids {
+		if res.Identity().Matches(id) {
+			match, s.used[j] = true, true
+		}
+	}
+	return match
+}
+
+// unused is the index of the first selector no render matched, -1 if none.
+func (s *selection) unused() int {
+	for j, ok := range s.used {
+		if !ok {
+			return j
+		}
+	}
+	return -1
+}
+
+// definitionPlan evaluates render i of the definition; false when it is
+// not selected or its when condition is false.
+func (rs *resolver) definitionPlan(ctx context.Context, i int, sel *selection) (renderPlan, bool, error) {
+	r := &rs.def.Spec.Renders[i]
+	where := fmt.Sprintf("%s: spec.renders[%d]", rs.def.Source, i)
+	res, err := rs.cv.Descriptor().Resource(r.Resource)
+	if err != nil {
+		return renderPlan{}, false, fmt.Errorf("%s.resource: %w", where, err)
+	}
+	if !sel.matches(res) {
+		return renderPlan{}, false, nil
+	}
+	if !pipeline.Renderable(res.Type) {
+		return renderPlan{}, false, fmt.Errorf("%w: %s.resource: resource %s has type %s; the plugin renders helmChart and directoryTree resources",
+			errdef.ErrUnsupportedMediaType, where, res.Identity(), res.Type)
+	}
+	if r.When != "" {
+		ok, err := rs.condition(ctx, where+".when", r.When)
+		if err != nil {
+			return renderPlan{}, false, err
+		}
+		if !ok {
+			rs.report.Renders = append(rs.report.Renders, RenderReport{Name: r.Name, Resource: res.Identity().String(), Type: res.Type, Skipped: "when " + r.When + " is false"})
+			return renderPlan{}, false, nil
+		}
+	}
+	rp := renderPlan{name: r.Name, index: i, render: r, res: res, explicit: r.ValuesFrom != nil}
+	for _, f := range []struct {
+		name, val, def string
+		out            *string
+	}{
+		{"releaseName", r.ReleaseName, rs.req.ReleaseName, &rp.release},
+		{"namespace", r.Namespace, rs.req.Namespace, &rp.ns},
+		{"path", r.Path, rs.req.Path, &rp.path},
+	} {
+		if *f.out, err = rs.stringField(ctx, where+"."+f.name, f.val, f.def); err != nil {
+			return renderPlan{}, false, err
+		}
+	}
+	return rp, true, nil
+}
+
+// stringField evaluates a field that must yield a string; def when it is empty.
+func (rs *resolver) stringField(ctx context.Context, where, val, def string) (string, error) {
+	if val == "" {
+		return def, nil
+	}
+	v, err := rs.eval.Template(ctx, where, val, rs.vars)
+	if err != nil {
+		return "", err
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("%w: %s: %s is %s, want a string", errdef.ErrInvalidInput, where, val, describeValue(v))
+	}
+	return s, nil
 }
 
 func (d *Definition) renderedResources() string {
@@ -370,42 +361,132 @@ func (rs *resolver) condition(ctx context.Context, where, s string) (bool, error
 // chart defaults underneath.
 type layerOp func(v *Values) error
 
-// plan builds the step and the patches of one render.
-func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []boundPatch, error) {
-	d := rs.cv.Descriptor()
+// plan builds the step of one render: its values layered (config
+// resources < localisation < definition values < the instance's), its
+// patches, kustomize overlay and placement in Argo CD's sync.
+func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, error) {
+	rs.trees = map[string]pipeline.Tree{} // read for this render only
+	defer func() { rs.trees = nil }()
 	where := "render " + rp.name
 	if rp.index >= 0 {
 		where = fmt.Sprintf("%s: spec.renders[%d]", rs.def.Source, rp.index)
 	}
-	isChart := rp.res.Type == pipeline.TypeHelmChart
-	var ops []layerOp
-	var configs []*configResource
+	configs, ops, err := rs.configLayers(ctx, rp, where)
+	if err != nil {
+		return pipeline.Step{}, err
+	}
+	localization, err := rs.localizationLayer(rp, where, configs)
+	if err != nil {
+		return pipeline.Step{}, err
+	}
+	ops = append(ops, localization...)
+	if op, err := rs.definitionLayer(ctx, rp, where); err != nil {
+		return pipeline.Step{}, err
+	} else if op != nil {
+		ops = append(ops, op)
+	}
+	inst, origin, err := rs.instanceValues()
+	if err != nil {
+		return pipeline.Step{}, err
+	}
+	ops = append(ops, func(v *Values) error { v.Merge(inst, origin); return nil })
+	final, err := layered(ops)
+	if err != nil {
+		return pipeline.Step{}, err
+	}
+	if err := checkSchemas(final, configs, rp); err != nil {
+		return pipeline.Step{}, err
+	}
+	if err := rs.reportRender(ctx, rp, ops); err != nil {
+		return pipeline.Step{}, err
+	}
+	// patches and file rules; what kustomize can apply itself becomes an
+	// overlay over the entry, the rest finishes the output
+	patches, err := rs.patches(ctx, rp, where, configs, final)
+	if err != nil {
+		return pipeline.Step{}, err
+	}
+	patches, overlay, err := rs.overlay(ctx, rp, patches)
+	if err != nil {
+		return pipeline.Step{}, err
+	}
+	ordering, err := rs.ordering(ctx, rp, where)
+	if err != nil {
+		return pipeline.Step{}, err
+	}
+	step := pipeline.Step{Resource: rp.res, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path, Values: final, Ordering: ordering, Overlay: overlay}
+	if len(patches) > 0 {
+		step.Finish = []pipeline.Finisher{patchSet{patches: patches, report: rs.report}}
+	}
+	return step, nil
+}
 
-	// 1. config resources
-	var cfgRes []*ocm.Resource
+// layered applies ops, lowest layer first, and returns the final values.
+func layered(ops []layerOp) (map[string]any, error) {
+	vals := NewValues()
+	for _, op := range ops {
+		if err := op(vals); err != nil {
+			return nil, err
+		}
+	}
+	return vals.Copy(), nil
+}
+
+// checkSchemas validates the final values against the schema of every
+// ConfigData resource of the render.
+func checkSchemas(final map[string]any, configs []*configResource, rp renderPlan) error {
+	for _, c := range configs {
+		if c.cd != nil && c.cd.Configuration != nil && c.cd.Configuration.Schema != nil {
+			if err := validateSchema(final, c.cd.Configuration.Schema); err != nil {
+				return fmt.Errorf("%w: %s: the values of render %s %v (configuration.schema)", errdef.ErrInvalidInput, c.describe(), rp.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// configResources are the config resources of a render: its valuesFrom,
+// else every config resource of the component.
+func (rs *resolver) configResources(rp renderPlan, where string) ([]*ocm.Resource, error) {
+	d := rs.cv.Descriptor()
+	var out []*ocm.Resource
 	if rp.explicit {
 		for j, vf := range rp.render.ValuesFrom {
 			res, err := d.Resource(vf.Resource)
 			if err != nil {
-				return pipeline.Step{}, nil, fmt.Errorf("%s.valuesFrom[%d]: %w", where, j, err)
+				return nil, fmt.Errorf("%s.valuesFrom[%d]: %w", where, j, err)
 			}
-			cfgRes = append(cfgRes, res)
+			out = append(out, res)
 		}
-	} else {
-		for i := range d.Resources {
-			if IsConfigResource(&d.Resources[i]) {
-				cfgRes = append(cfgRes, &d.Resources[i])
-			}
+		return out, nil
+	}
+	for i := range d.Resources {
+		if IsConfigResource(&d.Resources[i]) {
+			out = append(out, &d.Resources[i])
 		}
 	}
+	return out, nil
+}
+
+// configLayers reads the config resources of a render: the lowest value
+// layer. ConfigData with file rules is for directory resources: a chart
+// render refuses it when named, and skips it otherwise.
+func (rs *resolver) configLayers(ctx context.Context, rp renderPlan, where string) ([]*configResource, []layerOp, error) {
+	cfgRes, err := rs.configResources(rp, where)
+	if err != nil {
+		return nil, nil, err
+	}
+	isChart := rp.res.Type == pipeline.TypeHelmChart
+	var configs []*configResource
+	var ops []layerOp
 	for _, res := range cfgRes {
 		c, err := rs.config(ctx, res)
 		if err != nil {
-			return pipeline.Step{}, nil, err
+			return nil, nil, err
 		}
 		if c.cd != nil && isChart && c.hasFileRules() {
 			if rp.explicit {
-				return pipeline.Step{}, nil, fmt.Errorf("%w: %s: ConfigData %s has rules for files, which apply to directoryTree resources, not to the Helm chart %s",
+				return nil, nil, fmt.Errorf("%w: %s: ConfigData %s has rules for files, which apply to directoryTree resources, not to the Helm chart %s",
 					errdef.ErrInvalidInput, where, c.res.Identity(), rp.res.Identity())
 			}
 			rs.report.Notes = append(rs.report.Notes, fmt.Sprintf("%s: ConfigData %s skipped: its file rules apply to directory resources", rp.name, c.res.Identity()))
@@ -415,44 +496,40 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []b
 		vals, src := c.values, c.describe()
 		ops = append(ops, func(v *Values) error { v.Merge(vals, layerFrom(LayerConfig, src)); return nil })
 	}
+	return configs, ops, nil
+}
 
-	// 2. localisation into values
-	var assigns []struct {
-		a   localize.Assignment
-		src string
+// assignment is an image location part set into the values.
+type assignment struct {
+	localize.Assignment
+	src string
+}
+
+// localizationLayer sets image locations into the values of a render: the
+// localization-hint labels of the component's images (a chart, with
+// automatic localisation), the values mappings of its ConfigData and the
+// render's own mappings.
+func (rs *resolver) localizationLayer(rp renderPlan, where string, configs []*configResource) ([]layerOp, error) {
+	var assigns []assignment
+	add := func(id ocm.Identity, m localize.Mapping, sem localize.Semantics, src string) error {
+		as, err := rs.assignments(id, m, sem, src)
+		assigns = append(assigns, as...)
+		return err
 	}
-	addMapping := func(id ocm.Identity, m localize.Mapping, sem localize.Semantics, src string) error {
-		img, err := rs.image(id)
-		if err != nil {
-			return fmt.Errorf("%s: %w", src, err)
-		}
-		as, err := m.AssignAs(img, sem)
-		if err != nil {
-			return fmt.Errorf("%s: %w", src, err)
-		}
-		for _, a := range as {
-			assigns = append(assigns, struct {
-				a   localize.Assignment
-				src string
-			}{a, src + " (" + a.Part + " of " + img.Identity() + ")"})
-		}
-		return nil
-	}
-	if rs.req.Localize || (rs.def != nil && rs.def.Spec.Localization != nil && rs.def.Spec.Localization.Automatic) {
-		if isChart {
-			for i := range d.Resources {
-				res := &d.Resources[i]
-				if !localize.IsImage(res) {
-					continue
-				}
-				m, ok, err := localize.Hint(res)
-				if err != nil {
-					return pipeline.Step{}, nil, err
-				}
-				if ok {
-					if err := addMapping(res.Identity(), m, localize.OCMCLI, "label "+localize.HintLabel+" of resource "+res.Identity().String()); err != nil {
-						return pipeline.Step{}, nil, err
-					}
+	if rs.autoLocalize && rp.res.Type == pipeline.TypeHelmChart {
+		d := rs.cv.Descriptor()
+		for i := range d.Resources {
+			res := &d.Resources[i]
+			if !localize.IsImage(res) {
+				continue
+			}
+			m, ok, err := localize.Hint(res)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				if err := add(res.Identity(), m, localize.OCMCLI, "label "+localize.HintLabel+" of resource "+res.Identity().String()); err != nil {
+					return nil, err
 				}
 			}
 		}
@@ -463,80 +540,97 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []b
 		}
 		for j, l := range c.cd.Localization {
 			if l.File != "" {
-				continue // applied to the rendered objects below
+				continue // a patch of the rendered objects (see patches)
 			}
-			if err := addMapping(l.Resource, l.Mapping, localize.OCMController, fmt.Sprintf("%s localization[%d]", c.describe(), j)); err != nil {
-				return pipeline.Step{}, nil, err
+			if err := add(l.Resource, l.Mapping, localize.OCMController, fmt.Sprintf("%s localization[%d]", c.describe(), j)); err != nil {
+				return nil, err
 			}
 		}
 	}
 	if rp.render != nil {
 		for j, m := range rp.render.Localization {
-			if err := addMapping(m.Resource, m.Mapping, localize.OCMCLI, fmt.Sprintf("%s.localization[%d]", where, j)); err != nil {
-				return pipeline.Step{}, nil, err
+			if err := add(m.Resource, m.Mapping, localize.OCMCLI, fmt.Sprintf("%s.localization[%d]", where, j)); err != nil {
+				return nil, err
 			}
 		}
 	}
-	for _, as := range assigns {
-		as := as
-		ops = append(ops, func(v *Values) error {
-			if err := v.Set(as.a.Path, as.a.Value, Origin{Layer: LayerLocalization, Source: as.src}); err != nil {
+	ops := make([]layerOp, len(assigns))
+	for i, as := range assigns {
+		ops[i] = func(v *Values) error {
+			if err := v.Set(as.Path, as.Value, Origin{Layer: LayerLocalization, Source: as.src}); err != nil {
 				return fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, as.src, err)
 			}
 			return nil
-		})
-	}
-
-	// 3. definition values
-	if rp.render != nil && len(rp.render.Values) > 0 {
-		raw := rp.render.Values
-		base := where + ".values"
-		evaluated, err := rs.eval.Walk(ctx, base, raw, rs.vars)
-		if err != nil {
-			return pipeline.Step{}, nil, err
 		}
-		em := evaluated.(map[string]any)
-		relWhere := strings.TrimPrefix(base, rs.def.Source+": ")
-		ops = append(ops, func(v *Values) error {
-			v.Merge(em, func(p fieldpath.Path, value any) Origin {
-				o := Origin{Layer: LayerDefinition, Source: relWhere + "." + p.String(), Value: value}
-				if s, ok := fieldpath.Get(raw, p); ok {
-					if str, ok := s.(string); ok && HasExpression(str) {
-						o.Expr = str
-					}
-				}
-				return o
-			})
-			return nil
-		})
 	}
+	return ops, nil
+}
 
-	// 4. the instance's values
-	inst, origin, err := instanceValues(rs.req, rs.p.ReadFile)
+// assignments are the value parts a mapping sets for image resource id.
+func (rs *resolver) assignments(id ocm.Identity, m localize.Mapping, sem localize.Semantics, src string) ([]assignment, error) {
+	img, err := rs.image(id)
 	if err != nil {
-		return pipeline.Step{}, nil, errdef.Mark(errdef.ErrInvalidInput, err)
+		return nil, fmt.Errorf("%s: %w", src, err)
 	}
-	ops = append(ops, func(v *Values) error { v.Merge(inst, origin); return nil })
+	as, err := m.AssignAs(img, sem)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	out := make([]assignment, len(as))
+	for i, a := range as {
+		out[i] = assignment{a, src + " (" + a.Part + " of " + img.Identity() + ")"}
+	}
+	return out, nil
+}
 
-	vals := NewValues()
-	for _, op := range ops {
-		if err := op(vals); err != nil {
-			return pipeline.Step{}, nil, err
-		}
+// definitionLayer is the render's values in the definition, evaluated;
+// nil when it has none.
+func (rs *resolver) definitionLayer(ctx context.Context, rp renderPlan, where string) (layerOp, error) {
+	if rp.render == nil || len(rp.render.Values) == 0 {
+		return nil, nil
 	}
-	final := vals.Copy()
-	for _, c := range configs {
-		if c.cd != nil && c.cd.Configuration != nil && c.cd.Configuration.Schema != nil {
-			if err := validateSchema(final, c.cd.Configuration.Schema); err != nil {
-				return pipeline.Step{}, nil, fmt.Errorf("%w: %s: the values of render %s %v (configuration.schema)", errdef.ErrInvalidInput, c.describe(), rp.name, err)
+	raw := rp.render.Values
+	base := where + ".values"
+	evaluated, err := rs.eval.Walk(ctx, base, raw, rs.vars)
+	if err != nil {
+		return nil, err
+	}
+	em := evaluated.(map[string]any)
+	relWhere := strings.TrimPrefix(base, rs.def.Source+": ")
+	return func(v *Values) error {
+		v.Merge(em, func(p fieldpath.Path, value any) Origin {
+			o := Origin{Layer: LayerDefinition, Source: relWhere + "." + p.String(), Value: value}
+			if s, ok := fieldpath.Get(raw, p); ok {
+				if str, ok := s.(string); ok && expr.HasExpression(str) {
+					o.Expr = str
+				}
 			}
-		}
-	}
+			return o
+		})
+		return nil
+	}, nil
+}
 
+// instanceValues are the request's values (the top layer), read once for
+// every render of the plan.
+func (rs *resolver) instanceValues() (map[string]any, func(fieldpath.Path, any) Origin, error) {
+	if rs.inst == nil {
+		inst, origin, err := instanceValues(rs.req)
+		if err != nil {
+			return nil, nil, errdef.Mark(errdef.ErrInvalidInput, err)
+		}
+		rs.inst, rs.instOrigin = inst, origin
+	}
+	return rs.inst, rs.instOrigin, nil
+}
+
+// reportRender records a render in the report; with --explain, with every
+// value and the layers that set it, the chart's defaults underneath.
+func (rs *resolver) reportRender(ctx context.Context, rp renderPlan, ops []layerOp) error {
 	rr := RenderReport{Name: rp.name, Resource: rp.res.Identity().String(), Type: rp.res.Type, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path}
 	if rs.p.Explain != nil {
 		shown := NewValues()
-		if isChart {
+		if rp.res.Type == pipeline.TypeHelmChart {
 			if defaults, err := rs.chartDefaults(ctx, rp.res); err == nil {
 				shown.Merge(defaults, layerFrom(LayerChart, "values.yaml of the chart"))
 			} else {
@@ -545,30 +639,13 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, []b
 		}
 		for _, op := range ops {
 			if err := op(shown); err != nil {
-				return pipeline.Step{}, nil, err
+				return err
 			}
 		}
 		rr.Values = shown.Leaves()
 	}
 	rs.report.Renders = append(rs.report.Renders, rr)
-
-	// 5. patches and file rules
-	patches, err := rs.patches(ctx, rp, where, configs, final)
-	if err != nil {
-		return pipeline.Step{}, nil, err
-	}
-	// 5b. what kustomize can apply itself, as an overlay over the entry
-	patches, overlay, err := rs.overlay(ctx, rp, patches)
-	if err != nil {
-		return pipeline.Step{}, nil, err
-	}
-	// 6. placement in Argo CD's sync
-	ordering, err := rs.ordering(ctx, rp, where)
-	if err != nil {
-		return pipeline.Step{}, nil, err
-	}
-	step := pipeline.Step{Resource: rp.res, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path, Values: final, Ordering: ordering, Overlay: overlay}
-	return step, patches, nil
+	return nil
 }
 
 func (c *configResource) hasFileRules() bool {
@@ -621,38 +698,4 @@ func (rs *resolver) image(id ocm.Identity) (localize.Image, error) {
 	}
 	rs.images[key] = img
 	return img, nil
-}
-
-func (rs *resolver) chartDefaults(ctx context.Context, res *ocm.Resource) (map[string]any, error) {
-	r := rs.p.Access
-	if r == nil {
-		r = &access.Resolver{}
-	}
-	c, err := r.Read(ctx, rs.cv, res)
-	if err != nil {
-		return nil, err
-	}
-	tgz, err := access.ChartArchive(c)
-	if err != nil {
-		return nil, err
-	}
-	ch, err := helm.LoadArchive(tgz)
-	if err != nil {
-		return nil, err
-	}
-	m, _ := jsonValue(ch.Values).(map[string]any)
-	if m == nil {
-		m = map[string]any{}
-	}
-	return m, nil
-}
-
-func (rs *resolver) tree(ctx context.Context, res *ocm.Resource) (*archive.Tree, error) {
-	r := rs.p.Access
-	if r == nil {
-		r = &access.Resolver{}
-	}
-	// Streamed and verified as the render reads it: the blob is never held
-	// beside the tree.
-	return r.ReadTree(ctx, rs.cv, res)
 }

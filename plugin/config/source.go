@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -40,7 +39,9 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 		}
 		return p.definitionFromResource(ctx, cv, res)
 	case spec != "":
-		data, err := p.readDefinitionFile(spec, req)
+		// As the request reads its files: inside the Application's
+		// directory when it is confined.
+		data, err := req.ReadFile(pipeline.ParamDefinition, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -67,49 +68,12 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 	}
 }
 
-// readDefinitionFile reads the definition file name: with the ReadFile seam
-// at req.File(name), else as the request reads its files (inside the
-// Application's directory when it is confined).
-func (p *Planner) readDefinitionFile(name string, req pipeline.Request) ([]byte, error) {
-	if p.ReadFile != nil {
-		b, err := p.ReadFile(req.File(name))
-		if err != nil {
-			return nil, fmt.Errorf("%w: deployment definition file %s: %v", errdef.ErrInvalidInput, name, err)
-		}
-		return b, nil
-	}
-	return req.ReadFile(pipeline.ParamDefinition, name)
-}
-
 func (p *Planner) definitionFromResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (*Definition, error) {
 	data, err := p.readResource(ctx, cv, res)
 	if err != nil {
 		return nil, fmt.Errorf("deployment definition resource %s: %w", res.Identity(), err)
 	}
 	return Decode("deployment definition resource "+res.Identity().String(), data)
-}
-
-// readResource reads a small document resource (definition, config), verified.
-func (p *Planner) readResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) ([]byte, error) {
-	if p.RequireDigests && (res.Digest == nil || res.Digest.Value == "") {
-		return nil, fmt.Errorf("%w: resource %s has no digest, so no signature covers it", errdef.ErrSignature, res.Identity())
-	}
-	r := p.Access
-	if r == nil {
-		r = &access.Resolver{}
-	}
-	limited := *r
-	if limited.MaxBlobSize <= 0 || limited.MaxBlobSize > MaxDocumentSize {
-		limited.MaxBlobSize = MaxDocumentSize
-	}
-	c, err := limited.Read(ctx, cv, res)
-	if err != nil {
-		return nil, err
-	}
-	if access.IsTarMediaType(c.MediaType) {
-		return nil, fmt.Errorf("%w: media type %s is an archive, want a YAML document", errdef.ErrUnsupportedMediaType, c.MediaType)
-	}
-	return c.Data, nil
 }
 
 // CheckPackage validates a platform package's instance parameters against

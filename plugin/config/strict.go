@@ -14,8 +14,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 )
 
 // MaxDocumentSize bounds a deployment definition or config resource.
@@ -187,85 +187,96 @@ func (c *converter) convert(n *yaml.Node, path fieldpath.Path) (any, error) {
 		}
 		return out, nil
 	case yaml.MappingNode:
-		out := map[string]any{}
-		explicit := map[string]bool{}
-		var merges []*yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
-				merges = append(merges, v)
-				continue
-			}
-			if k.Kind != yaml.ScalarNode {
-				return nil, fmt.Errorf("line %d: map keys must be scalars", k.Line)
-			}
-			key := k.Value
-			if explicit[key] {
-				return nil, fmt.Errorf("line %d: key %q is defined twice in %s", k.Line, key, orRoot(path))
-			}
-			explicit[key] = true
-			val, err := c.convert(v, path.Child(key))
+		return c.mapping(n, path)
+	case yaml.ScalarNode:
+		return scalar(n)
+	}
+	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
+}
+
+// mapping converts a map node; keys are unique, << merges maps under the
+// keys given explicitly.
+func (c *converter) mapping(n *yaml.Node, path fieldpath.Path) (any, error) {
+	out := map[string]any{}
+	explicit := map[string]bool{}
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+			merges = append(merges, v)
+			continue
+		}
+		if k.Kind != yaml.ScalarNode {
+			return nil, fmt.Errorf("line %d: map keys must be scalars", k.Line)
+		}
+		key := k.Value
+		if explicit[key] {
+			return nil, fmt.Errorf("line %d: key %q is defined twice in %s", k.Line, key, orRoot(path))
+		}
+		explicit[key] = true
+		val, err := c.convert(v, path.Child(key))
+		if err != nil {
+			return nil, err
+		}
+		out[key] = val
+	}
+	for _, m := range merges {
+		srcs := []*yaml.Node{m}
+		if m.Kind == yaml.SequenceNode {
+			srcs = m.Content
+		}
+		for _, s := range srcs {
+			mv, err := c.convert(s, path)
 			if err != nil {
 				return nil, err
 			}
-			out[key] = val
-		}
-		for _, m := range merges {
-			srcs := []*yaml.Node{m}
-			if m.Kind == yaml.SequenceNode {
-				srcs = m.Content
+			mm, ok := mv.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("line %d: << merges maps only", s.Line)
 			}
-			for _, s := range srcs {
-				mv, err := c.convert(s, path)
-				if err != nil {
-					return nil, err
-				}
-				mm, ok := mv.(map[string]any)
-				if !ok {
-					return nil, fmt.Errorf("line %d: << merges maps only", s.Line)
-				}
-				for k, v := range mm {
-					if _, ok := out[k]; !ok {
-						out[k] = v
-					}
+			for k, v := range mm {
+				if _, ok := out[k]; !ok {
+					out[k] = v
 				}
 			}
-		}
-		return out, nil
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return nil, nil
-		case "!!bool":
-			var b bool
-			if err := n.Decode(&b); err != nil {
-				return nil, fmt.Errorf("line %d: %v", n.Line, err)
-			}
-			return b, nil
-		case "!!int":
-			var i int64
-			if err := n.Decode(&i); err != nil {
-				var f float64
-				if err2 := n.Decode(&f); err2 != nil {
-					return nil, fmt.Errorf("line %d: %v", n.Line, err)
-				}
-				return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
-			}
-			return json.Number(strconv.FormatInt(i, 10)), nil
-		case "!!float":
-			var f float64
-			if err := n.Decode(&f); err != nil {
-				return nil, fmt.Errorf("line %d: %v", n.Line, err)
-			}
-			if math.IsInf(f, 0) || math.IsNaN(f) {
-				return nil, fmt.Errorf("line %d: %s is not a finite number", n.Line, n.Value)
-			}
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
-		default: // !!str, !!timestamp, !!binary and custom tags: the text
-			return n.Value, nil
 		}
 	}
-	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
+	return out, nil
+}
+
+// scalar converts a scalar by its tag: numbers as json.Number, finite only.
+func scalar(n *yaml.Node) (any, error) {
+	switch n.ShortTag() {
+	case "!!null":
+		return nil, nil
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return nil, fmt.Errorf("line %d: %v", n.Line, err)
+		}
+		return b, nil
+	case "!!int":
+		var i int64
+		if err := n.Decode(&i); err != nil {
+			var f float64
+			if err2 := n.Decode(&f); err2 != nil {
+				return nil, fmt.Errorf("line %d: %v", n.Line, err)
+			}
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+		}
+		return json.Number(strconv.FormatInt(i, 10)), nil
+	case "!!float":
+		var f float64
+		if err := n.Decode(&f); err != nil {
+			return nil, fmt.Errorf("line %d: %v", n.Line, err)
+		}
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("line %d: %s is not a finite number", n.Line, n.Value)
+		}
+		return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+	default: // !!str, !!timestamp, !!binary and custom tags: the text
+		return n.Value, nil
+	}
 }
 
 func orRoot(p fieldpath.Path) string {

@@ -1,13 +1,12 @@
 package config
 
 import (
-	"fmt"
 	"sort"
 
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
@@ -146,23 +145,17 @@ func layerFrom(layer, source string) func(fieldpath.Path, any) Origin {
 }
 
 // instanceValues computes the request's values exactly as the pipeline does
-// (values files < inline values < --set) and says, per leaf, which of them set it.
-func instanceValues(req pipeline.Request, readFile func(string) ([]byte, error)) (map[string]any, func(fieldpath.Path, any) Origin, error) {
-	final, err := pipeline.HelmValues(req)
+// (values files < inline values < --set), reading each values file once,
+// and says, per leaf, which of them set it.
+func instanceValues(req pipeline.Request) (map[string]any, func(fieldpath.Path, any) Origin, error) {
+	var files [][]byte // as read, in order
+	final, err := pipeline.HelmValuesFrom(req, func(name string) ([]byte, error) {
+		b, err := req.ReadFile(pipeline.ParamValueFiles, name)
+		files = append(files, b)
+		return b, err
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	if readFile == nil {
-		readFile = func(name string) ([]byte, error) { return req.ReadFile(pipeline.ParamValueFiles, name) }
-	} else {
-		seam := readFile
-		readFile = func(name string) ([]byte, error) {
-			b, err := seam(req.File(name))
-			if err != nil {
-				return nil, fmt.Errorf("values file %s: %v", name, err)
-			}
-			return b, nil
-		}
 	}
 	type piece struct {
 		source string
@@ -179,14 +172,9 @@ func instanceValues(req pipeline.Request, readFile func(string) ([]byte, error))
 		pieces = append(pieces, piece{"values", req.Values})
 	}
 	for i := len(req.ValueFiles) - 1; i >= 0; i-- {
-		f := req.ValueFiles[i]
-		b, err := readFile(f)
-		if err != nil {
-			return nil, nil, err
-		}
 		m := map[string]any{}
-		if err := yaml.Unmarshal(b, &m); err == nil {
-			pieces = append(pieces, piece{"values file " + f, m})
+		if err := yaml.Unmarshal(files[i], &m); err == nil {
+			pieces = append(pieces, piece{"values file " + req.ValueFiles[i], m})
 		}
 	}
 	origin := func(p fieldpath.Path, value any) Origin {

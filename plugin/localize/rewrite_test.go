@@ -213,9 +213,10 @@ func TestPostProcessorRelocatedGoldens(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reported []localize.Change
-	// As the CLI wires it: the config planner plans and post-processes.
-	planner := &config.Planner{Explain: func(r *config.Report) { reported = r.Images }}
-	r := &pipeline.Renderer{Planner: planner, PostProcessors: []pipeline.PostProcessor{planner}}
+	// As the CLI wires it: the config planner plans the render and its
+	// finishing work (localisation).
+	r := &pipeline.Renderer{}
+	r.Planner = &config.Planner{Resources: r.Resources(), Explain: func(r *config.Report) { reported = r.Images }}
 	req := pipeline.Request{Repository: dir, Component: c.Name, Version: c.Version, Resources: []string{"chart"},
 		ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0",
 		Set: []string{"replicaCount=2", "ui.message=hello from the relocated registry"}}

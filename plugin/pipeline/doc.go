@@ -1,7 +1,15 @@
-// Package pipeline is the one path from a request to manifests: resolve the
-// component version, read only the resources to render (verified), render them
-// (Helm, kustomize or plain manifests) and return the objects in a stable order.
-// The CLI's `render` (people) and `generate` (Argo CD) are two front ends of it.
+// Package pipeline is the one path from a request to manifests. Render runs
+// each stage once, in order: resolve the component version (and verify its
+// signatures), plan (a Planner decides the steps and the work that finishes
+// their output), fetch and verify only the resources to render and render
+// them (Helm, kustomize or plain manifests), place them in Argo CD's sync,
+// finish the whole output (the plan's Finishers), and return the objects in
+// a stable order for the caller to emit. The request is only read: the
+// resolved version travels in the component version and the Result.
+//
+// A planner reads what it needs of the resources through Resources, the
+// same verified access the render uses. The CLI's `render` (people) and
+// `generate` (Argo CD) are two front ends of it.
 //
 // Every error it returns is an *errdef.Error naming the Application, component,
 // version and resource, so the caller can print it as one line.

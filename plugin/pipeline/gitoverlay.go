@@ -63,3 +63,24 @@ func applicationOverlayOption(req Request, res *ocm.Resource) (kustomize.Option,
 	}
 	return kustomize.WithApplicationOverlay(kustomize.ApplicationDir(req.Root), res.Name), nil
 }
+
+// ApplicationOverlayDir is the reserved directory of the Application's
+// directory under which its kustomization names the component's trees
+// (kustomize.MountDir).
+const ApplicationOverlayDir = kustomize.MountDir
+
+// Generated names what a tree's generators generate (kustomize.Generated).
+type Generated = kustomize.Generated
+
+// Generators reports whether entry is a kustomization and what its
+// generators (its own, its local bases' and components') generate (see
+// kustomize.Generators).
+func (t Tree) Generators(entry string) (bool, Generated, error) {
+	return kustomize.Generators(t.Tree, entry)
+}
+
+// TreeGenerators is what the generators of every kustomization of the
+// tree generate (see kustomize.TreeGenerators).
+func (t Tree) TreeGenerators() Generated {
+	return kustomize.TreeGenerators(t.Tree)
+}

@@ -442,8 +442,7 @@ func (h *hostileFixture) cases(t *testing.T) []hostileCase {
 	}
 	celRenderer := func() *pipeline.Renderer {
 		r := &pipeline.Renderer{}
-		pl := &config.Planner{Access: &r.Access}
-		r.Planner, r.PostProcessors = pl, []pipeline.PostProcessor{pl}
+		r.Planner = &config.Planner{Resources: r.Resources()}
 		return r
 	}
 	celReq := func(def string) pipeline.Request {

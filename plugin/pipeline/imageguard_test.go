@@ -87,11 +87,12 @@ func guardedCTF(t *testing.T, key *rsa.PrivateKey, images bool) string {
 	return dir
 }
 
-// guardedRenderer is wired as the CLI wires it: the config planner plans,
-// post-processes (localisation) and the guard runs last.
+// guardedRenderer is wired as the CLI wires it: the config planner plans
+// the renders and their finishing work (localisation), and the guard runs
+// last.
 func guardedRenderer(key *rsa.PrivateKey) *pipeline.Renderer {
-	planner := &config.Planner{}
-	r := &pipeline.Renderer{Planner: planner, PostProcessors: []pipeline.PostProcessor{planner}}
+	r := &pipeline.Renderer{}
+	r.Planner = &config.Planner{Resources: r.Resources()}
 	if key != nil {
 		r.Signatures = &signing.Verifier{Keys: map[string]crypto.PublicKey{"release": &key.PublicKey}}
 	}

@@ -188,8 +188,8 @@ type Renderer struct {
 	ArchiveOptions []archive.Option
 	// Planner decides what to render; default RequestPlanner (the request alone).
 	Planner Planner
-	// PostProcessors run in order over all rendered objects (localisation,
-	// hooks, provenance).
+	// PostProcessors run in order over all rendered objects, after the
+	// plan's finishing work.
 	PostProcessors []PostProcessor
 	// Signatures, when set, must verify before anything renders (keys by
 	// signature name; references are verified recursively), and every rendered
@@ -216,7 +216,7 @@ type Step struct {
 	// Overlay, for a directoryTree whose entry is a kustomization, is
 	// configuration kustomize builds over the entry (see kustomize.Overlay);
 	// nil builds the entry as it is.
-	Overlay *kustomize.Overlay
+	Overlay *Overlay
 	// Ordering places the step's objects in Argo CD's sync (waves, hooks;
 	// see hooks.Apply); nil leaves them as rendered.
 	Ordering *hooks.Ordering
@@ -224,19 +224,37 @@ type Step struct {
 	// is rendered: objects the planner built, such as a Job running an image
 	// resource (Resource). They are copied, then placed like rendered ones.
 	Objects []manifests.Object
+	// Finish is the finishing work this step asked for (a definition's
+	// patches of the render): it runs over the whole output, since a patch
+	// may target another step's objects, once every step is rendered and
+	// placed, in step order, before Plan.Finish.
+	Finish []Finisher
 }
 
-// Plan is what a component version renders into, in output order.
+// Plan is what a component version renders into, in output order, with the
+// work that finishes the output.
 type Plan struct {
 	Steps []Step
+	// Finish is the finishing work of the whole output (automatic
+	// localisation, a report), run after the steps' own.
+	Finish []Finisher
 }
 
-// Planner decides the plan for a component version.
+// Finisher is finishing work of a plan: it sees all objects of the plan's
+// steps, rendered and placed, and returns them changed.
+type Finisher interface {
+	Finish(ctx context.Context, objs []manifests.Object) ([]manifests.Object, error)
+}
+
+// Planner decides the plan for a component version: cv is the resolved
+// version (req.Version is the request's constraint, as it was given).
 type Planner interface {
 	Plan(ctx context.Context, cv ocm.ComponentVersion, req Request) (*Plan, error)
 }
 
-// PostProcessor transforms the rendered objects of a request.
+// PostProcessor transforms the rendered objects of a request, after the
+// plan's finishing work; for programs that add their own (the CLI's
+// planner carries its work in the plan).
 type PostProcessor interface {
 	Process(ctx context.Context, cv ocm.ComponentVersion, req Request, objs []manifests.Object) ([]manifests.Object, error)
 }
@@ -274,7 +292,8 @@ func OpenOffline(_ context.Context, spec string) (ocm.Repository, error) {
 	return ctf.Open(spec)
 }
 
-// Result is a rendered request.
+// Result is a rendered request: Version is the version rendered (a
+// constraint in the request resolves to it).
 type Result struct {
 	Component, Version string
 	DescriptorDigest   string
@@ -282,7 +301,11 @@ type Result struct {
 	Objects            []manifests.Object
 }
 
-// Render runs one request.
+// Render runs one request, each stage once and in order: resolve the
+// version (and verify its signatures), plan, fetch, verify and render
+// each step, finish the output; emitting it is the caller's. The request
+// is read, never changed: the resolved version is the component
+// version's, and the Result's.
 func (r *Renderer) Render(ctx context.Context, req Request) (*Result, error) {
 	ectx := errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version}
 	res, err := r.render(ctx, req, &ectx)
@@ -292,10 +315,58 @@ func (r *Renderer) Render(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
+// render runs the stages; ectx follows them (the version once resolved,
+// the resource of the step rendering) to name what failed.
 func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) (*Result, error) {
 	if err := validate(req); err != nil {
 		return nil, err
 	}
+	repo, err := r.open(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer repo.Close()
+	cv, err := r.resolve(ctx, repo, req, ectx)
+	if err != nil {
+		return nil, err
+	}
+	d := cv.Descriptor()
+	signatures, err := r.verify(ctx, repo, cv)
+	if err != nil {
+		return nil, err
+	}
+	out := &Result{Component: d.Name, Version: d.Version, DescriptorDigest: cv.DescriptorDigest(), Signatures: signatures}
+	if isPlatform(d, req) {
+		if out.Objects, err = r.renderPlatform(ctx, repo, cv, req); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	plan, err := r.planner().Plan(ctx, cv, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkApplicationOverlay(req, plan); err != nil {
+		return nil, err
+	}
+	from, err := r.renderSteps(ctx, cv, req, plan, out, ectx)
+	if err != nil {
+		return nil, err
+	}
+	ectx.Resource = ""
+	if out.Objects, err = r.finish(ctx, cv, req, plan, out.Objects); err != nil {
+		return nil, err
+	}
+	if r.requireImages(req) {
+		if err := r.guardImages(cv, out.Objects, len(signatures) > 0, from, ectx); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// open opens the request's repository (see Request.OpenRepository).
+func (r *Renderer) open(ctx context.Context, req Request) (ocm.Repository, error) {
 	open := r.OpenRepository
 	if open == nil {
 		open = OpenOffline
@@ -307,7 +378,12 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if r.Opened != nil {
 		repo = r.Opened(req.Repository, repo)
 	}
-	defer repo.Close()
+	return repo, nil
+}
+
+// resolve resolves the request's version (a constraint, or the version
+// itself) and looks the component version up.
+func (r *Renderer) resolve(ctx context.Context, repo ocm.Repository, req Request, ectx *errdef.Error) (ocm.ComponentVersion, error) {
 	version, err := resolve.ResolveVersion(ctx, repo, req.Component, req.Version)
 	if err != nil {
 		return nil, err
@@ -315,36 +391,22 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if version != req.Version {
 		fmt.Fprintf(r.log(), "argocd-ocm-plugin: %s: version constraint %q resolved to %s (pin it to avoid surprises: Argo CD caches manifests per git revision)\n",
 			req.Component, req.Version, version)
-		ectx.Version, req.Version = version, version
+		ectx.Version = version
 	}
-	cv, err := repo.LookupComponentVersion(ctx, req.Component, version)
-	if err != nil {
-		return nil, err
+	return repo.LookupComponentVersion(ctx, req.Component, version)
+}
+
+func (r *Renderer) planner() Planner {
+	if r.Planner == nil {
+		return RequestPlanner{}
 	}
-	d := cv.Descriptor()
-	signatures, err := r.verify(ctx, repo, cv)
-	if err != nil {
-		return nil, err
-	}
-	if isPlatform(d, req) {
-		objs, err := r.renderPlatform(ctx, repo, cv, req)
-		if err != nil {
-			return nil, err
-		}
-		return &Result{Component: d.Name, Version: d.Version, DescriptorDigest: cv.DescriptorDigest(), Signatures: signatures, Objects: objs}, nil
-	}
-	planner := r.Planner
-	if planner == nil {
-		planner = RequestPlanner{}
-	}
-	plan, err := planner.Plan(ctx, cv, req)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkApplicationOverlay(req, plan); err != nil {
-		return nil, err
-	}
-	out := &Result{Component: d.Name, Version: d.Version, DescriptorDigest: cv.DescriptorDigest(), Signatures: signatures}
+	return r.Planner
+}
+
+// renderSteps fetches, verifies, renders and places each step of the plan
+// into out, in order, and returns where each object came from for the
+// image guard (nil when it is off).
+func (r *Renderer) renderSteps(ctx context.Context, cv ocm.ComponentVersion, req Request, plan *Plan, out *Result, ectx *errdef.Error) (origins, error) {
 	var from origins
 	if r.requireImages(req) {
 		from = origins{}
@@ -359,8 +421,11 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		var objs []manifests.Object
 		if step.Objects != nil {
 			objs = cloneObjects(step.Objects)
-		} else if objs, err = r.renderStep(ctx, cv, step, req); err != nil {
-			return nil, err
+		} else {
+			var err error
+			if objs, err = r.renderStep(ctx, cv, step, req); err != nil {
+				return nil, err
+			}
 		}
 		if step.Ordering != nil {
 			if err := hooks.Apply(objs, *step.Ordering); err != nil {
@@ -368,27 +433,41 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 			}
 		}
 		if r.Provenance {
-			annotateProvenance(objs, cv, step.Resource, signatures)
+			annotateProvenance(objs, cv, step.Resource, out.Signatures)
 		}
 		from.add(objs, ectx.Resource)
 		out.Objects = append(out.Objects, objs...)
 	}
-	ectx.Resource = ""
+	return from, nil
+}
+
+// finish runs the plan's finishing work over the whole output (the steps'
+// in step order, then the plan's), then the PostProcessors, then gives
+// Namespaces and CRDs their default place: last, so that patches are taken
+// into account. When the output uses sync waves, Namespaces and CRDs
+// without a wave of their own go before every wave (a no-op otherwise;
+// see hooks.ApplyDefaults).
+func (r *Renderer) finish(ctx context.Context, cv ocm.ComponentVersion, req Request, plan *Plan, objs []manifests.Object) ([]manifests.Object, error) {
+	var err error
+	for _, step := range plan.Steps {
+		for _, f := range step.Finish {
+			if objs, err = f.Finish(ctx, objs); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, f := range plan.Finish {
+		if objs, err = f.Finish(ctx, objs); err != nil {
+			return nil, err
+		}
+	}
 	for _, pp := range r.PostProcessors {
-		if out.Objects, err = pp.Process(ctx, cv, req, out.Objects); err != nil {
+		if objs, err = pp.Process(ctx, cv, req, objs); err != nil {
 			return nil, err
 		}
 	}
-	// Last, so that patches and post-processors are taken into account: when
-	// the output uses sync waves, Namespaces and CRDs without a wave of their
-	// own go before every wave (a no-op otherwise; see hooks.ApplyDefaults).
-	hooks.ApplyDefaults(out.Objects)
-	if r.requireImages(req) {
-		if err := r.guardImages(cv, out.Objects, len(signatures) > 0, from, ectx); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	hooks.ApplyDefaults(objs)
+	return objs, nil
 }
 
 // cloneObjects deep-copies objects (JSON-compatible values).

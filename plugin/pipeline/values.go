@@ -20,9 +20,15 @@ import (
 // HelmValues layers the request's values as helm does: files in order, then
 // inline values, then --set. Maps merge deeply, everything else is replaced.
 func HelmValues(req Request) (map[string]any, error) {
+	return HelmValuesFrom(req, func(name string) ([]byte, error) { return req.ReadFile(ParamValueFiles, name) })
+}
+
+// HelmValuesFrom is HelmValues reading each values file with read, once and
+// in order, for a caller that also looks at what the files hold.
+func HelmValuesFrom(req Request, read func(name string) ([]byte, error)) (map[string]any, error) {
 	base := map[string]any{}
 	for _, f := range req.ValueFiles {
-		b, err := req.ReadFile(ParamValueFiles, f)
+		b, err := read(f)
 		if err != nil {
 			return nil, err
 		}

@@ -54,7 +54,10 @@
 // ARGOCD_OCM_PLAIN_HTTP's hosts (an http:// URL an Application writes is
 // reached without credentials), ARGOCD_OCM_SIGNATURE and
 // ARGOCD_OCM_PUBLIC_KEY. With a policy those three variables are refused:
-// they belong in the policy.
+// they belong in the policy. So are ARGOCD_OCM_REGISTRY_<HOST>_MIRRORS
+// (package registry refuses them under WithOnlyScopedCredentials): the
+// policy's top-level mirrors name the registry mirrors of every rule
+// (docs/scaling.md).
 //
 // # Refusals
 //

@@ -44,6 +44,8 @@ type File struct {
 	Credentials []Credential `json:"credentials,omitempty"`
 	Rules       []RuleSpec   `json:"rules,omitempty"`
 	Default     *RuleSpec    `json:"default,omitempty"`
+	// Mirrors are the registry mirrors of upstream hosts, for every rule (mirror.go).
+	Mirrors []MirrorSpec `json:"mirrors,omitempty"`
 }
 
 // Credential is a named credential for one exact host[:port], optionally
@@ -182,6 +184,9 @@ func (p *Policy) validate() error {
 			return fmt.Errorf("%s (%s): give exactly one of env, usernameFile/passwordFile/tokenFile, dockerConfig", where, c.Name)
 		}
 		p.creds[c.Name] = c
+	}
+	if err := p.validateMirrors(); err != nil {
+		return err
 	}
 	names := map[string]bool{}
 	for i, r := range f.Rules {
@@ -327,6 +332,7 @@ func (p *Policy) Rule(project string) *Rule {
 	for _, n := range spec.Credentials {
 		r.Credentials = append(r.Credentials, p.creds[n])
 	}
+	r.mirrors, r.mirrorCreds = p.file.Mirrors, p.creds
 	return r
 }
 

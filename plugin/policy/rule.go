@@ -42,6 +42,8 @@ type Rule struct {
 
 	anyRepository           bool
 	legacyNames, legacyKeys []string
+	mirrors                 []MirrorSpec          // the policy's, for every rule
+	mirrorCreds             map[string]Credential // the credentials mirrors name
 }
 
 var _ registry.Gate = (*Rule)(nil)
@@ -151,6 +153,7 @@ func (r *Rule) RegistryOptions(lookupEnv func(string) (string, bool)) []registry
 	if !r.DefaultCredentials {
 		opts = append(opts, registry.WithOnlyScopedCredentials(), registry.WithoutDockerConfig())
 	}
+	opts = append(opts, r.mirrorOptions(lookupEnv)...)
 	for _, c := range r.Credentials {
 		opts = append(opts, registry.WithCredentialScopes(registry.CredentialScope{
 			Name: c.Name, Host: c.Host, PathPrefix: c.PathPrefix, Get: c.getter(lookupEnv),

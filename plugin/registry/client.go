@@ -52,6 +52,8 @@ type Client struct {
 
 	secMu   sync.Mutex
 	secrets map[string]bool // credential values handed out, redacted from errors
+
+	mirrors mirrorState // see mirror.go
 }
 
 // NewClient builds a Client. It fails only on configuration errors the user
@@ -114,6 +116,7 @@ func NewClient(opts ...Option) (*Client, error) {
 		base = c.newTransport(pool)
 	}
 	c.http = newHTTPClient(c.wrapTransport(base))
+	c.initMirrors(base)
 	c.auth = &auth.Client{
 		Client: c.http,
 		Header: http.Header{"User-Agent": []string{o.userAgent}},
@@ -182,6 +185,8 @@ type Shared struct {
 	mu         sync.Mutex
 	transports map[string]http.RoundTripper
 	tokens     map[string]auth.Cache
+
+	mirrorPauses mirrorPauses // see mirror.go
 }
 
 func (s *Shared) transport(key string, create func() http.RoundTripper) http.RoundTripper {
@@ -338,8 +343,12 @@ func (c *Client) Repository(ref Reference) (*remote.Repository, error) {
 	key, cred := c.credentialFor(ref.Registry, ref.Repository, plain)
 	ac := *c.auth
 	ac.Credential, ac.Cache = cred, c.tokenCache(key)
+	rc, err := c.mirroredClient(ref, &ac)
+	if err != nil {
+		return nil, err
+	}
 	return &remote.Repository{
-		Client:          &ac,
+		Client:          rc,
 		Reference:       refToOras(ref),
 		PlainHTTP:       plain,
 		TagListMaxPages: maxTagPages,

@@ -60,6 +60,25 @@
 // Helm repository and chart URL (the sidecar policy): a refusal costs no
 // connection, so it tells nothing about the network.
 //
+// # Mirrors
+//
+// WithMirrors (the sidecar policy's mirrors) or, without a policy,
+// ARGOCD_OCM_REGISTRY_<HOST>_MIRRORS (refused under
+// WithOnlyScopedCredentials) give an upstream host an ordered list of
+// pull-through caches (Mirror: host, path prefix, plain HTTP, its own
+// credential). Manifests and blobs named by digest are read from the first
+// mirror that serves them, hashed as they are read, and refused with
+// errdef.ErrDigestMismatch naming the mirror when they are other content: the
+// upstream is not substituted for a mirror that serves wrong content. A
+// connection error (the mirror is then left out for DefaultMirrorPause) or
+// any other status hands the request to the next mirror, last to the
+// upstream. A tag is resolved at the upstream with a HEAD request and its
+// manifest read by digest from the mirrors (Mirror.ResolveTags for mirrors
+// that may answer tags). The gate is asked about the upstream name only;
+// a mirror's credential goes to the mirror only, the upstream's to the
+// upstream only. Tag lists, referrers and classic Helm repositories are not
+// mirrored.
+//
 // # Retries
 //
 // Requests are retried with exponential backoff on connection errors, 408,

@@ -49,6 +49,8 @@ type options struct {
 	scopes         []CredentialScope
 	onlyScoped     bool
 	strictPlain    bool
+	mirrors        map[string][]Mirror // by upstream host, see mirror.go
+	noMirrors      bool
 }
 
 // WithDockerConfig reads credentials from this Docker config file instead of
@@ -187,3 +189,9 @@ func WithOnlyScopedCredentials() Option { return func(o *options) { o.onlyScoped
 // http:// reference to any other host is refused instead of being reached
 // anonymously (see Client.AllowPlainHTTP).
 func WithStrictPlainHTTP() Option { return func(o *options) { o.strictPlain = true } }
+
+// WithoutMirrors reaches every registry itself, ignoring WithMirrors and
+// ARGOCD_OCM_REGISTRY_<HOST>_MIRRORS. For writers (transfer): a pull-through
+// mirror answering a target's existence checks would make a copy skip blobs
+// the target does not hold.
+func WithoutMirrors() Option { return func(o *options) { o.noMirrors = true } }

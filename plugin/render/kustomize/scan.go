@@ -194,6 +194,34 @@ func (c *kust) check(k *types.Kustomization) error {
 			return err
 		}
 	}
+	if err := c.fileRefs(k); err != nil {
+		return err
+	}
+	for _, g := range k.ConfigMapGenerator {
+		if err := c.kvSources("configMapGenerator", g.Name, g.KvPairSources); err != nil {
+			return err
+		}
+	}
+	for _, g := range k.SecretGenerator {
+		if err := c.kvSources("secretGenerator", g.Name, g.KvPairSources); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		field   string
+		entries []string
+	}{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
+		for _, e := range f.entries {
+			if err := c.pluginEntry(f.field, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fileRefs checks the fields of k that name files the build reads.
+func (c *kust) fileRefs(k *types.Kustomization) error {
 	for _, f := range []struct {
 		field   string
 		entries []string
@@ -251,26 +279,6 @@ func (c *kust) check(k *types.Kustomization) error {
 				return err
 			}
 			if err := c.readsNamedFile("replacements", r.Path, rel); err != nil {
-				return err
-			}
-		}
-	}
-	for _, g := range k.ConfigMapGenerator {
-		if err := c.kvSources("configMapGenerator", g.Name, g.KvPairSources); err != nil {
-			return err
-		}
-	}
-	for _, g := range k.SecretGenerator {
-		if err := c.kvSources("secretGenerator", g.Name, g.KvPairSources); err != nil {
-			return err
-		}
-	}
-	for _, f := range []struct {
-		field   string
-		entries []string
-	}{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
-		for _, e := range f.entries {
-			if err := c.pluginEntry(f.field, e); err != nil {
 				return err
 			}
 		}

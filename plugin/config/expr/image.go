@@ -1,4 +1,4 @@
-package config
+package expr
 
 import (
 	"github.com/google/cel-go/cel"

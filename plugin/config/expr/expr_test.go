@@ -1,4 +1,4 @@
-package config_test
+package expr_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -30,7 +30,7 @@ func celVars() map[string]any {
 }
 
 func TestTemplateTypes(t *testing.T) {
-	e := &config.Evaluator{}
+	e := &expr.Evaluator{}
 	for _, tc := range []struct {
 		in   string
 		want any
@@ -68,7 +68,7 @@ func TestTemplateTypes(t *testing.T) {
 
 // Image helpers: a registry with a port, digest-only and tag+digest references.
 func TestImageFunctions(t *testing.T) {
-	e := &config.Evaluator{}
+	e := &expr.Evaluator{}
 	digest := "sha256:" + strings.Repeat("a", 64)
 	for _, tc := range []struct{ in, want string }{
 		{"${image.registry(resources.image.access.imageReference)}", "registry.internal.example:5000"},
@@ -108,7 +108,7 @@ func TestImageFunctions(t *testing.T) {
 // CEL errors carry the location and the expression, are bounded in time,
 // and wrap a sentinel.
 func TestTemplateErrors(t *testing.T) {
-	e := &config.Evaluator{Params: map[string]bool{"replicas": true, "name": true}, Resources: map[string]bool{"image": true}}
+	e := &expr.Evaluator{Params: map[string]bool{"replicas": true, "name": true}, Resources: map[string]bool{"image": true}}
 	for _, tc := range []struct {
 		name, in string
 		sentinel error
@@ -148,7 +148,7 @@ func TestTemplateErrors(t *testing.T) {
 			if !errors.Is(err, tc.sentinel) {
 				t.Errorf("%v is not %v", err, tc.sentinel)
 			}
-			var xe *config.ExprError
+			var xe *expr.Error
 			if !errors.As(err, &xe) {
 				t.Errorf("not an *ExprError: %T", err)
 			}
@@ -170,7 +170,7 @@ func TestTemplateErrors(t *testing.T) {
 
 // A slow expression under the cost limit still ends at the timeout.
 func TestTemplateTimeout(t *testing.T) {
-	e := &config.Evaluator{CostLimit: 1 << 62, Timeout: 50 * time.Millisecond}
+	e := &expr.Evaluator{CostLimit: 1 << 62, Timeout: 50 * time.Millisecond}
 	start := time.Now()
 	_, err := e.Template(context.Background(), "here", "${lists.range(100000).map(x, lists.range(100000).map(y, x * y)).size()}", celVars())
 	if !errors.Is(err, errdef.ErrLimitExceeded) || !strings.Contains(err.Error(), "longer than 50ms") {
@@ -183,7 +183,7 @@ func TestTemplateTimeout(t *testing.T) {
 
 // The evaluator records every expression and its result for --explain.
 func TestEvaluationsRecorded(t *testing.T) {
-	e := &config.Evaluator{}
+	e := &expr.Evaluator{}
 	if _, err := e.Template(context.Background(), "w", "${parameters.replicas}-${app.name}", celVars()); err != nil {
 		t.Fatal(err)
 	}

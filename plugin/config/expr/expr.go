@@ -1,12 +1,14 @@
-package config
+package expr
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,8 +86,8 @@ type Evaluation struct {
 	Result any
 }
 
-// ExprError is a failed expression: where it is, its text, and why.
-type ExprError struct {
+// Error is a failed expression: where it is, its text, and why.
+type Error struct {
 	Where  string // definition source and field path
 	Expr   string
 	Column int // 1-based column inside the expression, 0 when unknown
@@ -93,7 +95,7 @@ type ExprError struct {
 	Err    error // errdef sentinel
 }
 
-func (e *ExprError) Error() string {
+func (e *Error) Error() string {
 	at := ""
 	if e.Column > 0 {
 		at = fmt.Sprintf(" (column %d)", e.Column)
@@ -101,7 +103,7 @@ func (e *ExprError) Error() string {
 	return fmt.Sprintf("%s: expression ${%s}%s: %s", e.Where, truncate(e.Expr, 200), at, e.Msg)
 }
 
-func (e *ExprError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // Evaluator evaluates ${…} templates against one set of variables.
 type Evaluator struct {
@@ -209,7 +211,7 @@ func HasExpression(s string) bool {
 func (e *Evaluator) Check(where, s string) error {
 	parts, err := parseTemplate(s)
 	if err != nil {
-		return &ExprError{Where: where, Expr: truncate(s, 80), Msg: err.Error(), Err: errdef.ErrInvalidInput}
+		return &Error{Where: where, Expr: truncate(s, 80), Msg: err.Error(), Err: errdef.ErrInvalidInput}
 	}
 	for _, p := range parts {
 		if p.expr {
@@ -231,7 +233,7 @@ func (e *Evaluator) Template(ctx context.Context, where, s string, vars map[stri
 	}
 	parts, err := parseTemplate(s)
 	if err != nil {
-		return nil, &ExprError{Where: where, Expr: truncate(s, 80), Msg: err.Error(), Err: errdef.ErrInvalidInput}
+		return nil, &Error{Where: where, Expr: truncate(s, 80), Msg: err.Error(), Err: errdef.ErrInvalidInput}
 	}
 	if len(parts) == 1 && parts[0].expr {
 		return e.eval(ctx, where, parts[0].text, vars)
@@ -246,9 +248,9 @@ func (e *Evaluator) Template(ctx context.Context, where, s string, vars map[stri
 		if err != nil {
 			return nil, err
 		}
-		s, err := stringify(v)
+		s, err := Stringify(v)
 		if err != nil {
-			return nil, &ExprError{Where: where, Expr: p.text, Msg: err.Error(), Err: errdef.ErrInvalidInput}
+			return nil, &Error{Where: where, Expr: p.text, Msg: err.Error(), Err: errdef.ErrInvalidInput}
 		}
 		b.WriteString(s)
 	}
@@ -262,7 +264,7 @@ func (e *Evaluator) Walk(ctx context.Context, where string, v any, vars map[stri
 		return e.Template(ctx, where, v, vars)
 	case map[string]any:
 		out := make(map[string]any, len(v))
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			r, err := e.Walk(ctx, joinKey(where, k), v[k], vars)
 			if err != nil {
 				return nil, err
@@ -292,7 +294,7 @@ func (e *Evaluator) CheckTree(where string, v any) error {
 			return e.Check(where, v)
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			if err := e.CheckTree(joinKey(where, k), v[k]); err != nil {
 				return err
 			}
@@ -323,7 +325,7 @@ func (e *Evaluator) program(where, expr string) (cel.Program, error) {
 		return prg, nil
 	}
 	fail := func(col int, sentinel error, format string, args ...any) error {
-		return &ExprError{Where: where, Expr: expr, Column: col, Msg: fmt.Sprintf(format, args...), Err: sentinel}
+		return &Error{Where: where, Expr: expr, Column: col, Msg: fmt.Sprintf(format, args...), Err: sentinel}
 	}
 	if strings.TrimSpace(expr) == "" {
 		return nil, fail(0, errdef.ErrInvalidInput, "empty expression")
@@ -352,7 +354,7 @@ func (e *Evaluator) program(where, expr string) (cel.Program, error) {
 		return nil, fail(0, errdef.ErrInvalidInput, "%v", iss.Err())
 	}
 	if err := e.checkNames(ast); err != nil {
-		return nil, &ExprError{Where: where, Expr: expr, Column: err.col, Msg: err.msg, Err: errdef.ErrInvalidInput}
+		return nil, &Error{Where: where, Expr: expr, Column: err.col, Msg: err.msg, Err: errdef.ErrInvalidInput}
 	}
 	prg, err = env.Program(ast, cel.CostLimit(e.costLimit()), cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
@@ -406,7 +408,7 @@ func (e *Evaluator) checkNames(ast *cel.Ast) *nameError {
 			continue
 		}
 		col := native.SourceInfo().GetStartLocation(sel.ID()).Column() + 1
-		names := sortedKeys(known)
+		names := slices.Sorted(maps.Keys(known))
 		list := "none"
 		if len(names) > 0 {
 			list = strings.Join(names, ", ")
@@ -429,7 +431,7 @@ func (e *Evaluator) eval(ctx context.Context, where, expr string, vars map[strin
 	defer cancel()
 	out, _, err := prg.ContextEval(ectx, vars)
 	if err != nil {
-		xe := &ExprError{Where: where, Expr: expr, Msg: err.Error(), Err: errdef.ErrInvalidInput}
+		xe := &Error{Where: where, Expr: expr, Msg: err.Error(), Err: errdef.ErrInvalidInput}
 		switch {
 		case errors.Is(ectx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 			xe.Msg, xe.Err = fmt.Sprintf("evaluation took longer than %s", timeout), errdef.ErrLimitExceeded
@@ -455,10 +457,10 @@ func (e *Evaluator) eval(ctx context.Context, where, expr string, vars map[strin
 	}
 	v, err := native(out, 0)
 	if err != nil {
-		return nil, &ExprError{Where: where, Expr: expr, Msg: err.Error(), Err: errdef.ErrInvalidInput}
+		return nil, &Error{Where: where, Expr: expr, Msg: err.Error(), Err: errdef.ErrInvalidInput}
 	}
 	if b, err := json.Marshal(v); err == nil && len(b) > maxResultSize {
-		return nil, &ExprError{Where: where, Expr: expr, Msg: fmt.Sprintf("the result is %d bytes, more than %d", len(b), maxResultSize), Err: errdef.ErrLimitExceeded}
+		return nil, &Error{Where: where, Expr: expr, Msg: fmt.Sprintf("the result is %d bytes, more than %d", len(b), maxResultSize), Err: errdef.ErrLimitExceeded}
 	}
 	e.mu.Lock()
 	e.evals = append(e.evals, Evaluation{Where: where, Expr: expr, Result: v})
@@ -665,8 +667,8 @@ func native(v ref.Val, depth int) (any, error) {
 	return nil, fmt.Errorf("the result has type %s, which has no YAML form", v.Type().TypeName())
 }
 
-// stringify renders a value inside a string.
-func stringify(v any) (string, error) {
+// Stringify renders a value inside a string.
+func Stringify(v any) (string, error) {
 	switch v := v.(type) {
 	case nil:
 		return "", fmt.Errorf("the expression is null inside a string; use a whole-string ${…} to set null, or orValue()/?: to pick a default")
@@ -687,71 +689,10 @@ func stringify(v any) (string, error) {
 	}
 }
 
-// checkExpressions compiles every expression of a definition, so syntax
-// errors and unknown parameters surface before anything is fetched.
-func (d *Definition) checkExpressions() error {
-	e := &Evaluator{Params: map[string]bool{}}
-	for name := range d.Spec.Parameters {
-		e.Params[name] = true
+// truncate keeps an expression short in messages.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	for i, r := range d.Spec.Renders {
-		base := fmt.Sprintf("%s: spec.renders[%d]", d.Source, i)
-		for _, f := range []struct{ name, val string }{
-			{"when", r.When}, {"releaseName", r.ReleaseName}, {"namespace", r.Namespace}, {"path", r.Path},
-		} {
-			if strings.Contains(f.val, "${") {
-				if err := e.Check(base+"."+f.name, f.val); err != nil {
-					return err
-				}
-			}
-		}
-		if err := e.CheckTree(base+".values", r.Values); err != nil {
-			return err
-		}
-		for j, p := range r.Patches {
-			w := fmt.Sprintf("%s.patches[%d]", base, j)
-			for _, f := range []struct{ name, val string }{
-				{"target.apiVersion", p.Target.APIVersion}, {"target.kind", p.Target.Kind},
-				{"target.name", p.Target.Name}, {"target.namespace", p.Target.Namespace},
-			} {
-				if strings.Contains(f.val, "${") {
-					if err := e.Check(w+"."+f.name, f.val); err != nil {
-						return err
-					}
-				}
-			}
-			if err := e.CheckTree(w+".value", p.Value); err != nil {
-				return err
-			}
-		}
-	}
-	return d.checkOrderingExpressions(e)
-}
-
-// formatValue renders a value compactly for reports and messages.
-func formatValue(v any) string {
-	switch v := v.(type) {
-	case string:
-		return strconv.Quote(v)
-	case map[string]any:
-		if len(v) == 0 {
-			return "{}"
-		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = k + ": " + formatValue(v[k])
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Sprint(v)
-		}
-		return string(b)
-	}
+	return s[:n] + "…"
 }

@@ -45,38 +45,12 @@ func Parse(s string) (Path, error) {
 	for i < len(s) {
 		switch c := s[i]; {
 		case c == '[':
-			j := strings.IndexByte(s[i:], ']')
-			if j < 0 {
-				return nil, fmt.Errorf("field path %q: unclosed [ at offset %d", s, i)
+			e, next, err := parseBracket(s, i)
+			if err != nil {
+				return nil, err
 			}
-			inner := s[i+1 : i+j]
-			if len(inner) >= 2 && (inner[0] == '"' || inner[0] == '\'') {
-				q := inner[0]
-				// The key may contain ']' inside its quotes: find the closing quote.
-				end := strings.IndexByte(s[i+2:], q)
-				if end < 0 {
-					return nil, fmt.Errorf("field path %q: unclosed quote at offset %d", s, i+1)
-				}
-				key := s[i+2 : i+2+end]
-				k := i + 2 + end + 1
-				if k >= len(s) || s[k] != ']' {
-					return nil, fmt.Errorf("field path %q: want ] after the quoted key at offset %d", s, k)
-				}
-				p = append(p, Elem{Key: key})
-				i = k + 1
-			} else {
-				switch {
-				case inner == "-":
-					p = append(p, Elem{IsList: true, Append: true})
-				default:
-					n, err := strconv.Atoi(inner)
-					if err != nil || n < 0 {
-						return nil, fmt.Errorf("field path %q: [%s] is not a list index (a number, or - to append) nor a quoted key", s, inner)
-					}
-					p = append(p, Elem{IsList: true, Index: n})
-				}
-				i += j + 1
-			}
+			p = append(p, e)
+			i = next
 			expectKey = false
 		case c == '.':
 			if expectKey {
@@ -112,6 +86,38 @@ func Parse(s string) (Path, error) {
 		}
 	}
 	return p, nil
+}
+
+// parseBracket parses the [..] element of s at offset i: a quoted key, a
+// list index or - (append); next is the offset after it.
+func parseBracket(s string, i int) (e Elem, next int, err error) {
+	j := strings.IndexByte(s[i:], ']')
+	if j < 0 {
+		return Elem{}, 0, fmt.Errorf("field path %q: unclosed [ at offset %d", s, i)
+	}
+	inner := s[i+1 : i+j]
+	if len(inner) >= 2 && (inner[0] == '"' || inner[0] == '\'') {
+		q := inner[0]
+		// The key may contain ']' inside its quotes: find the closing quote.
+		end := strings.IndexByte(s[i+2:], q)
+		if end < 0 {
+			return Elem{}, 0, fmt.Errorf("field path %q: unclosed quote at offset %d", s, i+1)
+		}
+		key := s[i+2 : i+2+end]
+		k := i + 2 + end + 1
+		if k >= len(s) || s[k] != ']' {
+			return Elem{}, 0, fmt.Errorf("field path %q: want ] after the quoted key at offset %d", s, k)
+		}
+		return Elem{Key: key}, k + 1, nil
+	}
+	if inner == "-" {
+		return Elem{IsList: true, Append: true}, i + j + 1, nil
+	}
+	n, err := strconv.Atoi(inner)
+	if err != nil || n < 0 {
+		return Elem{}, 0, fmt.Errorf("field path %q: [%s] is not a list index (a number, or - to append) nor a quoted key", s, inner)
+	}
+	return Elem{IsList: true, Index: n}, i + j + 1, nil
 }
 
 // MustParse parses a path known to be valid.

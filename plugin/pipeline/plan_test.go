@@ -1,0 +1,122 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+)
+
+// finishFunc is a function as a pipeline.Finisher.
+type finishFunc func(objs []manifests.Object) error
+
+func (f finishFunc) Finish(_ context.Context, objs []manifests.Object) ([]manifests.Object, error) {
+	return objs, f(objs)
+}
+
+// The finishing work a plan carries runs once, after every step is
+// rendered and placed, over the whole output: the steps' in step order,
+// then the plan's, then the PostProcessors; the defaults come last.
+func TestPlanFinishRunsOnceInOrder(t *testing.T) {
+	var ran []string
+	var saw []int
+	record := func(name string) finishFunc {
+		return func(objs []manifests.Object) error {
+			ran = append(ran, name)
+			saw = append(saw, len(objs))
+			for _, o := range objs {
+				if o["kind"] == "Job" && annotationsOf(o)[hooks.AnnotationHook] != "PreSync" {
+					return fmt.Errorf("%s ran before the Job was placed", name)
+				}
+			}
+			return nil
+		}
+	}
+	job := manifests.Object{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "migrate"}}
+	r := &pipeline.Renderer{
+		Planner: planFunc(func(d *ocm.Descriptor) *pipeline.Plan {
+			widgets, _ := d.Resource(ocm.Identity{"name": "widgets"})
+			image, _ := d.Resource(ocm.Identity{"name": "api-image"})
+			return &pipeline.Plan{
+				Steps: []pipeline.Step{
+					{Resource: widgets, Finish: []pipeline.Finisher{record("step 0 a"), record("step 0 b")}},
+					{Resource: image, Objects: []manifests.Object{job}, Finish: []pipeline.Finisher{record("step 1")},
+						Ordering: &hooks.Ordering{Placement: hooks.Placement{Hook: &hooks.Hook{Type: hooks.PreSync, DeletePolicy: hooks.BeforeHookCreation}}}},
+				},
+				Finish: []pipeline.Finisher{record("plan")},
+			}
+		}),
+		PostProcessors: []pipeline.PostProcessor{postProcessor(func(objs []manifests.Object) {
+			ran = append(ran, "post-processor")
+			saw = append(saw, len(objs))
+		})},
+	}
+	res, err := r.Render(context.Background(), pipeline.Request{Repository: hooksRepo(t), Component: examples.Hooks, Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"step 0 a", "step 0 b", "step 1", "plan", "post-processor"}; !reflect.DeepEqual(ran, want) {
+		t.Errorf("finishing work ran %q, want %q", ran, want)
+	}
+	for i, n := range saw {
+		if n != len(res.Objects) {
+			t.Errorf("%s saw %d objects, want the whole output (%d)", ran[i], n, len(res.Objects))
+		}
+	}
+}
+
+// A failing finisher fails the render: nothing is returned.
+func TestPlanFinishError(t *testing.T) {
+	r := &pipeline.Renderer{Planner: planFunc(func(d *ocm.Descriptor) *pipeline.Plan {
+		widgets, _ := d.Resource(ocm.Identity{"name": "widgets"})
+		return &pipeline.Plan{Steps: []pipeline.Step{{Resource: widgets}},
+			Finish: []pipeline.Finisher{finishFunc(func([]manifests.Object) error { return fmt.Errorf("no rendered object matches") })}}
+	})}
+	res, err := r.Render(context.Background(), pipeline.Request{Repository: hooksRepo(t), Component: examples.Hooks, Version: "1.0.0"})
+	if err == nil || res != nil {
+		t.Fatalf("got %v, %v; want the finisher's error and no result", res, err)
+	}
+}
+
+// Nothing is written back into the request: the planner sees the
+// constraint as it was given, and the component version and the Result
+// carry the version it resolved to.
+func TestResolvedVersionIsNotWrittenBack(t *testing.T) {
+	var seen pipeline.Request
+	var planned string
+	r := &pipeline.Renderer{Planner: plannerFunc(func(cv ocm.ComponentVersion, req pipeline.Request) (*pipeline.Plan, error) {
+		seen, planned = req, cv.Descriptor().Version
+		return pipeline.RequestPlanner{}.Plan(context.Background(), cv, req)
+	})}
+	req := pipeline.Request{Repository: fixtures.Path(t, "ctf"), Component: "example.com/fixtures/podinfo-app", Version: ">=1.0.0",
+		Resources: []string{"chart"}, ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0"}
+	res, err := r.Render(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Version == req.Version || res.Version != planned {
+		t.Errorf("Result.Version %q, planned %q: want the resolved version, not the constraint %q", res.Version, planned, req.Version)
+	}
+	if seen.Version != ">=1.0.0" {
+		t.Errorf("the planner saw Version %q, want the request's constraint as given", seen.Version)
+	}
+}
+
+type planFunc func(d *ocm.Descriptor) *pipeline.Plan
+
+func (p planFunc) Plan(_ context.Context, cv ocm.ComponentVersion, _ pipeline.Request) (*pipeline.Plan, error) {
+	return p(cv.Descriptor()), nil
+}
+
+type plannerFunc func(cv ocm.ComponentVersion, req pipeline.Request) (*pipeline.Plan, error)
+
+func (p plannerFunc) Plan(_ context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*pipeline.Plan, error) {
+	return p(cv, req)
+}
