@@ -115,6 +115,10 @@ type Render struct {
 	Localization []ImageMapping `json:"localization,omitempty"`
 	// Patches set fields of the rendered objects.
 	Patches []Patch `json:"patches,omitempty"`
+	// Kustomize is an overlay kustomize builds over a directoryTree's
+	// kustomization, in kustomize's spelling (see kustomizeSpec); any
+	// string may hold ${…}.
+	Kustomize map[string]any `json:"kustomize,omitempty"`
 	// SyncWave places the render's objects in an Argo CD sync wave: an
 	// integer, or a string holding ${…} that evaluates to one. Objects with
 	// a wave of their own, Namespaces and CRDs keep theirs (see package hooks).

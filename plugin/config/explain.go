@@ -45,7 +45,10 @@ type RenderReport struct {
 	// Overlay is the kustomization generated over a kustomize entry (see
 	// kustomize.Overlay), "" when the render has none.
 	Overlay string
-	Values  []Leaf
+	// ApplicationOverlay says that the render builds the Application's own
+	// kustomization over the resource, "" when it does not.
+	ApplicationOverlay string
+	Values             []Leaf
 }
 
 // PatchReport is one applied patch.
@@ -55,6 +58,7 @@ type PatchReport struct {
 	Path    string
 	Value   any
 	Objects []string
+	Secret  bool // the value went into a Secret; Value is not shown
 }
 
 // addOrdering records the sync order of the output, with the defaults the
@@ -152,6 +156,9 @@ func writeRender(b *strings.Builder, rr RenderReport) {
 		fmt.Fprintf(b, "  release: %s, namespace: %s\n", orDefault(rr.ReleaseName, "(helm default)"), orDefault(rr.Namespace, "(default)"))
 	} else {
 		writeDirectoryRules(b, rr)
+		if rr.ApplicationOverlay != "" {
+			b.WriteString("  kustomize overlay of the Application: " + rr.ApplicationOverlay + "\n")
+		}
 		if rr.Overlay != "" {
 			b.WriteString("  kustomize overlay (built by kustomize over the entry instead of patching after rendering):\n")
 			for _, line := range strings.Split(strings.TrimRight(rr.Overlay, "\n"), "\n") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/types"
@@ -19,22 +20,34 @@ import (
 // configMapKeyRE is what Kubernetes accepts as a ConfigMap data key.
 var configMapKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 
-// generatedKey is a patch that sets one data key of a ConfigMap by name.
+// generatedKey is a patch that sets one key of a ConfigMap's data or a
+// Secret's stringData by name.
 type generatedKey struct {
+	secret           bool
 	name, key, value string
 }
 
-// asGeneratedKey reports whether bp sets one data key of one ConfigMap by
-// name to a string that a configMapGenerator literal carries unchanged.
+// secretValueShown is what --explain shows for a value that goes into a
+// Secret.
+const secretValueShown = "(secret value, not shown)"
+
+// asGeneratedKey reports whether bp sets one data key of one ConfigMap (or
+// one stringData key of one Secret) by name to a string that a generator
+// literal carries unchanged.
 func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 	if len(bp.targets) != 1 || len(bp.path) != 2 {
 		return generatedKey{}, false
 	}
 	t := bp.targets[0]
-	if t.Kind != "ConfigMap" || t.Name == "" || t.Namespace != "" || (t.APIVersion != "" && t.APIVersion != "v1") {
+	secret := t.Kind == "Secret"
+	if (t.Kind != "ConfigMap" && !secret) || t.Name == "" || t.Namespace != "" || (t.APIVersion != "" && t.APIVersion != "v1") {
 		return generatedKey{}, false
 	}
-	if e := bp.path[0]; e.IsList || e.Key != "data" {
+	field := "data"
+	if secret {
+		field = "stringData" // data holds base64, which a literal would encode again
+	}
+	if e := bp.path[0]; e.IsList || e.Key != field {
 		return generatedKey{}, false
 	}
 	e := bp.path[1]
@@ -49,7 +62,7 @@ func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
 		return generatedKey{}, false
 	}
-	return generatedKey{name: t.Name, key: e.Key, value: v}, true
+	return generatedKey{secret: secret, name: t.Name, key: e.Key, value: v}, true
 }
 
 // overlay moves the patches of a directory render that kustomize can apply
@@ -62,10 +75,48 @@ func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 // it would rewrite become the overlay's images (see overlayImages). The
 // other patches are returned, to be applied after rendering as before. The
 // tree is read at plan time only when something could move.
+//
+// The render's kustomize field (see kustomizeSpec) is the overlay's start.
 func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *pipeline.Overlay, error) {
+	defined, err := rs.definitionOverlay(ctx, rp)
+	if err != nil {
+		return nil, nil, err
+	}
 	if rp.res.Type == pipeline.TypeHelmChart {
 		return patches, nil, nil
 	}
+	appOverlay := rs.applicationOverlay(rp)
+	rest, derived, entry := rs.derivedOverlay(ctx, rp, patches, appOverlay)
+	ov := joinOverlays(defined, derived)
+	if ov == nil {
+		return rest, nil, nil
+	}
+	if entry == "" {
+		entry = "."
+	}
+	base := "<resource>/" + entry
+	if appOverlay {
+		base = "<the Application's kustomization.yaml>"
+	}
+	text := overlayText(ov, base)
+	if defined != nil {
+		text = fmt.Sprintf("# from %s: spec.renders[%d].%s", rs.def.Source, rp.index, kustomizeField) + derivedNote(derived) + "\n" + text
+	}
+	rs.report.Renders[len(rs.report.Renders)-1].Overlay = text
+	return rest, ov, nil
+}
+
+// derivedNote says what the planner added to a definition's overlay.
+func derivedNote(derived *pipeline.Overlay) string {
+	if derived == nil {
+		return ""
+	}
+	return ", with generator merges from patches and images from localisation (see patches and automatic localization)"
+}
+
+// derivedOverlay is the part of overlay that the planner derives from
+// patches and localisation; it returns the patches left and the entry.
+func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches []boundPatch, appOverlay bool) ([]boundPatch, *pipeline.Overlay, string) {
 	d := rs.cv.Descriptor()
 	auto := rs.req.Localize || (rs.def != nil && rs.def.Spec.Localization != nil && rs.def.Spec.Localization.Automatic)
 	candidate := auto
@@ -76,72 +127,133 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 		}
 	}
 	if !candidate {
-		return patches, nil, nil
+		return patches, nil, ""
 	}
 	// An entry or a tree that cannot be read here cannot be rendered either:
 	// the render reports it, with its own context (the entry path hint, the
 	// resource), so the overlay is then left out rather than failing first.
 	entry, err := pipeline.EntryPath(pipeline.Step{Path: rp.path}, *rp.res)
 	if err != nil {
-		return patches, nil, nil
+		return patches, nil, ""
 	}
 	tree, err := rs.tree(ctx, rp.res)
 	if err != nil {
-		return patches, nil, nil
+		return patches, nil, ""
 	}
-	isKustomization, names, err := tree.GeneratedConfigMaps(entry)
+	var isKustomization bool
+	var gen pipeline.Generated
+	if appOverlay {
+		// The Application's kustomization chooses the tree's directories:
+		// any generator of the tree may be the one it builds.
+		isKustomization, gen, err = true, tree.TreeGenerators(), nil
+	} else {
+		isKustomization, gen, err = tree.Generators(entry)
+	}
 	if err != nil {
-		return patches, nil, nil
+		return patches, nil, ""
 	}
 	if !isKustomization {
-		return patches, nil, nil
+		return patches, nil, ""
 	}
-	generated := map[string]bool{}
-	for _, n := range names {
-		generated[n] = true
-	}
-	var rest []boundPatch
-	var order []string                       // generator names, first use first
-	keys := map[string][]string{}            // generator name -> keys, first set first
-	values := map[string]map[string]string{} // the last patch of a key wins, as after rendering
-	for _, bp := range patches {
-		g, ok := asGeneratedKey(bp)
-		if !ok || !generated[g.name] {
-			rest = append(rest, bp)
-			continue
-		}
-		if values[g.name] == nil {
-			values[g.name] = map[string]string{}
-			order = append(order, g.name)
-		}
-		if _, seen := values[g.name][g.key]; !seen {
-			keys[g.name] = append(keys[g.name], g.key)
-		}
-		values[g.name][g.key] = g.value
-		rs.report.Patches = append(rs.report.Patches, PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
-			Objects: []string{"kustomize overlay: configMapGenerator " + g.name + " (behavior merge)"}})
-	}
-	ov := &pipeline.Overlay{}
+	rest, ov := rs.generatorMerges(patches, gen)
 	if auto {
 		images, _ := localize.Images(d)
 		ov.Images = overlayImages(tree, images)
 	}
-	for _, n := range order {
-		var lits []string
-		for _, k := range keys[n] {
-			lits = append(lits, k+"="+values[n][k])
+	if len(ov.ConfigMapGenerator) == 0 && len(ov.SecretGenerator) == 0 && len(ov.Images) == 0 {
+		return patches, nil, entry
+	}
+	return rest, ov, entry
+}
+
+// generatorMerges moves the patches that set a key of what gen's
+// generators generate into generator merges of an overlay (reporting each
+// moved patch, a Secret's value hidden), and returns the other patches.
+func (rs *resolver) generatorMerges(patches []boundPatch, gen pipeline.Generated) ([]boundPatch, *pipeline.Overlay) {
+	generated := map[generatedKind]bool{}
+	for _, n := range gen.ConfigMaps {
+		generated[generatedKind{false, n}] = true
+	}
+	for _, n := range gen.Secrets {
+		generated[generatedKind{true, n}] = true
+	}
+	var rest []boundPatch
+	var order []generatedKind                       // generators, first use first
+	keys := map[generatedKind][]string{}            // generator -> keys, first set first
+	values := map[generatedKind]map[string]string{} // the last patch of a key wins, as after rendering
+	for _, bp := range patches {
+		g, ok := asGeneratedKey(bp)
+		gk := generatedKind{g.secret, g.name}
+		if !ok || !generated[gk] {
+			rest = append(rest, bp)
+			continue
 		}
-		ov.ConfigMapGenerator = append(ov.ConfigMapGenerator, types.ConfigMapArgs{GeneratorArgs: types.GeneratorArgs{
-			Name: n, Behavior: "merge", KvPairSources: types.KvPairSources{LiteralSources: lits}}})
+		if values[gk] == nil {
+			values[gk] = map[string]string{}
+			order = append(order, gk)
+		}
+		if _, seen := values[gk][g.key]; !seen {
+			keys[gk] = append(keys[gk], g.key)
+		}
+		values[gk][g.key] = g.value
+		pr := PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
+			Objects: []string{"kustomize overlay: configMapGenerator " + g.name + " (behavior merge)"}}
+		if g.secret {
+			pr.Value, pr.Secret = secretValueShown, true
+			pr.Objects = []string{"kustomize overlay: secretGenerator " + g.name + " (behavior merge)"}
+		}
+		rs.report.Patches = append(rs.report.Patches, pr)
 	}
-	if len(ov.ConfigMapGenerator) == 0 && len(ov.Images) == 0 {
-		return patches, nil, nil
+	ov := &pipeline.Overlay{}
+	for _, gk := range order {
+		var lits []string
+		for _, k := range keys[gk] {
+			lits = append(lits, k+"="+values[gk][k])
+		}
+		args := types.GeneratorArgs{Name: gk.name, Behavior: "merge", KvPairSources: types.KvPairSources{LiteralSources: lits}}
+		if gk.secret {
+			ov.SecretGenerator = append(ov.SecretGenerator, types.SecretArgs{GeneratorArgs: args})
+		} else {
+			ov.ConfigMapGenerator = append(ov.ConfigMapGenerator, types.ConfigMapArgs{GeneratorArgs: args})
+		}
 	}
-	if entry == "" {
-		entry = "."
+	return rest, ov
+}
+
+// generatedKind is a generator of the tree: a Secret's or a ConfigMap's.
+type generatedKind struct {
+	secret bool
+	name   string
+}
+
+// applicationOverlay records, for --explain, that the render builds the
+// Application's own kustomization over the resource (see
+// pipeline.ApplicationOverlay), and reports it.
+func (rs *resolver) applicationOverlay(rp renderPlan) bool {
+	ok, named, err := pipeline.ApplicationOverlay(rs.req)
+	if err != nil || !ok || !slices.Contains(named, rp.res.Name) {
+		return false
 	}
-	rs.report.Renders[len(rs.report.Renders)-1].Overlay = overlayText(ov, entry)
-	return rest, ov, nil
+	rs.report.Renders[len(rs.report.Renders)-1].ApplicationOverlay = fmt.Sprintf(
+		"kustomization.yaml of the Application's directory, with this resource shown as %s/%s; it names the directories it builds, the entry path is not used",
+		pipeline.ApplicationOverlayDir, rp.res.Name)
+	return true
+}
+
+// redactSecretExpressions hides the results of the expressions of patches
+// that went into a Secret (their values are in the output, as kustomize
+// encodes them, and nowhere else).
+func redactSecretExpressions(r *Report) {
+	for _, p := range r.Patches {
+		if !p.Secret {
+			continue
+		}
+		for i := range r.Expressions {
+			if w := r.Expressions[i].Where; w == p.Source+".value" || strings.HasPrefix(w, p.Source+".value.") || strings.HasPrefix(w, p.Source+".value[") {
+				r.Expressions[i].Result = secretValueShown
+			}
+		}
+	}
 }
 
 // overlayImages is the images field of an overlay that localises what
@@ -243,19 +355,40 @@ func writtenName(ref string) string {
 	return ref
 }
 
-// overlayText is ov as the kustomization the renderer builds over the
-// entry, for --explain.
-func overlayText(ov *pipeline.Overlay, entry string) string {
+// overlayText is ov as the kustomization the renderer builds over base,
+// for --explain; secret literals show their keys only.
+func overlayText(ov *pipeline.Overlay, base string) string {
+	var secrets []types.SecretArgs
+	for _, g := range ov.SecretGenerator {
+		g.LiteralSources = slices.Clone(g.LiteralSources)
+		for i, l := range g.LiteralSources {
+			k, _, _ := strings.Cut(l, "=")
+			g.LiteralSources[i] = k + "=" + secretValueShown
+		}
+		secrets = append(secrets, g)
+	}
+	var components []string
+	for _, c := range ov.Components {
+		components = append(components, "<resource>/"+c)
+	}
 	k := types.Kustomization{
 		TypeMeta:           types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
-		Resources:          []string{"<resource>/" + entry},
+		Resources:          []string{base},
+		Components:         components,
+		Namespace:          ov.Namespace,
+		NamePrefix:         ov.NamePrefix,
+		NameSuffix:         ov.NameSuffix,
+		Labels:             ov.Labels,
+		CommonAnnotations:  ov.CommonAnnotations,
+		Replicas:           ov.Replicas,
 		ConfigMapGenerator: ov.ConfigMapGenerator,
+		SecretGenerator:    secrets,
 		Images:             ov.Images,
 		Patches:            ov.Patches,
 	}
 	b, err := yaml.Marshal(k)
 	if err != nil {
-		return fmt.Sprintf("%+v", *ov)
+		return "(the overlay cannot be shown: " + err.Error() + ")"
 	}
 	return string(b)
 }

@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests/manifeststest"
@@ -223,5 +227,212 @@ func TestKustomizeOverlayFallbacks(t *testing.T) {
 				t.Errorf("objects on failure: %d", len(out.Objects))
 			}
 		})
+	}
+}
+
+// A definition patch of a stringData key of a Secret the tree's
+// secretGenerator generates is built by kustomize as a secretGenerator with
+// behavior merge (new hash suffix, the Deployment's secretRef following):
+// the kustomize CLI's build of testdata/kustomize/features/handwritten-secret.
+// The value is in the output, as kustomize encodes it, and nowhere in
+// --explain: not in the patches, not in the overlay, not in the
+// expression's result.
+func TestKustomizeSecretPatchAsOverlay(t *testing.T) {
+	const password = "correct-horse-battery"
+	featuresTree := filepath.Join(repoRoot, "testdata", "kustomize", "features", "tree")
+	repo := overlayCTF(t, ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, featuresTree)})
+	def := header + `spec:
+  parameters:
+    dbPassword: {type: string}
+  renders:
+  - resource: {name: app}
+    path: overlays/prod
+    patches:
+    - target: {kind: Secret, name: app-secret}
+      path: stringData.PASSWORD
+      value: '${parameters.dbPassword}'
+`
+	var report *config.Report
+	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+		Repository: repo, Component: overlayComponent, Version: "1.0.0",
+		DefinitionFile: writeFile(t, def), Parameters: map[string]string{"dbPassword": password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifeststest.Equal(t, out.Objects, manifeststest.ReadFile(t, filepath.Join(repoRoot, "testdata", "kustomize", "features-secret.golden.yaml")))
+	var text strings.Builder
+	if err := report.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	explained := strings.ReplaceAll(text.String(), "dbPassword = \""+password+"\"", "") // the parameter, as the Application passed it
+	for _, s := range []string{"secretGenerator app-secret (behavior merge)", "PASSWORD=(secret value, not shown)"} {
+		if !strings.Contains(explained, s) {
+			t.Errorf("--explain misses %q:\n%s", s, explained)
+		}
+	}
+	if strings.Contains(explained, password) || strings.Contains(explained, base64.StdEncoding.EncodeToString([]byte(password))) {
+		t.Errorf("--explain shows the secret value:\n%s", explained)
+	}
+}
+
+// A render's kustomize field is the overlay kustomize builds, in
+// kustomize's spelling, with values from instance parameters: the output
+// is the kustomize CLI's build of testdata/kustomize/features/handwritten
+// (namespace, nameSuffix, labels, commonAnnotations, replicas, a JSON patch
+// by label selector, components, configMapGenerator and secretGenerator
+// merges). --explain shows the overlay and where it comes from, and no
+// secret literal.
+func TestKustomizeFieldOfARender(t *testing.T) {
+	featuresTree := filepath.Join(repoRoot, "testdata", "kustomize", "features", "tree")
+	repo := overlayCTF(t, ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, featuresTree)})
+	def := header + `spec:
+  parameters:
+    ns: {type: string}
+    replicas: {type: integer, default: 5}
+    password: {type: string}
+  renders:
+  - resource: {name: app}
+    path: overlays/prod
+    kustomize:
+      namespace: '${parameters.ns}'
+      nameSuffix: -eu
+      labels: [{pairs: {owner: platform}}]
+      commonAnnotations: {example.com/team: payments}
+      replicas: [{name: web, count: '${parameters.replicas}'}]
+      components: [components/ha]
+      patches:
+      - target: {kind: Deployment, labelSelector: tier=frontend}
+        patch: |
+          - op: add
+            path: /spec/template/spec/containers/0/args
+            value: ["--verbose"]
+      secretGenerator:
+      - {name: app-secret, behavior: merge, literals: ['PASSWORD=${parameters.password}']}
+      configMapGenerator:
+      - {name: app-config, behavior: merge, literals: [LOG_LEVEL=debug]}
+`
+	var report *config.Report
+	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+		Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def),
+		Parameters: map[string]string{"ns": "shop", "password": "from-the-definition"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifeststest.Equal(t, out.Objects, manifeststest.ReadFile(t, filepath.Join(repoRoot, "testdata", "kustomize", "features.golden.yaml")))
+	var text strings.Builder
+	if err := report.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	explained := strings.ReplaceAll(text.String(), `password = "from-the-definition"`, "")
+	for _, s := range []string{"spec.renders[0].kustomize", "namespace: shop", "count: 5", "- <resource>/components/ha", "PASSWORD=(secret value, not shown)"} {
+		if !strings.Contains(explained, s) {
+			t.Errorf("--explain misses %q:\n%s", s, explained)
+		}
+	}
+	if strings.Contains(explained, "from-the-definition") {
+		t.Errorf("--explain shows the secret literal:\n%s", explained)
+	}
+
+	for _, tc := range []struct{ kust, msg string }{
+		{"{nameprefix: x}", `unknown field "nameprefix"`},
+		{"{replicas: [{name: web, count: many}]}", "replicas"},
+		{"{patches: [{path: ../../etc/passwd}]}", "names a file"},
+		{"{configMapGenerator: [{name: app-config, behavior: merge, files: [/etc/passwd]}]}", "reads files"},
+		{"{components: [../../x]}", "not a directory inside the resource"},
+	} {
+		bad := header + "spec:\n  renders:\n  - resource: {name: app}\n    path: overlays/prod\n    kustomize: " + tc.kust + "\n"
+		res, err := renderer(nil).Render(context.Background(), pipeline.Request{Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, bad)})
+		if res != nil || !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want an invalid input error with %q", tc.kust, err, tc.msg)
+		}
+	}
+}
+
+// The definition's kustomize field over the Application's own
+// kustomization.yaml (which names the resource as .ocm/manifests): the
+// kustomize CLI's build of testdata/kustomize/gitoverlay/on-top over
+// gitoverlay/app; --explain says that the Application's overlay builds the
+// resource and that the definition's sits on it.
+func TestKustomizeFieldOverApplicationOverlay(t *testing.T) {
+	kdata := filepath.Join(repoRoot, "testdata", "kustomize")
+	repo := overlayCTF(t, ocmbuild.Resource{Name: "manifests", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, filepath.Join(kdata, "features", "tree"))})
+	app := filepath.Dir(repo)
+	if err := os.CopyFS(app, os.DirFS(filepath.Join(kdata, "gitoverlay", "app"))); err != nil {
+		t.Fatal(err)
+	}
+	def := header + `spec:
+  renders:
+  - resource: {name: manifests}
+    kustomize:
+      images: [{name: ghcr.io/example/web, newName: "registry.internal.example:5000/mirror/web", newTag: "1.0.0"}]
+      secretGenerator: [{name: app-secret, behavior: merge, literals: [PASSWORD=from-the-definition]}]
+`
+	if err := os.WriteFile(filepath.Join(app, "def.yaml"), []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := confine.Open(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	var report *config.Report
+	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+		Repository: filepath.Base(repo), Dir: app, Root: root, Component: overlayComponent, Version: "1.0.0", DefinitionFile: "def.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifeststest.Equal(t, out.Objects, manifeststest.ReadFile(t, filepath.Join(kdata, "gitoverlay-on-top.golden.yaml")))
+	rr := report.Renders[0]
+	if !strings.Contains(rr.ApplicationOverlay, ".ocm/manifests") || !strings.Contains(rr.Overlay, "<the Application's kustomization.yaml>") || strings.Contains(rr.Overlay, "from-the-definition") {
+		t.Errorf("--explain: application overlay %q, overlay:\n%s", rr.ApplicationOverlay, rr.Overlay)
+	}
+}
+
+// With the Application's overlay, a definition patch of a data key of a
+// ConfigMap a generator of the tree generates still becomes a generator
+// merge (over the Application's own merge of it): new hash suffix, the
+// Deployment following.
+func TestKustomizeConfigMapPatchOverApplicationOverlay(t *testing.T) {
+	kdata := filepath.Join(repoRoot, "testdata", "kustomize")
+	repo := overlayCTF(t, ocmbuild.Resource{Name: "manifests", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, filepath.Join(kdata, "features", "tree"))})
+	app := filepath.Dir(repo)
+	if err := os.CopyFS(app, os.DirFS(filepath.Join(kdata, "gitoverlay", "app"))); err != nil {
+		t.Fatal(err)
+	}
+	def := header + "spec:\n  renders:\n  - resource: {name: manifests}\n    patches:\n    - target: {kind: ConfigMap, name: app-config}\n      path: data.LOG_LEVEL\n      value: debug\n"
+	if err := os.WriteFile(filepath.Join(app, "def.yaml"), []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := confine.Open(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	out, err := renderer(nil).Render(context.Background(), pipeline.Request{
+		Repository: filepath.Base(repo), Dir: app, Root: root, Component: overlayComponent, Version: "1.0.0", DefinitionFile: "def.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := manifeststest.ReadFile(t, filepath.Join(kdata, "gitoverlay.golden.yaml"))
+	var cm, ref, oldName string
+	for _, o := range out.Objects {
+		switch o["kind"] {
+		case "ConfigMap":
+			cm = o["metadata"].(map[string]any)["name"].(string)
+			if o["data"].(map[string]any)["LOG_LEVEL"] != "debug" || o["data"].(map[string]any)["settings.conf"] == nil {
+				t.Errorf("ConfigMap data %v", o["data"])
+			}
+		case "Deployment":
+			spec := o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			ref = spec["containers"].([]any)[0].(map[string]any)["envFrom"].([]any)[0].(map[string]any)["configMapRef"].(map[string]any)["name"].(string)
+		}
+	}
+	for _, o := range want {
+		if o["kind"] == "ConfigMap" {
+			oldName = o["metadata"].(map[string]any)["name"].(string)
+		}
+	}
+	if cm == "" || cm != ref || cm == oldName || !strings.HasPrefix(cm, "payments-app-config-") {
+		t.Errorf("ConfigMap %q, referenced as %q, without the patch %q: want a new hash suffix that the Deployment follows", cm, ref, oldName)
 	}
 }

@@ -77,6 +77,8 @@ func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req pipelin
 			rs.report.Expressions[i].Where = strings.TrimPrefix(rs.report.Expressions[i].Where, rs.def.Source+": ")
 		}
 	}
+	redactSecretExpressions(rs.report)
+	redactKustomizeSecrets(rs.report)
 	out.Finish = rs.finish()
 	return out, nil
 }

@@ -346,6 +346,9 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkApplicationOverlay(req, plan); err != nil {
+		return nil, err
+	}
 	from, err := r.renderSteps(ctx, cv, req, plan, out, ectx)
 	if err != nil {
 		return nil, err
@@ -618,7 +621,11 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 		if err != nil {
 			return nil, err
 		}
-		objs, err := kustomize.Render(ctx, tree, entry, kustomize.WithOverlay(step.Overlay))
+		app, err := applicationOverlayOption(req, res)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := kustomize.Render(ctx, tree, entry, kustomize.WithOverlay(step.Overlay), app)
 		if noEntry := (*kustomize.NoEntryError)(nil); errors.As(err, &noEntry) {
 			return nil, fmt.Errorf("%w: with --path, the parameter path, a definition's path, or the resource label %s", err, EntryPathLabel)
 		}

@@ -27,6 +27,16 @@
 // A directory without a kustomization file is rendered as plain manifests
 // (see package manifests).
 //
+// Configuration kustomize builds itself comes in two forms, both built in
+// the same single run: an Overlay the plugin writes (WithOverlay: from the
+// deployment definition), and a kustomization of the Application's own
+// directory that names the tree as .ocm/NAME (WithApplicationOverlay,
+// ApplicationDir: read through confine.Root, bounded). kustomize sees the
+// parts as one file system (a union of mounts, nothing copied); the
+// pre-scan keeps each part's kustomizations inside their part (a tree's
+// cannot reach the Application's files, the Application's cannot leave its
+// directory), and the Overlay sits on top.
+//
 // Errors match errdef.ErrRender, plus a more specific sentinel:
 // errdef.ErrUnsafeArchive for refused references and plugins,
 // errdef.ErrInvalidInput for a bad entry path or kustomization file, and

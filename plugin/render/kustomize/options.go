@@ -12,6 +12,7 @@ type options struct {
 	loadRestrictions types.LoadRestrictions
 	reorder          krusty.ReorderOption
 	overlay          *Overlay
+	app              *appOverlay
 }
 
 func newOptions(opts []Option) options {

@@ -1,12 +1,11 @@
 package kustomize
 
 import (
-	"bytes"
-	"io"
-	"io/fs"
+	"encoding/base64"
 	"path"
+	"regexp"
+	"sort"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
@@ -22,7 +21,8 @@ import (
 // set by name, and patches target by kind, name, namespace or selector.
 //
 // Everything is inline: the overlay references no file (a patch is given as
-// text, a generator by literals), so it can reach nothing the entry cannot.
+// text, a generator by literals) and no directory but the entry and
+// components of the tree, so it can reach nothing the tree does not hold.
 type Overlay struct {
 	Namespace          string
 	NamePrefix         string
@@ -33,6 +33,14 @@ type Overlay struct {
 	Replicas           []types.Replica
 	Patches            []types.Patch         // inline (Patch), never Path
 	ConfigMapGenerator []types.ConfigMapArgs // literals only; behavior merge/replace/create
+	// SecretGenerator is literals only, like ConfigMapGenerator. Its values
+	// end up in the output as kustomize writes them (base64 data of a
+	// Secret): they are the Application's own, as in a hand-written overlay;
+	// nothing else (--explain, logs, errors) shows them.
+	SecretGenerator []types.SecretArgs
+	// Components are directories of the tree (tree-relative, as the entry
+	// path), each a kustomization of kind Component, applied in order.
+	Components []string
 }
 
 // WithOverlay builds ov over the entry directory instead of the entry
@@ -42,38 +50,108 @@ func WithOverlay(ov *Overlay) Option {
 }
 
 // With an overlay, kustomize sees two top-level directories: the tree under
-// mountTree and the generated overlay under overlayDir. The overlay cannot
-// sit inside the tree: kustomize refuses a base (the tree's root, for the
-// root entry) that contains the kustomization naming it.
+// mountTree (or the Application's directory under mountApp, see
+// WithApplicationOverlay) and the generated overlay under overlayDir. The
+// overlay cannot sit inside the tree: kustomize refuses a base (the tree's
+// root, for the root entry) that contains the kustomization naming it.
 const (
 	overlayDir = "overlay"
 	mountTree  = "resource"
+	mountApp   = "app"
 )
 
-// kustomization is ov as a kustomization over entry (a tree path).
-func (ov *Overlay) kustomization(entry string) ([]byte, error) {
+// check refuses what the overlay must not hold: file references, unknown
+// generator behaviours, components outside the tree. Messages name
+// generators, never their values.
+func (ov *Overlay) check() error {
 	for i, p := range ov.Patches {
 		if p.Path != "" {
-			return nil, fail(errdef.ErrInvalidInput, "kustomize: overlay patch %d names a file (%q); give the patch inline", i, p.Path)
+			return fail(errdef.ErrInvalidInput, "kustomize: overlay patch %d names a file (%q); give the patch inline", i, p.Path)
 		}
 		if p.Patch == "" {
-			return nil, fail(errdef.ErrInvalidInput, "kustomize: overlay patch %d is empty", i)
+			return fail(errdef.ErrInvalidInput, "kustomize: overlay patch %d is empty", i)
 		}
 	}
-	for _, g := range ov.ConfigMapGenerator {
+	generators := func(field string, g types.GeneratorArgs) error {
 		if len(g.FileSources) > 0 || len(g.EnvSources) > 0 || g.EnvSource != "" {
-			return nil, fail(errdef.ErrInvalidInput, "kustomize: overlay configMapGenerator %q reads files; give literals", g.Name)
+			return fail(errdef.ErrInvalidInput, "kustomize: overlay %s %q reads files; give literals", field, g.Name)
 		}
 		switch g.Behavior {
 		case "", "create", "merge", "replace":
 		default:
-			return nil, fail(errdef.ErrInvalidInput, "kustomize: overlay configMapGenerator %q: behavior %q is not create, merge or replace", g.Name, g.Behavior)
+			return fail(errdef.ErrInvalidInput, "kustomize: overlay %s %q: behavior %q is not create, merge or replace", field, g.Name, g.Behavior)
+		}
+		return nil
+	}
+	for _, g := range ov.ConfigMapGenerator {
+		if err := generators("configMapGenerator", g.GeneratorArgs); err != nil {
+			return err
 		}
 	}
-	base := path.Join("..", mountTree, entry)
+	for _, g := range ov.SecretGenerator {
+		if err := generators("secretGenerator", g.GeneratorArgs); err != nil {
+			return err
+		}
+		// kustomize's own message for a bad literal quotes it whole.
+		for i, l := range g.LiteralSources {
+			if k, _, ok := strings.Cut(l, "="); !ok || !secretKeyRE.MatchString(k) {
+				return fail(errdef.ErrInvalidInput, "kustomize: overlay secretGenerator %q: literal %d is not KEY=VALUE with a key of [-._a-zA-Z0-9]", g.Name, i)
+			}
+		}
+	}
+	for _, c := range ov.Components {
+		if _, err := cleanEntry(c); err != nil || c == "" {
+			return fail(errdef.ErrInvalidInput, "kustomize: overlay component %q is not a directory inside the resource", c)
+		}
+	}
+	return nil
+}
+
+// secretKeyRE is what Kubernetes accepts as a Secret data key.
+var secretKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+
+// secrets are the values of ov's secret literals, as given and as
+// kustomize encodes them, longest first: scrubbed from build errors.
+func (ov *Overlay) secrets() []string {
+	if ov == nil {
+		return nil
+	}
+	var out []string
+	for _, g := range ov.SecretGenerator {
+		for _, l := range g.LiteralSources {
+			if _, v, ok := strings.Cut(l, "="); ok && v != "" {
+				out = append(out, v, base64.StdEncoding.EncodeToString([]byte(v)))
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// scrub replaces every secret of ov in msg.
+func (ov *Overlay) scrub(msg string) string {
+	for _, s := range ov.secrets() {
+		msg = strings.ReplaceAll(msg, s, "(secret value)")
+	}
+	return msg
+}
+
+// kustomization is ov as a kustomization whose resource is base (a path
+// relative to overlayDir) and whose components are ov's, relative to tree
+// (the tree's directory, relative to overlayDir).
+func (ov *Overlay) kustomization(base, tree string) ([]byte, error) {
+	if err := ov.check(); err != nil {
+		return nil, err
+	}
+	var components []string
+	for _, c := range ov.Components {
+		clean, _ := cleanEntry(c)
+		components = append(components, path.Join(tree, clean))
+	}
 	k := types.Kustomization{
 		TypeMeta:           types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
 		Resources:          []string{base},
+		Components:         components,
 		Namespace:          ov.Namespace,
 		NamePrefix:         ov.NamePrefix,
 		NameSuffix:         ov.NameSuffix,
@@ -83,127 +161,7 @@ func (ov *Overlay) kustomization(entry string) ([]byte, error) {
 		Replicas:           ov.Replicas,
 		Patches:            ov.Patches,
 		ConfigMapGenerator: ov.ConfigMapGenerator,
+		SecretGenerator:    ov.SecretGenerator,
 	}
 	return yaml.Marshal(k)
-}
-
-// mounted shows the tree under mountTree and the overlay's kustomization
-// file under overlayDir, without copying the tree.
-type mounted struct {
-	tree fs.FS
-	name string // the kustomization file's name
-	data []byte
-}
-
-var (
-	_ fs.StatFS     = (*mounted)(nil)
-	_ fs.ReadDirFS  = (*mounted)(nil)
-	_ fs.ReadFileFS = (*mounted)(nil)
-)
-
-// inTree returns name's path in the tree, if name is in it.
-func inTree(name string) (string, bool) {
-	if name == mountTree {
-		return ".", true
-	}
-	rest, ok := strings.CutPrefix(name, mountTree+"/")
-	return rest, ok
-}
-
-func (m *mounted) file() string { return overlayDir + "/" + m.name }
-
-func (m *mounted) Open(name string) (fs.File, error) {
-	if p, ok := inTree(name); ok {
-		return m.tree.Open(p)
-	}
-	switch name {
-	case ".", overlayDir:
-		entries, _ := m.ReadDir(name)
-		return &extraDir{info: extraInfo{name: path.Base(name), dir: true}, entries: entries}, nil
-	case m.file():
-		return &extraFile{Reader: bytes.NewReader(m.data), info: extraInfo{name: m.name, size: int64(len(m.data))}}, nil
-	}
-	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-}
-
-func (m *mounted) Stat(name string) (fs.FileInfo, error) {
-	if p, ok := inTree(name); ok {
-		info, err := fs.Stat(m.tree, p)
-		if err == nil && p == "." {
-			return extraInfo{name: mountTree, dir: true}, nil
-		}
-		return info, err
-	}
-	switch name {
-	case ".", overlayDir:
-		return extraInfo{name: path.Base(name), dir: true}, nil
-	case m.file():
-		return extraInfo{name: m.name, size: int64(len(m.data))}, nil
-	}
-	return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
-}
-
-func (m *mounted) ReadFile(name string) ([]byte, error) {
-	if p, ok := inTree(name); ok {
-		return fs.ReadFile(m.tree, p)
-	}
-	if name == m.file() {
-		return append([]byte(nil), m.data...), nil
-	}
-	return nil, &fs.PathError{Op: "readfile", Path: name, Err: fs.ErrNotExist}
-}
-
-func (m *mounted) ReadDir(name string) ([]fs.DirEntry, error) {
-	if p, ok := inTree(name); ok {
-		return fs.ReadDir(m.tree, p)
-	}
-	switch name {
-	case ".":
-		return []fs.DirEntry{extraInfo{name: overlayDir, dir: true}, extraInfo{name: mountTree, dir: true}}, nil
-	case overlayDir:
-		return []fs.DirEntry{extraInfo{name: m.name, size: int64(len(m.data))}}, nil
-	}
-	return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrNotExist}
-}
-
-type extraInfo struct {
-	name string
-	size int64
-	dir  bool
-}
-
-func (i extraInfo) Name() string { return i.name }
-func (i extraInfo) Size() int64  { return i.size }
-func (i extraInfo) Mode() fs.FileMode {
-	if i.dir {
-		return fs.ModeDir | 0o555
-	}
-	return 0o444
-}
-func (i extraInfo) ModTime() time.Time         { return time.Time{} }
-func (i extraInfo) IsDir() bool                { return i.dir }
-func (i extraInfo) Sys() any                   { return nil }
-func (i extraInfo) Type() fs.FileMode          { return i.Mode().Type() }
-func (i extraInfo) Info() (fs.FileInfo, error) { return i, nil }
-
-type extraFile struct {
-	*bytes.Reader
-	info extraInfo
-}
-
-func (f *extraFile) Stat() (fs.FileInfo, error) { return f.info, nil }
-func (f *extraFile) Close() error               { return nil }
-
-type extraDir struct {
-	info    extraInfo
-	entries []fs.DirEntry
-}
-
-func (d *extraDir) Stat() (fs.FileInfo, error) { return d.info, nil }
-func (d *extraDir) Close() error               { return nil }
-func (d *extraDir) Read([]byte) (int, error)   { return 0, io.EOF }
-func (d *extraDir) ReadDir(int) ([]fs.DirEntry, error) {
-	out := d.entries
-	d.entries = nil
-	return out, nil
 }

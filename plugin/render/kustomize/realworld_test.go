@@ -2,9 +2,14 @@ package kustomize
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests/manifeststest"
@@ -77,5 +82,47 @@ func BenchmarkRenderRealWorld(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// resourceJSON gives what Resource.MarshalJSON gives (the JSON behind
+// `kustomize build`'s YAML) for every object of the real-world trees and
+// of the hostile and overlay fixtures.
+func TestResourceJSONMatchesMarshalJSON(t *testing.T) {
+	dirs := map[string]string{}
+	for _, tc := range realWorldCases {
+		dir := t.TempDir()
+		if err := realWorldTree(t, tc.archive).WriteTo(dir); err != nil {
+			t.Fatal(err)
+		}
+		dirs[tc.name] = filepath.Join(dir, filepath.FromSlash(tc.entry))
+	}
+	dirs["rich"] = filepath.Join(richDir, "overlays", "prod")
+	dirs["features"] = filepath.Join(testdataDir, "features", "handwritten")
+	dirs["hostile"] = filepath.Join(testdataDir, "hostile-names", "overlays", "release-ha-1.21+")
+	n := 0
+	for name, dir := range dirs {
+		m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, r := range m.Resources() {
+			want, err := r.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := resourceJSON(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w, g any
+			if json.Unmarshal(want, &w) != nil || json.Unmarshal(got, &g) != nil || !reflect.DeepEqual(w, g) {
+				t.Errorf("%s: %s:\n got %s\nwant %s", name, r.CurId(), got, want)
+			}
+			n++
+		}
+	}
+	if n < 100 {
+		t.Fatalf("compared %d objects", n)
 	}
 }

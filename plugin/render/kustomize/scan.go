@@ -1,6 +1,7 @@
 package kustomize
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -27,7 +28,10 @@ import (
 
 type scanner struct {
 	fsys fs.FS
-	seen map[string]bool
+	// mounts, when fsys is a union, say what each part's kustomizations
+	// may reach (see mountPoint); none: the tree alone.
+	mounts []mountPoint
+	seen   map[string]bool
 	// customOpenAPI is set when a kustomization has an openapi field.
 	customOpenAPI bool
 	// size of each scanned kustomization as the build expands it: kustomize
@@ -111,6 +115,18 @@ func (c *kust) readsFile(rel string) {
 	c.size.add(expansion{nodes: c.s.fileNodes(rel)})
 }
 
+// readsNamedFile is readsFile for a file a field names: a name the file
+// system refuses (the Application's directory refuses symbolic links out,
+// FIFOs, devices) is refused here with its own line; a missing one is
+// left to kustomize, which reports it in its context.
+func (c *kust) readsNamedFile(field, entry, rel string) error {
+	if _, err := fs.Stat(c.s.fsys, rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return c.statErr(field, entry, rel, err)
+	}
+	c.readsFile(rel)
+	return nil
+}
+
 // sub accounts for a kustomization directory the build includes.
 func (c *kust) sub(rel string, plugin bool) error {
 	if err := c.s.scanDir(rel, plugin); err != nil {
@@ -178,56 +194,8 @@ func (c *kust) check(k *types.Kustomization) error {
 			return err
 		}
 	}
-	for _, f := range []struct {
-		field   string
-		entries []string
-	}{{"crds", k.Crds}, {"configurations", k.Configurations}} {
-		for _, e := range f.entries {
-			rel, err := c.ref(f.field, e)
-			if err != nil {
-				return err
-			}
-			c.readsFile(rel)
-		}
-	}
-	if len(k.OpenAPI) > 0 {
-		c.s.customOpenAPI = true
-	}
-	if p, ok := k.OpenAPI["path"]; ok {
-		rel, err := c.ref("openapi.path", p)
-		if err != nil {
-			return err
-		}
-		c.readsFile(rel)
-	}
-	//lint:ignore SA1019 kustomize still reads the deprecated field, so the scan must too
-	for _, p := range append(append([]types.Patch(nil), k.Patches...), k.PatchesJson6902...) {
-		if p.Path != "" {
-			rel, err := c.ref("patches", p.Path)
-			if err != nil {
-				return err
-			}
-			c.readsFile(rel)
-		}
-	}
-	//lint:ignore SA1019 kustomize still reads the deprecated field, so the scan must too
-	for _, p := range k.PatchesStrategicMerge {
-		if s := string(p); !strings.Contains(s, "\n") { // otherwise an inline patch
-			rel, err := c.ref("patchesStrategicMerge", s)
-			if err != nil {
-				return err
-			}
-			c.readsFile(rel)
-		}
-	}
-	for _, r := range k.Replacements {
-		if r.Path != "" {
-			rel, err := c.ref("replacements", r.Path)
-			if err != nil {
-				return err
-			}
-			c.readsFile(rel)
-		}
+	if err := c.fileRefs(k); err != nil {
+		return err
 	}
 	for _, g := range k.ConfigMapGenerator {
 		if err := c.kvSources("configMapGenerator", g.Name, g.KvPairSources); err != nil {
@@ -252,6 +220,72 @@ func (c *kust) check(k *types.Kustomization) error {
 	return nil
 }
 
+// fileRefs checks the fields of k that name files the build reads.
+func (c *kust) fileRefs(k *types.Kustomization) error {
+	for _, f := range []struct {
+		field   string
+		entries []string
+	}{{"crds", k.Crds}, {"configurations", k.Configurations}} {
+		for _, e := range f.entries {
+			rel, err := c.ref(f.field, e)
+			if err != nil {
+				return err
+			}
+			if err := c.readsNamedFile(f.field, e, rel); err != nil {
+				return err
+			}
+		}
+	}
+	if len(k.OpenAPI) > 0 {
+		c.s.customOpenAPI = true
+	}
+	if p, ok := k.OpenAPI["path"]; ok {
+		rel, err := c.ref("openapi.path", p)
+		if err != nil {
+			return err
+		}
+		if err := c.readsNamedFile("openapi.path", p, rel); err != nil {
+			return err
+		}
+	}
+	//lint:ignore SA1019 kustomize still reads the deprecated field, so the scan must too
+	for _, p := range append(append([]types.Patch(nil), k.Patches...), k.PatchesJson6902...) {
+		if p.Path != "" {
+			rel, err := c.ref("patches", p.Path)
+			if err != nil {
+				return err
+			}
+			if err := c.readsNamedFile("patches", p.Path, rel); err != nil {
+				return err
+			}
+		}
+	}
+	//lint:ignore SA1019 kustomize still reads the deprecated field, so the scan must too
+	for _, p := range k.PatchesStrategicMerge {
+		if s := string(p); !strings.Contains(s, "\n") { // otherwise an inline patch
+			rel, err := c.ref("patchesStrategicMerge", s)
+			if err != nil {
+				return err
+			}
+			if err := c.readsNamedFile("patchesStrategicMerge", s, rel); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range k.Replacements {
+		if r.Path != "" {
+			rel, err := c.ref("replacements", r.Path)
+			if err != nil {
+				return err
+			}
+			if err := c.readsNamedFile("replacements", r.Path, rel); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // ref checks one path-like entry of field and returns it as a tree-relative path.
 func (c *kust) ref(field, entry string) (string, error) {
 	e := strings.TrimSpace(entry)
@@ -262,10 +296,38 @@ func (c *kust) ref(field, entry string) (string, error) {
 		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q is an absolute path; use a path relative to the kustomization", c.file, field, entry)
 	}
 	rel := path.Join(c.dir, e)
-	if escapes(rel) {
-		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q escapes the resource tree", c.file, field, entry)
+	if home := c.home(); escapes(rel) || home != nil && home.confined && !under(rel, home.at) {
+		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q escapes %s", c.file, field, entry, c.where())
 	}
 	return rel, nil
+}
+
+// home is the mount c's kustomization belongs to, nil for a lone tree.
+func (c *kust) home() *mountPoint {
+	for i := range c.s.mounts {
+		if under(c.dir, c.s.mounts[i].at) {
+			return &c.s.mounts[i]
+		}
+	}
+	return nil
+}
+
+// where names what c's references must stay in.
+func (c *kust) where() string {
+	if h := c.home(); h != nil && h.what != "" {
+		return h.what
+	}
+	return "the resource tree"
+}
+
+// statErr is the error for an entry whose Stat failed: missing, or refused
+// by the file system (the Application's directory refuses names that leave
+// it through a symbolic link, FIFOs, devices) with its own one line.
+func (c *kust) statErr(field, entry, rel string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return c.missing(field, entry, rel)
+	}
+	return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q: %s", c.file, field, entry, oneLine(err.Error()))
 }
 
 // localSCPLike reports whether e, which looks like an scp-style git URL
@@ -293,7 +355,7 @@ func (c *kust) resource(field, entry string) error {
 	fi, err := fs.Stat(c.s.fsys, rel)
 	switch {
 	case err != nil:
-		return c.missing(field, entry)
+		return c.statErr(field, entry, rel, err)
 	case fi.IsDir():
 		return c.sub(rel, c.plugin)
 	}
@@ -311,16 +373,23 @@ func (c *kust) component(entry string) error {
 		return err
 	}
 	if _, err := fs.Stat(c.s.fsys, rel); err != nil {
-		return c.missing("components", entry)
+		return c.statErr("components", entry, rel, err)
 	}
 	return c.sub(rel, c.plugin)
 }
 
-func (c *kust) missing(field, entry string) error {
+func (c *kust) missing(field, entry, rel string) error {
 	if hostLike(entry) {
 		return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q looks like a remote reference and is not in the resource; remote bases and resources are not supported", c.file, field, entry)
 	}
-	return fail(errdef.ErrNotFound, "kustomize: %s: %s entry %q: no such file or directory in the resource", c.file, field, entry)
+	in := "the resource"
+	for _, m := range c.s.mounts { // deepest first: where the entry would be
+		if under(rel, m.at) && m.what != "" {
+			in = m.what
+			break
+		}
+	}
+	return fail(errdef.ErrNotFound, "kustomize: %s: %s entry %q: no such file or directory in %s", c.file, field, entry, in)
 }
 
 // kvSources checks the files and env files of a ConfigMap or Secret generator.
@@ -363,7 +432,7 @@ func (c *kust) pluginEntry(field, entry string) error {
 	fi, err := fs.Stat(c.s.fsys, rel)
 	switch {
 	case err != nil:
-		return c.missing(field, entry)
+		return c.statErr(field, entry, rel, err)
 	case fi.IsDir():
 		return c.sub(rel, true)
 	}

@@ -1,0 +1,86 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
+)
+
+// ApplicationOverlay reports whether a confined request's Application
+// directory (req.Root) holds a kustomization at its root, an overlay of
+// the team's own, and which directoryTree resources it builds on (the
+// names under kustomize.MountDir it refers to, sorted). An unconfined
+// request (render, for people) has none. See docs/kustomize.md.
+func ApplicationOverlay(req Request) (bool, []string, error) {
+	if req.Root == nil {
+		return false, nil, nil
+	}
+	return kustomize.NamedResources(kustomize.ApplicationDir(req.Root))
+}
+
+// checkApplicationOverlay refuses an Application overlay that names no
+// resource the plan renders as a directoryTree, or one it does not render:
+// built anyway, it would do nothing, or fail in kustomize's words.
+func checkApplicationOverlay(req Request, plan *Plan) error {
+	ok, named, err := ApplicationOverlay(req)
+	if err != nil || !ok {
+		return err
+	}
+	var trees []string
+	for _, s := range plan.Steps {
+		if s.Resource != nil && s.Objects == nil && s.Resource.Type != TypeHelmChart && !slices.Contains(trees, s.Resource.Name) {
+			trees = append(trees, s.Resource.Name)
+		}
+	}
+	have := "no directoryTree resource"
+	if len(trees) > 0 {
+		have = "the directoryTree resources " + strings.Join(trees, ", ")
+	}
+	if len(named) == 0 {
+		return fmt.Errorf("%w: %s holds a kustomization that names no resource of the component: an overlay of the Application builds on %s/RESOURCE-NAME/PATH (this render has %s)",
+			errdef.ErrInvalidInput, confine.Where, kustomize.MountDir, have)
+	}
+	for _, n := range named {
+		if !slices.Contains(trees, n) {
+			return fmt.Errorf("%w: the kustomization in %s names %s/%s, but this render has %s",
+				errdef.ErrInvalidInput, confine.Where, kustomize.MountDir, confine.Quote(n), have)
+		}
+	}
+	return nil
+}
+
+// applicationOverlayOption builds the Application's overlay over res when
+// it names res; nil otherwise.
+func applicationOverlayOption(req Request, res *ocm.Resource) (kustomize.Option, error) {
+	ok, named, err := ApplicationOverlay(req)
+	if err != nil || !ok || !slices.Contains(named, res.Name) {
+		return nil, err
+	}
+	return kustomize.WithApplicationOverlay(kustomize.ApplicationDir(req.Root), res.Name), nil
+}
+
+// ApplicationOverlayDir is the reserved directory of the Application's
+// directory under which its kustomization names the component's trees
+// (kustomize.MountDir).
+const ApplicationOverlayDir = kustomize.MountDir
+
+// Generated names what a tree's generators generate (kustomize.Generated).
+type Generated = kustomize.Generated
+
+// Generators reports whether entry is a kustomization and what its
+// generators (its own, its local bases' and components') generate (see
+// kustomize.Generators).
+func (t Tree) Generators(entry string) (bool, Generated, error) {
+	return kustomize.Generators(t.Tree, entry)
+}
+
+// TreeGenerators is what the generators of every kustomization of the
+// tree generate (see kustomize.TreeGenerators).
+func (t Tree) TreeGenerators() Generated {
+	return kustomize.TreeGenerators(t.Tree)
+}
