@@ -210,13 +210,17 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	// A request is a few KiB: a small buffer per connection (a burst of
 	// 100 connections holds 100 of them).
 	br := bufio.NewReaderSize(conn, 8<<10)
-	var held int64
-	defer func() { s.giveBack(held) }()
+	// held is given back as soon as the request bytes are no longer
+	// needed (before the answer is written: a client's next request must
+	// find the budget free).
+	var held atomic.Int64
+	release := func() { s.giveBack(held.Swap(0)) }
+	defer release()
 	req, raw, err := readRequestLine(br, func(n int) bool {
 		if !s.take(int64(n)) {
 			return false
 		}
-		held += int64(n)
+		held.Add(int64(n))
 		return true
 	})
 	if errors.Is(err, errBudget) {
@@ -225,6 +229,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		// client must not render in a process of its own instead (that
 		// would move the load, not bound it).
 		skipLine(br, MaxRequestSize)
+		release()
 		s.Log.Warn("request refused", "cause", fmt.Sprintf("the server holds %d MiB of requests, its budget", s.RequestBudget>>20))
 		s.Metrics.Generation("request-budget", 0, time.Since(arrival))
 		_ = writeHeader(conn, header{Accepted: true})
@@ -288,6 +293,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		// result to the client as it comes: the supervisor holds neither.
 		req = nil
 		out = s.Pool.Run(rctx, raw, arrival, func(exit, no, ne int, body io.Reader) error {
+			release() // the worker has the request
 			return streamResult(conn, exit, no, ne, body)
 		})
 		raw = nil
