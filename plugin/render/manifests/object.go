@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -357,13 +360,28 @@ func Encode(w io.Writer, objs []Object) error {
 	return nil
 }
 
-// marshalYAML is sigs.k8s.io/yaml.Marshal (json.Marshal, then JSONToYAML,
-// which reads the JSON with a YAML reader and writes it as YAML), except that
-// characters a YAML stream may not hold (see escapeForYAML) are escaped in
-// the JSON first: the YAML reader refuses U+007F, U+0080 to U+009F, U+FFFE
-// and U+FFFF, and reads U+0085 as a line break, folding it into a space.
-// Anything else gives what yaml.Marshal gives.
+// marshalYAML gives what sigs.k8s.io/yaml.Marshal gives (json.Marshal, then
+// JSONToYAML, which reads the JSON with a YAML reader and writes it as
+// YAML), except that characters a YAML stream may not hold (see
+// escapeForYAML) are escaped in the JSON first: the YAML reader refuses
+// U+007F, U+0080 to U+009F, U+FFFE and U+FFFF, and reads U+0085 as a line
+// break, folding it into a space.
+//
+// An object of the values Decode produces (see directYAML) is written by
+// the YAML writer straight away: reading the JSON back gives the very same
+// values, so the detour through JSON only cost time (half of encoding a
+// large chart). Anything else takes the detour.
 func marshalYAML(o Object) ([]byte, error) {
+	if directYAML(o, 0) {
+		if b, err := yamlv2.Marshal(o); err == nil {
+			return b, nil
+		}
+	}
+	return marshalYAMLViaJSON(o)
+}
+
+// marshalYAMLViaJSON is the reference path of marshalYAML.
+func marshalYAMLViaJSON(o Object) ([]byte, error) {
 	j, err := json.Marshal(o)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling into JSON: %w", err)
@@ -390,4 +408,56 @@ func Key(o Object) string {
 		name, _ = md["name"].(string)
 	}
 	return group + "/" + kind + "/" + namespace + "/" + name
+}
+
+// maxDirectKey is the longest mapping key directYAML takes (in bytes): its
+// JSON text, escapes and quotes included, stays within maxJSONKey, the
+// longest key the JSON detour accepts (longer ones are its errors).
+const maxDirectKey = (maxJSONKey - 2) / 6
+
+// directYAML reports whether v holds only values that encoding as JSON and
+// reading that back with the YAML reader (JSONToYAML) returns unchanged, so
+// that the YAML writer gives the same text for v itself: nil, booleans,
+// valid UTF-8 strings, int and int64, finite floats that are not integral
+// (json.Marshal writes an integral one as an integer, which reads back as an
+// int that the writer formats differently), non-nil []any and
+// map[string]any (a nil one is JSON null, which the writer would write as
+// [] or {}) with valid UTF-8 keys of at most maxDirectKey bytes. Structs,
+// typed maps and slices and the like take the JSON detour: they encode by
+// their JSON tags. depth guards the recursion (Decode's objects are bounded
+// far below it).
+func directYAML(v any, depth int) bool {
+	if depth > 10_000 {
+		return false
+	}
+	switch v := v.(type) {
+	case nil, bool, int, int64:
+		return true
+	case string:
+		return utf8.ValidString(v)
+	case float64:
+		return !math.IsNaN(v) && !math.IsInf(v, 0) && v != math.Trunc(v)
+	case []any:
+		if v == nil {
+			return false
+		}
+		for _, e := range v {
+			if !directYAML(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		if v == nil {
+			return false
+		}
+		for k, e := range v {
+			if len(k) > maxDirectKey || !utf8.ValidString(k) || !directYAML(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	default:
+		return false
+	}
 }
