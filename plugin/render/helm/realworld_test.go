@@ -203,3 +203,50 @@ func BenchmarkRenderRealWorld(b *testing.B) {
 		})
 	}
 }
+
+// A CRDCache gives each render the objects a render without it gives, as
+// copies of their own: what one render's post-processing changes never
+// reaches the next.
+func TestCRDCacheRealWorld(t *testing.T) {
+	crds := helm.NewCRDCache(0)
+	for _, c := range realWorldCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			chart, err := os.ReadFile(c.chart)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := c.opts
+			opts.Values = c.values(t)
+			want, err := helm.Render(context.Background(), chart, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			withoutRandomNames(want)
+			opts.CRDs = crds
+			for i := 0; i < 3; i++ {
+				got, err := helm.Render(context.Background(), chart, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				withoutRandomNames(got)
+				if len(got) != len(want) {
+					t.Fatalf("render %d: %d objects, want %d", i, len(got), len(want))
+				}
+				for j := range got {
+					if gk, wk := manifests.Key(got[j]), manifests.Key(want[j]); gk != wk {
+						t.Fatalf("render %d: object %d is %s, want %s", i, j, gk, wk)
+					}
+				}
+				manifeststest.Equal(t, got, want)
+				// Post-processing changes objects in place.
+				for _, o := range got {
+					md := o["metadata"].(map[string]any)
+					md["name"] = "changed"
+					if spec, ok := o["spec"].(map[string]any); ok {
+						spec["changed"] = []any{"by", "render", i}
+					}
+				}
+			}
+		})
+	}
+}

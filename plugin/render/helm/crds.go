@@ -1,0 +1,168 @@
+package helm
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"sync"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+)
+
+// Helm never parses a chart's crds/ files: `helm template --include-crds`
+// prints them as they are, before the rendered manifests. They are most of
+// the bytes of operator charts (kube-prometheus-stack: 4 of its 5 MB), so
+// decoding them dominated the plugin's render of such charts. They are not
+// templates: the same chart version always has the same CRD files, which a
+// CRDCache decodes once.
+
+// DefaultCRDCacheSize is the CRD text a CRDCache keeps decoded by default.
+const DefaultCRDCacheSize = 64 << 20
+
+// CRDCache keeps the objects decoded from charts' crds/ files, by the
+// SHA-256 of each file's text, for as long as it lives (the render server's
+// lifetime), within a bound on the text it holds (decoded objects take
+// about 4 times their YAML text); the least recently used files go first.
+// Every render gets its own deep copy of the objects. Only crds/ files are
+// kept: they are static content of a chart, never rendered from values, so
+// what one Application's render leaves in the cache is a public chart file,
+// not its configuration. A nil *CRDCache decodes every time. It is safe for
+// concurrent use.
+type CRDCache struct {
+	max int64
+
+	mu    sync.Mutex
+	m     map[[32]byte]*crdEntry
+	order [][32]byte // least recently used first
+	size  int64
+}
+
+type crdEntry struct {
+	objs []manifests.Object
+	size int64
+}
+
+// NewCRDCache returns a cache of at most maxBytes of CRD text (<= 0:
+// DefaultCRDCacheSize).
+func NewCRDCache(maxBytes int64) *CRDCache {
+	if maxBytes <= 0 {
+		maxBytes = DefaultCRDCacheSize
+	}
+	return &CRDCache{max: maxBytes, m: map[[32]byte]*crdEntry{}}
+}
+
+// decode returns a copy of the objects of text (a crds/ file as Helm prints
+// it in the release manifest), decoding it on a miss.
+func (c *CRDCache) decode(name string, text []byte) ([]manifests.Object, error) {
+	if c == nil || int64(len(text)) > c.max {
+		return manifests.Decode(name, text)
+	}
+	key := sha256.Sum256(text)
+	c.mu.Lock()
+	e := c.m[key]
+	if e != nil {
+		c.touch(key)
+	}
+	c.mu.Unlock()
+	if e != nil {
+		return cloneObjects(e.objs), nil
+	}
+	objs, err := manifests.Decode(name, text)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if _, ok := c.m[key]; !ok {
+		c.m[key] = &crdEntry{objs: cloneObjects(objs), size: int64(len(text))}
+		c.order = append(c.order, key)
+		c.size += int64(len(text))
+		for c.size > c.max && len(c.order) > 0 {
+			old := c.order[0]
+			c.order = c.order[1:]
+			c.size -= c.m[old].size
+			delete(c.m, old)
+		}
+	}
+	c.mu.Unlock()
+	return objs, nil
+}
+
+// touch moves key to the most recently used end (c.mu held).
+func (c *CRDCache) touch(key [32]byte) {
+	for i, k := range c.order {
+		if k == key {
+			copy(c.order[i:], c.order[i+1:])
+			c.order[len(c.order)-1] = key
+			return
+		}
+	}
+}
+
+// releaseObjects decodes what `helm template --include-crds` prints for rel
+// (the CRDs of the chart c as rendered, crds/ files in Helm's order, unless
+// skipCRDs; then the manifests, in Helm's order) into objects, with the
+// bounds of one manifests.Decode of that whole stream: MaxStreamNodes
+// structural characters and MaxObjects objects in all.
+func releaseObjects(c *chart.Chart, rel *release.Release, skipCRDs bool, crds *CRDCache) ([]manifests.Object, error) {
+	name := "chart " + c.Name()
+	var texts [][]byte
+	if !skipCRDs {
+		for _, crd := range c.CRDObjects() {
+			texts = append(texts, fmt.Appendf(nil, "---\n# Source: %s\n%s\n", crd.Filename, crd.File.Data))
+		}
+	}
+	nodes := manifests.StructureCount([]byte(rel.Manifest))
+	for _, t := range texts {
+		nodes += manifests.StructureCount(t)
+	}
+	if nodes > manifests.MaxStreamNodes {
+		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",
+			name, nodes, manifests.MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+	}
+	var objs []manifests.Object
+	for _, t := range texts {
+		o, err := crds.decode(name, t)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, o...)
+	}
+	rest, err := manifests.Decode(name, []byte(rel.Manifest))
+	if err != nil {
+		return nil, err
+	}
+	if objs = append(objs, rest...); len(objs) > manifests.MaxObjects {
+		return nil, fmt.Errorf("%s: more than %d objects: %w: %w", name, manifests.MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+	}
+	return objs, nil
+}
+
+// cloneObjects deep-copies decoded objects (JSON-compatible values).
+func cloneObjects(objs []manifests.Object) []manifests.Object {
+	out := make([]manifests.Object, len(objs))
+	for i, o := range objs {
+		out[i] = cloneValue(o).(map[string]any)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[k] = cloneValue(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, e := range v {
+			l[i] = cloneValue(e)
+		}
+		return l
+	}
+	return v
+}
