@@ -2,10 +2,13 @@ package manifests
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -107,4 +110,47 @@ func TestMarshalYAMLDirectSameAsViaJSON(t *testing.T) {
 		}
 	}
 	t.Logf("%d fixture objects", objects)
+}
+
+// Encoding in parallel gives the stream encoding one object after the other
+// gives, and the error of the first failing object.
+func TestEncodeParallelSameAsSequential(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var objs []Object
+	for i := 0; i < 200; i++ {
+		objs = append(objs, Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": fmt.Sprint("cm-", i)}, "data": randomValue(r, 0)})
+	}
+	for name, enc := range map[string]struct {
+		stream func(io.Writer, []Object) error
+		doc    func(Object) ([]byte, error)
+		suffix string
+	}{"yaml": {Encode, marshalYAML, ""}, "json": {EncodeJSON, jsonDoc, "\n"}} {
+		var want bytes.Buffer
+		for _, o := range objs {
+			b, err := enc.doc(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.WriteString("---\n")
+			want.Write(b)
+			want.WriteString(enc.suffix)
+		}
+		var got bytes.Buffer
+		if err := enc.stream(&got, objs); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%s: parallel stream differs from the sequential one", name)
+		}
+		// Objects 50 and 120 cannot be encoded: the error names 50, and
+		// nothing is written.
+		bad := slices.Clone(objs)
+		bad[50] = Object{"kind": "Bad", "v": math.NaN()}
+		bad[120] = Object{"kind": "Bad", "v": math.Inf(1)}
+		got.Reset()
+		err := enc.stream(&got, bad)
+		if err == nil || !strings.Contains(err.Error(), "encoding object 50 (/Bad//)") || got.Len() != 0 {
+			t.Fatalf("%s: error %v, %d bytes written", name, err, got.Len())
+		}
+	}
 }

@@ -343,21 +343,15 @@ func hasContent(b []byte) bool {
 }
 
 // Encode writes objs to w as a YAML stream, each document preceded by
-// "---\n", with map keys sorted.
+// "---\n", with map keys sorted. On an error nothing is written: the stream
+// is written with one Write once every object is encoded.
 func Encode(w io.Writer, objs []Object) error {
-	for i, o := range objs {
-		b, err := marshalYAML(o)
-		if err != nil {
-			return fmt.Errorf("encoding object %d (%s): %w", i, Key(o), err)
-		}
-		if _, err := io.WriteString(w, "---\n"); err != nil {
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
+	docs, i, err := encodeEach(objs, marshalYAML)
+	if err != nil {
+		return fmt.Errorf("encoding object %d (%s): %w", i, Key(objs[i]), err)
 	}
-	return nil
+	_, err = w.Write(joinDocs(docs, ""))
+	return err
 }
 
 // marshalYAML gives what sigs.k8s.io/yaml.Marshal gives (json.Marshal, then
