@@ -52,6 +52,8 @@ type config struct {
 	AppSetParallel int `json:"appset_parallel"`
 	// The CTF tgz section (ctftgz.go).
 	CTFTgzSize int64 `json:"ctf_tgz_size_bytes"`
+	// RealWorld selects the realworld section's charts (realworld.go).
+	RealWorld string `json:"realworld,omitempty"`
 }
 
 func main() {
@@ -69,6 +71,7 @@ func main() {
 	flag.IntVar(&cfg.AppSetApps, "appset-apps", 0, "Applications of the ApplicationSet refresh section (default 1000, the issue's figure; quick 50)")
 	flag.IntVar(&cfg.AppSetParallel, "appset-parallel", 0, "generations of the ApplicationSet refresh in flight at once (default 10)")
 	flag.StringVar(&ctfTgz, "ctf-tgz-size", "", "size of the unused resource in the offline CTF tgz section (default 38MiB, the issue's; quick 4MiB)")
+	flag.StringVar(&cfg.RealWorld, "realworld", "", "only the realworld section's charts whose label contains this (e.g. kube-prometheus)")
 	pluginBin := flag.String("plugin", "", "measure this prebuilt plugin binary instead of building ./cmd/argocd-ocm-plugin (e.g. a patched copy)")
 	var pluginEnv multiFlag
 	flag.Var(&pluginEnv, "plugin-env", "extra K=V in the environment of every plugin process (repeatable)")

@@ -280,7 +280,9 @@ func (b *bench) helmCase(c *rwCase) cmdSpec {
 // process, and render (YAML), against helm template, alternated.
 func (b *bench) realworld(ctx context.Context) {
 	b.section("realworld")
-	cases := append(b.realWorldCases(), b.syntheticCases()...)
+	cases := slices.DeleteFunc(append(b.realWorldCases(), b.syntheticCases()...), func(c *rwCase) bool {
+		return !strings.Contains(c.Label, b.cfg.RealWorld)
+	})
 	cache := b.dir("cache-warm")
 	type caseResult struct {
 		Label   string  `json:"label"`
