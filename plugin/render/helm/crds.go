@@ -19,8 +19,10 @@ import (
 // templates: the same chart version always has the same CRD files, which a
 // CRDCache decodes once.
 
-// DefaultCRDCacheSize is the CRD text a CRDCache keeps decoded by default.
-const DefaultCRDCacheSize = 64 << 20
+// DefaultCRDCacheSize is the CRD text a CRDCache keeps decoded by default:
+// the CRDs of a few operator charts (kube-prometheus-stack's are 4 MB),
+// about 64 MiB of objects, within a render worker's memory.
+const DefaultCRDCacheSize = 16 << 20
 
 // CRDCache keeps the objects decoded from charts' crds/ files, by the
 // SHA-256 of each file's text, for as long as it lives (the render server's
