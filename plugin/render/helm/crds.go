@@ -103,17 +103,73 @@ func (c *CRDCache) touch(key [32]byte) {
 	}
 }
 
+// crdText is a crds/ file as Helm prints it in the release manifest.
+func crdText(crd chart.CRD) []byte {
+	return fmt.Appendf(nil, "---\n# Source: %s\n%s\n", crd.Filename, crd.File.Data)
+}
+
+// predecoded is the outcome of decoding a chart's crds/ files while Helm
+// renders its templates (see predecodeCRDs).
+type predecoded struct {
+	done chan struct{}
+	objs map[*chart.File][]manifests.Object // files decoded without error
+}
+
+// predecodeCRDs decodes the crds/ files of c and of all its subcharts in
+// the background, on another core, while Helm renders the templates: which
+// subcharts are enabled is only known once Helm has processed the values,
+// so files of disabled subcharts are decoded for nothing, and a file that
+// fails here is decoded again (for its error) only if the render uses it.
+// Nothing is decoded when the files hold more than a whole stream may
+// (MaxStreamNodes): releaseObjects then refuses or decodes what is used.
+// The result is ready when done is closed.
+func predecodeCRDs(c *chart.Chart, cache *CRDCache) *predecoded {
+	p := &predecoded{done: make(chan struct{}), objs: map[*chart.File][]manifests.Object{}}
+	crds := c.CRDObjects()
+	nodes := 0
+	for _, crd := range crds {
+		nodes += manifests.StructureCount(crd.File.Data)
+	}
+	if len(crds) == 0 || nodes > manifests.MaxStreamNodes {
+		close(p.done)
+		return p
+	}
+	go func() {
+		defer close(p.done)
+		for _, crd := range crds {
+			if objs, err := cache.decode("chart "+c.Name(), crdText(crd)); err == nil {
+				p.objs[crd.File] = objs
+			}
+		}
+	}()
+	return p
+}
+
+// wait returns the predecoded files once the background decoding is done.
+func (p *predecoded) wait() map[*chart.File][]manifests.Object {
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	return p.objs
+}
+
 // releaseObjects decodes what `helm template --include-crds` prints for rel
 // (the CRDs of the chart c as rendered, crds/ files in Helm's order, unless
 // skipCRDs; then the manifests, in Helm's order) into objects, with the
 // bounds of one manifests.Decode of that whole stream: MaxStreamNodes
 // structural characters and MaxObjects objects in all.
-func releaseObjects(c *chart.Chart, rel *release.Release, skipCRDs bool, crds *CRDCache) ([]manifests.Object, error) {
+//
+// pre holds crds/ files already decoded (predecodeCRDs): each object is
+// used once, by this render.
+func releaseObjects(c *chart.Chart, rel *release.Release, skipCRDs bool, crds *CRDCache, pre map[*chart.File][]manifests.Object) ([]manifests.Object, error) {
 	name := "chart " + c.Name()
 	var texts [][]byte
+	var files []*chart.File
 	if !skipCRDs {
 		for _, crd := range c.CRDObjects() {
-			texts = append(texts, fmt.Appendf(nil, "---\n# Source: %s\n%s\n", crd.Filename, crd.File.Data))
+			texts = append(texts, crdText(crd))
+			files = append(files, crd.File)
 		}
 	}
 	nodes := manifests.StructureCount([]byte(rel.Manifest))
@@ -125,11 +181,15 @@ func releaseObjects(c *chart.Chart, rel *release.Release, skipCRDs bool, crds *C
 			name, nodes, manifests.MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
 	var objs []manifests.Object
-	for _, t := range texts {
-		o, err := crds.decode(name, t)
-		if err != nil {
-			return nil, err
+	for i, t := range texts {
+		o, ok := pre[files[i]]
+		if !ok {
+			var err error
+			if o, err = crds.decode(name, t); err != nil {
+				return nil, err
+			}
 		}
+		delete(pre, files[i]) // a file included twice gets objects of its own
 		objs = append(objs, o...)
 	}
 	rest, err := manifests.Decode(name, []byte(rel.Manifest))

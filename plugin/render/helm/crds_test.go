@@ -1,10 +1,16 @@
 package helm
 
 import (
+	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // The cache holds at most its bound of CRD text, dropping the least recently
@@ -53,3 +59,42 @@ func TestCRDCacheBound(t *testing.T) {
 }
 
 func sha(b []byte) [32]byte { return sha256.Sum256(b) }
+
+// CRDs are decoded while Helm renders, from every subchart: a broken crds/
+// file of a disabled subchart is not an error (Helm leaves it out), one of
+// an enabled subchart is; the objects are those of the enabled charts, CRDs
+// first, in Helm's order.
+func TestPredecodedCRDsOfDisabledSubchart(t *testing.T) {
+	crd := func(name string) []byte {
+		return fmt.Appendf(nil, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: %s\n", name)
+	}
+	files := map[string][]byte{
+		"Chart.yaml":               []byte("apiVersion: v2\nname: top\nversion: 1.0.0\ndependencies:\n  - name: sub\n    version: 1.0.0\n    condition: sub.enabled\n"),
+		"values.yaml":              []byte("sub:\n  enabled: false\n"),
+		"crds/top.yaml":            crd("tops.example.com"),
+		"templates/cm.yaml":        []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"),
+		"charts/sub/Chart.yaml":    []byte("apiVersion: v2\nname: sub\nversion: 1.0.0\n"),
+		"charts/sub/crds/bad.yaml": []byte("apiVersion: v1\nkind: [\n"),
+	}
+	tgz, err := ocmbuild.PackageChart(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crds := range []*CRDCache{nil, NewCRDCache(0)} {
+		objs, err := Render(context.Background(), tgz, Options{CRDs: crds})
+		if err != nil {
+			t.Fatalf("disabled subchart with a broken CRD file: %v", err)
+		}
+		var keys []string
+		for _, o := range objs {
+			keys = append(keys, manifests.Key(o))
+		}
+		if got := strings.Join(keys, " "); got != "apiextensions.k8s.io/CustomResourceDefinition//tops.example.com /ConfigMap//cm" {
+			t.Fatalf("objects %s", got)
+		}
+		_, err = Render(context.Background(), tgz, Options{CRDs: crds, Values: map[string]any{"sub": map[string]any{"enabled": true}}})
+		if !errors.Is(err, errdef.ErrRender) || !strings.Contains(err.Error(), "invalid YAML") {
+			t.Fatalf("enabled subchart with a broken CRD file: %v", err)
+		}
+	}
+}

@@ -180,11 +180,16 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	if vals == nil {
 		vals = map[string]any{}
 	}
+	var pre *predecoded
+	if !opts.SkipCRDs {
+		pre = predecodeCRDs(c, opts.CRDs)
+		defer pre.wait() // the background decoding never outlives the render
+	}
 	rel, err := install.RunWithContext(ctx, c, vals)
 	if err != nil {
 		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
 	}
-	objs, err := releaseObjects(c, rel, opts.SkipCRDs, opts.CRDs)
+	objs, err := releaseObjects(c, rel, opts.SkipCRDs, opts.CRDs, pre.wait())
 	if err != nil {
 		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
 	}
