@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"sync"
@@ -28,10 +29,11 @@ const DefaultCRDCacheSize = 16 << 20
 // SHA-256 of each file's text, for as long as it lives (the render server's
 // lifetime), within a bound on the text it holds (decoded objects take
 // about 4 times their YAML text); the least recently used files go first.
-// Every render gets its own deep copy of the objects. Only crds/ files are
-// kept: they are static content of a chart, never rendered from values, so
-// what one Application's render leaves in the cache is a public chart file,
-// not its configuration. A nil *CRDCache decodes every time. It is safe for
+// Every render gets its own deep copy of the objects. Only CRDs are kept:
+// crds/ files, static content of a chart never rendered from values, and
+// rendered documents that hold nothing but CustomResourceDefinitions (see
+// document), so what one Application's render leaves in the cache is a
+// schema, not its configuration. A nil *CRDCache decodes every time. It is safe for
 // concurrent use.
 type CRDCache struct {
 	max int64
@@ -63,33 +65,74 @@ func (c *CRDCache) decode(name string, text []byte) ([]manifests.Object, error) 
 		return manifests.Decode(name, text)
 	}
 	key := sha256.Sum256(text)
+	if objs, ok := c.get(key); ok {
+		return objs, nil
+	}
+	objs, err := manifests.Decode(name, text)
+	if err != nil {
+		return nil, err
+	}
+	c.put(key, objs, int64(len(text)))
+	return objs, nil
+}
+
+// document is a manifests.DocumentHook: a rendered document that holds
+// CustomResourceDefinitions only (a chart that renders its CRDs from
+// templates, as cert-manager's does) is kept like a crds/ file, by its text.
+// Other documents are decoded every time and never kept: they carry an
+// Application's configuration. A nil *CRDCache keeps nothing.
+func (c *CRDCache) document(doc []byte, decode func() ([]manifests.Object, error)) ([]manifests.Object, error) {
+	if c == nil || int64(len(doc)) > c.max || !bytes.Contains(doc, []byte("kind: CustomResourceDefinition")) {
+		return decode()
+	}
+	key := sha256.Sum256(doc)
+	if objs, ok := c.get(key); ok {
+		return objs, nil
+	}
+	objs, err := decode()
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o["kind"] != "CustomResourceDefinition" {
+			return objs, nil
+		}
+	}
+	c.put(key, objs, int64(len(doc)))
+	return objs, nil
+}
+
+// get returns a copy of the objects kept under key.
+func (c *CRDCache) get(key [32]byte) ([]manifests.Object, bool) {
 	c.mu.Lock()
 	e := c.m[key]
 	if e != nil {
 		c.touch(key)
 	}
 	c.mu.Unlock()
-	if e != nil {
-		return cloneObjects(e.objs), nil
+	if e == nil {
+		return nil, false
 	}
-	objs, err := manifests.Decode(name, text)
-	if err != nil {
-		return nil, err
-	}
+	return cloneObjects(e.objs), true
+}
+
+// put keeps a copy of objs under key, dropping the least recently used
+// entries past the bound.
+func (c *CRDCache) put(key [32]byte, objs []manifests.Object, size int64) {
 	c.mu.Lock()
-	if _, ok := c.m[key]; !ok {
-		c.m[key] = &crdEntry{objs: cloneObjects(objs), size: int64(len(text))}
-		c.order = append(c.order, key)
-		c.size += int64(len(text))
-		for c.size > c.max && len(c.order) > 0 {
-			old := c.order[0]
-			c.order = c.order[1:]
-			c.size -= c.m[old].size
-			delete(c.m, old)
-		}
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; ok {
+		return
 	}
-	c.mu.Unlock()
-	return objs, nil
+	c.m[key] = &crdEntry{objs: cloneObjects(objs), size: size}
+	c.order = append(c.order, key)
+	c.size += size
+	for c.size > c.max && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.size -= c.m[old].size
+		delete(c.m, old)
+	}
 }
 
 // touch moves key to the most recently used end (c.mu held).
@@ -192,7 +235,11 @@ func releaseObjects(c *chart.Chart, rel *release.Release, skipCRDs bool, crds *C
 		delete(pre, files[i]) // a file included twice gets objects of its own
 		objs = append(objs, o...)
 	}
-	rest, err := manifests.Decode(name, []byte(rel.Manifest))
+	var hook manifests.DocumentHook
+	if crds != nil {
+		hook = crds.document
+	}
+	rest, err := manifests.DecodeWith(name, []byte(rel.Manifest), hook)
 	if err != nil {
 		return nil, err
 	}

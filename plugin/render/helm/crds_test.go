@@ -98,3 +98,31 @@ func TestPredecodedCRDsOfDisabledSubchart(t *testing.T) {
 		}
 	}
 }
+
+// Of rendered documents, only those holding nothing but
+// CustomResourceDefinitions are kept; the others (an Application's
+// configuration) are decoded every time.
+func TestCRDCacheKeepsOnlyCRDDocuments(t *testing.T) {
+	c := NewCRDCache(0)
+	stream := "---\n# Source: c/templates/crd.yaml\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: a.example.com\n" +
+		"---\n# Source: c/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  x: |\n    kind: CustomResourceDefinition\n" +
+		"---\n# Source: c/templates/list.yaml\napiVersion: v1\nkind: List\nitems:\n  - apiVersion: apiextensions.k8s.io/v1\n    kind: CustomResourceDefinition\n    metadata: {name: b.example.com}\n  - apiVersion: v1\n    kind: Secret\n    metadata: {name: s}\n"
+	for i := 0; i < 2; i++ {
+		objs, err := manifests.DecodeWith("chart c", []byte(stream), c.document)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) != 4 || manifests.Key(objs[0]) != "apiextensions.k8s.io/CustomResourceDefinition//a.example.com" || manifests.Key(objs[3]) != "/Secret//s" {
+			t.Fatalf("render %d: %d objects", i, len(objs))
+		}
+		objs[0]["metadata"].(map[string]any)["name"] = "changed"
+	}
+	if len(c.m) != 1 {
+		t.Fatalf("%d documents kept, want 1 (the CRD alone)", len(c.m))
+	}
+	for _, e := range c.m {
+		if manifests.Key(e.objs[0]) != "apiextensions.k8s.io/CustomResourceDefinition//a.example.com" {
+			t.Fatalf("kept %s", manifests.Key(e.objs[0]))
+		}
+	}
+}

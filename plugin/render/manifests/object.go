@@ -75,6 +75,18 @@ func StructureCount(b []byte) int {
 // in all, and at most MaxObjects documents and objects; more wraps
 // errdef.ErrLimitExceeded as well.
 func Decode(name string, data []byte) ([]Object, error) {
+	return DecodeWith(name, data, nil)
+}
+
+// DocumentHook sees every YAML document Decode decodes: doc is the
+// document's text, decode decodes it (with Decode's bounds, errors and
+// results). The hook returns what decode returns, or objects it kept from
+// an earlier decode of the same text (a cache); it may be called from
+// several goroutines at once. JSON streams do not reach it.
+type DocumentHook func(doc []byte, decode func() ([]Object, error)) ([]Object, error)
+
+// DecodeWith is Decode with hook (nil: none) around every YAML document.
+func DecodeWith(name string, data []byte, hook DocumentHook) ([]Object, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 BOM
 	if n := StructureCount(data); n > MaxStreamNodes {
 		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",
@@ -92,7 +104,13 @@ func Decode(name string, data []byte) ([]Object, error) {
 		return nil, fmt.Errorf("%s: %d YAML documents, more than the limit of %d: %w: %w", name, len(docs), MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
 	var out []Object
-	for _, r := range decodeDocs(name, docs, decodeDoc) {
+	decode := decodeDoc
+	if hook != nil {
+		decode = func(name string, i int, d yamlDoc) ([]Object, error) {
+			return hook(d.data, func() ([]Object, error) { return decodeDoc(name, i, d) })
+		}
+	}
+	for _, r := range decodeDocs(name, docs, decode) {
 		if r.err != nil {
 			return nil, r.err
 		}
