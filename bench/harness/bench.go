@@ -170,7 +170,7 @@ func (b *bench) setup() {
 	transferred := b.reg.PushTransferred(b.tb, "transferred", podinfo)
 	unusedData = nil
 
-	b.ctfDir = b.dir("ctf")
+	b.ctfDir = b.dir("app", "ctf") // generate reads only files inside the Application's directory
 	if err := ocmbuild.WriteCTF(b.ctfDir, podinfo, extras, large, shop, bigTree); err != nil {
 		fatalf("ctf: %v", err)
 	}
@@ -239,6 +239,9 @@ func (b *bench) generate(name, app, repo, component, path, cacheDir string) cmdS
 		params = append(params, map[string]string{"name": "path", "string": path})
 	}
 	pj, _ := json.Marshal(params)
+	if rel, err := filepath.Rel(b.appDir, repo); err == nil && filepath.IsLocal(rel) {
+		repo = rel // a CTF of the Application's checkout, as Argo CD gives it
+	}
 	env := append(slices.Clone(b.baseEnv),
 		"ARGOCD_APP_NAME="+app, "ARGOCD_APP_NAMESPACE=bench", "ARGOCD_APP_PROJECT_NAME=default",
 		"ARGOCD_APP_SOURCE_REPO_URL=https://git.example.com/apps.git", "ARGOCD_APP_SOURCE_PATH=apps/"+app,

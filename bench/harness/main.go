@@ -46,11 +46,19 @@ type config struct {
 	Only          string  `json:"only,omitempty"`
 	ProfileDir    string  `json:"profile_dir,omitempty"`
 	StartLoad     float64 `json:"-"`
+
+	// The ApplicationSet refresh section (appset.go).
+	AppSetApps     int `json:"appset_applications"`
+	AppSetParallel int `json:"appset_parallel"`
+	// The CTF tgz section (ctftgz.go).
+	CTFTgzSize int64 `json:"ctf_tgz_size_bytes"`
+	// RealWorld selects the realworld section's charts (realworld.go).
+	RealWorld string `json:"realworld,omitempty"`
 }
 
 func main() {
 	var cfg config
-	var out, buildDir, unused, used string
+	var out, buildDir, unused, used, ctfTgz string
 	flag.BoolVar(&cfg.Quick, "quick", false, "CI smoke: 3 runs, 10 concurrent processes, 4 MiB/8 MiB large resources, no in-process section")
 	flag.IntVar(&cfg.Runs, "runs", 0, "timed runs of each command per comparison (default 11, quick 3)")
 	flag.IntVar(&cfg.Concurrency, "concurrency", 0, "concurrent generate processes (default 100, quick 10)")
@@ -58,8 +66,12 @@ func main() {
 	flag.StringVar(&used, "used-size", "", "size of the large file in the directoryTree the render uses (default 100MiB, quick 8MiB)")
 	flag.IntVar(&cfg.LargeServices, "large-services", 0, "services in the synthetic large chart, about 6 objects each (default 40, quick 10)")
 	flag.IntVar(&cfg.ShopApps, "kustomize-apps", 0, "apps in the synthetic kustomize tree, 3 objects each (default 30, quick 10)")
-	flag.StringVar(&cfg.Only, "only", "", "comma-separated sections: charts,kustomize,concurrent,resources,inprocess,generator,workers (default all)")
+	flag.StringVar(&cfg.Only, "only", "", "comma-separated sections: charts,realworld,kustomize,concurrent,resources,inprocess,generator,workers,ctftgz,appset (default all)")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write pprof CPU profiles of in-process renders (and their top functions) to this directory")
+	flag.IntVar(&cfg.AppSetApps, "appset-apps", 0, "Applications of the ApplicationSet refresh section (default 1000, the issue's figure; quick 50)")
+	flag.IntVar(&cfg.AppSetParallel, "appset-parallel", 0, "generations of the ApplicationSet refresh in flight at once (default 10)")
+	flag.StringVar(&ctfTgz, "ctf-tgz-size", "", "size of the unused resource in the offline CTF tgz section (default 38MiB, the issue's; quick 4MiB)")
+	flag.StringVar(&cfg.RealWorld, "realworld", "", "only the realworld section's charts whose label contains this (e.g. kube-prometheus)")
 	pluginBin := flag.String("plugin", "", "measure this prebuilt plugin binary instead of building ./cmd/argocd-ocm-plugin (e.g. a patched copy)")
 	var pluginEnv multiFlag
 	flag.Var(&pluginEnv, "plugin-env", "extra K=V in the environment of every plugin process (repeatable)")
@@ -82,6 +94,9 @@ func main() {
 	cfg.UsedSize = sizeFlag("used-size", used, 100<<20, 8<<20, cfg.Quick)
 	def(&cfg.LargeServices, 40, 10)
 	def(&cfg.ShopApps, 30, 10)
+	def(&cfg.AppSetApps, 1000, 50)
+	def(&cfg.AppSetParallel, 10, 10)
+	cfg.CTFTgzSize = sizeFlag("ctf-tgz-size", ctfTgz, 38<<20, 4<<20, cfg.Quick)
 
 	root := findRoot()
 	if !filepath.IsAbs(out) {
@@ -128,6 +143,9 @@ func main() {
 	if b.want("charts") {
 		b.charts(ctx)
 	}
+	if b.want("realworld") {
+		b.realworld(ctx)
+	}
 	if b.want("kustomize") {
 		b.kustomize(ctx)
 	}
@@ -142,6 +160,12 @@ func main() {
 	}
 	if b.want("workers") {
 		b.workers(ctx)
+	}
+	if b.want("ctftgz") {
+		b.ctftgz(ctx)
+	}
+	if b.want("appset") {
+		b.appset(ctx)
 	}
 	// Last: 100 processes at once leave the load average high for minutes.
 	if b.want("concurrent") {

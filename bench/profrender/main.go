@@ -6,7 +6,7 @@
 //
 //	go build -o bin/profrender ./bench/profrender
 //	profrender -repository DIR|HOST/PATH -component C -version V [-path P] \
-//	    -cpuprofile cpu.pprof [-memprofile heap.pprof] [-plain-http HOST] [-n 1] > out.yaml
+//	    -cpuprofile cpu.pprof [-memprofile heap.pprof] [-plain-http HOST] [-n 1] [-server] [-json] > out.yaml
 package main
 
 import (
@@ -20,9 +20,11 @@ import (
 	"runtime/pprof"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
@@ -30,6 +32,8 @@ func main() {
 	var req pipeline.Request
 	var cpu, mem, plain string
 	n := flag.Int("n", 1, "renders (each with a new registry client, as a generate process)")
+	asServer := flag.Bool("server", false, "keep what the render server keeps between renders (decoded CRDs, unpacked CTF archives)")
+	jsonOut := flag.Bool("json", false, "encode as generate does (JSON documents), not as render (YAML)")
 	flag.StringVar(&req.Repository, "repository", "", "CTF path or registry")
 	flag.StringVar(&req.Component, "component", "", "component")
 	flag.StringVar(&req.Version, "version", "", "version")
@@ -48,18 +52,31 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	var out bytes.Buffer
+	var crds *helm.CRDCache
+	unpacker := ctf.NewUnpacker()
+	if *asServer {
+		crds = helm.NewCRDCache(0)
+	}
+	encode := manifests.Encode
+	if *jsonOut {
+		encode = manifests.EncodeJSON
+	}
 	for i := 0; i < *n; i++ {
+		if !*asServer {
+			unpacker = ctf.NewUnpacker()
+		}
 		var ropts []registry.Option
 		if plain != "" {
 			ropts = append(ropts, registry.WithPlainHTTP(plain))
 		}
 		src, err := pipeline.NewRegistrySource(oci.WithRegistryOptions(ropts...))
 		check(err)
-		r := &pipeline.Renderer{OpenRepository: src.Open, Access: access.Resolver{Artifacts: src}, Log: os.Stderr}
+		r := &pipeline.Renderer{OpenRepository: src.Open, Access: access.Resolver{Artifacts: src}, Log: os.Stderr,
+			HelmCRDs: crds, CTFOptions: []ctf.Option{ctf.WithUnpacker(unpacker), ctf.WithCache(src.Client.Cache())}}
 		res, err := r.Render(context.Background(), req)
 		check(err)
 		out.Reset()
-		check(manifests.Encode(&out, res.Objects))
+		check(encode(&out, res.Objects))
 	}
 	if mem != "" {
 		runtime.GC()

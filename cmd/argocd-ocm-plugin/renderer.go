@@ -11,10 +11,12 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 )
 
 // Sidecar settings. They are read from the process environment WITHOUT the
@@ -45,6 +47,15 @@ var sharedRegistry *registry.Shared
 // sharedTags is set by serve too: a burst of generations of one component
 // (an ApplicationSet refresh) resolves its tag once per sharedTagsTTL.
 var sharedTags *oci.TagResolutions
+
+// sharedCRDs and sharedUnpacker are set by serve too: the decoded CRDs of
+// charts, and the CTF tgz archives unpacked into the blob cache with their
+// indexes, are kept between generations. nil in a process of its own (which
+// still finds a tgz unpacked in the cache by any process).
+var (
+	sharedCRDs     *helm.CRDCache
+	sharedUnpacker *ctf.Unpacker
+)
 
 // defaultTagTTL is how long the render server reuses a tag resolution
 // (ARGOCD_OCM_TAG_TTL); a re-pushed tag is seen after at most this long
@@ -98,11 +109,17 @@ func newRendererFor(notes io.Writer, rule *policy.Rule, getenv func(string) stri
 		return nil, nil, err
 	}
 	src.AllowLocalArchive = rule.AllowLocalArchive
+	unpacker := sharedUnpacker
+	if unpacker == nil {
+		unpacker = ctf.NewUnpacker()
+	}
 	return &pipeline.Renderer{
 		OpenRepository: src.Open,
 		Opened:         logOpened(logger),
 		Access:         access.Resolver{Artifacts: src},
 		Log:            notes,
+		HelmCRDs:       sharedCRDs,
+		CTFOptions:     []ctf.Option{ctf.WithUnpacker(unpacker), ctf.WithCache(src.Client.Cache())},
 	}, logger, nil
 }
 

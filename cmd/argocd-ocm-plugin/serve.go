@@ -16,9 +16,11 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
 
@@ -124,6 +126,7 @@ func shareAcrossGenerations(getenv func(string) string, log io.Writer) error {
 	if ttl > 0 {
 		sharedTags = oci.NewTagResolutions(ttl)
 	}
+	sharedCRDs, sharedUnpacker = helm.NewCRDCache(0), ctf.NewUnpacker()
 	return nil
 }
 

@@ -198,7 +198,7 @@ func writeTestFile(t *testing.T, p, content string) {
 // serve -- COMMAND: the command sees the socket and a listening server, its
 // exit status is serve's result, and the socket is gone afterwards.
 func TestServeSupervisesCommand(t *testing.T) {
-	t.Cleanup(func() { sharedRegistry, sharedTags = nil, nil }) // serve sets them for its generations
+	t.Cleanup(func() { sharedRegistry, sharedTags, sharedCRDs, sharedUnpacker = nil, nil, nil, nil }) // serve sets them for its generations
 	dir, err := os.MkdirTemp("", "sup")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,9 @@
 //	<dir>/tmp/<alg>-<hex>.*   downloads in progress (renamed into blobs/ when verified)
 //	<dir>/locks/<alg>/<hex>   lock files (flock), one per digest ever fetched
 //	<dir>/gc.lock             taken by the process that evicts
+//	<dir>/derived/<kind>/<alg>/<hex>   "<digest> <size>" of content derived from
+//	                          the blob <alg>:<hex> (e.g. a tgz's unpacked tar),
+//	                          which is stored in blobs/ like any entry (Derived)
 //
 // <dir> is DefaultDir(): $ARGOCD_OCM_CACHE_DIR, else
 // $XDG_CACHE_HOME/argocd-ocm-plugin, else ~/.cache/argocd-ocm-plugin.

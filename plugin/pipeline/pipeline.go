@@ -130,7 +130,10 @@ const (
 // file://, ctf::, an OCM spec's filePath) is opened inside Root and read
 // through that handle; only a registry reaches open, as an explicit spec
 // that no later step can take for a path.
-func (r Request) OpenRepository(ctx context.Context, open func(context.Context, string) (ocm.Repository, error)) (ocm.Repository, error) {
+//
+// A CTF or component archive file is opened with opts (an unpack cache:
+// ctf.WithUnpacker, ctf.WithCache) and unpacked within ctx.
+func (r Request) OpenRepository(ctx context.Context, open func(context.Context, string) (ocm.Repository, error), opts ...ctf.Option) (ocm.Repository, error) {
 	if r.Root == nil {
 		return open(ctx, r.RepositoryLocation())
 	}
@@ -166,7 +169,7 @@ func (r Request) OpenRepository(ctx context.Context, open func(context.Context, 
 	if d != nil {
 		return ctf.OpenDir(d, display)
 	}
-	return ctf.OpenFile(f, display)
+	return ctf.OpenFile(f, display, slices.Concat(opts, []ctf.Option{ctf.WithContext(ctx)})...)
 }
 
 // Renderer runs requests. The zero value renders offline from CTFs and
@@ -204,6 +207,14 @@ type Renderer struct {
 	// resource of the component is refused (package imageguard; it runs last,
 	// after localisation and hooks). Off by default.
 	RequireComponentImages bool
+	// HelmCRDs keeps charts' decoded CRDs between renders (the render
+	// server's, see helm.CRDCache); nil decodes them in every render.
+	HelmCRDs *helm.CRDCache
+	// CTFOptions open a CTF or component archive file of the Application's
+	// checkout: an unpack cache (ctf.WithUnpacker, ctf.WithCache); nil
+	// unpacks a tgz into a temporary file. Either way within the render's
+	// context.
+	CTFOptions []ctf.Option
 }
 
 // Step is one render of a plan: one resource with its inputs.
@@ -371,7 +382,7 @@ func (r *Renderer) open(ctx context.Context, req Request) (ocm.Repository, error
 	if open == nil {
 		open = OpenOffline
 	}
-	repo, err := req.OpenRepository(ctx, open)
+	repo, err := req.OpenRepository(ctx, open, r.CTFOptions...)
 	if err != nil {
 		return nil, err
 	}
@@ -608,6 +619,7 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 			KubeVersion: req.KubeVersion,
 			APIVersions: req.APIVersions,
 			Values:      step.Values,
+			CRDs:        r.HelmCRDs,
 		})
 	default: // directoryTree
 		// Streamed from where the blob lives, unpacked as it is read and

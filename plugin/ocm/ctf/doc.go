@@ -3,6 +3,10 @@
 // forms. The form is detected by content, never by file name.
 //
 // A tgz is decompressed once into a private temporary file (bounded by
-// WithMaxSize) and indexed; blobs are then read by offset, so a large bundle is
-// never held in memory. Every blob is verified against its digest as it is read.
+// WithMaxSize and WithContext) and indexed; blobs are then read by offset, so a
+// large bundle is never held in memory. With an Unpacker and a blob cache
+// (WithUnpacker, WithCache) the tar is kept in the cache instead, unpacked at
+// most once per content digest, and a long-lived Unpacker remembers archives
+// and indexes between opens. Every blob is verified against its digest as it
+// is read.
 package ctf

@@ -1,5 +1,11 @@
 package ctf
 
+import (
+	"context"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cache"
+)
+
 // Option configures Open.
 type Option func(*options)
 
@@ -7,6 +13,16 @@ type options struct {
 	maxSize    int64
 	maxEntries int
 	tempDir    string
+	unpacker   *Unpacker
+	cache      *cache.Cache
+	ctx        context.Context
+}
+
+func (o options) context() context.Context {
+	if o.ctx == nil {
+		return context.Background()
+	}
+	return o.ctx
 }
 
 // Defaults: an offline bundle may hold a whole platform with its images, so the

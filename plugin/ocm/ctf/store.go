@@ -2,8 +2,6 @@ package ctf
 
 import (
 	"archive/tar"
-	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -108,6 +106,17 @@ func openFileStore(f *os.File, o options) (*tarStore, error) {
 	}
 	ts := &tarStore{f: f}
 	if n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		if o.unpacker != nil {
+			cached, err := o.unpacker.open(f, o)
+			if !errors.Is(err, errNoUnpacker) {
+				f.Close()
+				return cached, err
+			}
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				f.Close()
+				return nil, err
+			}
+		}
 		tmp, err := gunzipToTemp(f, o)
 		f.Close()
 		if err != nil {
@@ -162,23 +171,11 @@ func (c *countReader) Read(p []byte) (int, error) {
 }
 
 func gunzipToTemp(f *os.File, o options) (*os.File, error) {
-	in := &countReader{r: f}
-	zr, err := gzip.NewReader(bufio.NewReader(in))
-	if err != nil {
-		return nil, fmt.Errorf("%w: gzip: %v", errdef.ErrInvalidInput, err)
-	}
 	tmp, err := os.CreateTemp(o.tempDir, "argocd-ocm-ctf-*.tar")
 	if err != nil {
 		return nil, err
 	}
-	n, err := io.Copy(tmp, &ratioReader{r: io.LimitReader(zr, o.maxSize+1), in: in})
-	switch {
-	case err == nil && n > o.maxSize:
-		err = fmt.Errorf("%w: archive is larger than %d bytes uncompressed", errdef.ErrLimitExceeded, o.maxSize)
-	case errors.Is(err, errdef.ErrLimitExceeded):
-	case err != nil:
-		err = fmt.Errorf("%w: gzip: %v", errdef.ErrInvalidInput, err)
-	}
+	err = gunzipTo(o.context(), tmp, f, o)
 	if err == nil {
 		_, err = tmp.Seek(0, io.SeekStart)
 	}

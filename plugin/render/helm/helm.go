@@ -38,6 +38,9 @@ type Options struct {
 	SkipTests bool
 	// SkipSchemaValidation skips values.schema.json validation.
 	SkipSchemaValidation bool
+	// CRDs, when set, keeps the decoded crds/ files of charts between
+	// renders (the render server's); nil decodes them every time.
+	CRDs *CRDCache
 }
 
 // LoadArchive loads a chart archive (tgz) with Helm's loader, which checks its
@@ -149,7 +152,11 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	install.Replace = true
 	install.ReleaseName = opts.ReleaseName
 	install.Namespace = opts.Namespace
-	install.IncludeCRDs = !opts.SkipCRDs
+	// The CRDs are printed before the manifests as helm template
+	// --include-crds prints them, but from the chart (see releaseObjects):
+	// Helm would only copy their text into the release manifest, which the
+	// plugin would then decode again.
+	install.IncludeCRDs = false
 	install.SkipCRDs = opts.SkipCRDs
 	install.SkipSchemaValidation = opts.SkipSchemaValidation
 	install.APIVersions = chartutil.VersionSet(opts.APIVersions)
@@ -173,11 +180,16 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	if vals == nil {
 		vals = map[string]any{}
 	}
+	var pre *predecoded
+	if !opts.SkipCRDs {
+		pre = predecodeCRDs(c, opts.CRDs)
+		defer pre.wait() // the background decoding never outlives the render
+	}
 	rel, err := install.RunWithContext(ctx, c, vals)
 	if err != nil {
 		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
 	}
-	objs, err := manifests.Decode("chart "+c.Name(), []byte(rel.Manifest))
+	objs, err := releaseObjects(c, rel, opts.SkipCRDs, opts.CRDs, pre.wait())
 	if err != nil {
 		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
 	}

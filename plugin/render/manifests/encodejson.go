@@ -2,12 +2,9 @@ package manifests
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"unicode/utf8"
-
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // maxJSONKey is the longest mapping key, in characters of its JSON text with
@@ -41,28 +38,11 @@ const maxJSONKey = 1024
 // error EncodeJSON writes nothing to w: the stream is written with one Write
 // once every object is encoded.
 func EncodeJSON(w io.Writer, objs []Object) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	for i, o := range objs {
-		buf.WriteString("---\n")
-		start := buf.Len()
-		if err := enc.Encode(o); err != nil { // the JSON and a newline
-			return fmt.Errorf("encoding object %d (%s): %w", i, Key(o), err)
-		}
-		doc := buf.Bytes()[start : buf.Len()-1]
-		if !yamlAllowed(doc) {
-			doc = escapeForYAML(doc)
-			buf.Truncate(start)
-			buf.Write(doc)
-			buf.WriteByte('\n')
-		}
-		if n := longKey(doc); n > 0 {
-			return fmt.Errorf("encoding object %d (%s): a mapping key of %d characters as JSON, more than the %d YAML readers accept: %w",
-				i, Key(o), n, maxJSONKey, errdef.ErrInvalidInput)
-		}
+	docs, i, err := encodeEach(objs, jsonDoc)
+	if err != nil {
+		return fmt.Errorf("encoding object %d (%s): %w", i, Key(objs[i]), err)
 	}
-	_, err := w.Write(buf.Bytes())
+	_, err = w.Write(joinDocs(docs, "\n"))
 	return err
 }
 

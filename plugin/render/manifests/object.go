@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -72,6 +75,18 @@ func StructureCount(b []byte) int {
 // in all, and at most MaxObjects documents and objects; more wraps
 // errdef.ErrLimitExceeded as well.
 func Decode(name string, data []byte) ([]Object, error) {
+	return DecodeWith(name, data, nil)
+}
+
+// DocumentHook sees every YAML document Decode decodes: doc is the
+// document's text, decode decodes it (with Decode's bounds, errors and
+// results). The hook returns what decode returns, or objects it kept from
+// an earlier decode of the same text (a cache); it may be called from
+// several goroutines at once. JSON streams do not reach it.
+type DocumentHook func(doc []byte, decode func() ([]Object, error)) ([]Object, error)
+
+// DecodeWith is Decode with hook (nil: none) around every YAML document.
+func DecodeWith(name string, data []byte, hook DocumentHook) ([]Object, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 BOM
 	if n := StructureCount(data); n > MaxStreamNodes {
 		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",
@@ -89,7 +104,13 @@ func Decode(name string, data []byte) ([]Object, error) {
 		return nil, fmt.Errorf("%s: %d YAML documents, more than the limit of %d: %w: %w", name, len(docs), MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
 	var out []Object
-	for _, r := range decodeDocs(name, docs, decodeDoc) {
+	decode := decodeDoc
+	if hook != nil {
+		decode = func(name string, i int, d yamlDoc) ([]Object, error) {
+			return hook(d.data, func() ([]Object, error) { return decodeDoc(name, i, d) })
+		}
+	}
+	for _, r := range decodeDocs(name, docs, decode) {
 		if r.err != nil {
 			return nil, r.err
 		}
@@ -340,30 +361,39 @@ func hasContent(b []byte) bool {
 }
 
 // Encode writes objs to w as a YAML stream, each document preceded by
-// "---\n", with map keys sorted.
+// "---\n", with map keys sorted. On an error nothing is written: the stream
+// is written with one Write once every object is encoded.
 func Encode(w io.Writer, objs []Object) error {
-	for i, o := range objs {
-		b, err := marshalYAML(o)
-		if err != nil {
-			return fmt.Errorf("encoding object %d (%s): %w", i, Key(o), err)
-		}
-		if _, err := io.WriteString(w, "---\n"); err != nil {
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
+	docs, i, err := encodeEach(objs, marshalYAML)
+	if err != nil {
+		return fmt.Errorf("encoding object %d (%s): %w", i, Key(objs[i]), err)
 	}
-	return nil
+	_, err = w.Write(joinDocs(docs, ""))
+	return err
 }
 
-// marshalYAML is sigs.k8s.io/yaml.Marshal (json.Marshal, then JSONToYAML,
-// which reads the JSON with a YAML reader and writes it as YAML), except that
-// characters a YAML stream may not hold (see escapeForYAML) are escaped in
-// the JSON first: the YAML reader refuses U+007F, U+0080 to U+009F, U+FFFE
-// and U+FFFF, and reads U+0085 as a line break, folding it into a space.
-// Anything else gives what yaml.Marshal gives.
+// marshalYAML gives what sigs.k8s.io/yaml.Marshal gives (json.Marshal, then
+// JSONToYAML, which reads the JSON with a YAML reader and writes it as
+// YAML), except that characters a YAML stream may not hold (see
+// escapeForYAML) are escaped in the JSON first: the YAML reader refuses
+// U+007F, U+0080 to U+009F, U+FFFE and U+FFFF, and reads U+0085 as a line
+// break, folding it into a space.
+//
+// An object of the values Decode produces (see directYAML) is written by
+// the YAML writer straight away: reading the JSON back gives the very same
+// values, so the detour through JSON only cost time (half of encoding a
+// large chart). Anything else takes the detour.
 func marshalYAML(o Object) ([]byte, error) {
+	if directYAML(o, 0) {
+		if b, err := yamlv2.Marshal(o); err == nil {
+			return b, nil
+		}
+	}
+	return marshalYAMLViaJSON(o)
+}
+
+// marshalYAMLViaJSON is the reference path of marshalYAML.
+func marshalYAMLViaJSON(o Object) ([]byte, error) {
 	j, err := json.Marshal(o)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling into JSON: %w", err)
@@ -390,4 +420,56 @@ func Key(o Object) string {
 		name, _ = md["name"].(string)
 	}
 	return group + "/" + kind + "/" + namespace + "/" + name
+}
+
+// maxDirectKey is the longest mapping key directYAML takes (in bytes): its
+// JSON text, escapes and quotes included, stays within maxJSONKey, the
+// longest key the JSON detour accepts (longer ones are its errors).
+const maxDirectKey = (maxJSONKey - 2) / 6
+
+// directYAML reports whether v holds only values that encoding as JSON and
+// reading that back with the YAML reader (JSONToYAML) returns unchanged, so
+// that the YAML writer gives the same text for v itself: nil, booleans,
+// valid UTF-8 strings, int and int64, finite floats that are not integral
+// (json.Marshal writes an integral one as an integer, which reads back as an
+// int that the writer formats differently), non-nil []any and
+// map[string]any (a nil one is JSON null, which the writer would write as
+// [] or {}) with valid UTF-8 keys of at most maxDirectKey bytes. Structs,
+// typed maps and slices and the like take the JSON detour: they encode by
+// their JSON tags. depth guards the recursion (Decode's objects are bounded
+// far below it).
+func directYAML(v any, depth int) bool {
+	if depth > 10_000 {
+		return false
+	}
+	switch v := v.(type) {
+	case nil, bool, int, int64:
+		return true
+	case string:
+		return utf8.ValidString(v)
+	case float64:
+		return !math.IsNaN(v) && !math.IsInf(v, 0) && v != math.Trunc(v)
+	case []any:
+		if v == nil {
+			return false
+		}
+		for _, e := range v {
+			if !directYAML(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		if v == nil {
+			return false
+		}
+		for k, e := range v {
+			if len(k) > maxDirectKey || !utf8.ValidString(k) || !directYAML(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	default:
+		return false
+	}
 }

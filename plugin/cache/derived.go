@@ -1,0 +1,232 @@
+package cache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNotCached is returned by Derived when the cache is disabled or cannot
+// hold the product: the caller produces it without the cache.
+var ErrNotCached = errors.New("not cached")
+
+// kindRE is what a kind of derived content may be named.
+var kindRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// ProduceFunc writes content derived from a source blob (the unpacked tar of
+// a tgz, say) to w. It must stop with ctx.
+type ProduceFunc func(ctx context.Context, w io.Writer) error
+
+// Derived returns content of the given kind derived from the content with
+// digest src, producing it with produce at most once across goroutines and
+// processes sharing the cache directory. The product is stored like a
+// fetched blob, under its own SHA-256 digest (so it is verified on every
+// read, counted against the cache's size and evicted like any entry), and a
+// link <dir>/derived/<kind>/<alg>/<hex of src> names that digest. A link to
+// an evicted or corrupt entry is a miss.
+//
+// Derived returns ErrNotCached without producing anything when the cache is
+// disabled, and a file of the product outside the cache (already deleted
+// from the file system, readable through the handle) when it is larger than
+// the cache's cap or cannot be stored. Errors of produce are returned as
+// they are.
+func (c *Cache) Derived(ctx context.Context, kind, src string, produce ProduceFunc) (*File, error) {
+	if !kindRE.MatchString(kind) {
+		return nil, fmt.Errorf("derived content kind %q", kind)
+	}
+	alg, h, err := parse(src)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Enabled() {
+		return nil, ErrNotCached
+	}
+	link := filepath.Join(c.root, "derived", kind, alg, h)
+	if f, ok := c.derivedHit(link); ok {
+		return f, nil
+	}
+	key := "derived/" + kind + "/" + src
+	prefix := "derived-" + kind + "-" + alg + "-" + h + "."
+	unlock, err := c.lockKey(ctx, key, c.tempStallDetector(prefix))
+	switch {
+	case errors.Is(err, errLockTimeout):
+		c.o.logger.Warn("another production of derived content makes no progress, producing it without caching", "kind", kind, "source", src)
+		return c.produceUncached(ctx, produce)
+	case err != nil:
+		return nil, err
+	}
+	defer unlock()
+	if f, ok := c.derivedHit(link); ok {
+		return f, nil
+	}
+	lockPath := filepath.Join(c.root, "locks", alg, h+"."+kind)
+	fl, err := lockFile(ctx, lockPath, c.o.lockTimeout, c.tempStallDetector(prefix))
+	switch {
+	case errors.Is(err, errLockTimeout):
+		c.o.logger.Warn("another process's production of derived content makes no progress, producing it without caching", "kind", kind, "source", src)
+		return c.produceUncached(ctx, produce)
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		c.disable(err)
+		return nil, ErrNotCached
+	}
+	defer fl.unlock()
+	if f, ok := c.derivedHit(link); ok {
+		return f, nil
+	}
+	c.removeTemps(prefix)
+	tmp, err := os.CreateTemp(filepath.Join(c.root, "tmp"), prefix+"*")
+	if err != nil {
+		c.disable(err)
+		return nil, ErrNotCached
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	hash := sha256.New()
+	w := &trackingWriter{f: tmp}
+	cw := &countingWriter{w: io.MultiWriter(w, hash)}
+	if err := produce(ctx, cw); err != nil {
+		if w.err != nil {
+			c.disable(w.err)
+		}
+		return nil, err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	n := cw.n
+	dgst := "sha256:" + hex.EncodeToString(hash.Sum(nil))
+	uncached := func() (*File, error) {
+		// The handle stays readable; the name goes now.
+		os.Remove(tmp.Name())
+		keep = true
+		return &File{File: tmp, size: n}, nil
+	}
+	if n > c.o.maxSize {
+		return uncached()
+	}
+	final, _ := c.Path(dgst)
+	if err := tmp.Sync(); err != nil {
+		return uncached()
+	}
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return uncached()
+	}
+	c.added(n)
+	if err := writeLink(c.root, link, dgst, n); err != nil {
+		c.o.logger.Warn("cannot record derived content in the cache", "kind", kind, "source", src, "cause", err.Error())
+	}
+	c.o.logger.Debug("derived content produced and stored", "kind", kind, "source", src, "digest", dgst, "bytes", n)
+	// Under its name in the cache (tmp's name is gone).
+	f, err := os.Open(final)
+	if err != nil {
+		keep = true
+		return &File{File: tmp, size: n}, nil
+	}
+	return &File{File: f, size: n}, nil
+}
+
+// derivedHit opens the verified entry a link names.
+func (c *Cache) derivedHit(link string) (*File, bool) {
+	b, err := os.ReadFile(link)
+	if err != nil || len(b) > 256 {
+		return nil, false
+	}
+	dgst, sizeText, ok := strings.Cut(strings.TrimSpace(string(b)), " ")
+	size, serr := strconv.ParseInt(sizeText, 10, 64)
+	if !ok || serr != nil || size < 0 {
+		os.Remove(link)
+		return nil, false
+	}
+	f, ok := c.Get(dgst, size)
+	if !ok {
+		return nil, false
+	}
+	if fi, err := os.Stat(link); err == nil && time.Since(fi.ModTime()) > touchInterval {
+		now := time.Now()
+		os.Chtimes(link, now, now)
+	}
+	return f, true
+}
+
+// writeLink records "<digest> <size>" at link, atomically.
+func writeLink(root, link, dgst string, size int64) error {
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Join(root, "tmp"), "link-*")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(tmp, "%s %d\n", dgst, size)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), link)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// produceUncached produces into a temporary file outside the cache.
+func (c *Cache) produceUncached(ctx context.Context, produce ProduceFunc) (*File, error) {
+	tmp, err := os.CreateTemp(filepath.Join(c.root, "tmp"), "uncached-*")
+	if err != nil {
+		return nil, ErrNotCached
+	}
+	os.Remove(tmp.Name())
+	cw := &countingWriter{w: tmp}
+	if err := produce(ctx, cw); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	return &File{File: tmp, size: cw.n}, nil
+}
+
+// tempStallDetector reports whether the temporary files whose names start
+// with prefix have stopped growing (see stallDetector).
+func (c *Cache) tempStallDetector(prefix string) func(time.Time) bool {
+	var last int64 = -1
+	since := time.Now()
+	return func(now time.Time) bool {
+		n := c.tempBytes(prefix)
+		if last < 0 || n-last >= minLockProgress || n < last {
+			last, since = n, now
+			return false
+		}
+		return now.Sub(since) >= lockStall
+	}
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.n += int64(n)
+	return n, err
+}
