@@ -15,12 +15,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"runtime/pprof"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -48,14 +47,14 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	var out bytes.Buffer
+	var ropts []registry.Option
+	if plain != "" {
+		ropts = append(ropts, registry.WithPlainHTTP(plain))
+	}
+	engine := pipeline.NewEngine(pipeline.WithRegistryOptions(ropts...))
 	for i := 0; i < *n; i++ {
-		var ropts []registry.Option
-		if plain != "" {
-			ropts = append(ropts, registry.WithPlainHTTP(plain))
-		}
-		src, err := pipeline.NewRegistrySource(oci.WithRegistryOptions(ropts...))
+		r, err := engine.Renderer(pipeline.Generation{Logger: slog.Default(), Notes: os.Stderr})
 		check(err)
-		r := &pipeline.Renderer{OpenRepository: src.Open, Access: access.Resolver{Artifacts: src}, Log: os.Stderr}
 		res, err := r.Render(context.Background(), req)
 		check(err)
 		out.Reset()

@@ -11,7 +11,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
 )
@@ -67,11 +66,10 @@ func (f ParameterSourceFunc) Announce(ctx context.Context, cv ocm.ComponentVersi
 // and ARGOCD_ENV_ variables, as for generate). The zero value reads CTFs and
 // component archives.
 type Announcer struct {
-	// OpenRepository opens the repository parameter; default pipeline.OpenOffline.
-	OpenRepository func(ctx context.Context, spec string) (ocm.Repository, error)
-	// ResolveVersion turns a version or constraint into a version; default
-	// resolve.ResolveVersion (the rules of generate).
-	ResolveVersion func(ctx context.Context, repo ocm.Repository, component, versionOrConstraint string) (string, error)
+	// Renderer opens the repository and resolves the component version as
+	// generate does (pipeline.Renderer.Resolve: the same stage, the same
+	// rules); nil: a zero Renderer, which reads CTFs and component archives.
+	Renderer *pipeline.Renderer
 	// Sources add announcements for the resolved component version (the
 	// deployment definition's instance parameters), in order.
 	Sources []ParameterSource
@@ -145,11 +143,11 @@ func (a *Announcer) Announce(ctx context.Context, getenv func(string) string) ([
 }
 
 func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request, out []Announcement, ectx *errdef.Error) ([]Announcement, error) {
-	open := a.OpenRepository
-	if open == nil {
-		open = pipeline.OpenOffline
+	r := a.Renderer
+	if r == nil {
+		r = &pipeline.Renderer{}
 	}
-	repo, err := req.OpenRepository(ctx, open)
+	repo, err := r.Open(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -173,21 +171,12 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 		return out, nil
 	}
 
-	resolveVersion := a.ResolveVersion
-	if resolveVersion == nil {
-		resolveVersion = resolve.ResolveVersion
-	}
-	requested := req.Version
-	version, err := resolveVersion(ctx, repo, req.Component, requested)
+	found, err := pipeline.ResolveIn(ctx, repo, req)
 	if err != nil {
 		return nil, err
 	}
-	ectx.Version = version
-	cv, err := repo.LookupComponentVersion(ctx, req.Component, version)
-	if err != nil {
-		return nil, err
-	}
-	req.Version = version
+	requested, version, cv := found.Requested, found.Version, found.Component
+	ectx.Version, req.Version = version, version
 	d := cv.Descriptor()
 
 	res := byName[ParamResource]

@@ -21,7 +21,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -296,30 +295,16 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if err := validate(req); err != nil {
 		return nil, err
 	}
-	open := r.OpenRepository
-	if open == nil {
-		open = OpenOffline
-	}
-	repo, err := req.OpenRepository(ctx, open)
+	found, err := r.Resolve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if r.Opened != nil {
-		repo = r.Opened(req.Repository, repo)
-	}
-	defer repo.Close()
-	version, err := resolve.ResolveVersion(ctx, repo, req.Component, req.Version)
-	if err != nil {
-		return nil, err
-	}
+	defer found.Close()
+	repo, cv, version := found.Repository, found.Component, found.Version
 	if version != req.Version {
 		fmt.Fprintf(r.log(), "argocd-ocm-plugin: %s: version constraint %q resolved to %s (pin it to avoid surprises: Argo CD caches manifests per git revision)\n",
 			req.Component, req.Version, version)
 		ectx.Version, req.Version = version, version
-	}
-	cv, err := repo.LookupComponentVersion(ctx, req.Component, version)
-	if err != nil {
-		return nil, err
 	}
 	d := cv.Descriptor()
 	signatures, err := r.verify(ctx, repo, cv)

@@ -12,8 +12,8 @@ import (
 
 // RegistrySource opens repositories of every kind (OCI registries, CTFs,
 // component archives) through one registry client, and reads remote accesses
-// (transferred charts, helm repositories) with it. Use one per generation: the
-// client remembers tag→digest resolutions for its lifetime.
+// (transferred charts, helm repositories) with it. One per generation, built
+// by Engine.Renderer (see Engine for what outlives a generation).
 type RegistrySource struct {
 	Client *oci.Client
 	// MaxBlobSize bounds remote content read for rendering (default access.DefaultMaxBlobSize).
