@@ -14,6 +14,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
@@ -178,7 +179,7 @@ func overlayImages(tree *archive.Tree, images []localize.Image) []types.Image {
 		}
 		for _, o := range objs {
 			for _, written := range containerImages(o) {
-				ref, err := localize.ParseRef(written)
+				ref, err := registry.ParseReference(written)
 				if err != nil {
 					continue
 				}
