@@ -14,8 +14,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 )
 
 // MaxDocumentSize bounds a deployment definition or config resource.

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
