@@ -8,6 +8,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 )
 
 // RegistrySource opens repositories of every kind (OCI registries, CTFs,
@@ -42,7 +43,7 @@ func (s *RegistrySource) Open(_ context.Context, spec string) (ocm.Repository, e
 			}
 		}
 	}
-	return oci.Open(spec, oci.WithClient(s.Client))
+	return resolve.Open(spec, oci.WithClient(s.Client))
 }
 
 // Artifact implements access.ArtifactSource.
