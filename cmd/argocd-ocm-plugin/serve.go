@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
@@ -185,10 +186,10 @@ func describeEnv(getenv func(string) string) server.Description {
 	d := server.Description{Application: getenv(cmp.EnvAppName), Project: getenv(cmp.EnvProjectName)}
 	if ps := getenv(cmp.EnvAppParameters); ps != "" && len(ps) < 64<<10 {
 		if params, err := cmp.ParseParameters(ps); err == nil {
-			if p, ok := params[cmp.ParamComponent]; ok && p.String != nil {
+			if p, ok := params[param.Component]; ok && p.String != nil {
 				d.Component = *p.String
 			}
-			if p, ok := params[cmp.ParamVersion]; ok && p.String != nil {
+			if p, ok := params[param.Version]; ok && p.String != nil {
 				d.Version = *p.String
 			}
 		}

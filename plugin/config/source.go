@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -78,7 +79,7 @@ func (p *Planner) readDefinitionFile(name string, req pipeline.Request) ([]byte,
 		}
 		return b, nil
 	}
-	return req.ReadFile(pipeline.ParamDefinition, name)
+	return req.ReadFile(param.Definition, name)
 }
 
 func (p *Planner) definitionFromResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (*Definition, error) {

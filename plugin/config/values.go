@@ -7,6 +7,7 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -153,7 +154,7 @@ func instanceValues(req pipeline.Request, readFile func(string) ([]byte, error))
 		return nil, nil, err
 	}
 	if readFile == nil {
-		readFile = func(name string) ([]byte, error) { return req.ReadFile(pipeline.ParamValueFiles, name) }
+		readFile = func(name string) ([]byte, error) { return req.ReadFile(param.ValueFiles, name) }
 	} else {
 		seam := readFile
 		readFile = func(name string) ([]byte, error) {

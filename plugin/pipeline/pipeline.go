@@ -15,6 +15,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
@@ -115,15 +116,6 @@ func (r Request) RepositoryLocation() string {
 	return r.Repository
 }
 
-// ParamRepository and the other Param names are how errors about a file
-// name the parameter (Argo CD's; the CLI's flags mean the same).
-const (
-	ParamRepository     = "repository"
-	ParamValueFiles     = "value-files"
-	ParamDefinition     = "definition"
-	ParamPlatformConfig = "platform-config"
-)
-
 // OpenRepository opens the request's repository. Unconfined (Root nil), open
 // gets RepositoryLocation. Confined, a local repository in any form (a path,
 // file://, ctf::, an OCM spec's filePath) is opened inside Root and read
@@ -150,7 +142,7 @@ func (r Request) OpenRepository(ctx context.Context, open func(context.Context, 
 		}
 	}
 	name := sp.FilePath
-	f, d, err := r.Root.Open(ParamRepository, name)
+	f, d, err := r.Root.Open(param.Repository, name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err

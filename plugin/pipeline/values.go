@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -22,7 +23,7 @@ import (
 func HelmValues(req Request) (map[string]any, error) {
 	base := map[string]any{}
 	for _, f := range req.ValueFiles {
-		b, err := req.ReadFile(ParamValueFiles, f)
+		b, err := req.ReadFile(param.ValueFiles, f)
 		if err != nil {
 			return nil, err
 		}
