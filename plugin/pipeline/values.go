@@ -16,6 +16,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // HelmValues layers the request's values as helm does: files in order, then
@@ -119,7 +120,7 @@ func readUserFile(f *os.File) ([]byte, error) {
 	if len(b) > MaxUserFileSize {
 		return nil, fmt.Errorf("%w: larger than %d bytes: %w", errdef.ErrInvalidInput, MaxUserFileSize, errdef.ErrLimitExceeded)
 	}
-	if n := manifests.StructureCount(b); n > manifests.MaxDocumentNodes {
+	if n := yamlfile.StructureCount(b); n > manifests.MaxDocumentNodes {
 		return nil, fmt.Errorf("%w: %d structural characters, more than %d: %w", errdef.ErrInvalidInput, n, manifests.MaxDocumentNodes, errdef.ErrLimitExceeded)
 	}
 	return b, nil

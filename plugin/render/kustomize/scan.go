@@ -16,6 +16,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // The pre-scan: kustomize follows remote references (git clones, http(s)
@@ -40,7 +41,7 @@ type scanner struct {
 // expansion is what building one kustomization costs, its bases expanded.
 type expansion struct {
 	instances int64 // kustomizations built
-	nodes     int64 // structure (manifests.StructureCount) of the files they read
+	nodes     int64 // structure (yamlfile.StructureCount) of the files they read
 }
 
 func (e *expansion) add(o expansion) {
@@ -94,7 +95,7 @@ func (s *scanner) fileNodes(rel string) int64 {
 	if err != nil {
 		return 0
 	}
-	return int64(manifests.StructureCount(data))
+	return int64(yamlfile.StructureCount(data))
 }
 
 // kust is one kustomization file being checked.
@@ -142,7 +143,7 @@ func (s *scanner) scanDir(dir string, plugin bool) error {
 	if err := k.Unmarshal(data); err != nil {
 		return fail(errdef.ErrInvalidInput, "kustomize: %s: %s", file, oneLine(err.Error()))
 	}
-	c := &kust{s: s, dir: dir, file: file, plugin: plugin, size: expansion{instances: 1, nodes: int64(manifests.StructureCount(data))}}
+	c := &kust{s: s, dir: dir, file: file, plugin: plugin, size: expansion{instances: 1, nodes: int64(yamlfile.StructureCount(data))}}
 	if err := c.check(&k); err != nil {
 		return err
 	}
