@@ -364,7 +364,7 @@ func run(mem filesys.FileSystem, entry string, kopts *krusty.Options, customOpen
 	}()
 	resMap, err := krusty.MakeKustomizer(kopts).Run(mem, path.Join(memRoot, entry))
 	if err != nil {
-		return nil, fail(errdef.ErrRender, "kustomize: build of %q: %s", entry, oneLine(err.Error()))
+		return nil, fail(errdef.ErrRender, "kustomize: build of %q: %s", entry, errdef.OneLine(err.Error()))
 	}
 	// Go through YAML text, exactly as `kustomize build | kubectl apply -f -`
 	// and Argo CD read kustomize's output.
@@ -397,10 +397,6 @@ func wrap(sentinel, err error) error {
 		return &renderError{err}
 	}
 	return &renderError{fmt.Errorf("%w: %w", err, sentinel)}
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
 func escapes(clean string) bool {

@@ -141,7 +141,7 @@ func (s *scanner) scanDir(dir string, plugin bool) error {
 	}
 	var k types.Kustomization
 	if err := k.Unmarshal(data); err != nil {
-		return fail(errdef.ErrInvalidInput, "kustomize: %s: %s", file, oneLine(err.Error()))
+		return fail(errdef.ErrInvalidInput, "kustomize: %s: %s", file, errdef.OneLine(err.Error()))
 	}
 	c := &kust{s: s, dir: dir, file: file, plugin: plugin, size: expansion{instances: 1, nodes: int64(yamlfile.StructureCount(data))}}
 	if err := c.check(&k); err != nil {
