@@ -10,6 +10,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // Value layers, lowest first. Maps merge deeply; lists and scalars replace.
@@ -69,7 +70,7 @@ func (v *Values) merge(dst, src map[string]any, prefix fieldpath.Path, origin fu
 			continue
 		}
 		v.drop(p, true)
-		c := deepCopyValue(sv)
+		c := manifests.DeepCopy(sv)
 		dst[k] = c
 		v.record(p, origin(p, c))
 	}
@@ -136,7 +137,7 @@ func (v *Values) Leaves() []Leaf {
 
 // Copy returns a deep copy of the values map.
 func (v *Values) Copy() map[string]any {
-	return deepCopyValue(v.Map).(map[string]any)
+	return manifests.DeepCopy(v.Map)
 }
 
 // layerFrom is an origin function for a whole layer from one source.

@@ -332,7 +332,7 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		}
 		var objs []manifests.Object
 		if step.Objects != nil {
-			objs = cloneObjects(step.Objects)
+			objs = manifests.DeepCopy(step.Objects)
 		} else if objs, err = r.renderStep(ctx, cv, step, req); err != nil {
 			return nil, err
 		}
@@ -363,33 +363,6 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		}
 	}
 	return out, nil
-}
-
-// cloneObjects deep-copies objects (JSON-compatible values).
-func cloneObjects(objs []manifests.Object) []manifests.Object {
-	out := make([]manifests.Object, len(objs))
-	for i, o := range objs {
-		out[i] = cloneValue(o).(map[string]any)
-	}
-	return out
-}
-
-func cloneValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			m[k] = cloneValue(e)
-		}
-		return m
-	case []any:
-		l := make([]any, len(v))
-		for i, e := range v {
-			l[i] = cloneValue(e)
-		}
-		return l
-	}
-	return v
 }
 
 func validate(req Request) error {

@@ -35,7 +35,7 @@ func HelmValues(req Request) (map[string]any, error) {
 		base = chartutil.MergeTables(cur, base)
 	}
 	if req.Values != nil {
-		base = chartutil.MergeTables(deepCopy(req.Values), base)
+		base = chartutil.MergeTables(manifests.DeepCopy(req.Values), base)
 	}
 	for _, s := range req.Set {
 		if err := strvals.ParseInto(s, base); err != nil {
@@ -124,15 +124,4 @@ func readUserFile(f *os.File) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d structural characters, more than %d: %w", errdef.ErrInvalidInput, n, manifests.MaxDocumentNodes, errdef.ErrLimitExceeded)
 	}
 	return b, nil
-}
-
-func deepCopy(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if mm, ok := v.(map[string]any); ok {
-			v = deepCopy(mm)
-		}
-		out[k] = v
-	}
-	return out
 }

@@ -375,3 +375,36 @@ func Key(o Object) string {
 	}
 	return group + "/" + kind + "/" + namespace + "/" + name
 }
+
+// DeepCopy copies a JSON-compatible value (an Object, a map[string]any, a
+// []any and what they hold): maps and lists are new, scalars shared. The
+// one deep copy of the plugin's object trees (values, parameters, objects a
+// plan carries).
+func DeepCopy[T any](v T) T {
+	c, _ := deepCopy(any(v)).(T) // nil stays nil
+	return c
+}
+
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = deepCopy(e)
+		}
+		return out
+	case []Object:
+		out := make([]Object, len(v))
+		for i, o := range v {
+			out[i] = deepCopy(o).(Object)
+		}
+		return out
+	}
+	return v
+}
