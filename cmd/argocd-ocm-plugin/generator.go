@@ -78,7 +78,7 @@ func runGenerator(ctx context.Context, f generatorFlags, stderr io.Writer, geten
 	// The generator is a long-lived process of its own: its requests share
 	// registry connections and tokens (tag lists are the generator's own
 	// TTLs' to reuse, so the engine shares no tag resolutions).
-	p := &process{engine: pipeline.NewEngine(pipeline.WithEnvironment(getenv), pipeline.WithSharing(0))}
+	p := &process{engine: pipeline.NewEngine(pipeline.WithSharing(0))}
 	rule, err := p.sidecarRule(getenv)
 	if err != nil {
 		return err

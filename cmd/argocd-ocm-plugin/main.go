@@ -37,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	quietStandardLog()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return execute(ctx, newProcess(getenv), args, stdout, stderr, getenv, "")
+	return execute(ctx, newProcess(), args, stdout, stderr, getenv, "")
 }
 
 // execute runs one command line: in a process of its own (run), or for a

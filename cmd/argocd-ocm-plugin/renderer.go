@@ -53,8 +53,8 @@ type process struct {
 
 // newProcess is the process of one command line: nothing outlives it, so
 // nothing is shared.
-func newProcess(getenv func(string) string) *process {
-	return &process{engine: pipeline.NewEngine(pipeline.WithEnvironment(getenv))}
+func newProcess() *process {
+	return &process{engine: pipeline.NewEngine()}
 }
 
 // newServerProcess is a long-lived process (a render-server worker, serve
@@ -70,7 +70,7 @@ func newServerProcess(getenv func(string) string, log io.Writer) (*process, erro
 		}
 		ttl = d
 	}
-	return &process{engine: pipeline.NewEngine(pipeline.WithEnvironment(getenv), pipeline.WithSharing(ttl)), log: log}, nil
+	return &process{engine: pipeline.NewEngine(pipeline.WithSharing(ttl)), log: log}, nil
 }
 
 // sidecarRule is the rule of this generation: the sidecar policy's rule for

@@ -35,7 +35,7 @@ func startServer(t *testing.T) (socket, fingerprint string) {
 		t.Fatal(err)
 	}
 	fingerprint = "test"
-	srv := &server.Server{Handler: requestHandler(newProcess(os.Getenv)), Fingerprint: fingerprint}
+	srv := &server.Server{Handler: requestHandler(newProcess()), Fingerprint: fingerprint}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, l) }()

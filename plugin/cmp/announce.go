@@ -144,11 +144,6 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 	if r == nil {
 		r = &pipeline.Renderer{}
 	}
-	repo, err := r.Open(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	defer repo.Close()
 	byName := map[string]*Announcement{}
 	for i := range out {
 		byName[out[i].Name] = &out[i]
@@ -156,6 +151,11 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 
 	if req.Version == "" {
 		// A form being filled in: help with the versions there are.
+		repo, err := r.Open(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		defer repo.Close()
 		versions, err := repo.ListVersions(ctx, req.Component)
 		if err != nil {
 			return nil, err
@@ -168,10 +168,11 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 		return out, nil
 	}
 
-	found, err := pipeline.ResolveIn(ctx, repo, req)
+	found, err := r.Resolve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	defer found.Close()
 	requested, version, cv := found.Requested, found.Version, found.Component
 	ectx.Version, req.Version = version, version
 	d := cv.Descriptor()

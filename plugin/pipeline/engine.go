@@ -35,7 +35,6 @@ import (
 //
 // An Engine is safe for concurrent use.
 type Engine struct {
-	getenv   func(string) string
 	shared   *registry.Shared    // nil: connections and tokens per generation
 	tags     *oci.TagResolutions // nil: a tag is resolved by each generation
 	cache    *cache.Cache        // set by WithBlobCache
@@ -55,13 +54,6 @@ type publicKey struct {
 
 // EngineOption configures NewEngine.
 type EngineOption func(*Engine)
-
-// WithEnvironment reads the sidecar's own settings (ARGOCD_OCM_POLICY and
-// the variables of package policy, the blob cache directory) through getenv.
-// Default: os.Getenv.
-func WithEnvironment(getenv func(string) string) EngineOption {
-	return func(e *Engine) { e.getenv = getenv }
-}
 
 // WithSharing makes the generations of a long-lived process (a render-server
 // worker, the ApplicationSet generator) share registry connections and
@@ -93,7 +85,7 @@ func WithRegistryOptions(opts ...registry.Option) EngineOption {
 
 // NewEngine builds an Engine; see the options for defaults.
 func NewEngine(opts ...EngineOption) *Engine {
-	e := &Engine{getenv: os.Getenv, keys: map[string]publicKey{}}
+	e := &Engine{keys: map[string]publicKey{}}
 	for _, opt := range opts {
 		opt(e)
 	}
@@ -107,11 +99,11 @@ func NewEngine(opts ...EngineOption) *Engine {
 // the Application's project, or without a policy the default rule of the
 // ARGOCD_OCM_* variables (policy.FromEnvironment). getenv is the
 // generation's environment (the project is request-scoped); nil: the
-// engine's. The file is read every time, so an updated ConfigMap applies
+// process's (os.Getenv). The file is read every time, so an updated ConfigMap applies
 // to the next generation.
 func (e *Engine) Rule(getenv func(string) string) (*policy.Rule, error) {
 	if getenv == nil {
-		getenv = e.getenv
+		getenv = os.Getenv
 	}
 	return policy.FromEnvironment(getenv)
 }
@@ -146,7 +138,7 @@ func (e *Engine) Renderer(g Generation) (*Renderer, error) {
 }
 
 // Render renders one request with a renderer of its own under the
-// engine's rule for the request's environment (Engine.Rule(nil)) and the
+// rule of the process's environment (Engine.Rule(nil)) and the
 // default planner; notes go to log (nil: discarded).
 func (e *Engine) Render(ctx context.Context, req Request, log io.Writer) (*Result, error) {
 	rule, err := e.Rule(nil)

@@ -51,7 +51,7 @@ func (r *Renderer) Resolve(ctx context.Context, req Request) (*Resolved, error) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := ResolveIn(ctx, repo, req)
+	c, err := resolveIn(ctx, repo, req)
 	if err != nil {
 		repo.Close()
 		return nil, err
@@ -59,9 +59,9 @@ func (r *Renderer) Resolve(ctx context.Context, req Request) (*Resolved, error) 
 	return c, nil
 }
 
-// ResolveIn is Resolve in a repository already open; the result's Close
+// resolveIn is Resolve in a repository already open; the result's Close
 // closes repo.
-func ResolveIn(ctx context.Context, repo ocm.Repository, req Request) (*Resolved, error) {
+func resolveIn(ctx context.Context, repo ocm.Repository, req Request) (*Resolved, error) {
 	version, err := resolve.ResolveVersion(ctx, repo, req.Component, req.Version)
 	if err != nil {
 		return nil, err
