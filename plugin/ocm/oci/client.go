@@ -256,7 +256,8 @@ func fetchOp(desc ocispec.Descriptor) string {
 
 // manifestDesc resolves ref (tag or digest) to the descriptor of its manifest
 // (or index), keeping the manifest bytes for the fetcher. A digest that is in
-// the cache costs no request; a tag costs one GET per process.
+// the cache costs no request; a tag costs one GET per Client (see
+// WithRecentTags for sharing it).
 func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo *remote.Repository) (ocispec.Descriptor, error) {
 	if ref.Digest != "" {
 		d := digest.Digest(ref.Digest)

@@ -105,7 +105,7 @@ func (r *Repository) descriptorRef(component string) (registry.Reference, error)
 
 // ListVersions implements ocm.Repository: the component's tags mapped back to
 // versions; tags that are not semantic versions are skipped. Sorted by
-// version. The registry is asked once per process.
+// version. The registry is asked once per Client.
 func (r *Repository) ListVersions(ctx context.Context, component string) ([]string, error) {
 	ref, err := r.descriptorRef(component)
 	if err != nil {
