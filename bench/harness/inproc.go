@@ -23,9 +23,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cache"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -56,14 +54,16 @@ func (b *bench) inProcess(ctx context.Context) {
 
 	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cdir := b.dir("cache-inproc")
+	// One engine, as a command builds it: a new registry client per
+	// generation, nothing shared between them.
+	engine := pipeline.NewEngine(pipeline.WithBlobCache(cache.Open(cdir, cache.WithLogger(lg))),
+		pipeline.WithRegistryOptions(registry.WithPlainHTTP(b.reg.Host), registry.WithoutDockerConfig(), registry.WithLogger(lg)))
 	newRenderer := func() *pipeline.Renderer {
-		src, err := pipeline.NewRegistrySource(
-			oci.WithRegistryOptions(registry.WithPlainHTTP(b.reg.Host), registry.WithoutDockerConfig(), registry.WithLogger(lg)),
-			oci.WithCache(cache.Open(cdir, cache.WithLogger(lg))), oci.WithLogger(lg))
+		r, err := engine.Renderer(pipeline.Generation{Logger: lg, Notes: io.Discard})
 		if err != nil {
 			fatalf("%v", err)
 		}
-		return &pipeline.Renderer{OpenRepository: src.Open, Access: access.Resolver{Artifacts: src}, Log: io.Discard}
+		return r
 	}
 	type inprocCase struct {
 		label, short string

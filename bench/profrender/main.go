@@ -15,16 +15,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"runtime/pprof"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
@@ -52,27 +49,30 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	var out bytes.Buffer
-	var crds *helm.CRDCache
-	unpacker := ctf.NewUnpacker()
-	if *asServer {
-		crds = helm.NewCRDCache(0)
+	var ropts []registry.Option
+	if plain != "" {
+		ropts = append(ropts, registry.WithPlainHTTP(plain))
 	}
 	encode := manifests.Encode
 	if *jsonOut {
 		encode = manifests.EncodeJSON
 	}
+	// -server: one engine that shares what a render-server worker keeps;
+	// else an engine per render, as a generate process has.
+	newEngine := func() *pipeline.Engine {
+		opts := []pipeline.EngineOption{pipeline.WithRegistryOptions(ropts...)}
+		if *asServer {
+			opts = append(opts, pipeline.WithSharing(0))
+		}
+		return pipeline.NewEngine(opts...)
+	}
+	engine := newEngine()
 	for i := 0; i < *n; i++ {
-		if !*asServer {
-			unpacker = ctf.NewUnpacker()
+		if !*asServer && i > 0 {
+			engine = newEngine()
 		}
-		var ropts []registry.Option
-		if plain != "" {
-			ropts = append(ropts, registry.WithPlainHTTP(plain))
-		}
-		src, err := pipeline.NewRegistrySource(oci.WithRegistryOptions(ropts...))
+		r, err := engine.Renderer(pipeline.Generation{Logger: slog.Default(), Notes: os.Stderr})
 		check(err)
-		r := &pipeline.Renderer{OpenRepository: src.Open, Access: access.Resolver{Artifacts: src}, Log: os.Stderr,
-			HelmCRDs: crds, CTFOptions: []ctf.Option{ctf.WithUnpacker(unpacker), ctf.WithCache(src.Client.Cache())}}
 		res, err := r.Render(context.Background(), req)
 		check(err)
 		out.Reset()

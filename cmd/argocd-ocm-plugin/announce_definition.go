@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -31,7 +32,7 @@ func definitionParameters(planner *config.Planner) cmp.ParameterSource {
 		for _, n := range names {
 			p := def.Spec.Parameters[n]
 			a := cmp.Announcement{
-				Name:     cmp.InstanceParamPrefix + n,
+				Name:     param.InstancePrefix + n,
 				Title:    n,
 				Tooltip:  parameterTooltip(p),
 				Required: p.Required,

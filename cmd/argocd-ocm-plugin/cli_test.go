@@ -251,12 +251,14 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 // client gets back stays its result.
 func TestServerGenerationsLogToTheServerLog(t *testing.T) {
 	var serverOut bytes.Buffer
-	serverLog = &serverOut
-	defer func() { serverLog = nil }()
 	var stdout, stderr bytes.Buffer
 	e := env(map[string]string{envLogLevel: "debug", "ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop",
 		"ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo), "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"})
-	if code := execute(t.Context(), []string{"generate"}, &stdout, &stderr, e, ""); code != 0 {
+	p, err := newServerProcess(e, &serverOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := execute(t.Context(), p, []string{"generate"}, &stdout, &stderr, e, ""); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	if stderr.Len() != 0 {

@@ -28,7 +28,7 @@ var version = ""
 // newRootCommand builds the CLI. dir is the directory generate and parameters
 // read the Application's files from (empty: the working directory; the render
 // server passes each request's).
-func newRootCommand(stdout, stderr io.Writer, getenv func(string) string, dir string) *cobra.Command {
+func newRootCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, dir string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "argocd-ocm-plugin",
 		Short: "Render OCM component versions into Kubernetes manifests (an Argo CD config management plugin)",
@@ -49,21 +49,21 @@ Manifests go to stdout, in one write, only on success; a failure is one line on 
 	// command that renders writes stdout only on success, in one go.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	diag := newDiagnostics(stderr)
+	diag := newDiagnostics(stderr, p.log)
 	root.PersistentFlags().BoolVarP(&diag.verbose, "verbose", "v", false,
 		"log what happens on stderr: repository, resolution, registry requests, cache hits, timings (never credentials)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v (see %s --help)", errdef.ErrInvalidInput, err, c.CommandPath())
 	})
-	root.AddCommand(newRenderCommand(stdout, stderr, getenv, diag), newGenerateCommand(stdout, stderr, getenv, dir, diag),
-		newParametersCommand(stdout, stderr, getenv, dir, diag), newVerifyCommand(stdout, stderr, getenv, diag), newVersionCommand(stdout),
+	root.AddCommand(newRenderCommand(p, stdout, stderr, getenv, diag), newGenerateCommand(p, stdout, stderr, getenv, dir, diag),
+		newParametersCommand(p, stdout, stderr, getenv, dir, diag), newVerifyCommand(p, stdout, stderr, getenv, diag), newVersionCommand(stdout),
 		newServeCommand(stderr, getenv), newGeneratorCommand(stderr, getenv, diag),
 		newServeWorkerCommand(stderr, getenv))
-	root.AddCommand(newTransferCommand(stderr, getenv))
+	root.AddCommand(newTransferCommand(p, stderr, getenv))
 	return root
 }
 
-func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
+func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
 	var req pipeline.Request
 	var apiVersions string
 	var sig signatureFlags
@@ -80,19 +80,19 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string, diag
 			req.APIVersions = splitComma(apiVersions)
 			// People previewing a platform may choose any project and destination.
 			req.Platform.AllowOtherProjects, req.Platform.AllowOtherDestinations = true, true
-			p, err := parseParams(params)
+			ps, err := parseParams(params)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
 			}
-			req.Parameters = p
-			v, err := signaturePolicy(sig.names, sig.keys)
+			req.Parameters = ps
+			v, err := p.engine.Verifier(sig.names, sig.keys)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
 			}
 			if output != "yaml" && output != "json" {
 				return errdef.Wrap(fmt.Errorf("%w: --output %q: want yaml or json", errdef.ErrInvalidInput, output), errdef.Error{Component: req.Component, Version: req.Version})
 			}
-			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: sig.provenance, explain: explain, json: output == "json",
+			return renderAndPrint(cmd, p, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: sig.provenance, explain: explain, json: output == "json",
 				diag: diag, progress: diag.terminal(stderr) && !diag.verbose})
 		},
 	}
@@ -125,7 +125,7 @@ func newRenderCommand(stdout, stderr io.Writer, getenv func(string) string, diag
 	return c
 }
 
-func newGenerateCommand(stdout, stderr io.Writer, getenv func(string) string, dir string, diag *diagnostics) *cobra.Command {
+func newGenerateCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, dir string, diag *diagnostics) *cobra.Command {
 	return &cobra.Command{
 		Use:   "generate",
 		Short: "Argo CD generate command: render the Application's component from the plugin environment",
@@ -160,7 +160,7 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 			}
 			// One rule for the whole generation (the policy file is read once).
-			rule, err := sidecarRule(getenv)
+			rule, err := p.sidecarRule(getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 			}
@@ -168,11 +168,11 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 			req.RequireComponentImages = req.RequireComponentImages || rule.RequireComponentImages
 			req.Platform.AllowOtherProjects = req.Platform.AllowOtherProjects || rule.Platform.AllowOtherProjects
 			req.Platform.AllowOtherDestinations = req.Platform.AllowOtherDestinations || rule.Platform.AllowOtherDestinations
-			v, err := signaturePolicy(rule.SignatureFlags())
+			v, err := p.engine.Verifier(rule.SignatureFlags())
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 			}
-			return renderAndPrint(cmd, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: isTrue(getenv(envProvenance)) || req.Provenance, json: true, diag: diag, rule: rule})
+			return renderAndPrint(cmd, p, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: isTrue(getenv(envProvenance)) || req.Provenance, json: true, diag: diag, rule: rule})
 		},
 	}
 }
@@ -229,7 +229,7 @@ type renderOptions struct {
 	rule *policy.Rule
 }
 
-func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
+func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
 	ectx := errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version}
 	ctx, cancel, err := withDeadline(cmd.Context(), 0, getenv)
 	if err != nil {
@@ -246,11 +246,11 @@ func renderAndPrint(cmd *cobra.Command, req pipeline.Request, stdout, stderr io.
 	}
 	rule := opts.rule
 	if rule == nil {
-		if rule, err = sidecarRule(getenv); err != nil {
+		if rule, err = p.sidecarRule(getenv); err != nil {
 			return errdef.Wrap(err, ectx)
 		}
 	}
-	r, log, err := newRendererFor(&notes, rule, getenv, opts.diag, prog)
+	r, log, err := p.renderer(&notes, rule, getenv, opts.diag, prog)
 	if err != nil {
 		return errdef.Wrap(err, ectx)
 	}

@@ -91,7 +91,7 @@ func TestConfigFailuresPrintNothingOnStdout(t *testing.T) {
 	def := func(name, values string) string {
 		p := filepath.Join(dir, name)
 		body := "apiVersion: deploy.argocd-ocm-plugin.io/v1alpha1\nkind: ComponentDeployment\nmetadata: {name: t}\n" +
-			"spec:\n  parameters: {n: {type: integer, default: 1}}\n  renders:\n  - resource: {name: chart}\n    values: " + values + "\n"
+			"spec:\n  parameters: {\"n\": {type: integer, default: 1}}\n  renders:\n  - resource: {name: chart}\n    values: " + values + "\n"
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

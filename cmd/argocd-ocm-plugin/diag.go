@@ -34,11 +34,9 @@ type diagnostics struct {
 	terminal func(w io.Writer) bool
 }
 
-// serverLog is set by serve: the log of the render server's generations.
-var serverLog io.Writer
-
-func newDiagnostics(stderr io.Writer) *diagnostics {
-	return &diagnostics{stderr: stderr, log: serverLog, terminal: isTerminal}
+// newDiagnostics: log is the render server's log of its generations (process.log), else nil.
+func newDiagnostics(stderr, log io.Writer) *diagnostics {
+	return &diagnostics{stderr: stderr, log: log, terminal: isTerminal}
 }
 
 func isTerminal(w io.Writer) bool {

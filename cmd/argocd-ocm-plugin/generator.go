@@ -15,7 +15,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/generator"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // generatorFlags are the generator command's settings.
@@ -75,21 +75,23 @@ func runGenerator(ctx context.Context, f generatorFlags, stderr io.Writer, geten
 	// The sidecar policy's default rule (Argo CD's plugin generator request
 	// names no project), read once at start: its gate refuses a repository
 	// before any connection, and it scopes credentials and plain HTTP.
-	rule, err := sidecarRule(getenv)
+	// The generator is a long-lived process of its own: its requests share
+	// registry connections and tokens (tag lists are the generator's own
+	// TTLs' to reuse, so the engine shares no tag resolutions).
+	p := &process{engine: pipeline.NewEngine(pipeline.WithSharing(0))}
+	rule, err := p.sidecarRule(getenv)
 	if err != nil {
 		return err
 	}
-	keys, err := signaturePolicy(rule.SignatureFlags())
+	keys, err := p.engine.Verifier(rule.SignatureFlags())
 	if err != nil {
 		return err
 	}
-	// The sidecar's registry client (newRenderer), one per request so that
-	// the generator's own TTLs decide when a tag list is read again;
-	// connections and registry tokens are shared.
-	sharedRegistry = &registry.Shared{}
+	// A registry client per request (pipeline.Engine.Renderer), so that the
+	// generator's own TTLs decide when a tag list is read again.
 	regLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn).Writer()
 	open := func(ctx context.Context, spec string) (ocm.Repository, error) {
-		r, _, err := newRendererFor(regLog, rule, getenv, diag, nil)
+		r, _, err := p.renderer(regLog, rule, getenv, diag, nil)
 		if err != nil {
 			return nil, err
 		}

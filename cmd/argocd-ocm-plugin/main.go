@@ -37,13 +37,14 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	quietStandardLog()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return execute(ctx, args, stdout, stderr, getenv, "")
+	return execute(ctx, newProcess(), args, stdout, stderr, getenv, "")
 }
 
 // execute runs one command line: in a process of its own (run), or for a
 // client of the render server, with that client's environment and directory.
-func execute(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string, dir string) int {
-	root := newRootCommand(stdout, stderr, getenv, dir)
+// p is what the process shares between its command lines (its engine).
+func execute(ctx context.Context, p *process, args []string, stdout, stderr io.Writer, getenv func(string) string, dir string) int {
+	root := newRootCommand(p, stdout, stderr, getenv, dir)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "argocd-ocm-plugin: %v\n", err)

@@ -15,7 +15,7 @@ import (
 // newParametersCommand is the plugin's dynamic parameter announcement
 // (plugin.yaml spec.parameters.dynamic): a JSON array of Argo CD
 // ParameterAnnouncement objects on stdout.
-func newParametersCommand(stdout, stderr io.Writer, getenv func(string) string, dir string, diag *diagnostics) *cobra.Command {
+func newParametersCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, dir string, diag *diagnostics) *cobra.Command {
 	return &cobra.Command{
 		Use:   "parameters",
 		Short: "Argo CD dynamic parameters: announce the component's parameters as JSON",
@@ -36,11 +36,11 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			}
 			defer cancel()
 			var notes bytes.Buffer // to stderr on success only: a failure is one line
-			rule, err := sidecarRule(getenv)
+			rule, err := p.sidecarRule(getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}
-			r, _, err := newRendererFor(&notes, rule, getenv, diag, nil)
+			r, _, err := p.renderer(&notes, rule, getenv, diag, nil)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}
@@ -50,7 +50,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			}
 			defer root.Close()
 			planner := &config.Planner{Resources: r.Resources(), Log: &notes}
-			a := &cmp.Announcer{OpenRepository: r.OpenRepository, Sources: []cmp.ParameterSource{definitionParameters(planner)}, Dir: dir, Root: root, AllowLocalArchive: rule.AllowLocalArchive}
+			a := &cmp.Announcer{Renderer: r, Sources: []cmp.ParameterSource{definitionParameters(planner)}, Dir: dir, Root: root, AllowLocalArchive: rule.AllowLocalArchive}
 			params, err := a.Announce(ctx, getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})

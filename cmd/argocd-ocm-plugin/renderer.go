@@ -9,14 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 )
 
 // Sidecar settings. They are read from the process environment WITHOUT the
@@ -39,28 +34,44 @@ const (
 // error, not Argo's SIGTERM, is what the user reads.
 const DefaultTimeout = 50 * time.Second
 
-// sharedRegistry is set by serve before it accepts requests: generations of
-// the render server share connections and registry tokens (the credentials
-// are the sidecar's, the same for all). nil in a process of its own.
-var sharedRegistry *registry.Shared
-
-// sharedTags is set by serve too: a burst of generations of one component
-// (an ApplicationSet refresh) resolves its tag once per sharedTagsTTL.
-var sharedTags *oci.TagResolutions
-
-// sharedCRDs and sharedUnpacker are set by serve too: the decoded CRDs of
-// charts, and the CTF tgz archives unpacked into the blob cache with their
-// indexes, are kept between generations. nil in a process of its own (which
-// still finds a tgz unpacked in the cache by any process).
-var (
-	sharedCRDs     *helm.CRDCache
-	sharedUnpacker *ctf.Unpacker
-)
-
 // defaultTagTTL is how long the render server reuses a tag resolution
 // (ARGOCD_OCM_TAG_TTL); a re-pushed tag is seen after at most this long
 // (Argo CD itself caches generated manifests for much longer).
 const defaultTagTTL = 5 * time.Second
+
+// process is what one process builds once and every command line it runs
+// shares: the engine (registry connections and tokens, tag resolutions, the
+// blob cache, the policy and keys; see pipeline.Engine) and, in the render
+// server, where its generations log.
+type process struct {
+	engine *pipeline.Engine
+	// log, when set, receives the info and debug lines of every generation:
+	// the render server's own log (the container's), so that what a client
+	// gets back stays its result and its error line. nil: the command's stderr.
+	log io.Writer
+}
+
+// newProcess is the process of one command line: nothing outlives it, so
+// nothing is shared.
+func newProcess() *process {
+	return &process{engine: pipeline.NewEngine()}
+}
+
+// newServerProcess is a long-lived process (a render-server worker, serve
+// rendering in-process): its generations share registry connections,
+// tokens and a tag's resolution for ARGOCD_OCM_TAG_TTL; their log lines
+// (ARGOCD_OCM_LOG_LEVEL=debug|info) go to log, the container's log.
+func newServerProcess(getenv func(string) string, log io.Writer) (*process, error) {
+	ttl := defaultTagTTL
+	if v := strings.TrimSpace(getenv(envTagTTL)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%w: %s=%q is not a duration ≥ 0", errdef.ErrInvalidInput, envTagTTL, v)
+		}
+		ttl = d
+	}
+	return &process{engine: pipeline.NewEngine(pipeline.WithSharing(ttl)), log: log}, nil
+}
 
 // sidecarRule is the rule of this generation: the sidecar policy's rule for
 // the Application's project (ARGOCD_OCM_POLICY, ARGOCD_APP_PROJECT_NAME), or
@@ -68,59 +79,31 @@ const defaultTagTTL = 5 * time.Second
 // is read for every generation, so that an updated ConfigMap applies to the
 // next one. Its RequireComponentImages and Platform switches are for the
 // image guard and the platform renderer.
-func sidecarRule(getenv func(string) string) (*policy.Rule, error) {
-	return policy.FromEnvironment(getenv)
+func (p *process) sidecarRule(getenv func(string) string) (*policy.Rule, error) {
+	return p.engine.Rule(getenv)
 }
 
-// newRenderer builds the pipeline with a registry client for this one render,
-// configured by the sidecar rule: nothing is connected to before the rule
-// allowed it. Notes and warnings of every layer (registry, cache, pipeline)
-// go to notes. With diag's log level at info or debug, the log lines go to
-// stderr as they happen; prog, when not nil, counts the bytes read from
-// registries.
-func newRenderer(notes io.Writer, getenv func(string) string, diag *diagnostics, prog *progress) (*pipeline.Renderer, *slog.Logger, error) {
-	rule, err := sidecarRule(getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	return newRendererFor(notes, rule, getenv, diag, prog)
-}
-
-// newRendererFor is newRenderer with the rule already resolved (generate
-// resolves it once for the signatures and the renderer).
-func newRendererFor(notes io.Writer, rule *policy.Rule, getenv func(string) string, diag *diagnostics, prog *progress) (*pipeline.Renderer, *slog.Logger, error) {
+// renderer builds the pipeline of one generation (pipeline.Engine.Renderer),
+// its registry client configured by the sidecar rule: nothing is connected
+// to before the rule allowed it. Notes and warnings of every layer
+// (registry, cache, pipeline) go to notes. With diag's log level at info or
+// debug, the log lines go to stderr (or the server's log) as they happen;
+// prog, when not nil, counts the bytes read from registries.
+func (p *process) renderer(notes io.Writer, rule *policy.Rule, getenv func(string) string, diag *diagnostics, prog *progress) (*pipeline.Renderer, *slog.Logger, error) {
 	logger, err := diag.logger(notes, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	ropts := rule.RegistryOptions(nil)
+	g := pipeline.Generation{Rule: rule, Logger: logger, Notes: notes}
 	if prog != nil {
-		ropts = append(ropts, registry.WithBodyObserver(prog.add))
+		g.BodyObserver = prog.add
 	}
-	if sharedRegistry != nil {
-		ropts = append(ropts, registry.WithShared(sharedRegistry))
-	}
-	oopts := []oci.Option{oci.WithRegistryOptions(ropts...), oci.WithLogger(logger)}
-	if sharedTags != nil {
-		oopts = append(oopts, oci.WithRecentTags(sharedTags))
-	}
-	src, err := pipeline.NewRegistrySource(oopts...)
+	r, err := p.engine.Renderer(g)
 	if err != nil {
 		return nil, nil, err
 	}
-	src.AllowLocalArchive = rule.AllowLocalArchive
-	unpacker := sharedUnpacker
-	if unpacker == nil {
-		unpacker = ctf.NewUnpacker()
-	}
-	return &pipeline.Renderer{
-		OpenRepository: src.Open,
-		Opened:         logOpened(logger),
-		Access:         access.Resolver{Artifacts: src},
-		Log:            notes,
-		HelmCRDs:       sharedCRDs,
-		CTFOptions:     []ctf.Option{ctf.WithUnpacker(unpacker), ctf.WithCache(src.Client.Cache())},
-	}, logger, nil
+	r.Opened = logOpened(logger)
+	return r, logger, nil
 }
 
 // withDeadline applies the overall deadline (flag value, else ARGOCD_OCM_TIMEOUT, else DefaultTimeout).

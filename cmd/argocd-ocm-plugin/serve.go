@@ -9,18 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
 
@@ -96,39 +91,19 @@ func newServeWorkerCommand(stderr io.Writer, getenv func(string) string) *cobra.
 			if conn == nil {
 				return fmt.Errorf("%w: %s runs under serve only", errdef.ErrInvalidInput, workerCommand)
 			}
-			if err := shareAcrossGenerations(getenv, stderr); err != nil {
+			p, err := newServerProcess(getenv, stderr)
+			if err != nil {
 				return err
 			}
 			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			// SIGTERM and SIGINT are the supervisor's to act on: a worker
 			// finishes its generation, or is killed.
-			return server.ServeWorker(context.WithoutCancel(cmd.Context()), conn, requestHandler(), log)
+			return server.ServeWorker(context.WithoutCancel(cmd.Context()), conn, requestHandler(p), log)
 		},
 	}
 }
 
 const workerCommand = "serve-worker"
-
-// shareAcrossGenerations makes the generations of this long-lived process
-// share registry connections, tokens and recent tag resolutions; their log
-// lines (ARGOCD_OCM_LOG_LEVEL=debug|info) go to log, the container's log.
-func shareAcrossGenerations(getenv func(string) string, log io.Writer) error {
-	ttl := defaultTagTTL
-	if v := strings.TrimSpace(getenv(envTagTTL)); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return fmt.Errorf("%w: %s=%q is not a duration ≥ 0", errdef.ErrInvalidInput, envTagTTL, v)
-		}
-		ttl = d
-	}
-	sharedRegistry = &registry.Shared{}
-	serverLog = log
-	if ttl > 0 {
-		sharedTags = oci.NewTagResolutions(ttl)
-	}
-	sharedCRDs, sharedUnpacker = helm.NewCRDCache(0), ctf.NewUnpacker()
-	return nil
-}
 
 func serve(ctx context.Context, socket string, parallelism int, command []string, stderr io.Writer, getenv func(string) string) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -139,10 +114,11 @@ func serve(ctx context.Context, socket string, parallelism int, command []string
 	metrics := server.NewMetrics()
 	srv := &server.Server{Parallelism: parallelism, Log: log, Describe: describeRequest, Metrics: metrics}
 	if settings.workers == 0 {
-		if err := shareAcrossGenerations(getenv, stderr); err != nil {
+		p, err := newServerProcess(getenv, stderr)
+		if err != nil {
 			return err
 		}
-		srv.Handler = requestHandler()
+		srv.Handler = requestHandler(p)
 	} else {
 		pool, err := settings.pool(stderr, log, metrics)
 		if err != nil {
@@ -182,7 +158,7 @@ func serve(ctx context.Context, socket string, parallelism int, command []string
 		"deadline", settings.deadline.String(), "max_memory_mib", settings.maxMemory>>20, "total_memory_mib", settings.totalMemory>>20)
 	// The policy is read again by every generation; saying at start-up what
 	// it is spares the operator a failed sync to find out.
-	if _, err := sidecarRule(getenv); err != nil {
+	if _, err := policy.FromEnvironment(getenv); err != nil {
 		log.Warn("sidecar policy unusable: every generation fails until it is fixed", "cause", err.Error())
 	} else if p := getenv(policy.EnvPolicy); p != "" {
 		log.Info("sidecar policy", "file", p)
@@ -220,10 +196,10 @@ func describeEnv(getenv func(string) string) server.Description {
 	d := server.Description{Application: getenv(cmp.EnvAppName), Project: getenv(cmp.EnvProjectName)}
 	if ps := getenv(cmp.EnvAppParameters); ps != "" && len(ps) < 64<<10 {
 		if params, err := cmp.ParseParameters(ps); err == nil {
-			if p, ok := params[cmp.ParamComponent]; ok && p.String != nil {
+			if p, ok := params[param.Component]; ok && p.String != nil {
 				d.Component = *p.String
 			}
-			if p, ok := params[cmp.ParamVersion]; ok && p.String != nil {
+			if p, ok := params[param.Version]; ok && p.String != nil {
 				d.Version = *p.String
 			}
 		}
@@ -238,8 +214,8 @@ func describeEnv(getenv func(string) string) server.Description {
 }
 
 // requestHandler runs one client's command with that client's
-// request-scoped environment and directory.
-func requestHandler() server.Handler {
+// request-scoped environment and directory, in p (the process's engine).
+func requestHandler(p *process) server.Handler {
 	return func(ctx context.Context, req *server.Request, stdout, stderr io.Writer) int {
 		getenv := req.Getenv(os.Getenv)
 		app := getenv(cmp.EnvAppName)
@@ -252,7 +228,7 @@ func requestHandler() server.Handler {
 			return 2
 		}
 		var errBuf bytes.Buffer
-		code := execute(ctx, req.Args, stdout, &errBuf, getenv, req.Dir)
+		code := execute(ctx, p, req.Args, stdout, &errBuf, getenv, req.Dir)
 		// Files of the Application are named as a process in its directory
 		// names them (relative), whatever directory argocd-cmp-server used.
 		msg := bytes.ReplaceAll(errBuf.Bytes(), []byte(req.Dir+string(filepath.Separator)), nil)

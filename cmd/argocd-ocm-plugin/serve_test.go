@@ -35,7 +35,7 @@ func startServer(t *testing.T) (socket, fingerprint string) {
 		t.Fatal(err)
 	}
 	fingerprint = "test"
-	srv := &server.Server{Handler: requestHandler(), Fingerprint: fingerprint}
+	srv := &server.Server{Handler: requestHandler(newProcess()), Fingerprint: fingerprint}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, l) }()
@@ -198,7 +198,6 @@ func writeTestFile(t *testing.T, p, content string) {
 // serve -- COMMAND: the command sees the socket and a listening server, its
 // exit status is serve's result, and the socket is gone afterwards.
 func TestServeSupervisesCommand(t *testing.T) {
-	t.Cleanup(func() { sharedRegistry, sharedTags, sharedCRDs, sharedUnpacker = nil, nil, nil, nil }) // serve sets them for its generations
 	dir, err := os.MkdirTemp("", "sup")
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // newTransferCommand is `transfer`: replication of component versions
 // between CTFs and registries, for air gaps (docs/airgap.md) and as a Job
 // before the Applications that read the copies (manifests/examples/replication).
-func newTransferCommand(stderr io.Writer, getenv func(string) string) *cobra.Command {
+func newTransferCommand(p *process, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	var t transfer.Transfer
 	var timeout time.Duration
 	c := &cobra.Command{
@@ -60,7 +60,7 @@ component, version and resource.`,
 				// they become images again only with --copy-resources.
 				t.CopyResources = true
 			}
-			rule, err := sidecarRule(getenv)
+			rule, err := p.sidecarRule(getenv)
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}

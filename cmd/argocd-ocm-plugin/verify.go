@@ -3,17 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/verify"
 )
@@ -28,38 +26,7 @@ const (
 	envProvenance = "ARGOCD_OCM_PROVENANCE" // "true": annotate objects with their provenance
 )
 
-// signaturePolicy pairs signature names with public key files: one key file
-// per name, or a single key file for every name.
-func signaturePolicy(names, keyFiles []string) (*signing.Verifier, error) {
-	if len(names) == 0 && len(keyFiles) == 0 {
-		return nil, nil
-	}
-	if len(names) == 0 || len(keyFiles) == 0 {
-		return nil, fmt.Errorf("%w: signature verification needs both a signature name and a public key", errdef.ErrInvalidInput)
-	}
-	if len(keyFiles) != 1 && len(keyFiles) != len(names) {
-		return nil, fmt.Errorf("%w: %d signature names but %d public keys: give one key, or one per name", errdef.ErrInvalidInput, len(names), len(keyFiles))
-	}
-	v := &signing.Verifier{Keys: map[string]crypto.PublicKey{}}
-	for i, name := range names {
-		f := keyFiles[0]
-		if len(keyFiles) > 1 {
-			f = keyFiles[i]
-		}
-		pem, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("%w: public key for signature %s: %v", errdef.ErrInvalidInput, name, err)
-		}
-		k, err := signing.ParsePublicKey(pem)
-		if err != nil {
-			return nil, fmt.Errorf("public key %s: %w", f, err)
-		}
-		v.Keys[name] = k
-	}
-	return v, nil
-}
-
-func newVerifyCommand(stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
+func newVerifyCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
 	var repository, component, version, output string
 	var names, keys []string
 	c := &cobra.Command{
@@ -81,7 +48,7 @@ stderr and nothing on stdout.`,
 			if output != "text" && output != "json" {
 				return errdef.Wrap(fmt.Errorf("%w: --output %q: want text or json", errdef.ErrInvalidInput, output), ectx)
 			}
-			v, err := signaturePolicy(names, keys)
+			v, err := p.engine.Verifier(names, keys)
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}
@@ -94,7 +61,7 @@ stderr and nothing on stdout.`,
 			}
 			defer cancel()
 			var notes bytes.Buffer // to stderr on success only: a failure is one line
-			report, resolved, err := verifyComponent(ctx, &notes, getenv, diag, repository, component, version, v)
+			report, resolved, err := verifyComponent(ctx, p, &notes, getenv, diag, repository, component, version, v)
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}
@@ -134,27 +101,23 @@ func printVerifyReport(w io.Writer, component, version string, report *verify.Re
 	}
 }
 
-func verifyComponent(ctx context.Context, notes io.Writer, getenv func(string) string, diag *diagnostics, repository, component, version string, v *signing.Verifier) (*verify.Report, string, error) {
-	r, _, err := newRenderer(notes, getenv, diag, nil)
+func verifyComponent(ctx context.Context, p *process, notes io.Writer, getenv func(string) string, diag *diagnostics, repository, component, version string, v *signing.Verifier) (*verify.Report, string, error) {
+	rule, err := p.sidecarRule(getenv)
 	if err != nil {
 		return nil, "", err
 	}
-	repo, err := r.OpenRepository(ctx, repository)
+	r, _, err := p.renderer(notes, rule, getenv, diag, nil)
 	if err != nil {
 		return nil, "", err
 	}
-	defer repo.Close()
-	resolved, err := resolve.ResolveVersion(ctx, repo, component, version)
+	found, err := r.Resolve(ctx, pipeline.Request{Repository: repository, Component: component, Version: version})
 	if err != nil {
 		return nil, "", err
 	}
-	cv, err := repo.LookupComponentVersion(ctx, component, resolved)
-	if err != nil {
-		return nil, "", err
-	}
-	vr := &verify.Verifier{Signatures: v, Repository: repo}
-	report, err := vr.Run(ctx, cv)
-	return report, resolved, err
+	defer found.Close()
+	vr := &verify.Verifier{Signatures: v, Repository: found.Repository}
+	report, err := vr.Run(ctx, found.Component)
+	return report, found.Version, err
 }
 
 func isTrue(s string) bool {

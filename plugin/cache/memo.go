@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -65,15 +66,7 @@ func (m *Memo[K, V]) Do(ctx context.Context, key K, fn func(context.Context) (V,
 			c = &memoCall[V]{done: make(chan struct{})}
 			m.m[key] = c
 			m.mu.Unlock()
-			c.v, c.err = fn(ctx)
-			m.mu.Lock()
-			if c.err != nil {
-				delete(m.m, key)
-			} else if m.ttl > 0 {
-				c.expires = m.now().Add(m.ttl)
-			}
-			m.mu.Unlock()
-			close(c.done)
+			m.call(ctx, key, c, fn)
 			return c.v, c.err
 		}
 		m.mu.Unlock()
@@ -97,6 +90,35 @@ func (m *Memo[K, V]) Do(ctx context.Context, key K, fn func(context.Context) (V,
 			return zero, ctx.Err()
 		}
 	}
+}
+
+// errCallPanicked is what callers waiting for a call see when it panicked
+// (they then call fn themselves); the panic goes on up the caller's stack.
+var errCallPanicked = errors.New("cache: the shared call panicked")
+
+// call runs fn for c and publishes its result. However fn ends, a panic
+// included, the key is released and c.done closed: a recovered panic (the
+// render server recovers each generation's) must not leave the key held, or
+// every later caller of that key would wait for a call that never ends.
+func (m *Memo[K, V]) call(ctx context.Context, key K, c *memoCall[V], fn func(context.Context) (V, error)) {
+	returned := false
+	defer func() {
+		m.mu.Lock()
+		if !returned {
+			c.err = errCallPanicked
+		}
+		if c.err != nil {
+			if m.m[key] == c {
+				delete(m.m, key)
+			}
+		} else if m.ttl > 0 {
+			c.expires = m.now().Add(m.ttl)
+		}
+		m.mu.Unlock()
+		close(c.done)
+	}()
+	c.v, c.err = fn(ctx)
+	returned = true
 }
 
 // Get returns the remembered value for key, if any.

@@ -61,3 +61,63 @@ func TestRecentSharesCallsNotErrors(t *testing.T) {
 		t.Fatalf("after a failure: %d, %v", v, err)
 	}
 }
+
+// A call that panics releases its key: once the panic is recovered (the
+// render server recovers a generation's), the next caller of that key gets
+// its own call at once instead of waiting for one that never ends.
+func TestMemoPanicReleasesKey(t *testing.T) {
+	for name, m := range map[string]*Memo[string, int]{
+		"generation": {},
+		"recent":     NewRecent[string, int](time.Minute),
+	} {
+		t.Run(name, func(t *testing.T) {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Fatal("the panic did not reach the caller")
+					}
+				}()
+				m.Do(context.Background(), "k", func(context.Context) (int, error) { panic("boom") })
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			v, err := m.Do(ctx, "k", func(context.Context) (int, error) { return 7, nil })
+			if err != nil || v != 7 {
+				t.Fatalf("after a recovered panic: %d, %v; want 7 from a new call", v, err)
+			}
+			if v, ok := m.Get("k"); !ok || v != 7 {
+				t.Fatalf("Get after the new call: %d, %v", v, ok)
+			}
+		})
+	}
+}
+
+// A caller waiting for a call that panics tries again itself.
+func TestMemoPanicWaiterRetries(t *testing.T) {
+	var m Memo[string, int]
+	started, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer func() { recover() }()
+		m.Do(context.Background(), "k", func(context.Context) (int, error) {
+			close(started)
+			<-release
+			panic("boom")
+		})
+	}()
+	<-started
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		v, err := m.Do(ctx, "k", func(context.Context) (int, error) { return 3, nil })
+		if err == nil && v != 3 {
+			err = errors.New("wrong value")
+		}
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let it wait on the first call
+	close(release)
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
 )
@@ -42,10 +42,6 @@ const (
 	CollectionMap    = "map"
 )
 
-// ParamResolvedVersion is announced (never read) with the version that the
-// Application's version or constraint resolves to right now.
-const ParamResolvedVersion = "resolved-version"
-
 // ParameterSource contributes announcements for a resolved component version,
 // e.g. the instance parameters of its deployment definition with their types
 // and defaults. req is the request the Application's parameters make, with
@@ -67,11 +63,10 @@ func (f ParameterSourceFunc) Announce(ctx context.Context, cv ocm.ComponentVersi
 // and ARGOCD_ENV_ variables, as for generate). The zero value reads CTFs and
 // component archives.
 type Announcer struct {
-	// OpenRepository opens the repository parameter; default pipeline.OpenOffline.
-	OpenRepository func(ctx context.Context, spec string) (ocm.Repository, error)
-	// ResolveVersion turns a version or constraint into a version; default
-	// resolve.ResolveVersion (the rules of generate).
-	ResolveVersion func(ctx context.Context, repo ocm.Repository, component, versionOrConstraint string) (string, error)
+	// Renderer opens the repository and resolves the component version as
+	// generate does (pipeline.Renderer.Resolve: the same stage, the same
+	// rules); nil: a zero Renderer, which reads CTFs and component archives.
+	Renderer *pipeline.Renderer
 	// Sources add announcements for the resolved component version (the
 	// deployment definition's instance parameters), in order.
 	Sources []ParameterSource
@@ -92,31 +87,31 @@ const maxListedVersions = 15
 // no defaults: what the plugin announces before it knows a component.
 func ContractAnnouncements() []Announcement {
 	return []Announcement{
-		{Name: ParamRepository, Title: "OCM repository", Required: true,
+		{Name: param.Repository, Title: "OCM repository", Required: true,
 			Tooltip: "Where the component version is: an OCI registry (ghcr.io/org/ocm, http://host:5000/ocm) or a CTF / component archive (directory, tar, tgz). A relative path is resolved against the Application's path in git: a CTF committed next to the Application needs no registry and no credentials. Env fallback: ARGOCD_ENV_REPOSITORY."},
-		{Name: ParamComponent, Title: "Component", Required: true,
+		{Name: param.Component, Title: "Component", Required: true,
 			Tooltip: "OCM component name, e.g. example.com/demo/podinfo. Env fallback: ARGOCD_ENV_COMPONENT."},
-		{Name: ParamVersion, Title: "Version", Required: true,
+		{Name: param.Version, Title: "Version", Required: true,
 			Tooltip: "Component version, or a semantic-version constraint (~1.2, ^2, >=1.0.0). Argo CD caches manifests per git revision: a constraint is re-resolved only when Argo CD regenerates (hard refresh). Pin versions for predictable syncs. Env fallback: ARGOCD_ENV_VERSION."},
-		{Name: ParamResource, Title: "Resource",
+		{Name: param.Resource, Title: "Resource",
 			Tooltip: "Resource to render: name or name,key=value (extra identity). Default: the component's only helmChart or directoryTree resource. Env fallback: ARGOCD_ENV_RESOURCE."},
-		{Name: ParamPath, Title: "Path in resource",
+		{Name: param.Path, Title: "Path in resource",
 			Tooltip: "Entry path inside a directoryTree resource (a kustomization or plain manifests). Default: its root. Env fallback: ARGOCD_ENV_PATH."},
-		{Name: ParamValues, Title: "Helm values (YAML)",
+		{Name: param.Values, Title: "Helm values (YAML)",
 			Tooltip: "Helm values as a YAML map; they win over value files. Do not put secrets here: Argo CD stores parameters and generated manifests in plain text. Env fallback: ARGOCD_ENV_VALUES."},
-		{Name: ParamValueFiles, Title: "Helm value files", CollectionType: CollectionArray,
+		{Name: param.ValueFiles, Title: "Helm value files", CollectionType: CollectionArray,
 			Tooltip: "Values files in the Application's git path, later ones win. A string parameter or ARGOCD_ENV_VALUE_FILES may list them comma-separated."},
-		{Name: ParamParameters, Title: "Instance parameters", CollectionType: CollectionMap,
+		{Name: param.Parameters, Title: "Instance parameters", CollectionType: CollectionMap,
 			Tooltip: "Instance parameters of the component's deployment definition (name → value). Env fallback: ARGOCD_ENV_PARAMETERS holding a YAML map."},
-		{Name: ParamDefinition, Title: "Deployment definition",
+		{Name: param.Definition, Title: "Deployment definition",
 			Tooltip: "A deployment definition file in the Application's directory (relative path), or resource:NAME for one shipped in the component. Default: the one the component ships, if any. Env fallback: ARGOCD_ENV_DEFINITION."},
-		{Name: ParamPlatform, Title: "Render as platform", ItemType: "boolean",
+		{Name: param.Platform, Title: "Render as platform", ItemType: "boolean",
 			Tooltip: "true: render the component's references as child Argo CD Applications (app of apps). Default for components with references and no renderable resource. Env fallback: ARGOCD_ENV_PLATFORM."},
-		{Name: ParamPlatformConfig, Title: "Platform config files", CollectionType: CollectionArray,
+		{Name: param.PlatformConfig, Title: "Platform config files", CollectionType: CollectionArray,
 			Tooltip: "Platform config files in the Application's git path: per-package settings of a platform, later ones win."},
-		{Name: ParamLocalize, Title: "Localize images", ItemType: "boolean",
+		{Name: param.Localize, Title: "Localize images", ItemType: "boolean",
 			Tooltip: "true: point workload images that are resources of the component at the component's location of them (after a transfer). Env fallback: ARGOCD_ENV_LOCALIZE."},
-		{Name: ParamProvenance, Title: "Provenance annotations", ItemType: "boolean",
+		{Name: param.Provenance, Title: "Provenance annotations", ItemType: "boolean",
 			Tooltip: "true: annotate every object with component, version, descriptor digest, resource and verified signatures. Env fallback: ARGOCD_ENV_PROVENANCE."},
 	}
 }
@@ -145,15 +140,10 @@ func (a *Announcer) Announce(ctx context.Context, getenv func(string) string) ([
 }
 
 func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request, out []Announcement, ectx *errdef.Error) ([]Announcement, error) {
-	open := a.OpenRepository
-	if open == nil {
-		open = pipeline.OpenOffline
+	r := a.Renderer
+	if r == nil {
+		r = &pipeline.Renderer{}
 	}
-	repo, err := req.OpenRepository(ctx, open)
-	if err != nil {
-		return nil, err
-	}
-	defer repo.Close()
 	byName := map[string]*Announcement{}
 	for i := range out {
 		byName[out[i].Name] = &out[i]
@@ -161,6 +151,11 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 
 	if req.Version == "" {
 		// A form being filled in: help with the versions there are.
+		repo, err := r.Open(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		defer repo.Close()
 		versions, err := repo.ListVersions(ctx, req.Component)
 		if err != nil {
 			return nil, err
@@ -168,29 +163,21 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 		if len(versions) == 0 {
 			return nil, fmt.Errorf("%w: component %s has no versions in %s", errdef.ErrNotFound, req.Component, req.Repository)
 		}
-		v := byName[ParamVersion]
+		v := byName[param.Version]
 		v.Tooltip = "Available: " + listVersions(versions) + ". " + v.Tooltip
 		return out, nil
 	}
 
-	resolveVersion := a.ResolveVersion
-	if resolveVersion == nil {
-		resolveVersion = resolve.ResolveVersion
-	}
-	requested := req.Version
-	version, err := resolveVersion(ctx, repo, req.Component, requested)
+	found, err := r.Resolve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	ectx.Version = version
-	cv, err := repo.LookupComponentVersion(ctx, req.Component, version)
-	if err != nil {
-		return nil, err
-	}
-	req.Version = version
+	defer found.Close()
+	requested, version, cv := found.Requested, found.Version, found.Component
+	ectx.Version, req.Version = version, version
 	d := cv.Descriptor()
 
-	res := byName[ParamResource]
+	res := byName[param.Resource]
 	if req.Platform.Force || (len(req.Resources) == 0 && platform.IsPlatform(d, pipeline.Renderable)) {
 		// A platform renders one child Application per reference.
 		refs := make([]string, len(d.References))
@@ -199,17 +186,17 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 		}
 		res.Tooltip = d.Name + ":" + d.Version + " is rendered as a platform: one child Application per reference: " +
 			orNone(refs) + ". " + res.Tooltip
-		byName[ParamPlatform].Tooltip = "Rendering as a platform now. " + byName[ParamPlatform].Tooltip
+		byName[param.Platform].Tooltip = "Rendering as a platform now. " + byName[param.Platform].Tooltip
 	} else if err := announceResources(d, req, res); err != nil {
 		return nil, err
 	}
 
-	v := byName[ParamVersion]
+	v := byName[param.Version]
 	if strings.TrimSpace(requested) != version {
 		v.Tooltip = fmt.Sprintf("%q resolves to %s now. %s", requested, version, v.Tooltip)
 	}
 	out = append(out, Announcement{
-		Name:    ParamResolvedVersion,
+		Name:    param.ResolvedVersion,
 		Title:   "Resolved version (read-only)",
 		Tooltip: "The version the version parameter resolves to now, for information: the plugin ignores this parameter. Pin it as version to stop following a constraint.",
 		String:  version,

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -62,7 +63,7 @@ func TestContractParametersAlwaysAnnounced(t *testing.T) {
 	if !m["repository"].Required || !m["component"].Required || !m["version"].Required {
 		t.Error("repository, component and version must be required")
 	}
-	if _, ok := m[cmp.ParamResolvedVersion]; ok {
+	if _, ok := m[param.ResolvedVersion]; ok {
 		t.Error("resolved-version announced without a component")
 	}
 }
@@ -96,7 +97,7 @@ func TestAnnounceComponent(t *testing.T) {
 			if tc.resource != "" && !strings.Contains(m["resource"].Tooltip, tc.resource+" (") {
 				t.Errorf("resource tooltip %q does not list %q", m["resource"].Tooltip, tc.resource)
 			}
-			if got := m[cmp.ParamResolvedVersion].String; got != tc.resolved {
+			if got := m[param.ResolvedVersion].String; got != tc.resolved {
 				t.Errorf("resolved version %q, want %q", got, tc.resolved)
 			}
 			for _, h := range tc.versionHints {
@@ -123,8 +124,8 @@ func TestAnnouncePlatform(t *testing.T) {
 	if tip := m["resource"].Tooltip; !strings.Contains(tip, "rendered as a platform") || !strings.Contains(tip, "example.com/demo/podinfo:1.0.0") {
 		t.Errorf("resource tooltip %q", tip)
 	}
-	if m["resource"].String != "" || m[cmp.ParamResolvedVersion].String != "1.0.0" {
-		t.Errorf("resource %q resolved %q", m["resource"].String, m[cmp.ParamResolvedVersion].String)
+	if m["resource"].String != "" || m[param.ResolvedVersion].String != "1.0.0" {
+		t.Errorf("resource %q resolved %q", m["resource"].String, m[param.ResolvedVersion].String)
 	}
 }
 

@@ -8,31 +8,11 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
-)
-
-// Parameter names an Application may set (spec.source.plugin.parameters), and
-// their ARGOCD_ENV_ fallbacks (upper-cased).
-const (
-	ParamRepository = "repository"
-	ParamComponent  = "component"
-	ParamVersion    = "version"
-	ParamResource   = "resource"
-	ParamPath       = "path"
-	ParamValues     = "values"      // a YAML string
-	ParamValueFiles = "value-files" // values files in the Application's git path
-	ParamParameters = "parameters"  // instance parameters (a map)
-	// ParamDefinition is a deployment definition file in the Application's
-	// source directory (or resource:NAME for one shipped in the component).
-	ParamDefinition = "definition"
-	ParamLocalize   = "localize"   // "true": automatic localisation of workload images
-	ParamProvenance = "provenance" // "true": annotate objects with their provenance
-	ParamPlatform   = "platform"   // "true": render the component's references as child Applications
-	// ParamPlatformConfig names platform config files in the Application's git path.
-	ParamPlatformConfig = "platform-config"
 )
 
 // Variables Argo CD sets for a generate command.
@@ -48,10 +28,6 @@ const (
 	EnvProjectName     = "ARGOCD_APP_PROJECT_NAME"
 	envPrefix          = "ARGOCD_ENV_"
 )
-
-// InstanceParamPrefix names one instance parameter as its own Argo CD
-// parameter: "parameters.replicas".
-const InstanceParamPrefix = ParamParameters + "."
 
 // text renders a parameter's value as instance-parameter text: a string as
 // is, an array or map as JSON (the definition's types parse it).
@@ -182,21 +158,21 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 	e := &Env{Getenv: getenv, params: params}
 	req := pipeline.Request{
 		Application: app,
-		Repository:  e.str(ParamRepository),
-		Component:   e.str(ParamComponent),
-		Version:     e.str(ParamVersion),
-		Resources:   e.list(ParamResource),
-		Path:        e.str(ParamPath),
-		ValueFiles:  e.list(ParamValueFiles),
+		Repository:  e.str(param.Repository),
+		Component:   e.str(param.Component),
+		Version:     e.str(param.Version),
+		Resources:   e.list(param.Resource),
+		Path:        e.str(param.Path),
+		ValueFiles:  e.list(param.ValueFiles),
 		ReleaseName: app,
 		Namespace:   getenv(EnvAppNamespace),
 		KubeVersion: getenv(EnvKubeVersion),
 		APIVersions: splitList(getenv(EnvKubeAPIVersions)),
-		Provenance:  strings.EqualFold(strings.TrimSpace(e.str(ParamProvenance)), "true"),
-		Localize:    strings.EqualFold(strings.TrimSpace(e.str(ParamLocalize)), "true"),
+		Provenance:  strings.EqualFold(strings.TrimSpace(e.str(param.Provenance)), "true"),
+		Localize:    strings.EqualFold(strings.TrimSpace(e.str(param.Localize)), "true"),
 		Platform: pipeline.PlatformRequest{
-			Force:       strings.EqualFold(strings.TrimSpace(e.str(ParamPlatform)), "true"),
-			ConfigFiles: e.list(ParamPlatformConfig),
+			Force:       strings.EqualFold(strings.TrimSpace(e.str(param.Platform)), "true"),
+			ConfigFiles: e.list(param.PlatformConfig),
 			Project:     getenv(EnvProjectName),
 			Source: platform.Source{
 				RepoURL:        getenv(EnvSourceRepoURL),
@@ -206,11 +182,11 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 		},
 	}
 	ectx := errdef.Error{Application: app, Component: req.Component, Version: req.Version}
-	if def := strings.TrimSpace(e.str(ParamDefinition)); def != "" {
+	if def := strings.TrimSpace(e.str(param.Definition)); def != "" {
 		// A file must stay inside the Application's source directory (the
 		// working directory of generate): the repo-server holds other repositories.
 		if !strings.HasPrefix(def, "resource:") && !filepath.IsLocal(def) {
-			return req, errdef.Wrap(confine.Refused(ParamDefinition, def), ectx)
+			return req, errdef.Wrap(confine.Refused(param.Definition, def), ectx)
 		}
 		req.DefinitionFile = def
 	}
@@ -222,21 +198,21 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 	for _, named := range []struct {
 		param string
 		files []string
-	}{{ParamValueFiles, req.ValueFiles}, {ParamPlatformConfig, req.Platform.ConfigFiles}} {
+	}{{param.ValueFiles, req.ValueFiles}, {param.PlatformConfig, req.Platform.ConfigFiles}} {
 		for _, f := range named.files {
 			if !filepath.IsLocal(f) {
 				return req, errdef.Wrap(confine.Refused(named.param, f), ectx)
 			}
 		}
 	}
-	instance, err := e.stringMap(ParamParameters)
+	instance, err := e.stringMap(param.Parameters)
 	if err != nil {
 		return req, errdef.Wrap(err, ectx)
 	}
 	// Instance parameters announced one by one ("parameters.<name>", typed
 	// fields in the UI) win over the map.
 	for name, p := range params {
-		key, ok := strings.CutPrefix(name, InstanceParamPrefix)
+		key, ok := strings.CutPrefix(name, param.InstancePrefix)
 		if !ok || key == "" {
 			continue
 		}
@@ -253,10 +229,10 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 		instance[key] = text
 	}
 	req.Parameters = instance
-	if v := e.str(ParamValues); strings.TrimSpace(v) != "" {
+	if v := e.str(param.Values); strings.TrimSpace(v) != "" {
 		vals := map[string]any{}
 		if err := yaml.Unmarshal([]byte(v), &vals); err != nil {
-			return req, errdef.Wrap(fmt.Errorf("%w: parameter %q is not a YAML map: %v", errdef.ErrInvalidInput, ParamValues, err),
+			return req, errdef.Wrap(fmt.Errorf("%w: parameter %q is not a YAML map: %v", errdef.ErrInvalidInput, param.Values, err),
 				errdef.Error{Application: app, Component: req.Component, Version: req.Version})
 		}
 		req.Values = vals

@@ -9,6 +9,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // componentVars describes a component version to expressions:
@@ -129,7 +130,7 @@ func baseVars(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request
 	d := cv.Descriptor()
 	pm := map[string]any{}
 	for _, p := range params {
-		pm[p.Name] = deepCopyValue(p.Value)
+		pm[p.Name] = manifests.DeepCopy(p.Value)
 	}
 	apis := make([]any, len(req.APIVersions))
 	for i, a := range req.APIVersions {

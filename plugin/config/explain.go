@@ -66,7 +66,7 @@ type PatchReport struct {
 func (r *Report) addOrdering(objs []manifests.Object) {
 	cp := make([]manifests.Object, len(objs))
 	for i, o := range objs {
-		cp[i] = deepCopyValue(o).(map[string]any)
+		cp[i] = manifests.DeepCopy(o)
 	}
 	defaults := hooks.ApplyDefaults(cp)
 	order, unsynced := hooks.SyncOrder(cp)

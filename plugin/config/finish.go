@@ -51,7 +51,7 @@ func (bp boundPatch) apply(objs []manifests.Object) ([]string, error) {
 		if !match {
 			continue
 		}
-		if err := fieldpath.Set(o, bp.path, deepCopyValue(bp.value)); err != nil {
+		if err := fieldpath.Set(o, bp.path, manifests.DeepCopy(bp.value)); err != nil {
 			return nil, fmt.Errorf("%w: %s: %s: %v", errdef.ErrInvalidInput, bp.source, localize.Describe(o), err)
 		}
 		hit = append(hit, localize.Describe(o))

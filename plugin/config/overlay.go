@@ -14,6 +14,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
@@ -288,7 +289,7 @@ func overlayImages(tree pipeline.Tree, images []localize.Image) []types.Image {
 		}
 		for _, o := range objs {
 			for _, written := range containerImages(o) {
-				ref, err := localize.ParseRef(written)
+				ref, err := registry.ParseReference(written)
 				if err != nil {
 					continue
 				}

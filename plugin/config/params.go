@@ -11,6 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // Where a parameter's value came from.
@@ -146,7 +147,7 @@ func (d *Definition) ResolveParameters(given map[string]string) ([]ParamValue, e
 			}
 			pv.Value, pv.From = v, FromInstance
 		case p.Default != nil:
-			pv.Value, pv.From = deepCopyValue(p.Default), FromDefault
+			pv.Value, pv.From = manifests.DeepCopy(p.Default), FromDefault
 		case p.Required:
 			desc := ""
 			if p.Description != "" {
@@ -191,24 +192,6 @@ func zeroValue(t string) any {
 		return map[string]any{}
 	}
 	return nil
-}
-
-func deepCopyValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = deepCopyValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = deepCopyValue(e)
-		}
-		return out
-	}
-	return v
 }
 
 // checkLocalRefs refuses JSON schemas that would load other documents ($ref

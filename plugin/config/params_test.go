@@ -16,7 +16,7 @@ const paramsDef = header + `spec:
     ratio: {type: number, default: 0.5, maximum: 1}
     debug: {type: boolean, default: false}
     tier: {type: string, enum: [small, large], default: small}
-    answer: {type: string, enum: [yes, no], default: no}
+    answer: {type: string, enum: ["yes", "no"], default: "no"}
     host: {type: string, pattern: '^[a-z.]+$', maxLength: 20, default: a.example}
     labels: {type: object, default: {team: shop}, schema: {type: object, additionalProperties: {type: string}}}
     zones: {type: array, default: [a], minLength: 1, maxLength: 3}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -41,7 +42,7 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 	case spec != "":
 		// As the request reads its files: inside the Application's
 		// directory when it is confined.
-		data, err := req.ReadFile(pipeline.ParamDefinition, spec)
+		data, err := req.ReadFile(param.Definition, spec)
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // MaxDocumentSize bounds a deployment definition or config resource.
@@ -30,8 +31,9 @@ const maxNodes = 1 << 20
 // refuses such ratios too, but the Node API it leaves to us).
 const maxAliasNodes = 1 << 16
 
-// decodeStrict decodes one YAML (1.2: only true and false are booleans) or
-// JSON document into out, a pointer to a struct, refusing unknown fields,
+// decodeStrict decodes one YAML or JSON document into out, in the dialect of
+// package yamlfile (the one Kubernetes tools read: yes, on, y are booleans,
+// 0777 is octal), a pointer to a struct, refusing unknown fields,
 // duplicate keys, several documents and values of the wrong kind, with the
 // field path and line of the offence.
 func decodeStrict(name string, data []byte, out any) error {
@@ -210,6 +212,13 @@ func (c *converter) mapping(n *yaml.Node, path fieldpath.Path) (any, error) {
 			return nil, fmt.Errorf("line %d: map keys must be scalars", k.Line)
 		}
 		key := k.Value
+		if isPlain(k) {
+			// Kubernetes tools would rename this key (n: is "false",
+			// 0x10: is "16"); refused rather than read differently.
+			if jk, ok := yamlfile.Key(k.Value); !ok || jk != k.Value {
+				return nil, fmt.Errorf("line %d: key %s is read by Kubernetes tools as %s: quote it (\"%s\")", k.Line, k.Value, keyAs(jk, ok), k.Value)
+			}
+		}
 		if explicit[key] {
 			return nil, fmt.Errorf("line %d: key %q is defined twice in %s", k.Line, key, orRoot(path))
 		}
@@ -246,6 +255,9 @@ func (c *converter) mapping(n *yaml.Node, path fieldpath.Path) (any, error) {
 
 // scalar converts a scalar by its tag: numbers as json.Number, finite only.
 func scalar(n *yaml.Node) (any, error) {
+	if isPlain(n) {
+		return plainValue(n)
+	}
 	switch n.ShortTag() {
 	case "!!null":
 		return nil, nil
@@ -276,6 +288,37 @@ func scalar(n *yaml.Node) (any, error) {
 		return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
 	default: // !!str, !!timestamp, !!binary and custom tags: the text
 		return n.Value, nil
+	}
+}
+
+func keyAs(jk string, ok bool) string {
+	if !ok {
+		return "null, which no JSON key can be"
+	}
+	return strconv.Quote(jk)
+}
+
+// isPlain reports whether a scalar is written without quotes, block style or
+// tag: the scalars whose type the dialect decides (yamlfile.Plain).
+func isPlain(n *yaml.Node) bool {
+	return n.Style&(yaml.TaggedStyle|yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0
+}
+
+// plainValue is a plain scalar as Kubernetes tools read it, numbers as
+// json.Number.
+func plainValue(n *yaml.Node) (any, error) {
+	switch v := yamlfile.Plain(n.Value).(type) {
+	case int64:
+		return json.Number(strconv.FormatInt(v, 10)), nil
+	case uint64:
+		return json.Number(strconv.FormatUint(v, 10)), nil
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil, fmt.Errorf("line %d: %s is not a finite number", n.Line, n.Value)
+		}
+		return json.Number(strconv.FormatFloat(v, 'g', -1, 64)), nil
+	default:
+		return v, nil
 	}
 }
 
@@ -344,7 +387,11 @@ func checkFields(v any, t reflect.Type, path fieldpath.Path) *fieldError {
 			}
 		}
 	case reflect.String:
-		if _, ok := v.(string); !ok {
+		switch v.(type) {
+		case string:
+		case bool, json.Number:
+			return fail("want a string, got %s (quote it: Kubernetes tools read yes, no, on, off, y, n and numbers unquoted as such)", jsonKind(v))
+		default:
 			return fail("want a string, got %s", jsonKind(v))
 		}
 	case reflect.Bool:

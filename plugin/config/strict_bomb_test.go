@@ -36,7 +36,7 @@ func TestAliasBombRefusedEarly(t *testing.T) {
 		t.Errorf("refused after %v", took)
 	}
 
-	reuse := "a: &common {x: 1, y: [1, 2, 3]}\nb: *common\nc: {<<: *common, z: 2}\n"
+	reuse := "a: &common {x: 1, l: [1, 2, 3]}\nb: *common\nc: {<<: *common, z: 2}\n"
 	v, _, err := parseYAML("values", []byte(reuse))
 	if err != nil {
 		t.Fatal(err)

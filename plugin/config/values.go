@@ -6,8 +6,10 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // Value layers, lowest first. Maps merge deeply; lists and scalars replace.
@@ -67,7 +69,7 @@ func (v *Values) merge(dst, src map[string]any, prefix fieldpath.Path, origin fu
 			continue
 		}
 		v.drop(p, true)
-		c := deepCopyValue(sv)
+		c := manifests.DeepCopy(sv)
 		dst[k] = c
 		v.record(p, origin(p, c))
 	}
@@ -134,7 +136,7 @@ func (v *Values) Leaves() []Leaf {
 
 // Copy returns a deep copy of the values map.
 func (v *Values) Copy() map[string]any {
-	return deepCopyValue(v.Map).(map[string]any)
+	return manifests.DeepCopy(v.Map)
 }
 
 // layerFrom is an origin function for a whole layer from one source.
@@ -150,7 +152,7 @@ func layerFrom(layer, source string) func(fieldpath.Path, any) Origin {
 func instanceValues(req pipeline.Request) (map[string]any, func(fieldpath.Path, any) Origin, error) {
 	var files [][]byte // as read, in order
 	final, err := pipeline.HelmValuesFrom(req, func(name string) ([]byte, error) {
-		b, err := req.ReadFile(pipeline.ParamValueFiles, name)
+		b, err := req.ReadFile(param.ValueFiles, name)
 		files = append(files, b)
 		return b, err
 	})

@@ -75,18 +75,25 @@ func (e *Error) Error() string {
 		b.WriteString(e.Resource)
 		b.WriteString(": ")
 	}
-	if e.Err == nil {
-		b.WriteString("unknown error")
-	} else {
-		b.WriteString(oneLine(e.Err.Error()))
-	}
+	b.WriteString(e.cause())
 	return b.String()
+}
+
+// cause is the message without the context fields.
+func (e *Error) cause() string {
+	if e.Err == nil {
+		return "unknown error"
+	}
+	return OneLine(e.Err.Error())
 }
 
 func (e *Error) Unwrap() error { return e.Err }
 
 // Wrap adds context to err, filling only the fields that an inner *Error does not
-// already set, so the innermost (most specific) context wins. nil stays nil.
+// already set, so the innermost (most specific) context wins. Text that was
+// added around an inner *Error ("reading chart: %w") is kept, after the
+// context fields: "component C:V: resource R: reading chart: cause". nil
+// stays nil.
 func Wrap(err error, ctx Error) error {
 	if err == nil {
 		return nil
@@ -94,6 +101,9 @@ func Wrap(err error, ctx Error) error {
 	var inner *Error
 	if errors.As(err, &inner) {
 		out := *inner
+		if err != error(inner) {
+			out.Err = &between{outer: err, inner: inner}
+		}
 		if out.Application == "" {
 			out.Application = ctx.Application
 		}
@@ -109,9 +119,29 @@ func Wrap(err error, ctx Error) error {
 	return &ctx
 }
 
-// oneLine folds multi-line causes (Helm and YAML errors have them) so the message
-// stays one line in Argo CD's UI and in logs.
-func oneLine(s string) string {
+// between is an error that wraps an *Error with added text: its message is
+// the outer message with the inner context fields taken out (Wrap hoists
+// them to the front); errors.Is and errors.As see the whole outer chain.
+type between struct {
+	outer error
+	inner *Error
+}
+
+func (b *between) Error() string {
+	msg := b.outer.Error()
+	if full := b.inner.Error(); strings.Contains(msg, full) {
+		return strings.Replace(msg, full, b.inner.cause(), 1)
+	}
+	return msg
+}
+
+func (b *between) Unwrap() error { return b.outer }
+
+// OneLine folds multi-line text (Helm, YAML and kustomize errors have it) so a
+// message stays one line in Argo CD's UI and in logs: lines are trimmed, blank
+// ones dropped, and the rest joined with "; " (with " " after a line that ends
+// in ":"). Runs of spaces inside a line are kept.
+func OneLine(s string) string {
 	s = strings.TrimSpace(s)
 	if !strings.ContainsAny(s, "\r\n") {
 		return s

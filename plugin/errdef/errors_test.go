@@ -59,3 +59,41 @@ func TestMarkDoesNotRepeatTheSentinel(t *testing.T) {
 		t.Error("nil must stay nil")
 	}
 }
+
+// Text added between two wrapped errors ("reading chart: %w") stays in the
+// message, after the hoisted context, and the chain stays whole.
+func TestWrapKeepsContextBetweenWrappedErrors(t *testing.T) {
+	cause := fmt.Errorf("blob sha256:ab: %w", errdef.ErrDigestMismatch)
+	inner := errdef.Wrap(cause, errdef.Error{Component: "example.com/child", Version: "2.0.0", Resource: "chart"})
+	between := fmt.Errorf("reference child: %w", inner)
+	outer := errdef.Wrap(between, errdef.Error{Application: "shop", Component: "example.com/platform", Version: "1.0.0"})
+	want := "application shop: component example.com/child:2.0.0: resource chart: reference child: blob sha256:ab: digest mismatch"
+	if got := outer.Error(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if !errors.Is(outer, errdef.ErrDigestMismatch) {
+		t.Error("sentinel lost")
+	}
+	var e *errdef.Error
+	if !errors.As(outer, &e) || e.Application != "shop" || e.Component != "example.com/child" {
+		t.Errorf("context %+v", e)
+	}
+	// Wrapped once more, directly: nothing is repeated or lost.
+	again := errdef.Wrap(outer, errdef.Error{Application: "other"})
+	if got := again.Error(); got != want {
+		t.Errorf("wrapped again: got  %q\nwant %q", got, want)
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"one line":                    "one line",
+		"  padded  ":                  "padded",
+		"error:\n  - at '/a':\n  bad": "error: - at '/a': bad",
+		"first\r\n\r\nsecond":         "first; second",
+	} {
+		if got := errdef.OneLine(in); got != want {
+			t.Errorf("OneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

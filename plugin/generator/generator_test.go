@@ -15,6 +15,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/generator"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 )
 
@@ -273,7 +274,7 @@ func TestRegistryCredentials(t *testing.T) {
 		t.Errorf("without credentials: %d %s", r.status, r.body)
 	}
 	withCreds := func(ctx context.Context, spec string) (ocm.Repository, error) {
-		return oci.Open(spec, oci.WithCache(nil), oci.WithRegistryOptions(
+		return resolve.Open(spec, oci.WithCache(nil), oci.WithRegistryOptions(
 			registry.WithCredential(f.reg.Host, registry.Credential{Username: "robot", Password: "hunter2-password"}),
 			registry.WithPlainHTTP(f.reg.Host))) // credentials over plain HTTP only to listed hosts
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/generator"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 )
 
 const testToken = "s3cr3t-token-0123456789"
@@ -86,7 +87,7 @@ func newFixture(t *testing.T, opts ...registrytest.Option) *fixture {
 // opener opens repositories without a disk cache, as the command does per
 // request (plain HTTP for the http:// test registry).
 func opener(ctx context.Context, spec string) (ocm.Repository, error) {
-	return oci.Open(spec, oci.WithCache(nil))
+	return resolve.Open(spec, oci.WithCache(nil))
 }
 
 func (f *fixture) generator(t *testing.T, o generator.Options) *generator.Generator {

@@ -10,6 +10,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
@@ -88,7 +89,7 @@ func resourceDigest(res *ocm.Resource) string {
 }
 
 // tagsOf are the tags by which a component reference may be deployed.
-func tagsOf(r localize.Ref, version string) []string {
+func tagsOf(r registry.Reference, version string) []string {
 	switch {
 	case r.Tag != "":
 		return []string{r.Tag}
@@ -101,7 +102,7 @@ func tagsOf(r localize.Ref, version string) []string {
 	}
 }
 
-func refKey(r localize.Ref, tag string) string {
+func refKey(r registry.Reference, tag string) string {
 	if tag == "" {
 		tag = "latest"
 	}
@@ -370,7 +371,7 @@ func (g *Guard) refuse(image string) string {
 	if strings.Contains(image, "://") {
 		return "is not a valid image reference (a runtime takes no scheme)"
 	}
-	ref, err := localize.ParseRef(image)
+	ref, err := registry.ParseReference(image)
 	if err != nil {
 		return "is not a valid image reference"
 	}

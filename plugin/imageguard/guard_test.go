@@ -78,7 +78,8 @@ func TestImages(t *testing.T) {
 		{"ghcr.io/stefanprodan/podinfo@" + dEvil, false, false, `none has the digest "` + dEvil + `"`},
 		{"ghcr.io/stefanprodan/podinfo:6.7.0@" + dEvil, false, false, "none has the digest"},
 		{"ghcr.io/acme/charts/shop@sha256:" + strings.Repeat("f", 64), false, false, "none has the digest"}, // a chart's digest is no image
-		{"ghcr.io/stefanprodan/podinfo@sha256:" + strings.ToUpper(strings.Repeat("a", 64)), false, false, "none has the digest"},
+		// Upper-case hex is no digest (go-digest, as distribution reads references).
+		{"ghcr.io/stefanprodan/podinfo@sha256:" + strings.ToUpper(strings.Repeat("a", 64)), false, false, "is not a valid image reference"},
 
 		// By tag: the exact reference only.
 		{"ghcr.io/stefanprodan/podinfo:6.7.0", true, false, ""},

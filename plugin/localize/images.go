@@ -7,6 +7,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 )
 
 // Resource types that hold container images.
@@ -20,7 +21,7 @@ const (
 type Image struct {
 	Resource *ocm.Resource
 	// Ref is the image's location as the access names it.
-	Ref Ref
+	Ref registry.Reference
 	// Digest is the manifest digest the component knows: the reference's own,
 	// else the resource digest (ociArtifactDigest/v1); "" when unknown.
 	Digest string
@@ -28,7 +29,7 @@ type Image struct {
 
 // Location is where the component says the image lives, pinned by digest
 // when the component knows it.
-func (i Image) Location() Ref {
+func (i Image) Location() registry.Reference {
 	r := i.Ref
 	r.Digest = i.Digest
 	return r
@@ -60,7 +61,7 @@ func ImageOf(res *ocm.Resource) (Image, error) {
 		return Image{}, fmt.Errorf("%w: image resource %s has access %s, which names no registry location (want ociArtifact with an imageReference)",
 			errdef.ErrUnsupportedAccess, res.Identity(), acc.Type)
 	}
-	r, err := ParseRef(ref)
+	r, err := registry.ParseReference(ref)
 	if err != nil {
 		return Image{}, fmt.Errorf("%w: image resource %s: %v", errdef.ErrInvalidDescriptor, res.Identity(), err)
 	}
@@ -105,7 +106,7 @@ func Images(d *ocm.Descriptor) ([]Image, []string) {
 // reference with a digest matches on the digest. Among several matches the
 // one sharing the longest path suffix wins; a tie between different
 // locations is an error, because guessing would deploy the wrong image.
-func Match(images []Image, ref Ref) (*Image, error) {
+func Match(images []Image, ref registry.Reference) (*Image, error) {
 	var best []*Image
 	bestLen := 0
 	for i := range images {
@@ -149,7 +150,7 @@ func Match(images []Image, ref Ref) (*Image, error) {
 		errdef.ErrInvalidInput, ref, strings.Join(names, ", "))
 }
 
-func sameVersion(ref Ref, img *Image) bool {
+func sameVersion(ref registry.Reference, img *Image) bool {
 	if ref.Digest != "" {
 		return img.Digest != "" && ref.Digest == img.Digest
 	}

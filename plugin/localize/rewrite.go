@@ -9,6 +9,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
@@ -146,7 +147,7 @@ func Rewrite(objs []manifests.Object, images []Image) ([]Change, error) {
 
 // localise returns the new image ("" to leave it), the matching resource and a note.
 func localise(image string, images []Image) (string, string, string, error) {
-	ref, err := ParseRef(image)
+	ref, err := registry.ParseReference(image)
 	if err != nil {
 		return "", "", "not a valid image reference: " + err.Error(), nil
 	}

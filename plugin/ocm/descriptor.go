@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // Schema versions a Descriptor can be decoded from.
@@ -27,30 +28,12 @@ const MaxDescriptorSize = 4 << 20
 
 // MaxDescriptorNodes bounds the structure of a descriptor before it is
 // decoded: the count of the characters that start or separate YAML/JSON nodes
-// (see StructureCount), an over-estimate of its nodes. The YAML decoder needs
+// (see yamlfile.StructureCount), an over-estimate of its nodes. The YAML decoder needs
 // some 180 bytes of heap per node, so the byte limit alone would let a 4 MiB
 // flow list ("[0,0,0,…]") cost ~370 MiB and seconds of CPU; this bound keeps
 // any descriptor under ~100 MiB. Real descriptors use 6–12 % of their bytes
 // for these characters, so a real 4 MiB descriptor still fits.
 const MaxDescriptorNodes = 1 << 19
-
-// StructureCount counts the bytes of a YAML or JSON text that can start or
-// separate nodes (',' '[' '{' '-' ':' '?' and newlines). Every node but the
-// first follows one of them (a block mapping in a sequence shares its '-'
-// with its first key), so it bounds the node count from above, up to a small
-// factor; it also counts these characters inside strings, which only makes it
-// larger. One pass, no allocation: a cheap guard before a decoder whose memory
-// grows with the node count.
-func StructureCount(b []byte) int {
-	n := 0
-	for _, c := range b {
-		switch c {
-		case ',', '[', '{', '-', ':', '?', '\n':
-			n++
-		}
-	}
-	return n
-}
 
 // Descriptor is one component version, independent of its serialisation.
 type Descriptor struct {
@@ -235,7 +218,7 @@ func DecodeDescriptor(data []byte) (*Descriptor, error) {
 		return nil, fmt.Errorf("%w: descriptor is %d bytes, more than the limit of %d: %w",
 			errdef.ErrInvalidDescriptor, len(data), MaxDescriptorSize, errdef.ErrLimitExceeded)
 	}
-	if n := StructureCount(data); n > MaxDescriptorNodes {
+	if n := yamlfile.StructureCount(data); n > MaxDescriptorNodes {
 		return nil, fmt.Errorf("%w: descriptor has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w",
 			errdef.ErrInvalidDescriptor, n, MaxDescriptorNodes, errdef.ErrLimitExceeded)
 	}

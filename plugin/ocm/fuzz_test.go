@@ -11,6 +11,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // FuzzDecodeDescriptor feeds arbitrary bytes to the descriptor decoder. It
@@ -55,13 +56,13 @@ func FuzzDecodeDescriptor(f *testing.F) {
 			if !errors.Is(err, errdef.ErrInvalidDescriptor) {
 				t.Fatalf("error does not wrap ErrInvalidDescriptor: %v", err)
 			}
-			if (len(data) > ocm.MaxDescriptorSize || ocm.StructureCount(data) > ocm.MaxDescriptorNodes) && !errors.Is(err, errdef.ErrLimitExceeded) {
+			if (len(data) > ocm.MaxDescriptorSize || yamlfile.StructureCount(data) > ocm.MaxDescriptorNodes) && !errors.Is(err, errdef.ErrLimitExceeded) {
 				t.Fatalf("oversized input refused without ErrLimitExceeded: %v", err)
 			}
 			return
 		}
-		if len(data) > ocm.MaxDescriptorSize || ocm.StructureCount(data) > ocm.MaxDescriptorNodes {
-			t.Fatalf("accepted %d bytes, %d structural characters", len(data), ocm.StructureCount(data))
+		if len(data) > ocm.MaxDescriptorSize || yamlfile.StructureCount(data) > ocm.MaxDescriptorNodes {
+			t.Fatalf("accepted %d bytes, %d structural characters", len(data), yamlfile.StructureCount(data))
 		}
 		if string(d.Raw) != string(data) {
 			t.Fatal("Raw is not the input")

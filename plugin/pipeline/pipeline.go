@@ -15,13 +15,13 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -116,15 +116,6 @@ func (r Request) RepositoryLocation() string {
 	return r.Repository
 }
 
-// ParamRepository and the other Param names are how errors about a file
-// name the parameter (Argo CD's; the CLI's flags mean the same).
-const (
-	ParamRepository     = "repository"
-	ParamValueFiles     = "value-files"
-	ParamDefinition     = "definition"
-	ParamPlatformConfig = "platform-config"
-)
-
 // OpenRepository opens the request's repository. Unconfined (Root nil), open
 // gets RepositoryLocation. Confined, a local repository in any form (a path,
 // file://, ctf::, an OCM spec's filePath) is opened inside Root and read
@@ -154,7 +145,7 @@ func (r Request) OpenRepository(ctx context.Context, open func(context.Context, 
 		}
 	}
 	name := sp.FilePath
-	f, d, err := r.Root.Open(ParamRepository, name)
+	f, d, err := r.Root.Open(param.Repository, name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -332,14 +323,16 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if err := validate(req); err != nil {
 		return nil, err
 	}
-	repo, err := r.open(ctx, req)
+	found, err := r.Resolve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	defer repo.Close()
-	cv, err := r.resolve(ctx, repo, req, ectx)
-	if err != nil {
-		return nil, err
+	defer found.Close()
+	repo, cv, version := found.Repository, found.Component, found.Version
+	if version != req.Version {
+		fmt.Fprintf(r.log(), "argocd-ocm-plugin: %s: version constraint %q resolved to %s (pin it to avoid surprises: Argo CD caches manifests per git revision)\n",
+			req.Component, req.Version, version)
+		ectx.Version = version // the request stays as it came
 	}
 	d := cv.Descriptor()
 	signatures, err := r.verify(ctx, repo, cv)
@@ -376,37 +369,6 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	return out, nil
 }
 
-// open opens the request's repository (see Request.OpenRepository).
-func (r *Renderer) open(ctx context.Context, req Request) (ocm.Repository, error) {
-	open := r.OpenRepository
-	if open == nil {
-		open = OpenOffline
-	}
-	repo, err := req.OpenRepository(ctx, open, r.CTFOptions...)
-	if err != nil {
-		return nil, err
-	}
-	if r.Opened != nil {
-		repo = r.Opened(req.Repository, repo)
-	}
-	return repo, nil
-}
-
-// resolve resolves the request's version (a constraint, or the version
-// itself) and looks the component version up.
-func (r *Renderer) resolve(ctx context.Context, repo ocm.Repository, req Request, ectx *errdef.Error) (ocm.ComponentVersion, error) {
-	version, err := resolve.ResolveVersion(ctx, repo, req.Component, req.Version)
-	if err != nil {
-		return nil, err
-	}
-	if version != req.Version {
-		fmt.Fprintf(r.log(), "argocd-ocm-plugin: %s: version constraint %q resolved to %s (pin it to avoid surprises: Argo CD caches manifests per git revision)\n",
-			req.Component, req.Version, version)
-		ectx.Version = version
-	}
-	return repo.LookupComponentVersion(ctx, req.Component, version)
-}
-
 func (r *Renderer) planner() Planner {
 	if r.Planner == nil {
 		return RequestPlanner{}
@@ -431,7 +393,7 @@ func (r *Renderer) renderSteps(ctx context.Context, cv ocm.ComponentVersion, req
 		}
 		var objs []manifests.Object
 		if step.Objects != nil {
-			objs = cloneObjects(step.Objects)
+			objs = manifests.DeepCopy(step.Objects)
 		} else {
 			var err error
 			if objs, err = r.renderStep(ctx, cv, step, req); err != nil {
@@ -479,33 +441,6 @@ func (r *Renderer) finish(ctx context.Context, cv ocm.ComponentVersion, req Requ
 	}
 	hooks.ApplyDefaults(objs)
 	return objs, nil
-}
-
-// cloneObjects deep-copies objects (JSON-compatible values).
-func cloneObjects(objs []manifests.Object) []manifests.Object {
-	out := make([]manifests.Object, len(objs))
-	for i, o := range objs {
-		out[i] = cloneValue(o).(map[string]any)
-	}
-	return out
-}
-
-func cloneValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			m[k] = cloneValue(e)
-		}
-		return m
-	case []any:
-		l := make([]any, len(v))
-		for i, e := range v {
-			l[i] = cloneValue(e)
-		}
-		return l
-	}
-	return v
 }
 
 func validate(req Request) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -53,7 +54,7 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 		opts.Parent = req.Application
 	}
 	for _, f := range req.Platform.ConfigFiles {
-		b, err := req.ReadFile(ParamPlatformConfig, f)
+		b, err := req.ReadFile(param.PlatformConfig, f)
 		if err != nil {
 			return nil, err
 		}

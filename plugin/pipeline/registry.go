@@ -8,12 +8,13 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 )
 
 // RegistrySource opens repositories of every kind (OCI registries, CTFs,
 // component archives) through one registry client, and reads remote accesses
-// (transferred charts, helm repositories) with it. Use one per generation: the
-// client remembers tag→digest resolutions for its lifetime.
+// (transferred charts, helm repositories) with it. One per generation, built
+// by Engine.Renderer (see Engine for what outlives a generation).
 type RegistrySource struct {
 	Client *oci.Client
 	// MaxBlobSize bounds remote content read for rendering (default access.DefaultMaxBlobSize).
@@ -42,7 +43,7 @@ func (s *RegistrySource) Open(_ context.Context, spec string) (ocm.Repository, e
 			}
 		}
 	}
-	return oci.Open(spec, oci.WithClient(s.Client))
+	return resolve.Open(spec, oci.WithClient(s.Client))
 }
 
 // Artifact implements access.ArtifactSource.

@@ -12,15 +12,17 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // HelmValues layers the request's values as helm does: files in order, then
 // inline values, then --set. Maps merge deeply, everything else is replaced.
 func HelmValues(req Request) (map[string]any, error) {
-	return HelmValuesFrom(req, func(name string) ([]byte, error) { return req.ReadFile(ParamValueFiles, name) })
+	return HelmValuesFrom(req, func(name string) ([]byte, error) { return req.ReadFile(param.ValueFiles, name) })
 }
 
 // HelmValuesFrom is HelmValues reading each values file with read, once and
@@ -39,7 +41,7 @@ func HelmValuesFrom(req Request, read func(name string) ([]byte, error)) (map[st
 		base = chartutil.MergeTables(cur, base)
 	}
 	if req.Values != nil {
-		base = chartutil.MergeTables(deepCopy(req.Values), base)
+		base = chartutil.MergeTables(manifests.DeepCopy(req.Values), base)
 	}
 	for _, s := range req.Set {
 		if err := strvals.ParseInto(s, base); err != nil {
@@ -124,19 +126,8 @@ func readUserFile(f *os.File) ([]byte, error) {
 	if len(b) > MaxUserFileSize {
 		return nil, fmt.Errorf("%w: larger than %d bytes: %w", errdef.ErrInvalidInput, MaxUserFileSize, errdef.ErrLimitExceeded)
 	}
-	if n := manifests.StructureCount(b); n > manifests.MaxDocumentNodes {
+	if n := yamlfile.StructureCount(b); n > manifests.MaxDocumentNodes {
 		return nil, fmt.Errorf("%w: %d structural characters, more than %d: %w", errdef.ErrInvalidInput, n, manifests.MaxDocumentNodes, errdef.ErrLimitExceeded)
 	}
 	return b, nil
-}
-
-func deepCopy(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if mm, ok := v.(map[string]any); ok {
-			v = deepCopy(mm)
-		}
-		out[k] = v
-	}
-	return out
 }

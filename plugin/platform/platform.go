@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
@@ -341,21 +342,21 @@ func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, erro
 		plugin = DefaultPluginName
 	}
 	params := []any{
-		map[string]any{"name": "repository", "string": src.Repository},
-		map[string]any{"name": "component", "string": ref.ComponentName},
-		map[string]any{"name": "version", "string": ref.Version},
+		map[string]any{"name": param.Repository, "string": src.Repository},
+		map[string]any{"name": param.Component, "string": ref.ComponentName},
+		map[string]any{"name": param.Version, "string": ref.Version},
 	}
 	if len(pkg.Resource) > 0 {
-		params = append(params, map[string]any{"name": "resource", "array": toAny(pkg.Resource)})
+		params = append(params, map[string]any{"name": param.Resource, "array": toAny(pkg.Resource)})
 	}
 	if pkg.Path != "" {
-		params = append(params, map[string]any{"name": "path", "string": pkg.Path})
+		params = append(params, map[string]any{"name": param.Path, "string": pkg.Path})
 	}
 	if pkg.Definition != "" {
-		params = append(params, map[string]any{"name": "definition", "string": pkg.Definition})
+		params = append(params, map[string]any{"name": param.Definition, "string": pkg.Definition})
 	}
 	if pkg.Localize != nil {
-		params = append(params, map[string]any{"name": "localize", "string": strconv.FormatBool(*pkg.Localize)})
+		params = append(params, map[string]any{"name": param.Localize, "string": strconv.FormatBool(*pkg.Localize)})
 	}
 	name := appName(opts.Parent, ref.Name)
 	if pkg.Name != "" {
@@ -370,14 +371,14 @@ func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, erro
 		if err != nil {
 			return nil, err
 		}
-		params = append(params, map[string]any{"name": "values", "string": string(v)})
+		params = append(params, map[string]any{"name": param.Values, "string": string(v)})
 	}
 	if len(pkg.Parameters) > 0 {
 		m := map[string]any{}
 		for k, v := range pkg.Parameters {
 			m[k] = v
 		}
-		params = append(params, map[string]any{"name": "parameters", "map": m})
+		params = append(params, map[string]any{"name": param.Parameters, "map": m})
 	}
 	// Namespace: the package's, else the platform default, else the reference name.
 	inherited := Destination{Server: DefaultServer, Namespace: strings.Trim(invalidName.ReplaceAllString(strings.ToLower(ref.Name), "-"), "-")}

@@ -31,8 +31,10 @@ const (
 )
 
 // Client talks to OCI registries with the plugin's credentials, trust and
-// plain-HTTP policy. It is safe for concurrent use; share one per process so
-// that tokens and connections are reused.
+// plain-HTTP policy. It is safe for concurrent use. One serves one
+// generation, as its policy (WithGate, the credential scopes) is that
+// generation's; a long-lived process shares connections and tokens between
+// its clients through a Shared (WithShared).
 type Client struct {
 	o      options
 	creds  *credentials

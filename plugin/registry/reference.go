@@ -1,12 +1,14 @@
 package registry
 
 import (
+	_ "crypto/sha512" // sha384 and sha512 digests for go-digest
 	"fmt"
+	"regexp"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
 	orasregistry "oras.land/oras-go/v2/registry"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -23,14 +25,30 @@ type Reference struct {
 	Digest string
 }
 
+// hostRE is the reference grammar's domain: dot-separated components of
+// letters, digits and inner hyphens, or a bracketed IPv6 address, with an
+// optional port.
+var hostRE = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?$|^\[[0-9a-fA-F:]+\](?::[0-9]+)?$`)
+
 // maxReferenceLen bounds what is parsed; real references are far shorter.
 const maxReferenceLen = 4096
 
-// ParseReference parses [scheme://]host[:port]/repository[:tag][@digest].
+// ParseReference parses [scheme://]host[:port]/repository[:tag][@digest]:
+// the one reader of image and artifact references in the plugin (registry
+// accesses, localisation, the image guard, CEL's image functions).
 // Accepted schemes are http://, https:// and oci://. A reference whose first
 // path segment is not a host (no ".", no ":" and not "localhost") is a Docker
 // Hub short name, as Docker reads it: "nginx:1" is docker.io/library/nginx:1;
 // index.docker.io and registry-1.docker.io are read as docker.io.
+//
+// Tag and digest follow the distribution reference grammar as
+// distribution/reference.Parse applies it: a tag is 1 to 128 of
+// [A-Za-z0-9_.-], not starting with '.' or '-', so "app:" is refused (an
+// empty tag is not "no tag"); a digest is algorithm:hex of an algorithm
+// go-digest knows (sha256, sha384, sha512) with the length of that
+// algorithm, lower-case, so "sha384:<96 hex>" parses and "md5:…" does not.
+// Parsing a sha384 digest does not mean content can be verified by it:
+// package blob verifies sha256 and sha512 and says so for others.
 func ParseReference(s string) (Reference, error) {
 	var r Reference
 	orig := s
@@ -68,18 +86,24 @@ func ParseReference(s string) (Reference, error) {
 	if host == "docker.io" && !strings.Contains(strings.SplitN(path, "@", 2)[0], "/") {
 		path = "library/" + path
 	}
+	if !hostRE.MatchString(host) {
+		return Reference{}, fmt.Errorf("%w: reference %s: invalid registry %s", errdef.ErrInvalidInput, Quote(orig), Quote(host))
+	}
 	r.Registry = host
 	if at := strings.Index(path, "@"); at >= 0 {
-		d, err := blob.Normalize(path[at+1:])
+		d, err := digest.Parse(path[at+1:])
 		if err != nil {
 			return Reference{}, fmt.Errorf("%w: reference %s: bad digest", errdef.ErrInvalidInput, Quote(orig))
 		}
-		r.Digest = d
+		r.Digest = d.String()
 		path = path[:at]
 	}
 	if c := strings.LastIndex(path, ":"); c >= 0 {
 		r.Tag = path[c+1:]
 		path = path[:c]
+		if r.Tag == "" {
+			return Reference{}, fmt.Errorf("%w: reference %s: empty tag after ':'", errdef.ErrInvalidInput, Quote(orig))
+		}
 	}
 	r.Repository = path
 	o := orasregistry.Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Tag}

@@ -101,7 +101,8 @@ type Artifact struct {
 
 // FetchArtifact resolves an artifact reference to its manifest. With a
 // digest (also next to a tag) the registry is asked by digest, and not at
-// all when the manifest is cached; a tag is asked once per process.
+// all when the manifest is cached; a tag is asked once per Client (and once
+// per time to live with WithRecentTags).
 func (c *Client) FetchArtifact(ctx context.Context, ref string) (*Artifact, error) {
 	ctx, cancel := c.op(ctx)
 	defer cancel()

@@ -23,8 +23,12 @@ import (
 
 // Client reads OCI content for the plugin: component versions (through
 // Repository) and artifacts named by access specifications (charts). It
-// holds the registry client, the blob cache and the per-generation memo of
-// tag resolutions. It is safe for concurrent use; use one per process.
+// holds the registry client, the blob cache and the memo of tag
+// resolutions. It is safe for concurrent use. One serves one generation: its
+// registry client carries that generation's sidecar rule, and it remembers a
+// tag's resolution for its whole life; what may outlive a generation is
+// passed in (WithRecentTags, registry.WithShared). pipeline.Engine decides
+// these lifetimes.
 type Client struct {
 	reg     *registry.Client
 	cache   *cache.Cache
@@ -252,7 +256,8 @@ func fetchOp(desc ocispec.Descriptor) string {
 
 // manifestDesc resolves ref (tag or digest) to the descriptor of its manifest
 // (or index), keeping the manifest bytes for the fetcher. A digest that is in
-// the cache costs no request; a tag costs one GET per process.
+// the cache costs no request; a tag costs one GET per Client (see
+// WithRecentTags for sharing it).
 func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo *remote.Repository) (ocispec.Descriptor, error) {
 	if ref.Digest != "" {
 		d := digest.Digest(ref.Digest)

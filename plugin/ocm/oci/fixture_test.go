@@ -25,7 +25,7 @@ func TestFixtureRegistry(t *testing.T) {
 	if err != nil || len(files) < 8 {
 		t.Fatalf("fixture descriptors: %v %v", files, err)
 	}
-	repo, err := oci.Open("http://"+registrytest.FixtureAddr+"/"+registrytest.FixtureBase, baseOpts(t.TempDir())...)
+	repo, err := resolve.Open("http://"+registrytest.FixtureAddr+"/"+registrytest.FixtureBase, baseOpts(t.TempDir())...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestFixtureRegistry(t *testing.T) {
 
 func TestOpenCTF(t *testing.T) {
 	for _, spec := range []string{fixtures.Path(t, "ctf"), "ctf::" + fixtures.Path(t, "ctf.tgz"), `{"type":"CommonTransportFormat/v1","filePath":"` + fixtures.Path(t, "ctf") + `"}`} {
-		r, err := oci.Open(spec)
+		r, err := resolve.Open(spec)
 		if err != nil {
 			t.Fatalf("%s: %v", spec, err)
 		}

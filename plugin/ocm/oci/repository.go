@@ -15,7 +15,6 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 )
@@ -51,7 +50,7 @@ func New[S string | Spec](spec S, opts ...Option) (*Repository, error) {
 		return nil, err
 	}
 	if sp.Type != TypeOCIRegistry {
-		return nil, fmt.Errorf("%w: %s is a %s repository, not an OCI registry (use oci.Open)", errdef.ErrInvalidInput, sp, sp.Type)
+		return nil, fmt.Errorf("%w: %s is a %s repository, not an OCI registry (use resolve.Open)", errdef.ErrInvalidInput, sp, sp.Type)
 	}
 	loc, err := sp.location()
 	if err != nil {
@@ -72,25 +71,6 @@ func New[S string | Spec](spec S, opts ...Option) (*Repository, error) {
 		c.reg.AllowPlainHTTP(loc.host)
 	}
 	return &Repository{c: c, spec: sp, loc: loc, own: own}, nil
-}
-
-// Open opens the repository a spec names (see ParseSpec): an OCI registry
-// (*Repository) or a CTF / component archive (plugin/ocm/ctf). opts apply to
-// OCI registries only.
-func Open(spec string, opts ...Option) (ocm.Repository, error) {
-	sp, err := ParseSpec(spec)
-	if err != nil {
-		return nil, err
-	}
-	if sp.Type == TypeCTF {
-		r, err := ctf.Open(sp.FilePath)
-		if errors.Is(err, errdef.ErrNotFound) && sp.FilePath == strings.TrimSpace(spec) {
-			// A bare name: say why it was not taken for a registry.
-			return nil, fmt.Errorf("%w (%s)", err, RegistryHint)
-		}
-		return r, err
-	}
-	return New(sp, opts...)
 }
 
 // Client is the repository's client, an ArtifactResolver for absolute
@@ -125,7 +105,7 @@ func (r *Repository) descriptorRef(component string) (registry.Reference, error)
 
 // ListVersions implements ocm.Repository: the component's tags mapped back to
 // versions; tags that are not semantic versions are skipped. Sorted by
-// version. The registry is asked once per process.
+// version. The registry is asked once per Client.
 func (r *Repository) ListVersions(ctx context.Context, component string) ([]string, error) {
 	ref, err := r.descriptorRef(component)
 	if err != nil {

@@ -1,18 +1,16 @@
 package ocimapping
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"path"
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -38,6 +36,10 @@ const (
 	AnnotationArtifact = "software.ocm.artifact"
 
 	descriptorFileName = "component-descriptor.yaml"
+	// A descriptor layer is one file (the OCM CLI writes nothing else);
+	// these bound what a hostile one may hold besides.
+	maxDescriptorLayerFiles       = 64
+	maxDescriptorLayerSize  int64 = 2 * ocm.MaxDescriptorSize
 )
 
 // Limits for metadata blobs; content blobs have their own limits at their consumers.
@@ -162,23 +164,18 @@ func descriptorBytes(mediaType string, raw []byte) ([]byte, error) {
 	case MediaTypeDescriptorJSON, MediaTypeDescriptorYAML, legacyDescriptorPrefix + "json", legacyDescriptorPrefix + "yaml":
 		return raw, nil
 	case MediaTypeDescriptorTar, legacyDescriptorPrefix + "yaml+tar", "":
-		tr := tar.NewReader(bytes.NewReader(raw))
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("%w: descriptor layer has no %s", errdef.ErrInvalidDescriptor, descriptorFileName)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%w: descriptor layer: %v", errdef.ErrInvalidDescriptor, err)
-			}
-			if h.Typeflag == tar.TypeReg && path.Clean(strings.TrimPrefix(h.Name, "/")) == descriptorFileName {
-				b, err := io.ReadAll(io.LimitReader(tr, ocm.MaxDescriptorSize+1))
-				if err != nil {
-					return nil, fmt.Errorf("%w: descriptor layer: %v", errdef.ErrInvalidDescriptor, err)
-				}
-				return b, nil
-			}
+		// The plugin's one tar reader (package archive): entries are
+		// confined and counted; a descriptor layer holds one small file.
+		tree, err := archive.ReadTree(bytes.NewReader(raw), archive.WithMaxFiles(maxDescriptorLayerFiles),
+			archive.WithMaxSize(maxDescriptorLayerSize), archive.WithMaxFileSize(ocm.MaxDescriptorSize+1))
+		if err != nil {
+			return nil, fmt.Errorf("%w: descriptor layer: %w", errdef.ErrInvalidDescriptor, err)
 		}
+		b, err := tree.ReadFile(descriptorFileName)
+		if err != nil {
+			return nil, fmt.Errorf("%w: descriptor layer has no %s", errdef.ErrInvalidDescriptor, descriptorFileName)
+		}
+		return b, nil
 	default:
 		return nil, fmt.Errorf("%w: descriptor layer media type %q", errdef.ErrUnsupportedMediaType, mediaType)
 	}

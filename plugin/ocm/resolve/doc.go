@@ -8,4 +8,7 @@
 //
 // The caller reports the resolved version (on stderr and in the Argo CD UI)
 // so users can pin it: a range is re-resolved only when Argo CD regenerates.
+//
+// Open turns a repository spec into a repository of its kind (an OCI
+// registry or a CTF), above both repository packages.
 package resolve

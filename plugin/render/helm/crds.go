@@ -11,6 +11,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // Helm never parses a chart's crds/ files: `helm template --include-crds`
@@ -171,7 +172,7 @@ func predecodeCRDs(c *chart.Chart, cache *CRDCache) *predecoded {
 	crds := c.CRDObjects()
 	nodes := 0
 	for _, crd := range crds {
-		nodes += manifests.StructureCount(crd.File.Data)
+		nodes += yamlfile.StructureCount(crd.File.Data)
 	}
 	if len(crds) == 0 || nodes > manifests.MaxStreamNodes {
 		close(p.done)
@@ -215,9 +216,9 @@ func releaseObjects(c *chart.Chart, rel *release.Release, skipCRDs bool, crds *C
 			files = append(files, crd.File)
 		}
 	}
-	nodes := manifests.StructureCount([]byte(rel.Manifest))
+	nodes := yamlfile.StructureCount([]byte(rel.Manifest))
 	for _, t := range texts {
-		nodes += manifests.StructureCount(t)
+		nodes += yamlfile.StructureCount(t)
 	}
 	if nodes > manifests.MaxStreamNodes {
 		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",

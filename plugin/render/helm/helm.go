@@ -15,6 +15,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // Options of a render. The zero value renders like `helm template` with
@@ -111,7 +112,7 @@ func checkArchive(data []byte, where string, depth int, budget *int64) ([]*loade
 			return nil, fmt.Errorf("%s: the chart and its subchart archives unpack to more than %d bytes in all: %w", name, loader.MaxDecompressedChartSize, errdef.ErrLimitExceeded)
 		}
 		if parsedFiles[path.Base(f.Name)] {
-			if n := manifests.StructureCount(f.Data); n > manifests.MaxDocumentNodes {
+			if n := yamlfile.StructureCount(f.Data); n > manifests.MaxDocumentNodes {
 				return nil, fmt.Errorf("%s has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w", name, n, manifests.MaxDocumentNodes, errdef.ErrLimitExceeded)
 			}
 		}

@@ -109,11 +109,7 @@ func compileSchema(schemaJSON []byte) (err error) {
 			l.refused[0], errdef.ErrUnsafeArchive)
 	}
 	if cerr != nil {
-		return fmt.Errorf("cannot be compiled: %v", oneLine(cerr.Error()))
+		return fmt.Errorf("cannot be compiled: %v", errdef.OneLine(cerr.Error()))
 	}
 	return nil
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

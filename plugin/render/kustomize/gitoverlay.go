@@ -83,11 +83,11 @@ func NamedResources(app fs.FS) (bool, []string, error) {
 		}
 		data, err := fs.ReadFile(app, kf)
 		if err != nil {
-			return fail(errdef.ErrInvalidInput, "kustomize: reading %s in %s: %s", kf, confine.Where, oneLine(err.Error()))
+			return fail(errdef.ErrInvalidInput, "kustomize: reading %s in %s: %s", kf, confine.Where, errdef.OneLine(err.Error()))
 		}
 		var k types.Kustomization
 		if err := k.Unmarshal(data); err != nil {
-			return fail(errdef.ErrInvalidInput, "kustomize: %s in %s: %s", kf, confine.Where, oneLine(err.Error()))
+			return fail(errdef.ErrInvalidInput, "kustomize: %s in %s: %s", kf, confine.Where, errdef.OneLine(err.Error()))
 		}
 		//lint:ignore SA1019 kustomize still reads the deprecated field
 		for _, r := range append(append(append([]string(nil), k.Resources...), k.Bases...), k.Components...) {

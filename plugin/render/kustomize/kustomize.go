@@ -316,7 +316,7 @@ func kustomizationFile(fsys fs.FS, dir string) (string, error) {
 		case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrInvalid):
 			// The Application's directory refuses a name that leaves it
 			// (a kustomization.yaml linking out) rather than hiding it.
-			return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s", oneLine(err.Error()))
+			return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s", errdef.OneLine(err.Error()))
 		}
 	}
 	switch len(found) {
@@ -386,7 +386,7 @@ func run(mem filesys.FileSystem, entry string, kopts *krusty.Options, customOpen
 	}()
 	resMap, err := krusty.MakeKustomizer(kopts).Run(mem, path.Join(memRoot, entry))
 	if err != nil {
-		return nil, fail(errdef.ErrRender, "kustomize: build of %q: %s", entry, oneLine(err.Error()))
+		return nil, fail(errdef.ErrRender, "kustomize: build of %q: %s", entry, errdef.OneLine(err.Error()))
 	}
 	// Each object as the JSON that `kustomize build` turns into its YAML
 	// output (resMap.AsYaml is JSONToYAML of Resource.MarshalJSON), read
@@ -450,10 +450,6 @@ func wrap(sentinel, err error) error {
 		return &renderError{err}
 	}
 	return &renderError{fmt.Errorf("%w: %w", err, sentinel)}
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
 func escapes(clean string) bool {

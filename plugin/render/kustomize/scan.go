@@ -17,6 +17,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // The pre-scan: kustomize follows remote references (git clones, http(s)
@@ -44,7 +45,7 @@ type scanner struct {
 // expansion is what building one kustomization costs, its bases expanded.
 type expansion struct {
 	instances int64 // kustomizations built
-	nodes     int64 // structure (manifests.StructureCount) of the files they read
+	nodes     int64 // structure (yamlfile.StructureCount) of the files they read
 }
 
 func (e *expansion) add(o expansion) {
@@ -98,7 +99,7 @@ func (s *scanner) fileNodes(rel string) int64 {
 	if err != nil {
 		return 0
 	}
-	return int64(manifests.StructureCount(data))
+	return int64(yamlfile.StructureCount(data))
 }
 
 // kust is one kustomization file being checked.
@@ -156,9 +157,9 @@ func (s *scanner) scanDir(dir string, plugin bool) error {
 	}
 	var k types.Kustomization
 	if err := k.Unmarshal(data); err != nil {
-		return fail(errdef.ErrInvalidInput, "kustomize: %s: %s", file, oneLine(err.Error()))
+		return fail(errdef.ErrInvalidInput, "kustomize: %s: %s", file, errdef.OneLine(err.Error()))
 	}
-	c := &kust{s: s, dir: dir, file: file, plugin: plugin, size: expansion{instances: 1, nodes: int64(manifests.StructureCount(data))}}
+	c := &kust{s: s, dir: dir, file: file, plugin: plugin, size: expansion{instances: 1, nodes: int64(yamlfile.StructureCount(data))}}
 	if err := c.check(&k); err != nil {
 		return err
 	}
@@ -327,7 +328,7 @@ func (c *kust) statErr(field, entry, rel string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return c.missing(field, entry, rel)
 	}
-	return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q: %s", c.file, field, entry, oneLine(err.Error()))
+	return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q: %s", c.file, field, entry, errdef.OneLine(err.Error()))
 }
 
 // localSCPLike reports whether e, which looks like an scp-style git URL

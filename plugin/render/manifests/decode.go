@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // docResult is the outcome of decoding one document of a stream.
@@ -97,7 +98,7 @@ func decodeDocs(name string, docs []yamlDoc, decode func(name string, i int, doc
 // without writing and parsing the JSON. The rare documents the direct
 // conversion does not cover (see jsonValue) take that reference path.
 func decodeDoc(name string, i int, doc yamlDoc) ([]Object, error) {
-	if n := StructureCount(doc.data); n > MaxDocumentNodes {
+	if n := yamlfile.StructureCount(doc.data); n > MaxDocumentNodes {
 		return nil, fmt.Errorf("%w: %w", docErr(name, i+1, "document starting at line %d has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d",
 			doc.line, n, MaxDocumentNodes), errdef.ErrLimitExceeded)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // FuzzDecode: whatever a chart, a kustomization or a directory of manifests
@@ -36,8 +37,8 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if manifests.StructureCount(data) > manifests.MaxStreamNodes || len(objs) > manifests.MaxObjects {
-			t.Fatalf("accepted %d structural characters, %d objects", manifests.StructureCount(data), len(objs))
+		if yamlfile.StructureCount(data) > manifests.MaxStreamNodes || len(objs) > manifests.MaxObjects {
+			t.Fatalf("accepted %d structural characters, %d objects", yamlfile.StructureCount(data), len(objs))
 		}
 		for i, o := range objs {
 			if a, _ := o["apiVersion"].(string); a == "" {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // Object is one Kubernetes object as decoded JSON: a map[string]any whose
@@ -23,7 +24,7 @@ import (
 // post-processor shares it without conversion.
 type Object = map[string]any
 
-// Bounds on the structure of what Decode reads, counted by StructureCount
+// Bounds on the structure of what Decode reads, counted by yamlfile.StructureCount
 // (an over-estimate of the number of YAML nodes). The YAML decoder needs
 // some 130 bytes of heap per node while it works and the decoded objects
 // about 50, so without them a small compressed archive of "[0,0,0,…]" or of
@@ -43,23 +44,6 @@ const (
 	MaxObjects = 10_000
 )
 
-// StructureCount counts the bytes of a YAML or JSON text that can start or
-// separate nodes (',' '[' '{' '-' ':' '?' and newlines). Every node but the
-// first follows one of them (a block mapping in a sequence shares its '-'
-// with its first key), so it bounds the node count from above up to a small
-// factor; it counts these characters inside strings too, which only makes it
-// larger. One pass, no allocation.
-func StructureCount(b []byte) int {
-	n := 0
-	for _, c := range b {
-		switch c {
-		case ',', '[', '{', '-', ':', '?', '\n':
-			n++
-		}
-	}
-	return n
-}
-
 // Decode reads every object in data, a multi-document YAML stream or a JSON
 // value (or a stream of JSON values). name identifies the source in error
 // messages, typically a path inside the resource.
@@ -71,7 +55,7 @@ func StructureCount(b []byte) int {
 // index and wrap errdef.ErrInvalidInput.
 //
 // The structure of data is bounded before anything is decoded (see
-// StructureCount): at most MaxDocumentNodes per document and MaxStreamNodes
+// yamlfile.StructureCount): at most MaxDocumentNodes per document and MaxStreamNodes
 // in all, and at most MaxObjects documents and objects; more wraps
 // errdef.ErrLimitExceeded as well.
 func Decode(name string, data []byte) ([]Object, error) {
@@ -88,7 +72,7 @@ type DocumentHook func(doc []byte, decode func() ([]Object, error)) ([]Object, e
 // DecodeWith is Decode with hook (nil: none) around every YAML document.
 func DecodeWith(name string, data []byte, hook DocumentHook) ([]Object, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 BOM
-	if n := StructureCount(data); n > MaxStreamNodes {
+	if n := yamlfile.StructureCount(data); n > MaxStreamNodes {
 		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",
 			name, n, MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
@@ -472,4 +456,37 @@ func directYAML(v any, depth int) bool {
 	default:
 		return false
 	}
+}
+
+// DeepCopy copies a JSON-compatible value (an Object, a map[string]any, a
+// []any and what they hold): maps and lists are new, scalars shared. The
+// one deep copy of the plugin's object trees (values, parameters, objects a
+// plan carries).
+func DeepCopy[T any](v T) T {
+	c, _ := deepCopy(any(v)).(T) // nil stays nil
+	return c
+}
+
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = deepCopy(e)
+		}
+		return out
+	case []Object:
+		out := make([]Object, len(v))
+		for i, o := range v {
+			out[i] = deepCopy(o).(Object)
+		}
+		return out
+	}
+	return v
 }

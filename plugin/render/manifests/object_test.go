@@ -172,3 +172,20 @@ func TestKey(t *testing.T) {
 		}
 	}
 }
+
+func TestDeepCopy(t *testing.T) {
+	objs := []manifests.Object{{"kind": "ConfigMap", "data": map[string]any{"a": "1"}, "list": []any{map[string]any{"x": 1}}}}
+	c := manifests.DeepCopy(objs)
+	c[0]["data"].(map[string]any)["a"] = "2"
+	c[0]["list"].([]any)[0].(map[string]any)["x"] = 2
+	if objs[0]["data"].(map[string]any)["a"] != "1" || objs[0]["list"].([]any)[0].(map[string]any)["x"] != 1 {
+		t.Fatalf("the copy shares structure: %v", objs)
+	}
+	var none any
+	if manifests.DeepCopy(none) != nil {
+		t.Error("nil is not copied as nil")
+	}
+	if v := manifests.DeepCopy(any("s")); v != "s" {
+		t.Errorf("a scalar: %v", v)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // This file keeps the original implementation of manifests.Decode (before it
@@ -26,7 +27,7 @@ import (
 // refDecode is the original Decode.
 func refDecode(name string, data []byte) ([]manifests.Object, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 BOM
-	if n := manifests.StructureCount(data); n > manifests.MaxStreamNodes {
+	if n := yamlfile.StructureCount(data); n > manifests.MaxStreamNodes {
 		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",
 			name, n, manifests.MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
@@ -43,7 +44,7 @@ func refDecode(name string, data []byte) ([]manifests.Object, error) {
 	}
 	var out []manifests.Object
 	for i, doc := range docs {
-		if n := manifests.StructureCount(doc.data); n > manifests.MaxDocumentNodes {
+		if n := yamlfile.StructureCount(doc.data); n > manifests.MaxDocumentNodes {
 			return nil, fmt.Errorf("%w: %w", refDocErr(name, i+1, "document starting at line %d has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d",
 				doc.line, n, manifests.MaxDocumentNodes), errdef.ErrLimitExceeded)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // Render decodes every .yaml, .yml and .json file (extension case-insensitive)
@@ -65,7 +66,7 @@ func Render(fsys fs.FS, dir string) ([]Object, error) {
 		if err != nil {
 			return nil, renderErr(fmt.Errorf("manifests: reading %s: %w", p, err))
 		}
-		if total += StructureCount(data); total > MaxStreamNodes {
+		if total += yamlfile.StructureCount(data); total > MaxStreamNodes {
 			return nil, renderErr(fmt.Errorf("manifests: %s: the manifests under %q have more than %d structural characters (',' '[' '{' '-' ':' '?' newline) in all: %w: %w",
 				p, dir, MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded))
 		}

@@ -1,0 +1,253 @@
+package pipeline
+
+import (
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
+)
+
+// Engine owns what outlives one render: registry connections and tokens,
+// recent tag resolutions, the blob cache, the sidecar policy and the
+// verification keys. Build one per process (a command, each render-server
+// worker, the bench) and one Renderer per generation from it.
+//
+// This is where the lifetimes are decided, once: a generation's registry
+// client (oci.Client and its registry.Client) is its own, because its gate,
+// credentials and plain-HTTP hosts are the sidecar rule of that generation's
+// Application, and it remembers tag resolutions for that generation only.
+// What may safely outlive a generation (connections and tokens, keyed by
+// credential; tag resolutions for a few seconds) is the engine's, and only
+// with WithSharing.
+//
+// An Engine is safe for concurrent use.
+type Engine struct {
+	shared   *registry.Shared    // nil: connections and tokens per generation
+	tags     *oci.TagResolutions // nil: a tag is resolved by each generation
+	cache    *cache.Cache        // set by WithBlobCache
+	cacheSet bool
+	cacheDir string // else: where each generation opens the cache ("": disabled)
+	cacheErr error
+	regOpts  []registry.Option
+	crds     *helm.CRDCache // decoded CRDs of charts (WithSharing); nil: decoded per render
+	unpacker *ctf.Unpacker  // CTF tgz archives unpacked into the blob cache, with their indexes
+
+	keysMu sync.Mutex
+	keys   map[string]publicKey // by key file
+}
+
+type publicKey struct {
+	sum [sha256.Size]byte // of the PEM it was parsed from
+	key crypto.PublicKey
+}
+
+// EngineOption configures NewEngine.
+type EngineOption func(*Engine)
+
+// WithSharing makes the generations of a long-lived process (a render-server
+// worker, the ApplicationSet generator) share registry connections and
+// tokens, the decoded CRDs of charts (helm.CRDCache), and a tag's resolution for tagTTL (0 or less: not shared). Default:
+// nothing is shared, for a process that renders once.
+func WithSharing(tagTTL time.Duration) EngineOption {
+	return func(e *Engine) {
+		e.shared = &registry.Shared{}
+		e.crds = helm.NewCRDCache(0)
+		e.tags = nil
+		if tagTTL > 0 {
+			e.tags = oci.NewTagResolutions(tagTTL)
+		}
+	}
+}
+
+// WithBlobCache makes every generation use c (nil: no cache). Default: the
+// directory cache.DefaultDir names, opened by each generation with its own
+// logger, so that a cache warning reaches the notes of the generation that
+// met it and no other tenant's.
+func WithBlobCache(c *cache.Cache) EngineOption {
+	return func(e *Engine) { e.cache, e.cacheSet = c, true }
+}
+
+// WithRegistryOptions adds options to every generation's registry client,
+// after those of its sidecar rule (the bench: plain HTTP to its registry).
+func WithRegistryOptions(opts ...registry.Option) EngineOption {
+	return func(e *Engine) { e.regOpts = append(e.regOpts, opts...) }
+}
+
+// NewEngine builds an Engine; see the options for defaults.
+func NewEngine(opts ...EngineOption) *Engine {
+	e := &Engine{keys: map[string]publicKey{}, unpacker: ctf.NewUnpacker()}
+	for _, opt := range opts {
+		opt(e)
+	}
+	if !e.cacheSet {
+		e.cacheDir, e.cacheErr = cache.DefaultDir()
+	}
+	return e
+}
+
+// Rule reads the sidecar rule of one generation: the policy file's rule for
+// the Application's project, or without a policy the default rule of the
+// ARGOCD_OCM_* variables (policy.FromEnvironment). getenv is the
+// generation's environment (the project is request-scoped); nil: the
+// process's (os.Getenv). The file is read every time, so an updated ConfigMap applies
+// to the next generation.
+func (e *Engine) Rule(getenv func(string) string) (*policy.Rule, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return policy.FromEnvironment(getenv)
+}
+
+// Generation is what one render brings to Engine.Renderer.
+type Generation struct {
+	// Rule is the generation's sidecar rule (Engine.Rule); nil: the rule of
+	// a sidecar without a policy or settings (any repository, the sidecar's
+	// own credentials).
+	Rule *policy.Rule
+	// Logger receives the log of the registry client, the cache and the
+	// pipeline; nil: discarded.
+	Logger *slog.Logger
+	// Notes receives notes for people (Renderer.Log); nil: discarded.
+	Notes io.Writer
+	// BodyObserver, when set, is told the size of every body read from a
+	// registry (a progress line).
+	BodyObserver func(n int)
+}
+
+// Renderer builds the renderer of one generation: a registry client of its
+// own configured by g.Rule (nothing is connected to before the rule allowed
+// it), sharing the engine's connections, tokens, tag resolutions and cache.
+// The caller may set the planner, post-processors, signatures and hooks on
+// the result before it renders.
+func (e *Engine) Renderer(g Generation) (*Renderer, error) {
+	src, err := e.source(g)
+	if err != nil {
+		return nil, err
+	}
+	return &Renderer{OpenRepository: src.Open, Access: access.Resolver{Artifacts: src}, Log: g.Notes,
+		HelmCRDs: e.crds, CTFOptions: []ctf.Option{ctf.WithUnpacker(e.unpacker), ctf.WithCache(src.Client.Cache())}}, nil
+}
+
+// Render renders one request with a renderer of its own under the
+// rule of the process's environment (Engine.Rule(nil)) and the
+// default planner; notes go to log (nil: discarded).
+func (e *Engine) Render(ctx context.Context, req Request, log io.Writer) (*Result, error) {
+	rule, err := e.Rule(nil)
+	if err != nil {
+		return nil, errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
+	}
+	r, err := e.Renderer(Generation{Rule: rule, Notes: log})
+	if err != nil {
+		return nil, errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
+	}
+	req.AllowLocalArchive = rule.AllowLocalArchive
+	r.RequireComponentImages = rule.RequireComponentImages
+	return r.Render(ctx, req)
+}
+
+func (e *Engine) source(g Generation) (*RegistrySource, error) {
+	rule := g.Rule
+	if rule == nil {
+		rule = policy.Legacy(func(string) string { return "" }, "")
+	}
+	logger := g.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ropts := append(rule.RegistryOptions(nil), e.regOpts...)
+	if g.BodyObserver != nil {
+		ropts = append(ropts, registry.WithBodyObserver(g.BodyObserver))
+	}
+	if e.shared != nil {
+		ropts = append(ropts, registry.WithShared(e.shared))
+	}
+	oopts := []oci.Option{oci.WithRegistryOptions(ropts...), oci.WithLogger(logger), oci.WithCache(e.blobCache(logger))}
+	if e.tags != nil {
+		oopts = append(oopts, oci.WithRecentTags(e.tags))
+	}
+	src, err := NewRegistrySource(oopts...)
+	if err != nil {
+		return nil, err
+	}
+	src.AllowLocalArchive = rule.AllowLocalArchive
+	return src, nil
+}
+
+// blobCache is the cache of one generation, its warnings to logger.
+func (e *Engine) blobCache(logger *slog.Logger) *cache.Cache {
+	switch {
+	case e.cacheSet:
+		return e.cache
+	case e.cacheErr != nil:
+		logger.Warn("blob cache disabled", "cause", e.cacheErr.Error())
+		return nil
+	}
+	return cache.Open(e.cacheDir, cache.WithLogger(logger))
+}
+
+// Verifier pairs signature names with public key files, one key file per
+// name or one for every name (a rule's SignatureFlags, or the CLI's
+// --signature and --public-key): nil when neither is given. Key files are
+// read every time, so a rotated key applies to the next generation; a key
+// is parsed again only when its file changed.
+func (e *Engine) Verifier(names, keyFiles []string) (*signing.Verifier, error) {
+	if len(names) == 0 && len(keyFiles) == 0 {
+		return nil, nil
+	}
+	if len(names) == 0 || len(keyFiles) == 0 {
+		return nil, fmt.Errorf("%w: signature verification needs both a signature name and a public key", errdef.ErrInvalidInput)
+	}
+	if len(keyFiles) != 1 && len(keyFiles) != len(names) {
+		return nil, fmt.Errorf("%w: %d signature names but %d public keys: give one key, or one per name", errdef.ErrInvalidInput, len(names), len(keyFiles))
+	}
+	v := &signing.Verifier{Keys: map[string]crypto.PublicKey{}}
+	for i, name := range names {
+		f := keyFiles[0]
+		if len(keyFiles) > 1 {
+			f = keyFiles[i]
+		}
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: public key for signature %s: %v", errdef.ErrInvalidInput, name, err)
+		}
+		k, err := e.publicKey(f, pem)
+		if err != nil {
+			return nil, fmt.Errorf("public key %s: %w", f, err)
+		}
+		v.Keys[name] = k
+	}
+	return v, nil
+}
+
+func (e *Engine) publicKey(file string, pem []byte) (crypto.PublicKey, error) {
+	sum := sha256.Sum256(pem)
+	e.keysMu.Lock()
+	k, ok := e.keys[file]
+	e.keysMu.Unlock()
+	if ok && k.sum == sum {
+		return k.key, nil
+	}
+	key, err := signing.ParsePublicKey(pem)
+	if err != nil {
+		return nil, err
+	}
+	e.keysMu.Lock()
+	e.keys[file] = publicKey{sum: sum, key: key}
+	e.keysMu.Unlock()
+	return key, nil
+}

@@ -1,0 +1,116 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+)
+
+// The generations of a sharing engine (a render-server worker) resolve a
+// tag once within its time to live; those of a plain engine (a command)
+// each ask the registry again. Either way each generation has a client of
+// its own.
+func TestEngineSharesTagResolutionsOnlyWhenAsked(t *testing.T) {
+	comps, err := examples.Demo("../../testdata/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	reg.Push(t, "ocm", comps...)
+	req := pipeline.Request{Repository: "http://" + reg.Host + "/ocm", Component: examples.Podinfo, Version: "1.0.0"}
+	tagGETs := func() int {
+		return reg.Count(func(q registrytest.Request) bool {
+			return strings.Contains(q.Path, "/manifests/") && !strings.Contains(q.Path, "sha256:")
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		opts []pipeline.EngineOption
+		want int // tag requests of the 3 generations after the first
+	}{
+		{"command", nil, 3},
+		{"server", []pipeline.EngineOption{pipeline.WithSharing(time.Minute)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := pipeline.NewEngine(append(tc.opts, pipeline.WithBlobCache(cache.Open(t.TempDir())))...)
+			render := func() {
+				r, err := e.Renderer(pipeline.Generation{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := r.Render(context.Background(), req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			render()
+			reg.Reset()
+			for range 3 {
+				render()
+			}
+			if got := tagGETs(); got != tc.want {
+				t.Errorf("%d tag requests by 3 generations, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// A generation's rule gates its registry client before any connection.
+func TestEngineRendererFollowsTheRule(t *testing.T) {
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte("apiVersion: argocd-ocm-plugin.io/v1alpha1\nkind: SidecarPolicy\ndefault:\n  repositories: [{host: registry.example.com}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	e := pipeline.NewEngine(pipeline.WithBlobCache(nil))
+	rule, err := e.Rule(func(k string) string {
+		if k == "ARGOCD_OCM_POLICY" {
+			return policyFile
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Renderer(pipeline.Generation{Rule: rule})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Render(context.Background(), pipeline.Request{Repository: "http://" + reg.Host + "/ocm", Component: examples.Podinfo, Version: "1.0.0"})
+	if !errors.Is(err, errdef.ErrForbidden) {
+		t.Fatalf("want a refusal by the policy, got %v", err)
+	}
+	if n := reg.Count(nil); n != 0 {
+		t.Errorf("%d requests reached the registry", n)
+	}
+}
+
+// Keys are read every time (a rotated key applies at once) and parsed
+// again only when the file changed.
+func TestEngineVerifier(t *testing.T) {
+	e := pipeline.NewEngine(pipeline.WithBlobCache(nil))
+	if v, err := e.Verifier(nil, nil); v != nil || err != nil {
+		t.Fatalf("no signatures: %v, %v", v, err)
+	}
+	for _, tc := range []struct{ names, keys []string }{
+		{[]string{"acme"}, nil},
+		{nil, []string{"k.pem"}},
+		{[]string{"a", "b", "c"}, []string{"1.pem", "2.pem"}},
+	} {
+		if _, err := e.Verifier(tc.names, tc.keys); !errors.Is(err, errdef.ErrInvalidInput) {
+			t.Errorf("%v / %v: %v", tc.names, tc.keys, err)
+		}
+	}
+	if _, err := e.Verifier([]string{"acme"}, []string{filepath.Join(t.TempDir(), "missing.pem")}); !errors.Is(err, errdef.ErrInvalidInput) {
+		t.Errorf("missing key file: %v", err)
+	}
+}

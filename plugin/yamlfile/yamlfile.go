@@ -1,0 +1,143 @@
+package yamlfile
+
+import (
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// StructureCount counts the bytes of a YAML or JSON text that can start or
+// separate nodes (',' '[' '{' '-' ':' '?' and newlines). Every node but the
+// first follows one of them (a block mapping in a sequence shares its '-'
+// with its first key), so it bounds the node count from above, up to a small
+// factor; it also counts these characters inside strings, which only makes it
+// larger. One pass, no allocation: a cheap guard before a decoder whose memory
+// grows with the node count.
+func StructureCount(b []byte) int {
+	n := 0
+	for _, c := range b {
+		switch c {
+		case ',', '[', '{', '-', ':', '?', '\n':
+			n++
+		}
+	}
+	return n
+}
+
+var yamlStyleFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+
+// Plain resolves a plain (unquoted, untagged) scalar as go.yaml.in/yaml/v2
+// does, and so sigs.k8s.io/yaml: nil, a bool, an int64 (or a uint64 past
+// it), a float64 (±Inf and NaN included: the caller decides), or the text.
+// A timestamp stays its text, as sigs.k8s.io/yaml keeps it.
+func Plain(s string) any {
+	switch s {
+	case "", "~", "null", "Null", "NULL":
+		return nil
+	case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON":
+		return true
+	case "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF":
+		return false
+	case ".nan", ".NaN", ".NAN":
+		return math.NaN()
+	case ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF":
+		return math.Inf(1)
+	case "-.inf", "-.Inf", "-.INF":
+		return math.Inf(-1)
+	}
+	switch c := s[0]; {
+	case c == '.':
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f
+		}
+	case c == '+' || c == '-' || ('0' <= c && c <= '9'):
+		if isTimestamp(s) {
+			return s
+		}
+		plain := strings.ReplaceAll(s, "_", "")
+		if i, err := strconv.ParseInt(plain, 0, 64); err == nil {
+			return i
+		}
+		if u, err := strconv.ParseUint(plain, 0, 64); err == nil {
+			return u
+		}
+		if yamlStyleFloat.MatchString(plain) {
+			if f, err := strconv.ParseFloat(plain, 64); err == nil {
+				return f
+			}
+		}
+		if b, ok := strings.CutPrefix(plain, "0b"); ok {
+			if i, err := strconv.ParseInt(b, 2, 64); err == nil {
+				return i
+			}
+			if u, err := strconv.ParseUint(b, 2, 64); err == nil {
+				return u
+			}
+		} else if b, ok := strings.CutPrefix(plain, "-0b"); ok {
+			if i, err := strconv.ParseInt("-"+b, 2, 64); err == nil {
+				return i
+			}
+		}
+	}
+	return s
+}
+
+// Key is a plain map key as sigs.k8s.io/yaml turns it into a JSON key: a
+// boolean key (on, yes) is "true" or "false", a number its decimal form.
+// ok is false for a key JSON cannot have (null).
+func Key(s string) (key string, ok bool) {
+	switch v := Plain(s).(type) {
+	case nil:
+		return "", false
+	case bool:
+		return strconv.FormatBool(v), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case uint64:
+		return strconv.FormatUint(v, 10), true
+	case float64:
+		f := strconv.FormatFloat(v, 'g', -1, 32)
+		switch f {
+		case "+Inf":
+			f = ".inf"
+		case "-Inf":
+			f = "-.inf"
+		case "NaN":
+			f = ".nan"
+		}
+		return f, true
+	case string:
+		return v, true
+	}
+	return s, true
+}
+
+// The timestamp forms go.yaml.in/yaml/v2 reads in plain scalars.
+var timestampFormats = []string{
+	"2006-1-2T15:4:5.999999999Z07:00",
+	"2006-1-2t15:4:5.999999999Z07:00",
+	"2006-1-2 15:4:5.999999999",
+	"2006-1-2",
+}
+
+// isTimestamp reports whether a plain scalar is a timestamp (which is not
+// read as a number, "2001-12-14" minus nothing).
+func isTimestamp(s string) bool {
+	i := 0
+	for ; i < len(s); i++ {
+		if c := s[i]; c < '0' || c > '9' {
+			break
+		}
+	}
+	if i != 4 || i == len(s) || s[i] != '-' {
+		return false
+	}
+	for _, format := range timestampFormats {
+		if _, err := time.Parse(format, s); err == nil {
+			return true
+		}
+	}
+	return false
+}
