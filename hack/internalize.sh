@@ -181,6 +181,7 @@ fi
 # Changelog: one entry, once.
 if [ ${#moved[@]} -gt 0 ] && ! grep -q 'internalize.sh' CHANGELOG.md; then
   entry="- Public Go API: only $(printf '`%s`, ' "${keep[@]}" | sed 's/, $//') stay importable (docs/api.md); every other package moved from \`plugin/\` to \`internal/\` with its sub-path (hack/internalize.sh)."
+  entry="$(printf '%s\n' "$entry" | fold -s -w 110 | sed 's/ *$//; 2,$s/^/  /')"
   INTERNALIZE_ENTRY="$entry" perl -0pi -e '
     my $e = $ENV{INTERNALIZE_ENTRY};
     s{(## \[Unreleased\]\n.*?)(\n### Changed\n)}{$1$2$e\n}s or
