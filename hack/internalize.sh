@@ -191,6 +191,16 @@ if [ ${#moved[@]} -gt 0 ] && ! grep -q 'internalize.sh' CHANGELOG.md; then
   git add CHANGELOG.md
 fi
 
+# Container builds copy source directories by name: internal/ is now needed
+# to build cmd/. Add it beside plugin/, once; any other form is for a person.
+while IFS= read -r df; do
+  if grep -qE '^COPY +plugin +\./plugin/?$' "$df"; then
+    grep -qE '^COPY +internal +\./internal/?$' "$df" || perl -pi -e 's{^(COPY +plugin +\./plugin/?)$}{$1\nCOPY internal ./internal}' "$df"
+  elif grep -qE '^(COPY|ADD)\b.*\bplugin\b' "$df"; then
+    die "$df copies plugin/ in a form this script does not know; add internal/ by hand"
+  fi
+done < <(git ls-files -- 'Dockerfile' '*/Dockerfile' 'Dockerfile.*' '*/Dockerfile.*' '*.Dockerfile')
+
 # gofmt sorts import blocks; internal/ sorts before plugin/.
 mapfile -t gofiles < <(git ls-files -m -- '*.go'; git diff --cached --name-only --diff-filter=AMR -- '*.go')
 if [ ${#gofiles[@]} -gt 0 ]; then gofmt -w "${gofiles[@]}"; fi
