@@ -31,10 +31,10 @@ import (
 )
 
 type pkgCount struct {
-	dir             string
-	names, fields   int
-	leaks           []string
-	examples, tests int
+	dir           string
+	names, fields int
+	leaks         []string
+	examples      int
 }
 
 func main() {
