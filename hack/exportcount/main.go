@@ -1,0 +1,296 @@
+// Command exportcount counts the exported names of the Go packages below the
+// given directories (non-test files only) and, with -public, lists where the
+// exported API of the public packages names a type of a package that is not
+// public (a leak: legal Go, but a caller cannot name the type).
+//
+//	go run ./hack/exportcount plugin                    # per package and total
+//	go run ./hack/exportcount -total plugin             # the total only
+//	go run ./hack/exportcount -public plugin/pipeline,plugin/ocm plugin
+//
+// An exported name is a top-level exported const, var, type or func, or an
+// exported method of an exported type; struct fields are counted apart.
+// The leak check is syntactic (go/ast): it follows the types written in
+// signatures, exported fields and interface methods, not the inferred type of
+// `var X = f()`. It uses only the standard library, so it needs no module.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+type pkgCount struct {
+	dir           string
+	names, fields int
+	leaks         []string
+	examples      int
+}
+
+func main() {
+	total := flag.Bool("total", false, "print only the total of exported names")
+	public := flag.String("public", "", "comma-separated public package directories (e.g. plugin/pipeline); lists leaks of their API")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: exportcount [-total] [-public dirs] dir...")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() == 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	module, err := modulePath("go.mod")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "exportcount: run from the repository root:", err)
+		os.Exit(1)
+	}
+	pub := map[string]bool{}
+	for _, p := range strings.Split(*public, ",") {
+		if p = strings.Trim(strings.TrimSpace(p), "/"); p != "" {
+			pub[p] = true
+		}
+	}
+	var counts []*pkgCount
+	for _, root := range flag.Args() {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && p != root {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() {
+				return nil
+			}
+			c, err := count(filepath.ToSlash(p), module, pub)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				counts = append(counts, c)
+			}
+			return nil
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "exportcount:", err)
+			os.Exit(1)
+		}
+	}
+	sum, fields, examples := 0, 0, 0
+	for _, c := range counts {
+		sum += c.names
+		fields += c.fields
+		examples += c.examples
+	}
+	if *total {
+		fmt.Println(sum)
+		return
+	}
+	for _, c := range counts {
+		mark := ""
+		if pub[c.dir] {
+			mark = " (public)"
+		}
+		fmt.Printf("%5d names %5d fields %3d examples  %s%s\n", c.names, c.fields, c.examples, c.dir, mark)
+	}
+	fmt.Printf("%5d names %5d fields %3d examples  total in %d packages\n", sum, fields, examples, len(counts))
+	leaks := 0
+	for _, c := range counts {
+		for _, l := range c.leaks {
+			if leaks == 0 {
+				fmt.Println("\nleaks (exported API of a public package naming a non-public package):")
+			}
+			leaks++
+			fmt.Println("  " + l)
+		}
+	}
+	if len(pub) > 0 && leaks == 0 {
+		fmt.Println("\nno leaks")
+	}
+}
+
+func modulePath(gomod string) (string, error) {
+	b, err := os.ReadFile(gomod)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.TrimSpace(rest), nil
+		}
+	}
+	return "", fmt.Errorf("%s has no module line", gomod)
+}
+
+// count parses the non-test Go files of one directory; nil when there are none.
+func count(dir, module string, pub map[string]bool) (*pkgCount, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	c := &pkgCount{dir: dir}
+	found := false
+	exportedTypes := map[string]bool{}
+	var files []*ast.File
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasSuffix(name, "_test.go") {
+			for _, d := range f.Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Example") {
+					c.examples++
+				}
+			}
+			continue
+		}
+		found = true
+		files = append(files, f)
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+				for _, s := range g.Specs {
+					if ts := s.(*ast.TypeSpec); ts.Name.IsExported() {
+						exportedTypes[ts.Name.Name] = true
+					}
+				}
+			}
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	for _, f := range files {
+		imports := map[string]string{} // local name -> import path
+		for _, is := range f.Imports {
+			p, _ := strconv.Unquote(is.Path.Value)
+			name := path.Base(p)
+			if is.Name != nil {
+				name = is.Name.Name
+			}
+			imports[name] = p
+		}
+		var leak func(where string, n ast.Node)
+		if pub[dir] {
+			seen := map[string]bool{}
+			leak = func(where string, n ast.Node) {
+				if n == nil || reflect.ValueOf(n).IsNil() {
+					return
+				}
+				ast.Inspect(n, func(n ast.Node) bool {
+					sel, ok := n.(*ast.SelectorExpr)
+					if !ok {
+						return true
+					}
+					x, ok := sel.X.(*ast.Ident)
+					if !ok {
+						return true
+					}
+					p, ok := imports[x.Name]
+					if !ok {
+						return true
+					}
+					rel, inModule := strings.CutPrefix(p, module+"/")
+					if !inModule || pub[rel] {
+						return false
+					}
+					msg := fmt.Sprintf("%s.%s names %s.%s (%s)", path.Base(dir), where, x.Name, sel.Sel.Name, rel)
+					if !seen[msg] {
+						seen[msg] = true
+						c.leaks = append(c.leaks, msg)
+					}
+					return false
+				})
+			}
+		} else {
+			leak = func(string, ast.Node) {}
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				where := d.Name.Name
+				if d.Recv != nil {
+					recv := receiverName(d.Recv.List[0].Type)
+					if !exportedTypes[recv] {
+						continue
+					}
+					where = recv + "." + where
+				}
+				c.names++
+				leak(where, d.Type)
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								c.names++
+								leak(n.Name, s.Type)
+							}
+						}
+					case *ast.TypeSpec:
+						if !s.Name.IsExported() {
+							continue
+						}
+						c.names++
+						leak(s.Name.Name, s.TypeParams)
+						switch t := s.Type.(type) {
+						case *ast.StructType:
+							for _, fl := range t.Fields.List {
+								exported := len(fl.Names) == 0 // embedded
+								for _, n := range fl.Names {
+									if n.IsExported() {
+										exported = true
+										c.fields++
+									}
+								}
+								if exported {
+									leak(s.Name.Name+" field", fl.Type)
+								}
+							}
+						default:
+							leak(s.Name.Name, s.Type)
+						}
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(c.leaks)
+	return c, nil
+}
+
+func receiverName(e ast.Expr) string {
+	for {
+		switch t := e.(type) {
+		case *ast.StarExpr:
+			e = t.X
+		case *ast.IndexExpr:
+			e = t.X
+		case *ast.IndexListExpr:
+			e = t.X
+		case *ast.Ident:
+			return t.Name
+		default:
+			return ""
+		}
+	}
+}
