@@ -18,10 +18,10 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
 )
 
 type bench struct {

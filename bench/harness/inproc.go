@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // inProcess separates process start-up from rendering: start-up of each

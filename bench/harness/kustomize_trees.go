@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
 )
 
 // The kustomize section's trees besides the demo and shop (issue 17): the

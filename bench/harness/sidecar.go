@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
 )
 
 // The sidecar as installed: argocd-cmp-server runs `argocd-ocm-client

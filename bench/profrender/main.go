@@ -20,9 +20,9 @@ import (
 	"runtime"
 	"runtime/pprof"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 func main() {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
 )
 
 // The test binary doubles as the argocd-ocm-plugin the client falls back to

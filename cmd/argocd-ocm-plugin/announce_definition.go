@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )

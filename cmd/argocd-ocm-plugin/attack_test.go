@@ -20,8 +20,8 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
 
 // hostileCTF writes examples.HostileComponents as the CTF dir/hostile.

@@ -10,15 +10,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
 

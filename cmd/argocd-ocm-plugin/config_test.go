@@ -10,7 +10,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 )
 
 // configRepo writes the configuration example components (package config's

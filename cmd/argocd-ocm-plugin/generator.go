@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/generator"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/generator"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )

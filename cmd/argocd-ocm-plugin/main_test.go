@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 )
 
 // demoRepo is absolute: tests of generate run in an Application's directory.

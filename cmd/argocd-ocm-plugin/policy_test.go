@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 )
 
 const policySecret = "pOl1cy-S3cret-never-shown"

@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
 
 // DefaultSocket is where serve listens unless told otherwise; /tmp is the

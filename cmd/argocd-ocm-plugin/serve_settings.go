@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
 )
 
 // Settings of the render server's worker pool (see serve --help and

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
 )
 
 // The test binary is not the plugin: workers are the test binary running

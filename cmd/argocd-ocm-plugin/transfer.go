@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/transfer"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/transfer"
 )
 
 // newTransferCommand is `transfer`: replication of component versions

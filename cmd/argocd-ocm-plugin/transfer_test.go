@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 )
 
 const airgapComponent = "example.com/airgap/podinfo"

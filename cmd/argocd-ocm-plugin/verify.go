@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/verify"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/verify"
 )
 
 // Sidecar verification settings for generate. Like every unprefixed variable

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
 )
 
 // A generate (or parameters) process of its own — the client's fallback

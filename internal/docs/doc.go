@@ -15,7 +15,7 @@
 // PATH (`make build` puts it in bin/).
 //
 // YAML blocks (```yaml) are parsed as YAML 1.2, then validated by what they
-// are: a ComponentDeployment by the plugin's strict decoder (plugin/config)
+// are: a ComponentDeployment by the plugin's strict decoder (internal/config)
 // and the published JSON schema (docs/schema), an Argo CD Application,
 // ApplicationSet or AppProject by the openAPIV3Schema of Argo CD's own CRDs
 // (from the vendored manifests/argocd/argo-cd-*/install.yaml), made strict
@@ -28,7 +28,7 @@
 //	<!-- docs-test: needs-cluster -->   shell: syntax and lints only
 //	<!-- docs-test: no-run REASON -->   shell: syntax and lints only (slow, installs, placeholders)
 //	<!-- docs-test: definition-spec --> YAML: the spec of a ComponentDeployment (decoded strictly)
-//	<!-- docs-test: platform-config --> YAML: a platform config (plugin/platform, strictly)
+//	<!-- docs-test: platform-config --> YAML: a platform config (internal/platform, strictly)
 //	<!-- docs-test: fragment REASON --> YAML: part of a document; parsed only
 //
 // A YAML block without apiVersion and kind and without a marker fails: say

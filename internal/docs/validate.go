@@ -13,8 +13,8 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
 )
 
 // Validator checks YAML blocks (see the package documentation).

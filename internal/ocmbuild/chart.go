@@ -13,7 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 )
 
 // ReadDir reads every regular file under dir into a map keyed by slash path.

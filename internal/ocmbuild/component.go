@@ -13,9 +13,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ocimapping"
 )
 
 // Media types of resource content.

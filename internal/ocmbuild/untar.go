@@ -11,7 +11,7 @@ import (
 
 // Untar reads a (gzipped) tar of trusted, self-made test content into a map
 // of regular files (a leading "./" dropped). Untrusted input goes through
-// plugin/archive instead.
+// internal/archive instead.
 func Untar(b []byte) (map[string][]byte, error) { return untarAll(b) }
 
 // untarAll reads a (gzipped) tar of trusted, self-made content.

@@ -15,8 +15,8 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
 

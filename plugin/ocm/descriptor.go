@@ -10,8 +10,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // Schema versions a Descriptor can be decoded from.

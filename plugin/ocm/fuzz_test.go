@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // FuzzDecodeDescriptor feeds arbitrary bytes to the descriptor decoder. It

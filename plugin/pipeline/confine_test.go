@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 

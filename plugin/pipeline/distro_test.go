@@ -11,9 +11,9 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 const distroBundle = "../../testdata/distro/idp-bundle.tgz"

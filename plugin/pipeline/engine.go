@@ -11,14 +11,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ctf"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
 

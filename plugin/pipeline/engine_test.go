@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )

@@ -22,18 +22,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests/manifeststest"
 )
 
 // Fault tolerance (issue 8, item 5): registry 5xx, connections reset in the

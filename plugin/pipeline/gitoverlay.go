@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
 )
 
 // ApplicationOverlay reports whether a confined request's Application

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests/manifeststest"
 )
 
 var kustomizeTestdata = filepath.Join("..", "..", "testdata", "kustomize")

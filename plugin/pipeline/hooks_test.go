@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 func hooksRepo(t *testing.T) string {

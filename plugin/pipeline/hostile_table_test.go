@@ -23,14 +23,14 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/blob"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
 

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"reflect"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/imageguard"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/imageguard"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // requireImages reports whether the image origin guard applies to req.

@@ -10,14 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests/manifeststest"
 )
 
 // Every Helm component the OCM CLI wrote, in every store form, renders exactly

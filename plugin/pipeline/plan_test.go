@@ -8,10 +8,10 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/hooks"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // finishFunc is a function as a pipeline.Finisher.

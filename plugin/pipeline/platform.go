@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 )
 
 // PlatformRequest is what a platform render needs beyond a Request: where the

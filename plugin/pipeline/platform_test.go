@@ -9,9 +9,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/platform"
 )
 
 // Nested platforms, as Argo CD renders them: the parent's platform config

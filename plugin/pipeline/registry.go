@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 )
 
 // RegistrySource opens repositories of every kind (OCI registries, CTFs,

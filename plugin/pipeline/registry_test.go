@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cache"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests/manifeststest"
 )
 
 func registryRenderer(t *testing.T, cacheDir string) *pipeline.Renderer {

@@ -3,9 +3,9 @@ package pipeline
 import (
 	"context"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/resolve"
 )
 
 // Resolved is a request's component version, found: the first stage of

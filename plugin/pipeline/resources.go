@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/access"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/helm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/kustomize"
 )
 
 // Overlay is kustomize configuration built over a directoryTree's entry

@@ -12,11 +12,11 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/cmp/param"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/yamlfile"
 )
 
 // HelmValues layers the request's values as helm does: files in order, then

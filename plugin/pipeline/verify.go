@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 )
 
 // MirrorSpec names the pull-through caches (registry mirrors) of one

@@ -11,8 +11,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 )
 
 // Identity of the file format.

@@ -7,8 +7,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/registry"
 )
 
 // Rule is the resolved rule of one generation: what the Application may

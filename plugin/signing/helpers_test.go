@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
 

@@ -1,0 +1,610 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+)
+
+// The deployment definition format.
+const (
+	APIVersion = "deploy.argocd-ocm-plugin.io/v1alpha1"
+	Kind       = "ComponentDeployment"
+	// ResourceType is the OCM resource type of a deployment definition shipped
+	// in a component version.
+	ResourceType = "deploymentDefinition"
+)
+
+// Definition is a deployment definition: how a component version deploys,
+// which knobs an instance has, and how its values are computed.
+type Definition struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   Metadata `json:"metadata"`
+	Spec       Spec     `json:"spec"`
+
+	// Source says where the definition was read, for messages.
+	Source string `json:"-"`
+}
+
+// Metadata names a definition.
+type Metadata struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// Spec is the content of a definition.
+type Spec struct {
+	// Parameters are the instance parameters, by name.
+	Parameters map[string]*Parameter `json:"parameters,omitempty"`
+	// Renders are the resources to render, in output order.
+	Renders []Render `json:"renders"`
+	// Localization configures automatic localisation.
+	Localization *Localization `json:"localization,omitempty"`
+	// Jobs are imperative steps: Jobs running an image resource of the
+	// component, as Argo CD hooks (after the renders in the output).
+	Jobs []Job `json:"jobs,omitempty"`
+}
+
+// Parameter types.
+const (
+	TypeString  = "string"
+	TypeInteger = "integer"
+	TypeNumber  = "number"
+	TypeBoolean = "boolean"
+	TypeObject  = "object"
+	TypeArray   = "array"
+)
+
+// Parameter declares an instance parameter.
+type Parameter struct {
+	Type        string `json:"type"`
+	Description string `json:"description,omitempty"`
+	// Default is used when the instance does not set the parameter.
+	Default any `json:"default,omitempty"`
+	// Required parameters must be set by the instance (a default is not allowed).
+	Required bool `json:"required,omitempty"`
+	// Enum restricts the value to a list.
+	Enum []any `json:"enum,omitempty"`
+	// Pattern is a regular expression (RE2) a string must match.
+	Pattern string `json:"pattern,omitempty"`
+	// Minimum and Maximum bound numbers (inclusive).
+	Minimum *float64 `json:"minimum,omitempty"`
+	Maximum *float64 `json:"maximum,omitempty"`
+	// MinLength and MaxLength bound strings (in characters) and arrays (items).
+	MinLength *int `json:"minLength,omitempty"`
+	MaxLength *int `json:"maxLength,omitempty"`
+	// Schema is a JSON schema objects and arrays must satisfy (local $refs only).
+	Schema map[string]any `json:"schema,omitempty"`
+	// Secret parameters take only a reference to an existing Secret,
+	// {secretName, key}, never a value: Argo CD stores generated manifests in
+	// plain text.
+	Secret bool `json:"secret,omitempty"`
+
+	pattern *regexp.Regexp
+}
+
+// Render is one resource to render.
+type Render struct {
+	// Name identifies the render in messages and reports; default the resource name.
+	Name string `json:"name,omitempty"`
+	// Resource is the identity of a helmChart or directoryTree resource (name
+	// and extra identity).
+	Resource ocm.Identity `json:"resource"`
+	// When is a CEL condition; the render is skipped when it is false.
+	When string `json:"when,omitempty"`
+	// ReleaseName, Namespace and Path (entry path inside a directory resource)
+	// may hold ${…}; empty means the request's.
+	ReleaseName string `json:"releaseName,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Path        string `json:"path,omitempty"`
+	// ValuesFrom are config resources of the component (helmValues or
+	// ocm-controller ConfigData), layered in order; omitted means every config
+	// resource of the component, an empty list none.
+	ValuesFrom []ValuesFrom `json:"valuesFrom,omitempty"`
+	// Values are layered over the config resources; any string may hold ${…}.
+	Values map[string]any `json:"values,omitempty"`
+	// Localization maps image resources into the values.
+	Localization []ImageMapping `json:"localization,omitempty"`
+	// Patches set fields of the rendered objects.
+	Patches []Patch `json:"patches,omitempty"`
+	// Kustomize is an overlay kustomize builds over a directoryTree's
+	// kustomization, in kustomize's spelling (see kustomizeSpec); any
+	// string may hold ${…}.
+	Kustomize map[string]any `json:"kustomize,omitempty"`
+	// SyncWave places the render's objects in an Argo CD sync wave: an
+	// integer, or a string holding ${…} that evaluates to one. Objects with
+	// a wave of their own, Namespaces and CRDs keep theirs (see package hooks).
+	SyncWave any `json:"syncWave,omitempty"`
+	// Hook makes the render's objects Argo CD resource hooks (objects that
+	// are hooks already, Namespaces and CRDs excepted).
+	Hook *Hook `json:"hook,omitempty"`
+	// Ordering places individual objects of the render, overwriting what
+	// they carry.
+	Ordering []OrderingRule `json:"ordering,omitempty"`
+}
+
+// Hook is an Argo CD resource hook.
+type Hook struct {
+	// Type is PreSync, Sync, PostSync, SyncFail or PostDelete.
+	Type string `json:"type"`
+	// DeletePolicy is BeforeHookCreation (the default), HookSucceeded or
+	// HookFailed, or several of them separated by commas.
+	DeletePolicy string `json:"deletePolicy,omitempty"`
+}
+
+// OrderingRule places the objects of a render its target selects.
+type OrderingRule struct {
+	Target Target `json:"target"`
+	// SyncWave: an integer or a string holding ${…}.
+	SyncWave any   `json:"syncWave,omitempty"`
+	Hook     *Hook `json:"hook,omitempty"`
+}
+
+// Job is an imperative step: a batch/v1 Job running an image resource of the
+// component, localised like every image (the component's location, pinned by
+// digest when known), as an Argo CD hook.
+type Job struct {
+	// Name of the Job object (may hold ${…}; a DNS label once evaluated); unique.
+	Name string `json:"name"`
+	// Render names the render the Job belongs to: the Job is part of the
+	// output when that render is, and runs in its namespace. Without it, the
+	// Job is part of the output when the whole definition renders (no
+	// resource selection) and runs in the request's namespace.
+	Render string `json:"render,omitempty"`
+	// When is a CEL condition; the Job is left out when it is false.
+	When string `json:"when,omitempty"`
+	// Image names the ociImage resource the Job runs.
+	Image JobImage `json:"image"`
+	// Namespace of the Job (may hold ${…}); default its render's, else the
+	// request's (Argo CD: the destination namespace).
+	Namespace string `json:"namespace,omitempty"`
+	// Command replaces the image's entrypoint; Args are its arguments. Every
+	// item may hold ${…}.
+	Command []string `json:"command,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	// Env are environment variables: a value (may hold ${…}) or a key of an
+	// existing Secret.
+	Env []EnvVar `json:"env,omitempty"`
+	// Hook defaults to {type: PreSync, deletePolicy: BeforeHookCreation}.
+	Hook *Hook `json:"hook,omitempty"`
+	// SyncWave orders the Job within its hook phase: an integer or ${…}.
+	SyncWave any `json:"syncWave,omitempty"`
+	// BackoffLimit and ActiveDeadlineSeconds are the Job's (Kubernetes'
+	// defaults when omitted).
+	BackoffLimit          *int64 `json:"backoffLimit,omitempty"`
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+	// ServiceAccountName runs the Job's pod as that service account (may hold ${…}).
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+}
+
+// JobImage names the image a Job runs.
+type JobImage struct {
+	// Resource is the identity of an ociImage (or ociArtifact) resource.
+	Resource ocm.Identity `json:"resource"`
+}
+
+// EnvVar is an environment variable of a Job: a value, or a key of a Secret.
+type EnvVar struct {
+	Name         string        `json:"name"`
+	Value        string        `json:"value,omitempty"`
+	SecretKeyRef *SecretKeyRef `json:"secretKeyRef,omitempty"`
+}
+
+// SecretKeyRef names a key of an existing Secret (fields may hold ${…}, e.g.
+// ${parameters.database.secretName}).
+type SecretKeyRef struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// ValuesFrom names a config resource.
+type ValuesFrom struct {
+	Resource ocm.Identity `json:"resource"`
+}
+
+// ImageMapping puts an image resource's location into values (the OCM CLI's
+// image mapping).
+type ImageMapping struct {
+	Resource ocm.Identity `json:"resource"`
+	localize.Mapping
+}
+
+// Patch sets one field in the rendered objects a target selects.
+type Patch struct {
+	Target Target `json:"target"`
+	// Path of the field (see package fieldpath); [-] appends to a list.
+	Path string `json:"path"`
+	// Value may hold ${…}; the render's final values are available as `values`.
+	Value any `json:"value"`
+}
+
+// Target selects rendered objects; empty fields match anything but Kind is
+// required. Fields may hold ${…}.
+type Target struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+}
+
+// Localization configures automatic localisation.
+type Localization struct {
+	// Automatic rewrites workload images after rendering (see package localize)
+	// and applies the localization-hint labels of image resources to the values.
+	Automatic bool `json:"automatic,omitempty"`
+	// RequireAll fails when an image matches no image resource of the component.
+	RequireAll bool `json:"requireAll,omitempty"`
+}
+
+var paramNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Decode reads a deployment definition strictly: unknown fields, duplicate
+// keys and values of the wrong kind are errors naming the field path, and
+// the definition is validated (see Validate). source names it in messages.
+func Decode(source string, data []byte) (*Definition, error) {
+	var d Definition
+	if err := decodeStrict(source, data, &d); err != nil {
+		return nil, err
+	}
+	d.Source = source
+	d.normalize()
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// normalize turns the json.Numbers of free-form fields into int64 or float64.
+func (d *Definition) normalize() {
+	for _, p := range d.Spec.Parameters {
+		if p == nil {
+			continue
+		}
+		p.Default = normalize(p.Default)
+		for i := range p.Enum {
+			p.Enum[i] = normalize(p.Enum[i])
+		}
+		p.Schema, _ = normalize(p.Schema).(map[string]any)
+	}
+	for i := range d.Spec.Renders {
+		r := &d.Spec.Renders[i]
+		r.Values, _ = normalize(r.Values).(map[string]any)
+		for j := range r.Patches {
+			r.Patches[j].Value = normalize(r.Patches[j].Value)
+		}
+		r.SyncWave = normalize(r.SyncWave)
+		for j := range r.Ordering {
+			r.Ordering[j].SyncWave = normalize(r.Ordering[j].SyncWave)
+		}
+	}
+	for i := range d.Spec.Jobs {
+		d.Spec.Jobs[i].SyncWave = normalize(d.Spec.Jobs[i].SyncWave)
+	}
+}
+
+// normalize converts json.Number to int64 where it fits, else float64,
+// recursively, in place.
+func normalize(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	case map[string]any:
+		if v == nil {
+			return v
+		}
+		for k, e := range v {
+			v[k] = normalize(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = normalize(e)
+		}
+	}
+	return v
+}
+
+// Validate checks what decoding alone cannot: kind and version, parameter
+// declarations, unique render names, resource identities, paths, and that
+// every ${…} expression compiles.
+func (d *Definition) Validate() error {
+	fail := func(path, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s: %s", errdef.ErrInvalidInput, d.Source, path, fmt.Sprintf(format, args...))
+	}
+	if d.APIVersion != APIVersion {
+		return fail("apiVersion", "%q is not supported, want %s", d.APIVersion, APIVersion)
+	}
+	if d.Kind != Kind {
+		return fail("kind", "%q, want %s", d.Kind, Kind)
+	}
+	for _, name := range sortedKeys(d.Spec.Parameters) {
+		p := d.Spec.Parameters[name]
+		where := fieldpath.Key("spec", "parameters", name).String()
+		if !paramNameRE.MatchString(name) {
+			return fail(where, "parameter names are letters, digits and _ (not starting with a digit), to be usable in CEL")
+		}
+		if p == nil {
+			return fail(where, "empty parameter declaration (want at least a type)")
+		}
+		if err := p.validate(); err != nil {
+			return fail(where, "%v", err)
+		}
+	}
+	if len(d.Spec.Renders) == 0 {
+		return fail("spec.renders", "no renders: name at least one resource to render")
+	}
+	seen := map[string]bool{}
+	for i := range d.Spec.Renders {
+		r := &d.Spec.Renders[i]
+		where := fmt.Sprintf("spec.renders[%d]", i)
+		if r.Resource["name"] == "" {
+			return fail(where+".resource", "the resource identity needs a name")
+		}
+		if r.Name == "" {
+			r.Name = r.Resource["name"]
+		}
+		if seen[r.Name] {
+			return fail(where+".name", "render %q is defined twice (names default to the resource name)", r.Name)
+		}
+		seen[r.Name] = true
+		for j, v := range r.ValuesFrom {
+			if v.Resource["name"] == "" {
+				return fail(fmt.Sprintf("%s.valuesFrom[%d].resource", where, j), "the resource identity needs a name")
+			}
+		}
+		for j, m := range r.Localization {
+			w := fmt.Sprintf("%s.localization[%d]", where, j)
+			if m.Resource["name"] == "" {
+				return fail(w+".resource", "the resource identity needs a name")
+			}
+			if m.Mapping.Empty() {
+				return fail(w, "the mapping sets nothing: give at least one of image, repository, registry, tag, digest")
+			}
+			for _, p := range []string{m.Image, m.Repository, m.Registry, m.Tag, m.Digest} {
+				if p == "" {
+					continue
+				}
+				if _, err := fieldpath.Parse(p); err != nil {
+					return fail(w, "%v", err)
+				}
+			}
+		}
+		for j, p := range r.Patches {
+			w := fmt.Sprintf("%s.patches[%d]", where, j)
+			if p.Target.Kind == "" {
+				return fail(w+".target.kind", "a patch target needs a kind")
+			}
+			if _, err := fieldpath.Parse(p.Path); err != nil {
+				return fail(w+".path", "%v", err)
+			}
+		}
+		if err := r.validateOrdering(where, fail); err != nil {
+			return err
+		}
+	}
+	if err := d.validateJobs(fail); err != nil {
+		return err
+	}
+	return d.checkExpressions()
+}
+
+func (p *Parameter) validate() error {
+	switch p.Type {
+	case TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeObject, TypeArray:
+	case "":
+		if !p.Secret {
+			return fmt.Errorf("type is missing (string, integer, number, boolean, object or array)")
+		}
+		p.Type = TypeObject
+	default:
+		return fmt.Errorf("type %q is not one of string, integer, number, boolean, object, array", p.Type)
+	}
+	if p.Secret && p.Type != TypeObject {
+		return fmt.Errorf("a secret parameter takes a reference {secretName, key}: its type is object, not %s", p.Type)
+	}
+	if p.Required && p.Default != nil {
+		return fmt.Errorf("required and default exclude each other")
+	}
+	if p.Pattern != "" {
+		if p.Type != TypeString {
+			return fmt.Errorf("pattern applies to strings, not %s", p.Type)
+		}
+		re, err := regexp.Compile(p.Pattern)
+		if err != nil {
+			return fmt.Errorf("pattern: %v", err)
+		}
+		p.pattern = re
+	}
+	if (p.Minimum != nil || p.Maximum != nil) && p.Type != TypeInteger && p.Type != TypeNumber {
+		return fmt.Errorf("minimum and maximum apply to numbers, not %s", p.Type)
+	}
+	if p.Minimum != nil && p.Maximum != nil && *p.Minimum > *p.Maximum {
+		return fmt.Errorf("minimum %v is greater than maximum %v", *p.Minimum, *p.Maximum)
+	}
+	if (p.MinLength != nil || p.MaxLength != nil) && p.Type != TypeString && p.Type != TypeArray {
+		return fmt.Errorf("minLength and maxLength apply to strings and arrays, not %s", p.Type)
+	}
+	if p.Schema != nil {
+		if p.Type != TypeObject && p.Type != TypeArray {
+			return fmt.Errorf("schema applies to objects and arrays, not %s", p.Type)
+		}
+		if err := checkLocalRefs(p.Schema); err != nil {
+			return fmt.Errorf("schema: %v", err)
+		}
+	}
+	for i, e := range p.Enum {
+		v, err := p.coerce(e)
+		if err != nil {
+			return fmt.Errorf("enum[%d]: %v", i, err)
+		}
+		p.Enum[i] = v
+	}
+	if p.Default != nil {
+		v, err := p.coerce(p.Default)
+		if err != nil {
+			return fmt.Errorf("default: %v", err)
+		}
+		if p.Secret {
+			if err := checkSecretRef(v); err != nil {
+				return fmt.Errorf("default: %v", err)
+			}
+		} else if err := p.check(v); err != nil {
+			return fmt.Errorf("default: %v", err)
+		}
+		p.Default = v
+	}
+	return nil
+}
+
+// coerce converts a decoded value to the parameter's type (integers that
+// arrive as floats become int64) or fails.
+func (p *Parameter) coerce(v any) (any, error) {
+	switch p.Type {
+	case TypeString:
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+	case TypeInteger:
+		switch n := v.(type) {
+		case int64:
+			return n, nil
+		case int:
+			return int64(n), nil
+		case float64:
+			if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
+				return int64(n), nil
+			}
+		}
+	case TypeNumber:
+		switch n := v.(type) {
+		case int64:
+			return float64(n), nil
+		case int:
+			return float64(n), nil
+		case float64:
+			return n, nil
+		}
+	case TypeBoolean:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+	case TypeObject:
+		if m, ok := v.(map[string]any); ok {
+			return m, nil
+		}
+	case TypeArray:
+		if l, ok := v.([]any); ok {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("want %s %s, got %s", article(p.Type), p.Type, describeValue(v))
+}
+
+func article(t string) string {
+	if strings.IndexByte("aeiou", t[0]) >= 0 {
+		return "an"
+	}
+	return "a"
+}
+
+func describeValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("the string %q", truncate(v, 60))
+	case bool:
+		return fmt.Sprintf("the boolean %v", v)
+	case int64, int, float64:
+		return fmt.Sprintf("the number %v", v)
+	case map[string]any:
+		return "a map"
+	case []any:
+		return "a list"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
+
+// check validates a value of the parameter's type against its constraints.
+func (p *Parameter) check(v any) error {
+	if len(p.Enum) > 0 {
+		ok := false
+		for _, e := range p.Enum {
+			if equalValues(e, v) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			allowed := make([]string, len(p.Enum))
+			for i, e := range p.Enum {
+				b, _ := json.Marshal(e)
+				allowed[i] = string(b)
+			}
+			b, _ := json.Marshal(v)
+			return fmt.Errorf("%s is not one of %s", truncate(string(b), 80), strings.Join(allowed, ", "))
+		}
+	}
+	switch v := v.(type) {
+	case string:
+		n := len([]rune(v))
+		if p.MinLength != nil && n < *p.MinLength {
+			return fmt.Errorf("%q is shorter than %d characters", truncate(v, 60), *p.MinLength)
+		}
+		if p.MaxLength != nil && n > *p.MaxLength {
+			return fmt.Errorf("%q is longer than %d characters", truncate(v, 60), *p.MaxLength)
+		}
+		if p.pattern != nil && !p.pattern.MatchString(v) {
+			return fmt.Errorf("%q does not match the pattern %s", truncate(v, 60), p.Pattern)
+		}
+	case int64:
+		if err := p.bounds(float64(v)); err != nil {
+			return err
+		}
+	case float64:
+		if err := p.bounds(v); err != nil {
+			return err
+		}
+	case []any:
+		if p.MinLength != nil && len(v) < *p.MinLength {
+			return fmt.Errorf("the list has %d items, fewer than %d", len(v), *p.MinLength)
+		}
+		if p.MaxLength != nil && len(v) > *p.MaxLength {
+			return fmt.Errorf("the list has %d items, more than %d", len(v), *p.MaxLength)
+		}
+	}
+	if p.Schema != nil {
+		if err := validateSchema(v, p.Schema); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Parameter) bounds(f float64) error {
+	if p.Minimum != nil && f < *p.Minimum {
+		return fmt.Errorf("%v is less than the minimum %v", f, *p.Minimum)
+	}
+	if p.Maximum != nil && f > *p.Maximum {
+		return fmt.Errorf("%v is greater than the maximum %v", f, *p.Maximum)
+	}
+	return nil
+}
+
+func equalValues(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}

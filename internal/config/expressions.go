@@ -1,0 +1,80 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
+)
+
+// checkExpressions compiles every expression of a definition, so syntax
+// errors and unknown parameters surface before anything is fetched.
+func (d *Definition) checkExpressions() error {
+	e := &expr.Evaluator{Params: map[string]bool{}}
+	for name := range d.Spec.Parameters {
+		e.Params[name] = true
+	}
+	for i, r := range d.Spec.Renders {
+		base := fmt.Sprintf("%s: spec.renders[%d]", d.Source, i)
+		for _, f := range []struct{ name, val string }{
+			{"when", r.When}, {"releaseName", r.ReleaseName}, {"namespace", r.Namespace}, {"path", r.Path},
+		} {
+			if strings.Contains(f.val, "${") {
+				if err := e.Check(base+"."+f.name, f.val); err != nil {
+					return err
+				}
+			}
+		}
+		if err := e.CheckTree(base+".values", r.Values); err != nil {
+			return err
+		}
+		for j, p := range r.Patches {
+			w := fmt.Sprintf("%s.patches[%d]", base, j)
+			for _, f := range []struct{ name, val string }{
+				{"target.apiVersion", p.Target.APIVersion}, {"target.kind", p.Target.Kind},
+				{"target.name", p.Target.Name}, {"target.namespace", p.Target.Namespace},
+			} {
+				if strings.Contains(f.val, "${") {
+					if err := e.Check(w+"."+f.name, f.val); err != nil {
+						return err
+					}
+				}
+			}
+			if err := e.CheckTree(w+".value", p.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return d.checkOrderingExpressions(e)
+}
+
+// formatValue renders a value compactly for reports and messages.
+func formatValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strconv.Quote(v)
+	case map[string]any:
+		if len(v) == 0 {
+			return "{}"
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ": " + formatValue(v[k])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(b)
+	}
+}

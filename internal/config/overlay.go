@@ -1,0 +1,395 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+)
+
+// configMapKeyRE is what Kubernetes accepts as a ConfigMap data key.
+var configMapKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+
+// generatedKey is a patch that sets one key of a ConfigMap's data or a
+// Secret's stringData by name.
+type generatedKey struct {
+	secret           bool
+	name, key, value string
+}
+
+// secretValueShown is what --explain shows for a value that goes into a
+// Secret.
+const secretValueShown = "(secret value, not shown)"
+
+// asGeneratedKey reports whether bp sets one data key of one ConfigMap (or
+// one stringData key of one Secret) by name to a string that a generator
+// literal carries unchanged.
+func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
+	if len(bp.targets) != 1 || len(bp.path) != 2 {
+		return generatedKey{}, false
+	}
+	t := bp.targets[0]
+	secret := t.Kind == "Secret"
+	if (t.Kind != "ConfigMap" && !secret) || t.Name == "" || t.Namespace != "" || (t.APIVersion != "" && t.APIVersion != "v1") {
+		return generatedKey{}, false
+	}
+	field := "data"
+	if secret {
+		field = "stringData" // data holds base64, which a literal would encode again
+	}
+	if e := bp.path[0]; e.IsList || e.Key != field {
+		return generatedKey{}, false
+	}
+	e := bp.path[1]
+	if e.IsList || !configMapKeyRE.MatchString(e.Key) {
+		return generatedKey{}, false
+	}
+	v, ok := bp.value.(string)
+	if !ok {
+		return generatedKey{}, false
+	}
+	// kustomize strips one pair of surrounding quotes from a literal's value.
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		return generatedKey{}, false
+	}
+	return generatedKey{secret: secret, name: t.Name, key: e.Key, value: v}, true
+}
+
+// overlay moves the patches of a directory render that kustomize can apply
+// itself into a kustomize overlay over the render's entry, when the entry is
+// a kustomization: a patch of a data key of a ConfigMap the tree's
+// configMapGenerator generates becomes a configMapGenerator literal with
+// behavior merge, so the ConfigMap gets a new hash suffix and the objects
+// that reference it follow (a post-render patch could not: the rendered
+// name carries the old suffix). With automatic localisation, the images
+// it would rewrite become the overlay's images (see overlayImages). The
+// other patches are returned, to be applied after rendering as before. The
+// tree is read at plan time only when something could move.
+//
+// The render's kustomize field (see kustomizeSpec) is the overlay's start.
+func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *pipeline.Overlay, error) {
+	defined, err := rs.definitionOverlay(ctx, rp)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rp.res.Type == pipeline.TypeHelmChart {
+		return patches, nil, nil
+	}
+	appOverlay := rs.applicationOverlay(rp)
+	rest, derived, entry := rs.derivedOverlay(ctx, rp, patches, appOverlay)
+	ov := joinOverlays(defined, derived)
+	if ov == nil {
+		return rest, nil, nil
+	}
+	if entry == "" {
+		entry = "."
+	}
+	base := "<resource>/" + entry
+	if appOverlay {
+		base = "<the Application's kustomization.yaml>"
+	}
+	text := overlayText(ov, base)
+	if defined != nil {
+		text = fmt.Sprintf("# from %s: spec.renders[%d].%s", rs.def.Source, rp.index, kustomizeField) + derivedNote(derived) + "\n" + text
+	}
+	rs.report.Renders[len(rs.report.Renders)-1].Overlay = text
+	return rest, ov, nil
+}
+
+// derivedNote says what the planner added to a definition's overlay.
+func derivedNote(derived *pipeline.Overlay) string {
+	if derived == nil {
+		return ""
+	}
+	return ", with generator merges from patches and images from localisation (see patches and automatic localization)"
+}
+
+// derivedOverlay is the part of overlay that the planner derives from
+// patches and localisation; it returns the patches left and the entry.
+func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches []boundPatch, appOverlay bool) ([]boundPatch, *pipeline.Overlay, string) {
+	d := rs.cv.Descriptor()
+	auto := rs.req.Localize || (rs.def != nil && rs.def.Spec.Localization != nil && rs.def.Spec.Localization.Automatic)
+	candidate := auto
+	for _, bp := range patches {
+		if _, ok := asGeneratedKey(bp); ok {
+			candidate = true
+			break
+		}
+	}
+	if !candidate {
+		return patches, nil, ""
+	}
+	// An entry or a tree that cannot be read here cannot be rendered either:
+	// the render reports it, with its own context (the entry path hint, the
+	// resource), so the overlay is then left out rather than failing first.
+	entry, err := pipeline.EntryPath(pipeline.Step{Path: rp.path}, *rp.res)
+	if err != nil {
+		return patches, nil, ""
+	}
+	tree, err := rs.tree(ctx, rp.res)
+	if err != nil {
+		return patches, nil, ""
+	}
+	var isKustomization bool
+	var gen pipeline.Generated
+	if appOverlay {
+		// The Application's kustomization chooses the tree's directories:
+		// any generator of the tree may be the one it builds.
+		isKustomization, gen, err = true, tree.TreeGenerators(), nil
+	} else {
+		isKustomization, gen, err = tree.Generators(entry)
+	}
+	if err != nil {
+		return patches, nil, ""
+	}
+	if !isKustomization {
+		return patches, nil, ""
+	}
+	rest, ov := rs.generatorMerges(patches, gen)
+	if auto {
+		images, _ := localize.Images(d)
+		ov.Images = overlayImages(tree, images)
+	}
+	if len(ov.ConfigMapGenerator) == 0 && len(ov.SecretGenerator) == 0 && len(ov.Images) == 0 {
+		return patches, nil, entry
+	}
+	return rest, ov, entry
+}
+
+// generatorMerges moves the patches that set a key of what gen's
+// generators generate into generator merges of an overlay (reporting each
+// moved patch, a Secret's value hidden), and returns the other patches.
+func (rs *resolver) generatorMerges(patches []boundPatch, gen pipeline.Generated) ([]boundPatch, *pipeline.Overlay) {
+	generated := map[generatedKind]bool{}
+	for _, n := range gen.ConfigMaps {
+		generated[generatedKind{false, n}] = true
+	}
+	for _, n := range gen.Secrets {
+		generated[generatedKind{true, n}] = true
+	}
+	var rest []boundPatch
+	var order []generatedKind                       // generators, first use first
+	keys := map[generatedKind][]string{}            // generator -> keys, first set first
+	values := map[generatedKind]map[string]string{} // the last patch of a key wins, as after rendering
+	for _, bp := range patches {
+		g, ok := asGeneratedKey(bp)
+		gk := generatedKind{g.secret, g.name}
+		if !ok || !generated[gk] {
+			rest = append(rest, bp)
+			continue
+		}
+		if values[gk] == nil {
+			values[gk] = map[string]string{}
+			order = append(order, gk)
+		}
+		if _, seen := values[gk][g.key]; !seen {
+			keys[gk] = append(keys[gk], g.key)
+		}
+		values[gk][g.key] = g.value
+		pr := PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
+			Objects: []string{"kustomize overlay: configMapGenerator " + g.name + " (behavior merge)"}}
+		if g.secret {
+			pr.Value, pr.Secret = secretValueShown, true
+			pr.Objects = []string{"kustomize overlay: secretGenerator " + g.name + " (behavior merge)"}
+		}
+		rs.report.Patches = append(rs.report.Patches, pr)
+	}
+	ov := &pipeline.Overlay{}
+	for _, gk := range order {
+		var lits []string
+		for _, k := range keys[gk] {
+			lits = append(lits, k+"="+values[gk][k])
+		}
+		args := types.GeneratorArgs{Name: gk.name, Behavior: "merge", KvPairSources: types.KvPairSources{LiteralSources: lits}}
+		if gk.secret {
+			ov.SecretGenerator = append(ov.SecretGenerator, types.SecretArgs{GeneratorArgs: args})
+		} else {
+			ov.ConfigMapGenerator = append(ov.ConfigMapGenerator, types.ConfigMapArgs{GeneratorArgs: args})
+		}
+	}
+	return rest, ov
+}
+
+// generatedKind is a generator of the tree: a Secret's or a ConfigMap's.
+type generatedKind struct {
+	secret bool
+	name   string
+}
+
+// applicationOverlay records, for --explain, that the render builds the
+// Application's own kustomization over the resource (see
+// pipeline.ApplicationOverlay), and reports it.
+func (rs *resolver) applicationOverlay(rp renderPlan) bool {
+	ok, named, err := pipeline.ApplicationOverlay(rs.req)
+	if err != nil || !ok || !slices.Contains(named, rp.res.Name) {
+		return false
+	}
+	rs.report.Renders[len(rs.report.Renders)-1].ApplicationOverlay = fmt.Sprintf(
+		"kustomization.yaml of the Application's directory, with this resource shown as %s/%s; it names the directories it builds, the entry path is not used",
+		pipeline.ApplicationOverlayDir, rp.res.Name)
+	return true
+}
+
+// redactSecretExpressions hides the results of the expressions of patches
+// that went into a Secret (their values are in the output, as kustomize
+// encodes them, and nowhere else).
+func redactSecretExpressions(r *Report) {
+	for _, p := range r.Patches {
+		if !p.Secret {
+			continue
+		}
+		for i := range r.Expressions {
+			if w := r.Expressions[i].Where; w == p.Source+".value" || strings.HasPrefix(w, p.Source+".value.") || strings.HasPrefix(w, p.Source+".value[") {
+				r.Expressions[i].Result = secretValueShown
+			}
+		}
+	}
+}
+
+// overlayImages is the images field of an overlay that localises what
+// automatic localisation would rewrite after rendering: every container
+// image written in a manifest of the tree that matches an image resource
+// (see localize.Match), by the name as written, set to the component's
+// location. A name whose references localise to different locations, or
+// that does not parse, is left out. Localisation still runs after
+// rendering: it finds these images at their location already, and
+// rewrites what kustomize could not name before rendering (images set by
+// the tree's own transformers, by generators).
+func overlayImages(tree pipeline.Tree, images []localize.Image) []types.Image {
+	if len(images) == 0 {
+		return nil
+	}
+	byName := map[string]*types.Image{}
+	conflict := map[string]bool{}
+	var order []string
+	for _, name := range tree.Files() {
+		switch path.Ext(name) {
+		case ".yaml", ".yml", ".json":
+		default:
+			continue
+		}
+		data, err := tree.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		objs, err := manifests.Decode(name, data)
+		if err != nil {
+			continue // kustomize reports it, or never reads the file
+		}
+		for _, o := range objs {
+			for _, written := range containerImages(o) {
+				ref, err := registry.ParseReference(written)
+				if err != nil {
+					continue
+				}
+				img, err := localize.Match(images, ref)
+				if err != nil || img == nil {
+					continue
+				}
+				to := img.Location()
+				if to == ref {
+					continue
+				}
+				n := writtenName(written)
+				want := types.Image{Name: n, NewName: to.Name(), NewTag: to.Tag, Digest: to.Digest}
+				if have, ok := byName[n]; ok {
+					if *have != want {
+						conflict[n] = true
+					}
+					continue
+				}
+				byName[n] = &want
+				order = append(order, n)
+			}
+		}
+	}
+	var out []types.Image
+	for _, n := range order {
+		if !conflict[n] {
+			out = append(out, *byName[n])
+		}
+	}
+	return out
+}
+
+// containerImages returns the container images of a workload object.
+func containerImages(o manifests.Object) []string {
+	specPath, ok := localize.PodSpecPath(o)
+	if !ok {
+		return nil
+	}
+	spec, _ := fieldpath.Get(o, specPath)
+	sm, _ := spec.(map[string]any)
+	var out []string
+	for _, field := range []string{"initContainers", "containers", "ephemeralContainers"} {
+		list, _ := sm[field].([]any)
+		for _, c := range list {
+			cm, _ := c.(map[string]any)
+			if s, ok := cm["image"].(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// writtenName is an image reference without its tag and digest, as
+// kustomize's images field names it.
+func writtenName(ref string) string {
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		ref = ref[:i]
+	}
+	return ref
+}
+
+// overlayText is ov as the kustomization the renderer builds over base,
+// for --explain; secret literals show their keys only.
+func overlayText(ov *pipeline.Overlay, base string) string {
+	var secrets []types.SecretArgs
+	for _, g := range ov.SecretGenerator {
+		g.LiteralSources = slices.Clone(g.LiteralSources)
+		for i, l := range g.LiteralSources {
+			k, _, _ := strings.Cut(l, "=")
+			g.LiteralSources[i] = k + "=" + secretValueShown
+		}
+		secrets = append(secrets, g)
+	}
+	var components []string
+	for _, c := range ov.Components {
+		components = append(components, "<resource>/"+c)
+	}
+	k := types.Kustomization{
+		TypeMeta:           types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
+		Resources:          []string{base},
+		Components:         components,
+		Namespace:          ov.Namespace,
+		NamePrefix:         ov.NamePrefix,
+		NameSuffix:         ov.NameSuffix,
+		Labels:             ov.Labels,
+		CommonAnnotations:  ov.CommonAnnotations,
+		Replicas:           ov.Replicas,
+		ConfigMapGenerator: ov.ConfigMapGenerator,
+		SecretGenerator:    secrets,
+		Images:             ov.Images,
+		Patches:            ov.Patches,
+	}
+	b, err := yaml.Marshal(k)
+	if err != nil {
+		return "(the overlay cannot be shown: " + err.Error() + ")"
+	}
+	return string(b)
+}

@@ -1,0 +1,193 @@
+package config
+
+import (
+	"sort"
+
+	"helm.sh/helm/v3/pkg/strvals"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+)
+
+// Value layers, lowest first. Maps merge deeply; lists and scalars replace.
+const (
+	LayerChart        = "chart defaults"  // the chart's values.yaml (Helm merges it; shown by --explain)
+	LayerConfig       = "config resource" // helmValues / ConfigData resources shipped in the component
+	LayerLocalization = "localization"    // image mappings and localization-hint labels
+	LayerDefinition   = "definition"      // the deployment definition's values
+	LayerInstance     = "instance"        // the Application's / CLI's values files, values and --set
+)
+
+// Origin says who set a value.
+type Origin struct {
+	Layer  string
+	Source string // e.g. "resource config", "spec.renders[0].values.replicaCount", "--set replicaCount=3"
+	Expr   string // the CEL expression that computed the value, if any
+	Value  any
+}
+
+// Values are layered values with the history of every leaf (scalars, lists
+// and empty maps).
+type Values struct {
+	Map     map[string]any
+	history map[string][]Origin
+}
+
+// NewValues returns empty values.
+func NewValues() *Values {
+	return &Values{Map: map[string]any{}, history: map[string][]Origin{}}
+}
+
+// Merge layers src over the values; origin describes each leaf of src.
+func (v *Values) Merge(src map[string]any, origin func(p fieldpath.Path, value any) Origin) {
+	v.merge(v.Map, src, nil, origin)
+}
+
+func (v *Values) merge(dst, src map[string]any, prefix fieldpath.Path, origin func(fieldpath.Path, any) Origin) {
+	for _, k := range sortedKeys(src) {
+		sv := src[k]
+		p := prefix.Child(k)
+		if sm, ok := sv.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok && len(sm) > 0 {
+				v.merge(dm, sm, p, origin)
+				continue
+			}
+			if _, ok := dst[k].(map[string]any); ok && len(sm) == 0 {
+				continue // an empty map merges into a map as nothing
+			}
+			v.drop(p, false)
+			nm := map[string]any{}
+			dst[k] = nm
+			if len(sm) == 0 {
+				v.record(p, origin(p, nm))
+				continue
+			}
+			v.merge(nm, sm, p, origin)
+			continue
+		}
+		v.drop(p, true)
+		c := manifests.DeepCopy(sv)
+		dst[k] = c
+		v.record(p, origin(p, c))
+	}
+}
+
+func (v *Values) record(p fieldpath.Path, o Origin) {
+	k := p.String()
+	v.history[k] = append(v.history[k], o)
+}
+
+// drop forgets the history below p (and of p itself unless keepSelf).
+func (v *Values) drop(p fieldpath.Path, keepSelf bool) {
+	self := p.String()
+	for k := range v.history {
+		if k == self {
+			if !keepSelf {
+				delete(v.history, k)
+			}
+			continue
+		}
+		if kp, err := fieldpath.Parse(k); err == nil && kp.HasPrefix(p) {
+			delete(v.history, k)
+		}
+	}
+}
+
+// Set stores one value at p (creating maps), recording its origin.
+func (v *Values) Set(p fieldpath.Path, value any, o Origin) error {
+	if err := fieldpath.Set(v.Map, p, value); err != nil {
+		return err
+	}
+	v.drop(p, true)
+	o.Value = value
+	v.record(p, o)
+	return nil
+}
+
+// Leaf is one value with the layers that set it, latest last.
+type Leaf struct {
+	Path    string
+	Value   any
+	History []Origin
+}
+
+// Leaves lists every leaf of the values with its history, sorted by path.
+func (v *Values) Leaves() []Leaf {
+	var out []Leaf
+	var walk func(m map[string]any, prefix fieldpath.Path)
+	walk = func(m map[string]any, prefix fieldpath.Path) {
+		for _, k := range sortedKeys(m) {
+			p := prefix.Child(k)
+			if sm, ok := m[k].(map[string]any); ok && len(sm) > 0 {
+				walk(sm, p)
+				continue
+			}
+			key := p.String()
+			out = append(out, Leaf{Path: key, Value: m[k], History: append([]Origin(nil), v.history[key]...)})
+		}
+	}
+	walk(v.Map, nil)
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Copy returns a deep copy of the values map.
+func (v *Values) Copy() map[string]any {
+	return manifests.DeepCopy(v.Map)
+}
+
+// layerFrom is an origin function for a whole layer from one source.
+func layerFrom(layer, source string) func(fieldpath.Path, any) Origin {
+	return func(_ fieldpath.Path, value any) Origin {
+		return Origin{Layer: layer, Source: source, Value: value}
+	}
+}
+
+// instanceValues computes the request's values exactly as the pipeline does
+// (values files < inline values < --set), reading each values file once,
+// and says, per leaf, which of them set it.
+func instanceValues(req pipeline.Request) (map[string]any, func(fieldpath.Path, any) Origin, error) {
+	var files [][]byte // as read, in order
+	final, err := pipeline.HelmValuesFrom(req, func(name string) ([]byte, error) {
+		b, err := req.ReadFile(param.ValueFiles, name)
+		files = append(files, b)
+		return b, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	type piece struct {
+		source string
+		m      map[string]any
+	}
+	var pieces []piece // highest priority first
+	for i := len(req.Set) - 1; i >= 0; i-- {
+		m := map[string]any{}
+		if err := strvals.ParseInto(req.Set[i], m); err == nil {
+			pieces = append(pieces, piece{"--set " + req.Set[i], m})
+		}
+	}
+	if req.Values != nil {
+		pieces = append(pieces, piece{"values", req.Values})
+	}
+	for i := len(req.ValueFiles) - 1; i >= 0; i-- {
+		m := map[string]any{}
+		if err := yaml.Unmarshal(files[i], &m); err == nil {
+			pieces = append(pieces, piece{"values file " + req.ValueFiles[i], m})
+		}
+	}
+	origin := func(p fieldpath.Path, value any) Origin {
+		for _, pc := range pieces {
+			for q := p; len(q) > 0; q = q[:len(q)-1] {
+				if _, ok := fieldpath.Get(pc.m, q); ok {
+					return Origin{Layer: LayerInstance, Source: pc.source, Value: value}
+				}
+			}
+		}
+		return Origin{Layer: LayerInstance, Source: "values", Value: value}
+	}
+	return normalize(final).(map[string]any), origin, nil
+}

@@ -1,0 +1,661 @@
+package generator
+
+import (
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
+)
+
+// Defaults of Options.
+const (
+	// DefaultListTTL is how long a component's version list (and a prefix's
+	// component list) is reused. Short: it is what makes a pushed version
+	// appear; long enough that a matrix over 100 clusters lists once.
+	DefaultListTTL = 30 * time.Second
+	// DefaultVersionTTL is how long a version's descriptor digest (and what
+	// the entries need of the descriptor) is reused.
+	DefaultVersionTTL = 10 * time.Minute
+	// DefaultParallelism bounds the descriptor lookups of one request.
+	DefaultParallelism = 8
+	// MaxEntries bounds the parameter sets of one response.
+	MaxEntries = 5000
+	// maxComponents bounds what a prefix pattern may match.
+	maxComponents = 1000
+	// maxDepth bounds reference expansion.
+	maxDepth = platform.DefaultMaxDepth
+)
+
+// OpenFunc opens a repository spec (see oci.ParseSpec) for one request.
+type OpenFunc func(ctx context.Context, spec string) (ocm.Repository, error)
+
+// RepositoryGate decides which repositories the generator may list. The
+// intent: the sidecar's policy (which registries and CTFs each Argo CD
+// project may use) is consulted before any file is opened or any connection
+// made. The ApplicationSet controller's request names no Argo CD project, so
+// the generator asks with project "": the policy's rule for what may be
+// listed by the generator at all.
+type RepositoryGate interface {
+	AllowRepository(project, spec string) error
+}
+
+// AllowAll is the permissive default gate.
+type AllowAll struct{}
+
+// AllowRepository implements RepositoryGate.
+func (AllowAll) AllowRepository(string, string) error { return nil }
+
+// Options configure New.
+type Options struct {
+	// Open opens repositories (required): the sidecar's registry client,
+	// credentials and plain-HTTP settings.
+	Open OpenFunc
+	// Gate is consulted first (default AllowAll).
+	Gate RepositoryGate
+	// Keys are the public keys signature names verify with (the "signature"
+	// parameter names them). Empty: the parameter is refused.
+	Keys map[string]crypto.PublicKey
+	// CTFRoots are the directories CTFs and component archives may be read
+	// from; a relative CTF path is below the first. Empty: CTFs are refused.
+	CTFRoots []string
+	// ListTTL and VersionTTL: see the defaults; 0 keeps the default, < 0
+	// turns that cache off.
+	ListTTL, VersionTTL time.Duration
+	// Parallelism of descriptor lookups per request (default DefaultParallelism).
+	Parallelism int
+	Log         *slog.Logger
+}
+
+// Generator lists component versions as ApplicationSet parameter sets. It
+// owns the caches; one per process, safe for concurrent use.
+type Generator struct {
+	o        Options
+	roots    []string // CTFRoots, absolute and with symlinks resolved
+	lists    *cache.Memo[string, []string]
+	comps    *cache.Memo[string, []string]
+	versions *cache.Memo[string, *summary]
+	verified *cache.Memo[string, bool]
+}
+
+// New builds a Generator.
+func New(o Options) (*Generator, error) {
+	if o.Open == nil {
+		return nil, fmt.Errorf("%w: generator: no repository opener", errdef.ErrInvalidInput)
+	}
+	if o.Gate == nil {
+		o.Gate = AllowAll{}
+	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = DefaultParallelism
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	g := &Generator{o: o, verified: &cache.Memo[string, bool]{}}
+	for _, r := range o.CTFRoots {
+		abs, err := filepath.Abs(r)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: CTF directory %s: %v", errdef.ErrInvalidInput, r, err)
+		}
+		g.roots = append(g.roots, abs)
+	}
+	g.lists = newMemo[[]string](o.ListTTL, DefaultListTTL)
+	g.comps = newMemo[[]string](o.ListTTL, DefaultListTTL)
+	g.versions = newMemo[*summary](o.VersionTTL, DefaultVersionTTL)
+	return g, nil
+}
+
+func newMemo[V any](ttl, def time.Duration) *cache.Memo[string, V] {
+	switch {
+	case ttl < 0:
+		return nil
+	case ttl == 0:
+		ttl = def
+	}
+	return cache.NewRecent[string, V](ttl)
+}
+
+// remember calls fn through m, or directly when the cache is off.
+func remember[V any](ctx context.Context, m *cache.Memo[string, V], key string, fn func(context.Context) (V, error)) (V, error) {
+	if m == nil {
+		return fn(ctx)
+	}
+	return m.Do(ctx, key, fn)
+}
+
+// summary is what entries need of a component version's descriptor (not
+// the descriptor: thousands of them stay in memory).
+type summary struct {
+	digest     string
+	labels     map[string]string
+	references []ocm.Reference
+	platform   bool // references and no renderable resource: expanded further
+}
+
+// Generate answers one request. Errors wrap errdef sentinels: ErrInvalidInput
+// and ErrNotFound are the request's fault (HTTP 400), others the
+// repository's or the network's.
+func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, error) {
+	// Parsed first: a spec that carries credentials is refused before any
+	// message could repeat it.
+	sp, err := oci.ParseSpec(q.Repository)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.o.Gate.AllowRepository("", q.Repository); err != nil {
+		return nil, fmt.Errorf("%w: repository %s: %v", errdef.ErrInvalidInput, clip(q.Repository), err)
+	}
+	for _, n := range q.Signatures {
+		if _, ok := g.o.Keys[n]; !ok {
+			return nil, invalid("parameter signature: the generator has no key for signature %q (it has: %s)", n, keyNames(g.o.Keys))
+		}
+	}
+	spec, key, ociRepo, err := g.locate(q.Repository, sp)
+	if err != nil {
+		return nil, err
+	}
+	r := &lazyRepo{open: func() (ocm.Repository, error) { return g.o.Open(ctx, spec) }}
+	defer r.close()
+	req := &request{g: g, q: q, key: key, repo: r, oci: ociRepo}
+
+	components := []string{q.Component}
+	if q.Prefix {
+		if components, err = req.components(ctx); err != nil {
+			return nil, err
+		}
+	}
+	type selected struct {
+		component string
+		versions  []string
+	}
+	var sel []selected
+	var firstMiss error
+	for _, c := range components {
+		vs, err := req.selectVersions(ctx, c)
+		if err != nil {
+			// Of a prefix, the components with a matching version count;
+			// none at all is still an error (never an empty list).
+			if q.Prefix && errors.Is(err, errdef.ErrNotFound) {
+				if firstMiss == nil {
+					firstMiss = err
+				}
+				continue
+			}
+			return nil, err
+		}
+		sel = append(sel, selected{c, vs})
+	}
+	if len(sel) == 0 {
+		return nil, fmt.Errorf("no component matching %s* has a matching version (%d components; the first: %w)", q.Component, len(components), firstMiss)
+	}
+	// Names: the component's last path segment, unless two selected
+	// components share it; the version appended unless one version per
+	// component is wanted (then an Application keeps its name as its
+	// pinned version moves).
+	req.prefixed = len(sel) > 1
+	short := map[string]int{}
+	for _, s := range sel {
+		short[lastSegment(s.component)]++
+	}
+	var out []map[string]any
+	for _, s := range sel {
+		base := lastSegment(s.component)
+		if short[base] > 1 {
+			base = s.component
+		}
+		for _, v := range s.versions {
+			sum, err := req.lookup(ctx, s.component, v)
+			if err != nil {
+				return nil, err
+			}
+			name := base
+			if q.Latest != 1 {
+				name += "-" + v
+			}
+			if !q.References {
+				out = append(out, req.entry(s.component, v, sum, dnsName(name)))
+			} else {
+				refs, err := req.expand(ctx, s.component, v, sum, name, nil)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, refs...)
+			}
+			if len(out) > MaxEntries {
+				return nil, fmt.Errorf("%w: more than %d parameter sets; narrow the component, version or latest", errdef.ErrLimitExceeded, MaxEntries)
+			}
+		}
+	}
+	if err := uniqueNames(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// locate checks the parsed repository spec and returns what to open, the cache key
+// and whether it is an OCI registry. A CTF must lie below a CTF root.
+func (g *Generator) locate(repository string, sp oci.Spec) (spec, key string, isOCI bool, err error) {
+	if sp.Type != oci.TypeCTF {
+		return repository, "oci|" + sp.String(), true, nil
+	}
+	if len(g.roots) == 0 {
+		return "", "", false, invalid("repository %s is a CTF or component archive, and this generator reads none (no CTF directory configured)", clip(repository))
+	}
+	p := sp.FilePath
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(g.roots[0], p)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(p))
+	if err == nil && !g.inRoots(real) {
+		err = errOutside
+	}
+	if err != nil {
+		// The same message whether the path exists or not: no probing the
+		// generator's file system.
+		return "", "", false, invalid("repository %s: not a CTF or component archive below the generator's CTF directories", clip(repository))
+	}
+	return real, "ctf|" + real, false, nil
+}
+
+var errOutside = errors.New("outside the CTF directories")
+
+func (g *Generator) inRoots(p string) bool {
+	for _, r := range g.roots {
+		if rel, err := filepath.Rel(r, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// lazyRepo opens the repository on first use: a warm request needs none.
+type lazyRepo struct {
+	open func() (ocm.Repository, error)
+	once sync.Once
+	repo ocm.Repository
+	err  error
+}
+
+func (l *lazyRepo) get() (ocm.Repository, error) {
+	l.once.Do(func() { l.repo, l.err = l.open() })
+	return l.repo, l.err
+}
+
+func (l *lazyRepo) close() {
+	if l.repo != nil {
+		l.repo.Close()
+	}
+}
+
+// request is one Generate call.
+type request struct {
+	g    *Generator
+	q    Query
+	key  string
+	repo *lazyRepo
+	oci  bool
+	seen sync.Map // key → *summary: one lookup per version per request, cache or not
+	// prefixed: more than one component is selected, so reference names
+	// are prefixed with their platform's name.
+	prefixed bool
+}
+
+func (r *request) listVersions(ctx context.Context, component string) ([]string, error) {
+	return remember(ctx, r.g.lists, r.key+"\x00"+component, func(ctx context.Context) ([]string, error) {
+		repo, err := r.repo.get()
+		if err != nil {
+			return nil, err
+		}
+		return repo.ListVersions(ctx, component)
+	})
+}
+
+// selectVersions returns the component's matching versions, newest first, at most
+// Latest (0: all), skipping versions whose signatures do not verify.
+func (r *request) selectVersions(ctx context.Context, component string) ([]string, error) {
+	all, err := r.listVersions(ctx, component)
+	if err != nil {
+		return nil, err
+	}
+	type pv struct {
+		raw string
+		v   *semver.Version
+	}
+	var cands []pv
+	for _, raw := range all {
+		v, err := semver.NewVersion(raw)
+		if err != nil {
+			continue // tags that are not versions
+		}
+		switch {
+		case r.q.Exact != "":
+			if raw != r.q.Exact {
+				continue
+			}
+		case r.q.Constraint != nil:
+			if !r.q.Constraint.Check(v) {
+				continue
+			}
+		case v.Prerelease() != "":
+			// No constraint: release versions, as a constraint without a
+			// prerelease part selects (Masterminds/semver, the OCM CLI).
+			continue
+		}
+		if r.q.Filter != nil && !r.q.Filter.MatchString(raw) {
+			continue
+		}
+		cands = append(cands, pv{raw, v})
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].v.Equal(cands[j].v) {
+			return cands[i].raw > cands[j].raw
+		}
+		return cands[i].v.GreaterThan(cands[j].v)
+	})
+	var out []string
+	for _, c := range cands {
+		if r.q.Latest > 0 && len(out) == r.q.Latest {
+			break
+		}
+		if len(r.q.Signatures) > 0 {
+			ok, err := r.verified(ctx, component, c.raw)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				r.g.o.Log.Info("version skipped: signature does not verify", "component", component, "version", c.raw)
+				continue
+			}
+		}
+		out = append(out, c.raw)
+	}
+	if len(out) == 0 {
+		what := "version"
+		if r.q.Exact != "" {
+			what += " " + r.q.Exact
+		} else if r.q.Constraint != nil {
+			what += " matching " + r.q.Constraint.String()
+		}
+		if r.q.Filter != nil {
+			what += " and semverFilter " + r.q.Filter.String()
+		}
+		if len(r.q.Signatures) > 0 {
+			what += " signed (" + strings.Join(r.q.Signatures, ", ") + ")"
+		}
+		return nil, fmt.Errorf("component %s: no %s %w (available: %s)", component, what, errdef.ErrNotFound, available(all))
+	}
+	// Lookups of the selected versions, in parallel: their digests.
+	if err := r.prefetch(ctx, component, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func available(vs []string) string {
+	vs = append([]string(nil), vs...)
+	oci.SortVersions(vs)
+	const show = 20
+	if len(vs) > show {
+		return strings.Join(vs[len(vs)-show:], ", ") + fmt.Sprintf(" and %d older", len(vs)-show)
+	}
+	if len(vs) == 0 {
+		return "none"
+	}
+	return strings.Join(vs, ", ")
+}
+
+// prefetch looks the versions up, Parallelism at a time.
+func (r *request) prefetch(ctx context.Context, component string, versions []string) error {
+	if len(versions) < 2 {
+		return nil
+	}
+	sem := make(chan struct{}, r.g.o.Parallelism)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for _, v := range versions {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := r.lookup(ctx, component, v); err != nil {
+				once.Do(func() { first = err })
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// lookup returns what entries need of a component version: from this
+// request's lookups, the Generator's cache, or the repository.
+func (r *request) lookup(ctx context.Context, component, version string) (*summary, error) {
+	key := r.key + "\x00" + component + "\x00" + version
+	if s, ok := r.seen.Load(key); ok {
+		return s.(*summary), nil
+	}
+	s, err := remember(ctx, r.g.versions, key, func(ctx context.Context) (*summary, error) {
+		cv, err := r.lookupCV(ctx, component, version)
+		if err != nil {
+			return nil, err
+		}
+		return summarize(cv), nil
+	})
+	if err == nil {
+		r.seen.Store(key, s)
+	}
+	return s, err
+}
+
+func (r *request) lookupCV(ctx context.Context, component, version string) (ocm.ComponentVersion, error) {
+	repo, err := r.repo.get()
+	if err != nil {
+		return nil, err
+	}
+	return repo.LookupComponentVersion(ctx, component, version)
+}
+
+func summarize(cv ocm.ComponentVersion) *summary {
+	d := cv.Descriptor()
+	s := &summary{digest: cv.DescriptorDigest(), references: d.References, platform: platform.IsPlatform(d, pipeline.Renderable)}
+	if len(d.Labels) > 0 {
+		s.labels = make(map[string]string, len(d.Labels))
+		for _, l := range d.Labels {
+			s.labels[l.Name] = labelValue(l.Value)
+		}
+	}
+	return s
+}
+
+// labelValue is a label's value as a string: a JSON string as itself,
+// anything else as compact JSON.
+func labelValue(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var v any
+	if json.Unmarshal(raw, &v) == nil {
+		if b, err := json.Marshal(v); err == nil {
+			return string(b)
+		}
+	}
+	return string(raw)
+}
+
+// verified reports whether the version's named signatures (and its
+// references' digests) verify. A verification failure is false, not an
+// error; a lookup failure is an error.
+func (r *request) verified(ctx context.Context, component, version string) (bool, error) {
+	sum, err := r.lookup(ctx, component, version)
+	if err != nil {
+		return false, err
+	}
+	key := r.key + "\x00" + component + "\x00" + version + "@" + sum.digest + "\x00" + strings.Join(r.q.Signatures, ",")
+	if sum.digest == "" {
+		key = "" // no digest to remember the result by
+	}
+	check := func(ctx context.Context) (bool, error) {
+		cv, err := r.lookupCV(ctx, component, version)
+		if err != nil {
+			return false, err
+		}
+		repo, _ := r.repo.get()
+		keys := make(map[string]crypto.PublicKey, len(r.q.Signatures))
+		for _, n := range r.q.Signatures {
+			keys[n] = r.g.o.Keys[n]
+		}
+		v := &signing.Verifier{Keys: keys, Lookup: signing.RepositoryLookup(repo)}
+		if _, err := v.Verify(ctx, cv.Descriptor()); err != nil {
+			if errors.Is(err, errdef.ErrSignature) || errors.Is(err, errdef.ErrDigestMismatch) {
+				return false, nil
+			}
+			return false, err
+		}
+		return true, nil
+	}
+	if key == "" {
+		return check(ctx)
+	}
+	return r.g.verified.Do(ctx, key, check)
+}
+
+// entry is one parameter set.
+func (r *request) entry(component, version string, sum *summary, name string) map[string]any {
+	e := map[string]any{
+		"repository":  r.q.Repository,
+		"component":   component,
+		"version":     version,
+		"digest":      sum.digest,
+		"name":        name,
+		"versionName": dnsName(version),
+	}
+	if r.oci && sum.digest != "" {
+		e["pinnedVersion"] = version + "@" + sum.digest
+	}
+	if r.q.Labels {
+		for k, v := range sum.labels {
+			if r.q.LabelNames == nil || contains(r.q.LabelNames, k) {
+				e["labels."+k] = v
+			}
+		}
+	}
+	return e
+}
+
+// expand returns one entry per reference of a component version; a
+// referenced platform (references, nothing renderable) is expanded in turn.
+func (r *request) expand(ctx context.Context, component, version string, sum *summary, name string, path []string) ([]map[string]any, error) {
+	self := component + ":" + version
+	for _, p := range path {
+		if p == self {
+			return nil, fmt.Errorf("%w: component reference cycle: %s", errdef.ErrInvalidDescriptor, strings.Join(append(path, self), " -> "))
+		}
+	}
+	if len(path) >= maxDepth {
+		return nil, fmt.Errorf("%w: component references nest deeper than %d below %s", errdef.ErrLimitExceeded, maxDepth, path[0])
+	}
+	path = append(path, self)
+	refs := append([]ocm.Reference(nil), sum.references...)
+	sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	var out []map[string]any
+	for _, ref := range refs {
+		child, err := r.lookup(ctx, ref.ComponentName, ref.Version)
+		if err != nil {
+			return nil, fmt.Errorf("reference %s of %s: %w", ref.Name, self, err)
+		}
+		childName := ref.Name
+		if len(path) > 1 || r.q.Latest != 1 || r.prefixed {
+			childName = name + "-" + ref.Name
+		}
+		if child.platform {
+			sub, err := r.expand(ctx, ref.ComponentName, ref.Version, child, childName, path)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+			continue
+		}
+		e := r.entry(ref.ComponentName, ref.Version, child, dnsName(childName))
+		e["reference"] = ref.Name
+		e["parent"] = component
+		e["parentVersion"] = version
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func uniqueNames(entries []map[string]any) error {
+	seen := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		n := e["name"].(string)
+		if seen[n] {
+			return invalid("two parameter sets would both be named %q (Application names must differ): select fewer components or versions", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// maxDNSLabel keeps names usable as label values and in DNS labels.
+const maxDNSLabel = 63
+
+// dnsName makes a DNS-1123 label: lower case, runs of other characters as
+// "-", at most 63 characters (a long name keeps a hash of the whole so two
+// long names stay apart).
+func dnsName(s string) string {
+	n := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if len(n) > maxDNSLabel {
+		h := sha256.Sum256([]byte(s))
+		n = strings.TrimRight(n[:maxDNSLabel-9], "-") + "-" + hex.EncodeToString(h[:])[:8]
+	}
+	if n == "" {
+		n = "x"
+	}
+	return n
+}
+
+func lastSegment(component string) string {
+	if i := strings.LastIndex(component, "/"); i >= 0 {
+		return component[i+1:]
+	}
+	return component
+}
+
+func keyNames(keys map[string]crypto.PublicKey) string {
+	if len(keys) == 0 {
+		return "none"
+	}
+	n := make([]string, 0, len(keys))
+	for k := range keys {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return strings.Join(n, ", ")
+}

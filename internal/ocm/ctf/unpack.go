@@ -1,0 +1,275 @@
+package ctf
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// derivedKind names the unpacked tars of tgz archives in the blob cache.
+const derivedKind = "ctf-tar"
+
+// Bounds of an Unpacker's memory: archives it remembers by file identity,
+// and tar indexes it keeps.
+const (
+	maxRememberedArchives = 1024
+	maxRememberedIndexes  = 64
+)
+
+// Unpacker unpacks tgz archives at most once per content digest: the tar is
+// kept in the blob cache of the open (WithCache; package cache: shared with
+// every process of the plugin on the machine, verified, evicted with the
+// rest), and for as long as the Unpacker lives (the render server's
+// lifetime) it remembers
+//
+//   - each archive's content digest by the identity of its file (device,
+//     inode, size, modification and change times: a file rewritten in any way
+//     changes one of them), so that an unchanged checkout is not hashed again;
+//   - each unpacked tar's index of entries, by its digest, with the identity
+//     of the cache file it verified, so that a later open of the same tar
+//     neither hashes nor indexes it again.
+//
+// The archive limits (WithMaxSize, WithMaxEntries, the expansion ratio) and
+// the context (WithContext) bound an unpacking as without an Unpacker.
+// Without a cache (or with a disabled one) an open unpacks into a temporary
+// file, as without an Unpacker. The zero value is not usable. It is safe for
+// concurrent use.
+type Unpacker struct {
+	mu       sync.Mutex
+	archives map[fileID]string    // archive file → sha256 digest of its content
+	indexes  map[string]*tarMemo  // cache directory and archive digest → the unpacked tar and its index
+	order    []string             // indexes, oldest first
+	ids      []fileID             // archives, oldest first
+	inflight map[string]*inflight // per archive digest: one indexing at a time
+}
+
+type inflight struct {
+	sync.Mutex
+	users int // goroutines holding or waiting for it
+}
+
+// tarMemo is a verified, indexed tar of the cache.
+type tarMemo struct {
+	path    string
+	id      fileID
+	size    int64
+	entries map[string]tarEntry
+}
+
+// NewUnpacker returns an empty Unpacker.
+func NewUnpacker() *Unpacker {
+	return &Unpacker{archives: map[fileID]string{}, indexes: map[string]*tarMemo{}, inflight: map[string]*inflight{}}
+}
+
+// WithUnpacker and WithCache keep the unpacked tar of a tgz archive in the
+// blob cache c and remember it in u (default: neither, a private temporary
+// file per open, removed on Close). Both are needed.
+func WithUnpacker(u *Unpacker) Option { return func(o *options) { o.unpacker = u } }
+
+// WithCache: see WithUnpacker.
+func WithCache(c *cache.Cache) Option { return func(o *options) { o.cache = c } }
+
+// WithContext bounds the unpacking of a tgz archive by ctx (its deadline):
+// default context.Background().
+func WithContext(ctx context.Context) Option { return func(o *options) { o.ctx = ctx } }
+
+// digestOf returns the sha256 digest of f's content, remembered by its
+// file identity. f is read from its start; its offset afterwards is
+// unspecified.
+func (u *Unpacker) digestOf(ctx context.Context, f *os.File) (string, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	id, ok := identity(fi)
+	if ok {
+		u.mu.Lock()
+		d, hit := u.archives[id]
+		u.mu.Unlock()
+		if hit {
+			return d, nil
+		}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, &ctxReader{ctx: ctx, r: f}); err != nil {
+		return "", err
+	}
+	d := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if ok {
+		u.mu.Lock()
+		if _, dup := u.archives[id]; !dup {
+			u.archives[id] = d
+			u.ids = append(u.ids, id)
+			if len(u.ids) > maxRememberedArchives {
+				delete(u.archives, u.ids[0])
+				u.ids = u.ids[1:]
+			}
+		}
+		u.mu.Unlock()
+	}
+	return d, nil
+}
+
+// open returns the indexed tar of the tgz f, unpacking it into the cache
+// unless it is there already; errNoUnpacker when the cache keeps nothing.
+func (u *Unpacker) open(f *os.File, o options) (*tarStore, error) {
+	if o.cache == nil || !o.cache.Enabled() {
+		return nil, errNoUnpacker
+	}
+	ctx := o.context()
+	src, err := u.digestOf(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	// One indexing of an archive at a time: a burst of generations of one
+	// Application set waits for the first instead of hashing the tar N times.
+	u.mu.Lock()
+	l := u.inflight[src]
+	if l == nil {
+		l = &inflight{}
+		u.inflight[src] = l
+	}
+	l.users++
+	u.mu.Unlock()
+	l.Lock()
+	defer func() {
+		l.Unlock()
+		u.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(u.inflight, src)
+		}
+		u.mu.Unlock()
+	}()
+	key := o.cache.Dir() + "\x00" + src // remembered tars are files of that cache
+	if ts, ok := u.remembered(key, o); ok {
+		return ts, nil
+	}
+	cf, err := o.cache.Derived(ctx, derivedKind, src, func(ctx context.Context, w io.Writer) error {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		return gunzipTo(ctx, w, f, o)
+	})
+	if errors.Is(err, cache.ErrNotCached) {
+		return nil, errNoUnpacker
+	}
+	if err != nil {
+		return nil, err
+	}
+	ts := &tarStore{f: cf.File}
+	if err := ts.index(o); err != nil {
+		ts.close()
+		return nil, err
+	}
+	if fi, err := cf.Stat(); err == nil {
+		if id, ok := identity(fi); ok {
+			u.remember(key, &tarMemo{path: cf.Name(), id: id, size: fi.Size(), entries: ts.entries})
+		}
+	}
+	return ts, nil
+}
+
+// remembered opens a tar indexed before, when its cache file is the very
+// file verified then (same identity) and within this open's limits.
+func (u *Unpacker) remembered(src string, o options) (*tarStore, bool) {
+	u.mu.Lock()
+	m := u.indexes[src]
+	u.mu.Unlock()
+	if m == nil || m.size > o.maxSize || len(m.entries) > o.maxEntries {
+		return nil, false
+	}
+	f, err := os.Open(m.path)
+	if err != nil {
+		return nil, false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, false
+	}
+	if id, ok := identity(fi); !ok || id != m.id {
+		f.Close()
+		return nil, false
+	}
+	return &tarStore{f: f, entries: m.entries}, true
+}
+
+func (u *Unpacker) remember(src string, m *tarMemo) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, ok := u.indexes[src]; !ok {
+		u.order = append(u.order, src)
+	}
+	u.indexes[src] = m
+	if len(u.order) > maxRememberedIndexes {
+		delete(u.indexes, u.order[0])
+		u.order = u.order[1:]
+	}
+}
+
+var errNoUnpacker = errors.New("no unpack cache")
+
+// testHookGunzip, when set, is called at the start of every decompression
+// (tests count them).
+var testHookGunzip func()
+
+// gunzipTo decompresses the tgz r into w within the archive limits and ctx.
+func gunzipTo(ctx context.Context, w io.Writer, r io.Reader, o options) error {
+	if testHookGunzip != nil {
+		testHookGunzip()
+	}
+	in := &countReader{r: &ctxReader{ctx: ctx, r: r}}
+	zr, err := gzip.NewReader(bufio.NewReader(in))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: gzip: %v", errdef.ErrInvalidInput, err)
+	}
+	n, err := io.Copy(w, &ratioReader{r: io.LimitReader(zr, o.maxSize+1), in: in})
+	switch {
+	case err == nil && n > o.maxSize:
+		return fmt.Errorf("%w: archive is larger than %d bytes uncompressed", errdef.ErrLimitExceeded, o.maxSize)
+	case err == nil, errors.Is(err, errdef.ErrLimitExceeded):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	default:
+		return fmt.Errorf("%w: gzip: %v", errdef.ErrInvalidInput, err)
+	}
+}
+
+// ctxReader fails reads once ctx is done (a tgz of gigabytes takes seconds
+// to unpack; the render's deadline covers it).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("unpacking the archive: %w", err)
+	}
+	return c.r.Read(p)
+}
+
+// fileID identifies a file and its version.
+type fileID struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime time.Time
+}

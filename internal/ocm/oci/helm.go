@@ -1,0 +1,227 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+)
+
+// HelmAccess is a helm access specification.
+type HelmAccess struct {
+	// Repository is helmRepository: https://charts.example.com/stable,
+	// http://… (plain HTTP, only for allowed hosts) or oci://host/path.
+	Repository string
+	// Chart is helmChart: "name" or "name:version".
+	Chart string
+	// Version of the chart; must agree with a version in Chart.
+	Version string
+	// CACert is PEM CA certificates trusted for this repository, in addition
+	// to the client's.
+	CACert string
+}
+
+// HelmAccessOf reads a helm access's fields.
+func HelmAccessOf(acc ocm.Access) (HelmAccess, error) {
+	if acc.Kind() != ocm.AccessHelm {
+		return HelmAccess{}, fmt.Errorf("%w: %s is not a helm access", errdef.ErrUnsupportedAccess, acc.Type)
+	}
+	return HelmAccess{Repository: acc.String("helmRepository"), Chart: acc.String("helmChart"),
+		Version: acc.String("version"), CACert: acc.String("caCert")}, nil
+}
+
+// NameVersion splits Chart and checks it against Version.
+func (h HelmAccess) NameVersion() (string, string, error) {
+	name, version, _ := strings.Cut(h.Chart, ":")
+	switch {
+	case version == "":
+		version = h.Version
+	case h.Version != "" && h.Version != version:
+		return "", "", fmt.Errorf("%w: helm access: helmChart %s and version %s disagree", errdef.ErrInvalidInput, registry.Quote(h.Chart), registry.Quote(h.Version))
+	}
+	if name == "" || strings.ContainsAny(name, "/\\?#@ ") || name == "." || name == ".." {
+		return "", "", fmt.Errorf("%w: helm access: chart name %s", errdef.ErrInvalidInput, registry.Quote(name))
+	}
+	if version == "" {
+		return "", "", fmt.Errorf("%w: helm access for chart %s has no version", errdef.ErrInvalidInput, name)
+	}
+	return name, version, nil
+}
+
+type helmIndex struct {
+	Entries map[string][]helmEntry `json:"entries"`
+}
+
+type helmEntry struct {
+	Version string   `json:"version"`
+	URLs    []string `json:"urls"`
+	Digest  string   `json:"digest"`
+}
+
+// OpenHelm implements ArtifactResolver.
+func (c *Client) OpenHelm(ctx context.Context, h HelmAccess) (*Chart, error) {
+	name, version, err := h.NameVersion()
+	if err != nil {
+		return nil, err
+	}
+	repoURL := strings.TrimSuffix(strings.TrimSpace(h.Repository), "/")
+	if strings.HasPrefix(strings.ToLower(repoURL), "oci://") {
+		// Helm writes "+" of a version as "_" in OCI tags.
+		return c.OpenChart(ctx, repoURL+"/"+name+":"+strings.ReplaceAll(version, "+", "_"))
+	}
+	base, err := url.Parse(repoURL + "/")
+	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
+		return nil, fmt.Errorf("%w: helmRepository %s is not an http(s):// or oci:// URL", errdef.ErrInvalidInput, registry.Quote(registry.Sanitize(h.Repository)))
+	}
+	if base.User != nil {
+		return nil, fmt.Errorf("%w: helmRepository must not carry credentials; use the environment or a docker config", errdef.ErrInvalidInput)
+	}
+	if err := c.reg.Allow(base.Host, base.Path); err != nil {
+		return nil, err
+	}
+	hc, err := c.reg.HTTPClientWithCA([]byte(h.CACert))
+	if err != nil {
+		return nil, err
+	}
+	opCtx, cancel := c.op(ctx)
+	idx, err := c.indexes.Do(opCtx, base.String()+"\x00"+h.CACert, func(ctx context.Context) (*helmIndex, error) {
+		return c.fetchIndex(ctx, hc, base)
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	var entry *helmEntry
+	var known []string
+	for i, e := range idx.Entries[name] {
+		known = append(known, e.Version)
+		if e.Version == version || strings.TrimPrefix(e.Version, "v") == strings.TrimPrefix(version, "v") {
+			entry = &idx.Entries[name][i]
+			break
+		}
+	}
+	if entry == nil || len(entry.URLs) == 0 {
+		cancel()
+		if len(known) == 0 {
+			return nil, fmt.Errorf("chart %s %w in helm repository %s", name, errdef.ErrNotFound, base.Redacted())
+		}
+		SortVersions(known)
+		return nil, fmt.Errorf("chart %s version %s %w in helm repository %s (available: %s)", name, version, errdef.ErrNotFound, base.Redacted(), strings.Join(known, ", "))
+	}
+	u, err := base.Parse(entry.URLs[0])
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+		cancel()
+		return nil, fmt.Errorf("%w: helm repository %s: chart URL %s", errdef.ErrInvalidDescriptor, base.Redacted(), registry.Quote(registry.Sanitize(entry.URLs[0])))
+	}
+	get := func(ctx context.Context) (io.ReadCloser, error) {
+		return c.httpGet(ctx, hc, base, u, "fetch chart", name+":"+version)
+	}
+	ref := registry.Sanitize(u.String())
+	if d, err := blob.Normalize("sha256:" + entry.Digest); err == nil {
+		rc, err := c.cache.Fetch(opCtx, d, -1, get)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		size := int64(-1)
+		if f, ok := rc.(interface{ Size() int64 }); ok {
+			size = f.Size()
+		}
+		return &Chart{ReadCloser: rc, reference: ref, digest: d, size: size, cancel: cancel}, nil
+	}
+	// No digest in the index: read it (bounded) to name it by its content.
+	rc, err := get(opCtx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(rc, c.o.maxBlob+1))
+	rc.Close()
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("helm repository %s: chart %s:%s: %w", base.Redacted(), name, version, err)
+	}
+	if int64(len(b)) > c.o.maxBlob {
+		cancel()
+		return nil, fmt.Errorf("%w: chart %s:%s is more than %d bytes", errdef.ErrLimitExceeded, name, version, c.o.maxBlob)
+	}
+	d := blob.Digest(b)
+	_ = c.cache.Put(opCtx, d, bytes.NewReader(b))
+	return &Chart{ReadCloser: io.NopCloser(bytes.NewReader(b)), reference: ref, digest: d, size: int64(len(b)), cancel: cancel}, nil
+}
+
+func (c *Client) fetchIndex(ctx context.Context, hc *http.Client, base *url.URL) (*helmIndex, error) {
+	u, _ := base.Parse("index.yaml")
+	rc, err := c.httpGet(ctx, hc, base, u, "fetch chart index", "index.yaml")
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, c.o.maxIndex+1))
+	if err != nil {
+		return nil, fmt.Errorf("helm repository %s: index.yaml: %w", base.Redacted(), err)
+	}
+	if int64(len(b)) > c.o.maxIndex {
+		return nil, fmt.Errorf("%w: helm repository %s: index.yaml is more than %d bytes", errdef.ErrLimitExceeded, base.Redacted(), c.o.maxIndex)
+	}
+	var idx helmIndex
+	if err := yaml.Unmarshal(b, &idx); err != nil {
+		return nil, fmt.Errorf("%w: helm repository %s: index.yaml: %v", errdef.ErrInvalidDescriptor, base.Redacted(), err)
+	}
+	return &idx, nil
+}
+
+// httpGet GETs u, after the registry client's gate allowed it.
+func (c *Client) httpGet(ctx context.Context, hc *http.Client, base, u *url.URL, op, what string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, op, err)
+	}
+	// The gate is asked for every URL, the index's chart URLs included: they
+	// are content the plugin reads, not a protocol step of an allowed server.
+	if err := c.reg.Allow(u.Host, u.Path); err != nil {
+		return nil, err
+	}
+	// Credentials of the repository's origin go to that origin only (chart
+	// URLs may point elsewhere, e.g. release downloads); redirects to another
+	// origin lose them (see registry.SameOrigin).
+	if registry.SameOrigin(u, base) {
+		cred, err := c.reg.CredentialForURL(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case cred.AccessToken != "":
+			req.Header.Set("Authorization", "Bearer "+cred.AccessToken)
+		case cred.Username != "" || cred.Password != "":
+			req.SetBasicAuth(cred.Username, cred.Password)
+		}
+	}
+	ref := registry.Reference{Registry: u.Host, Repository: strings.TrimPrefix(base.Path, "/"), Tag: what}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, c.reg.Wrap(err, op, ref)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		e := &registry.Error{Op: op, Registry: u.Host, Repository: ref.Repository, Reference: what, StatusCode: resp.StatusCode}
+		switch resp.StatusCode {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			e.Kind = errdef.ErrUnauthorized
+		case http.StatusNotFound:
+			e.Kind = errdef.ErrNotFound
+		}
+		return nil, e
+	}
+	return resp.Body, nil
+}

@@ -1,0 +1,278 @@
+package helm
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// Helm never parses a chart's crds/ files: `helm template --include-crds`
+// prints them as they are, before the rendered manifests. They are most of
+// the bytes of operator charts (kube-prometheus-stack: 4 of its 5 MB), so
+// decoding them dominated the plugin's render of such charts. They are not
+// templates: the same chart version always has the same CRD files, which a
+// CRDCache decodes once.
+
+// DefaultCRDCacheSize is the CRD text a CRDCache keeps decoded by default:
+// the CRDs of a few operator charts (kube-prometheus-stack's are 4 MB),
+// about 64 MiB of objects, within a render worker's memory.
+const DefaultCRDCacheSize = 16 << 20
+
+// CRDCache keeps the objects decoded from charts' crds/ files, by the
+// SHA-256 of each file's text, for as long as it lives (the render server's
+// lifetime), within a bound on the text it holds (decoded objects take
+// about 4 times their YAML text); the least recently used files go first.
+// Every render gets its own deep copy of the objects. Only CRDs are kept:
+// crds/ files, static content of a chart never rendered from values, and
+// rendered documents that hold nothing but CustomResourceDefinitions (see
+// document), so what one Application's render leaves in the cache is a
+// schema, not its configuration. A nil *CRDCache decodes every time. It is safe for
+// concurrent use.
+type CRDCache struct {
+	max int64
+
+	mu    sync.Mutex
+	m     map[[32]byte]*crdEntry
+	order [][32]byte // least recently used first
+	size  int64
+}
+
+type crdEntry struct {
+	objs []manifests.Object
+	size int64
+}
+
+// NewCRDCache returns a cache of at most maxBytes of CRD text (<= 0:
+// DefaultCRDCacheSize).
+func NewCRDCache(maxBytes int64) *CRDCache {
+	if maxBytes <= 0 {
+		maxBytes = DefaultCRDCacheSize
+	}
+	return &CRDCache{max: maxBytes, m: map[[32]byte]*crdEntry{}}
+}
+
+// decode returns a copy of the objects of text (a crds/ file as Helm prints
+// it in the release manifest), decoding it on a miss.
+func (c *CRDCache) decode(name string, text []byte) ([]manifests.Object, error) {
+	if c == nil || int64(len(text)) > c.max {
+		return manifests.Decode(name, text)
+	}
+	key := sha256.Sum256(text)
+	if objs, ok := c.get(key); ok {
+		return objs, nil
+	}
+	objs, err := manifests.Decode(name, text)
+	if err != nil {
+		return nil, err
+	}
+	c.put(key, objs, int64(len(text)))
+	return objs, nil
+}
+
+// document is a manifests.DocumentHook: a rendered document that holds
+// CustomResourceDefinitions only (a chart that renders its CRDs from
+// templates, as cert-manager's does) is kept like a crds/ file, by its text.
+// Other documents are decoded every time and never kept: they carry an
+// Application's configuration. A nil *CRDCache keeps nothing.
+func (c *CRDCache) document(doc []byte, decode func() ([]manifests.Object, error)) ([]manifests.Object, error) {
+	if c == nil || int64(len(doc)) > c.max || !bytes.Contains(doc, []byte("kind: CustomResourceDefinition")) {
+		return decode()
+	}
+	key := sha256.Sum256(doc)
+	if objs, ok := c.get(key); ok {
+		return objs, nil
+	}
+	objs, err := decode()
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o["kind"] != "CustomResourceDefinition" {
+			return objs, nil
+		}
+	}
+	c.put(key, objs, int64(len(doc)))
+	return objs, nil
+}
+
+// get returns a copy of the objects kept under key.
+func (c *CRDCache) get(key [32]byte) ([]manifests.Object, bool) {
+	c.mu.Lock()
+	e := c.m[key]
+	if e != nil {
+		c.touch(key)
+	}
+	c.mu.Unlock()
+	if e == nil {
+		return nil, false
+	}
+	return cloneObjects(e.objs), true
+}
+
+// put keeps a copy of objs under key, dropping the least recently used
+// entries past the bound.
+func (c *CRDCache) put(key [32]byte, objs []manifests.Object, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; ok {
+		return
+	}
+	c.m[key] = &crdEntry{objs: cloneObjects(objs), size: size}
+	c.order = append(c.order, key)
+	c.size += size
+	for c.size > c.max && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.size -= c.m[old].size
+		delete(c.m, old)
+	}
+}
+
+// touch moves key to the most recently used end (c.mu held).
+func (c *CRDCache) touch(key [32]byte) {
+	for i, k := range c.order {
+		if k == key {
+			copy(c.order[i:], c.order[i+1:])
+			c.order[len(c.order)-1] = key
+			return
+		}
+	}
+}
+
+// crdText is a crds/ file as Helm prints it in the release manifest.
+func crdText(crd chart.CRD) []byte {
+	return fmt.Appendf(nil, "---\n# Source: %s\n%s\n", crd.Filename, crd.File.Data)
+}
+
+// predecoded is the outcome of decoding a chart's crds/ files while Helm
+// renders its templates (see predecodeCRDs).
+type predecoded struct {
+	done chan struct{}
+	objs map[*chart.File][]manifests.Object // files decoded without error
+}
+
+// predecodeCRDs decodes the crds/ files of c and of all its subcharts in
+// the background, on another core, while Helm renders the templates: which
+// subcharts are enabled is only known once Helm has processed the values,
+// so files of disabled subcharts are decoded for nothing, and a file that
+// fails here is decoded again (for its error) only if the render uses it.
+// Nothing is decoded when the files hold more than a whole stream may
+// (MaxStreamNodes): releaseObjects then refuses or decodes what is used.
+// The result is ready when done is closed.
+func predecodeCRDs(c *chart.Chart, cache *CRDCache) *predecoded {
+	p := &predecoded{done: make(chan struct{}), objs: map[*chart.File][]manifests.Object{}}
+	crds := c.CRDObjects()
+	nodes := 0
+	for _, crd := range crds {
+		nodes += yamlfile.StructureCount(crd.File.Data)
+	}
+	if len(crds) == 0 || nodes > manifests.MaxStreamNodes {
+		close(p.done)
+		return p
+	}
+	go func() {
+		defer close(p.done)
+		for _, crd := range crds {
+			if objs, err := cache.decode("chart "+c.Name(), crdText(crd)); err == nil {
+				p.objs[crd.File] = objs
+			}
+		}
+	}()
+	return p
+}
+
+// wait returns the predecoded files once the background decoding is done.
+func (p *predecoded) wait() map[*chart.File][]manifests.Object {
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	return p.objs
+}
+
+// releaseObjects decodes what `helm template --include-crds` prints for rel
+// (the CRDs of the chart c as rendered, crds/ files in Helm's order, unless
+// skipCRDs; then the manifests, in Helm's order) into objects, with the
+// bounds of one manifests.Decode of that whole stream: MaxStreamNodes
+// structural characters and MaxObjects objects in all.
+//
+// pre holds crds/ files already decoded (predecodeCRDs): each object is
+// used once, by this render.
+func releaseObjects(c *chart.Chart, rel *release.Release, skipCRDs bool, crds *CRDCache, pre map[*chart.File][]manifests.Object) ([]manifests.Object, error) {
+	name := "chart " + c.Name()
+	var texts [][]byte
+	var files []*chart.File
+	if !skipCRDs {
+		for _, crd := range c.CRDObjects() {
+			texts = append(texts, crdText(crd))
+			files = append(files, crd.File)
+		}
+	}
+	nodes := yamlfile.StructureCount([]byte(rel.Manifest))
+	for _, t := range texts {
+		nodes += yamlfile.StructureCount(t)
+	}
+	if nodes > manifests.MaxStreamNodes {
+		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",
+			name, nodes, manifests.MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+	}
+	var objs []manifests.Object
+	for i, t := range texts {
+		o, ok := pre[files[i]]
+		if !ok {
+			var err error
+			if o, err = crds.decode(name, t); err != nil {
+				return nil, err
+			}
+		}
+		delete(pre, files[i]) // a file included twice gets objects of its own
+		objs = append(objs, o...)
+	}
+	var hook manifests.DocumentHook
+	if crds != nil {
+		hook = crds.document
+	}
+	rest, err := manifests.DecodeWith(name, []byte(rel.Manifest), hook)
+	if err != nil {
+		return nil, err
+	}
+	if objs = append(objs, rest...); len(objs) > manifests.MaxObjects {
+		return nil, fmt.Errorf("%s: more than %d objects: %w: %w", name, manifests.MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+	}
+	return objs, nil
+}
+
+// cloneObjects deep-copies decoded objects (JSON-compatible values).
+func cloneObjects(objs []manifests.Object) []manifests.Object {
+	out := make([]manifests.Object, len(objs))
+	for i, o := range objs {
+		out[i] = cloneValue(o).(map[string]any)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[k] = cloneValue(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, e := range v {
+			l[i] = cloneValue(e)
+		}
+		return l
+	}
+	return v
+}

@@ -1,0 +1,128 @@
+package helm
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// The cache holds at most its bound of CRD text, dropping the least recently
+// used files first, and decodes what it does not hold.
+func TestCRDCacheBound(t *testing.T) {
+	text := func(i int) []byte {
+		return fmt.Appendf(nil, "---\n# Source: c/crds/%d.yaml\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: k%03d.example.com\n", i, i)
+	}
+	size := int64(len(text(0)))
+	c := NewCRDCache(3 * size)
+	for i := 0; i < 3; i++ {
+		if _, err := c.decode("chart c", text(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.decode("chart c", text(0)); err != nil { // 0 is now the most recent
+		t.Fatal(err)
+	}
+	if _, err := c.decode("chart c", text(3)); err != nil { // evicts 1
+		t.Fatal(err)
+	}
+	if len(c.m) != 3 || c.size > c.max {
+		t.Fatalf("%d entries, %d bytes (bound %d)", len(c.m), c.size, c.max)
+	}
+	for i, held := range []bool{true, false, true, true} {
+		key := sha(text(i))
+		if _, ok := c.m[key]; ok != held {
+			t.Errorf("file %d held: %v, want %v", i, ok, held)
+		}
+	}
+	// A file larger than the bound is decoded, never held.
+	big := append(text(9), []byte("# "+strings.Repeat("padding ", int(size)))...)
+	if _, err := c.decode("chart c", big); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.m[sha(big)]; ok || c.size > c.max {
+		t.Fatalf("a file over the bound was kept (%d bytes held)", c.size)
+	}
+	// Decoding errors are returned and nothing is kept.
+	if _, err := c.decode("chart c", []byte("---\nkind: [\n")); err == nil {
+		t.Fatal("no error for invalid YAML")
+	}
+	if len(c.m) != 3 {
+		t.Fatalf("%d entries after an error", len(c.m))
+	}
+}
+
+func sha(b []byte) [32]byte { return sha256.Sum256(b) }
+
+// CRDs are decoded while Helm renders, from every subchart: a broken crds/
+// file of a disabled subchart is not an error (Helm leaves it out), one of
+// an enabled subchart is; the objects are those of the enabled charts, CRDs
+// first, in Helm's order.
+func TestPredecodedCRDsOfDisabledSubchart(t *testing.T) {
+	crd := func(name string) []byte {
+		return fmt.Appendf(nil, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: %s\n", name)
+	}
+	files := map[string][]byte{
+		"Chart.yaml":               []byte("apiVersion: v2\nname: top\nversion: 1.0.0\ndependencies:\n  - name: sub\n    version: 1.0.0\n    condition: sub.enabled\n"),
+		"values.yaml":              []byte("sub:\n  enabled: false\n"),
+		"crds/top.yaml":            crd("tops.example.com"),
+		"templates/cm.yaml":        []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"),
+		"charts/sub/Chart.yaml":    []byte("apiVersion: v2\nname: sub\nversion: 1.0.0\n"),
+		"charts/sub/crds/bad.yaml": []byte("apiVersion: v1\nkind: [\n"),
+	}
+	tgz, err := ocmbuild.PackageChart(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crds := range []*CRDCache{nil, NewCRDCache(0)} {
+		objs, err := Render(context.Background(), tgz, Options{CRDs: crds})
+		if err != nil {
+			t.Fatalf("disabled subchart with a broken CRD file: %v", err)
+		}
+		var keys []string
+		for _, o := range objs {
+			keys = append(keys, manifests.Key(o))
+		}
+		if got := strings.Join(keys, " "); got != "apiextensions.k8s.io/CustomResourceDefinition//tops.example.com /ConfigMap//cm" {
+			t.Fatalf("objects %s", got)
+		}
+		_, err = Render(context.Background(), tgz, Options{CRDs: crds, Values: map[string]any{"sub": map[string]any{"enabled": true}}})
+		if !errors.Is(err, errdef.ErrRender) || !strings.Contains(err.Error(), "invalid YAML") {
+			t.Fatalf("enabled subchart with a broken CRD file: %v", err)
+		}
+	}
+}
+
+// Of rendered documents, only those holding nothing but
+// CustomResourceDefinitions are kept; the others (an Application's
+// configuration) are decoded every time.
+func TestCRDCacheKeepsOnlyCRDDocuments(t *testing.T) {
+	c := NewCRDCache(0)
+	stream := "---\n# Source: c/templates/crd.yaml\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: a.example.com\n" +
+		"---\n# Source: c/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  x: |\n    kind: CustomResourceDefinition\n" +
+		"---\n# Source: c/templates/list.yaml\napiVersion: v1\nkind: List\nitems:\n  - apiVersion: apiextensions.k8s.io/v1\n    kind: CustomResourceDefinition\n    metadata: {name: b.example.com}\n  - apiVersion: v1\n    kind: Secret\n    metadata: {name: s}\n"
+	for i := 0; i < 2; i++ {
+		objs, err := manifests.DecodeWith("chart c", []byte(stream), c.document)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) != 4 || manifests.Key(objs[0]) != "apiextensions.k8s.io/CustomResourceDefinition//a.example.com" || manifests.Key(objs[3]) != "/Secret//s" {
+			t.Fatalf("render %d: %d objects", i, len(objs))
+		}
+		objs[0]["metadata"].(map[string]any)["name"] = "changed"
+	}
+	if len(c.m) != 1 {
+		t.Fatalf("%d documents kept, want 1 (the CRD alone)", len(c.m))
+	}
+	for _, e := range c.m {
+		if manifests.Key(e.objs[0]) != "apiextensions.k8s.io/CustomResourceDefinition//a.example.com" {
+			t.Fatalf("kept %s", manifests.Key(e.objs[0]))
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package helm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// Options of a render. The zero value renders like `helm template` with
+// release name "release-name" in namespace "default".
+type Options struct {
+	ReleaseName string // default "release-name", as helm template
+	Namespace   string // default "default"
+	// KubeVersion of the target cluster ("1.31.0", "v1.31.0+k3s1"); default
+	// DefaultKubeVersion (the linked Kubernetes libraries', as a helm release).
+	KubeVersion string
+	// APIVersions available in the target cluster, added to Helm's defaults
+	// ("group/version" or "group/version/Kind").
+	APIVersions []string
+	// Values are the user values (already layered), merged over the chart's.
+	Values map[string]any
+	// SkipCRDs leaves out the chart's crds/ directory (included by default, as Argo CD does).
+	SkipCRDs bool
+	// SkipHooks leaves out hook manifests (rendered by default).
+	SkipHooks bool
+	// SkipTests leaves out helm test hooks.
+	SkipTests bool
+	// SkipSchemaValidation skips values.schema.json validation.
+	SkipSchemaValidation bool
+	// CRDs, when set, keeps the decoded crds/ files of charts between
+	// renders (the render server's); nil decodes them every time.
+	CRDs *CRDCache
+}
+
+// LoadArchive loads a chart archive (tgz) with Helm's loader, which checks its
+// own size limits and refuses paths outside the chart.
+//
+// Before Helm parses anything, subchart archives (charts/*.tgz, nested) are
+// unpacked here too so that all of them together stay within Helm's limit for
+// one chart (loader.MaxDecompressedChartSize; Helm applies it to each archive
+// alone, so a chart of small subchart archives that each unpack to the limit
+// would cost that much memory per subchart), and the files Helm decodes as
+// YAML (Chart.yaml, values.yaml, …) are bounded in structure like manifests
+// (manifests.MaxDocumentNodes). Both give errors wrapping
+// errdef.ErrLimitExceeded.
+//
+// The archive is unpacked once: Helm loads the files the check unpacked
+// (loader.LoadArchive is LoadArchiveFiles followed by LoadFiles).
+func LoadArchive(data []byte) (*chart.Chart, error) {
+	budget := loader.MaxDecompressedChartSize
+	files, err := checkArchive(data, "", 0, &budget)
+	if err != nil {
+		return nil, fmt.Errorf("%w: loading chart: %w", errdef.ErrRender, err)
+	}
+	c, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, fmt.Errorf("%w: loading chart: %v", errdef.ErrRender, err)
+	}
+	return c, nil
+}
+
+// isSubchartArchive reports whether Helm's loader unpacks the chart file
+// name as a subchart archive: charts/<x>.tgz, also inside subchart
+// directories (charts/<dir>/charts/<x>.tgz), unless <x> starts with "_" or ".".
+func isSubchartArchive(name string) bool {
+	seg := strings.Split(name, "/")
+	for i := 0; i+1 < len(seg) && seg[i] == "charts"; i += 2 {
+		if strings.IndexAny(seg[i+1], "_.") == 0 {
+			return false
+		}
+		if i+2 == len(seg) {
+			return path.Ext(seg[i+1]) == ".tgz"
+		}
+	}
+	return false
+}
+
+// parsedFiles are the chart files Helm's loader decodes as YAML or JSON.
+var parsedFiles = map[string]bool{
+	"Chart.yaml": true, "values.yaml": true, "Chart.lock": true,
+	"requirements.yaml": true, "requirements.lock": true, "values.schema.json": true,
+}
+
+// checkArchive unpacks a chart archive with Helm's own reader and checks it
+// and its subchart archives against a shared budget of unpacked bytes.
+func checkArchive(data []byte, where string, depth int, budget *int64) ([]*loader.BufferedFile, error) {
+	if depth > maxChartDepth {
+		return nil, fmt.Errorf("%s: subchart archives nested more than %d levels: %w", where, maxChartDepth, errdef.ErrLimitExceeded)
+	}
+	files, err := loader.LoadArchiveFiles(bytes.NewReader(data))
+	if err != nil {
+		if where == "" {
+			return nil, fmt.Errorf("%v", err) // Helm's own message, as loader.LoadArchive gives it
+		}
+		return nil, fmt.Errorf("%s: %v", where, err)
+	}
+	for _, f := range files {
+		name := path.Join(where, f.Name)
+		if *budget -= int64(len(f.Data)); *budget < 0 {
+			return nil, fmt.Errorf("%s: the chart and its subchart archives unpack to more than %d bytes in all: %w", name, loader.MaxDecompressedChartSize, errdef.ErrLimitExceeded)
+		}
+		if parsedFiles[path.Base(f.Name)] {
+			if n := yamlfile.StructureCount(f.Data); n > manifests.MaxDocumentNodes {
+				return nil, fmt.Errorf("%s has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w", name, n, manifests.MaxDocumentNodes, errdef.ErrLimitExceeded)
+			}
+		}
+		if isSubchartArchive(f.Name) {
+			if _, err := checkArchive(f.Data, name, depth+1, budget); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return files, nil
+}
+
+// Render renders a chart archive.
+func Render(ctx context.Context, chartArchive []byte, opts Options) ([]manifests.Object, error) {
+	c, err := LoadArchive(chartArchive)
+	if err != nil {
+		return nil, err
+	}
+	return RenderChart(ctx, c, opts)
+}
+
+// RenderChart renders a loaded chart.
+func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests.Object, error) {
+	if opts.ReleaseName == "" {
+		opts.ReleaseName = "release-name"
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = "default"
+	}
+	if err := chartutil.ValidateReleaseName(opts.ReleaseName); err != nil {
+		return nil, fmt.Errorf("%w: release name %q: %v", errdef.ErrInvalidInput, opts.ReleaseName, err)
+	}
+	cfg := &action.Configuration{Log: func(string, ...any) {}}
+	install := action.NewInstall(cfg)
+	install.DryRun = true
+	install.DryRunOption = "client"
+	install.ClientOnly = true
+	install.Replace = true
+	install.ReleaseName = opts.ReleaseName
+	install.Namespace = opts.Namespace
+	// The CRDs are printed before the manifests as helm template
+	// --include-crds prints them, but from the chart (see releaseObjects):
+	// Helm would only copy their text into the release manifest, which the
+	// plugin would then decode again.
+	install.IncludeCRDs = false
+	install.SkipCRDs = opts.SkipCRDs
+	install.SkipSchemaValidation = opts.SkipSchemaValidation
+	install.APIVersions = chartutil.VersionSet(opts.APIVersions)
+	if opts.KubeVersion == "" {
+		opts.KubeVersion = DefaultKubeVersion()
+	}
+	kv, err := chartutil.ParseKubeVersion(opts.KubeVersion)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kube version %q: %v", errdef.ErrInvalidInput, opts.KubeVersion, err)
+	}
+	install.KubeVersion = kv
+	if err := checkDependencies(c); err != nil {
+		return nil, err
+	}
+	if !opts.SkipSchemaValidation {
+		if err := checkSchemas(c); err != nil {
+			return nil, fmt.Errorf("%w: helm chart %s-%s: %w", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
+		}
+	}
+	vals := opts.Values
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	var pre *predecoded
+	if !opts.SkipCRDs {
+		pre = predecodeCRDs(c, opts.CRDs)
+		defer pre.wait() // the background decoding never outlives the render
+	}
+	rel, err := install.RunWithContext(ctx, c, vals)
+	if err != nil {
+		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
+	}
+	objs, err := releaseObjects(c, rel, opts.SkipCRDs, opts.CRDs, pre.wait())
+	if err != nil {
+		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
+	}
+	if !opts.SkipHooks {
+		for _, h := range rel.Hooks {
+			if opts.SkipTests && isTestHook(h) {
+				continue
+			}
+			hs, err := manifests.Decode(h.Path, []byte(h.Manifest))
+			if err != nil {
+				return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
+			}
+			objs = append(objs, hs...)
+		}
+	}
+	return objs, nil
+}
+
+func isTestHook(h *release.Hook) bool {
+	for _, e := range h.Events {
+		if e == release.HookTest {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDependencies refuses a chart whose declared dependencies are not packaged
+// inside it: there is no network at render time to fetch them.
+func checkDependencies(c *chart.Chart) error {
+	if c.Metadata == nil || len(c.Metadata.Dependencies) == 0 {
+		return nil
+	}
+	if err := action.CheckDependencies(c, c.Metadata.Dependencies); err != nil {
+		return fmt.Errorf("%w: helm chart %s: dependencies are not packaged in the chart (run `helm dependency build` before adding it to the component): %s",
+			errdef.ErrRender, c.Name(), strings.TrimSpace(err.Error()))
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package kustomize
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+)
+
+// BenchmarkRender renders the rich overlay the way the plugin does: from an
+// archive held in memory, pre-scan, in-memory kustomize build, decode.
+func BenchmarkRender(b *testing.B) {
+	data := tarDir(b, richDir)
+	b.Run("tree", func(b *testing.B) {
+		tree := readTree(b, data)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Render(context.Background(), tree, "overlays/prod"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("tar", func(b *testing.B) { // archive.ReadTree included
+		b.ReportAllocs()
+		for b.Loop() {
+			tree, err := archive.ReadTree(bytes.NewReader(data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := Render(context.Background(), tree, "overlays/prod"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkPlainKrustyOnDisk is the reference: plain krusty (what
+// `kustomize build` runs, minus process start) over an on-disk copy of the
+// same tree, producing YAML text.
+func BenchmarkPlainKrustyOnDisk(b *testing.B) {
+	dir := b.TempDir()
+	if err := readTree(b, tarDir(b, richDir)).WriteTo(dir); err != nil {
+		b.Fatal(err)
+	}
+	entry := filepath.Join(dir, "overlays", "prod")
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy // as kustomize build
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), entry)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.AsYaml(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRenderViaTempDir is the design not taken: write the tree to a
+// temporary directory each time and build from disk.
+func BenchmarkRenderViaTempDir(b *testing.B) {
+	tree := readTree(b, tarDir(b, richDir))
+	opts := krusty.MakeDefaultOptions()
+	opts.PluginConfig = types.DisabledPluginConfig()
+	opts.Reorder = krusty.ReorderOptionLegacy
+	b.ReportAllocs()
+	for b.Loop() {
+		dir := b.TempDir()
+		if err := tree.WriteTo(dir); err != nil {
+			b.Fatal(err)
+		}
+		m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(dir, "overlays", "prod"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := m.AsYaml()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := manifests.Decode("out", out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRealWorldKrustyOnDisk is BenchmarkRenderRealWorld's reference:
+// plain krusty, as `kustomize build` runs it, over an on-disk copy.
+func BenchmarkRealWorldKrustyOnDisk(b *testing.B) {
+	for _, tc := range realWorldCases {
+		b.Run(tc.name, func(b *testing.B) {
+			dir := b.TempDir()
+			if err := realWorldTree(b, tc.archive).WriteTo(dir); err != nil {
+				b.Fatal(err)
+			}
+			opts := krusty.MakeDefaultOptions()
+			opts.Reorder = krusty.ReorderOptionLegacy
+			b.ReportAllocs()
+			for b.Loop() {
+				m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(dir, filepath.FromSlash(tc.entry)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := m.AsYaml(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,244 @@
+package manifests_test
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+)
+
+// platformManifest is what `helm template --include-crds` prints for a
+// platform umbrella chart of nServices services (the chart of the benchmark
+// harness, bench/harness/fixtures.go): per service a ServiceAccount, a
+// ConfigMap, a Service, a Deployment, a PodDisruptionBudget and, for every
+// second service, a HorizontalPodAutoscaler, plus a CustomResourceDefinition
+// with a large schema; in Helm's layout ("# Source:" comments, toYaml
+// blocks, quoted strings). nServices = 40 gives 221 objects.
+func platformManifest(nServices int) []byte {
+	var b strings.Builder
+	b.WriteString("---\n# Source: platform/crds/widgets.yaml\n")
+	b.WriteString(largeCRD(6, 5))
+	labels := func(indent string, i int) string {
+		p := strings.Repeat(" ", len(indent))
+		return fmt.Sprintf("%[1]shelm.sh/chart: platform-1.0.0\n%[1]sapp.kubernetes.io/name: platform\n%[1]sapp.kubernetes.io/instance: release\n"+
+			"%[1]sapp.kubernetes.io/component: svc-%02[2]d\n%[1]sapp.kubernetes.io/version: \"1.0.0\"\n%[1]sapp.kubernetes.io/managed-by: Helm\n"+
+			"%[1]steam: \"platform\"\n%[1]stier: \"backend\"\n", p, i)
+	}
+	selector := func(indent string, i int) string {
+		return fmt.Sprintf("%[1]sapp.kubernetes.io/name: platform\n%[1]sapp.kubernetes.io/instance: release\n%[1]sapp.kubernetes.io/component: svc-%02[2]d\n", indent, i)
+	}
+	for i := 0; i < nServices; i++ {
+		fmt.Fprintf(&b, "---\n# Source: platform/templates/service.yaml\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: release-svc-%02d\n  labels:\n%s", i, labels("    ", i))
+	}
+	for i := 0; i < nServices; i++ {
+		cfg := fmt.Sprintf("greeting: hello from release svc-%02d\nretries: 3\ntimeout: 30s\n", i)
+		fmt.Fprintf(&b, "---\n# Source: platform/templates/configmap.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: release-svc-%02d\n  labels:\n%s"+
+			"data:\n  GREETING: \"hello from release svc-%02[1]d\"\n  RETRIES: \"3\"\n  TIMEOUT: \"30s\"\n  config.yaml: |\n    %[3]s",
+			i, labels("    ", i), strings.ReplaceAll(strings.TrimSuffix(cfg, "\n"), "\n", "\n    ")+"\n")
+	}
+	for i := 0; i < nServices; i++ {
+		fmt.Fprintf(&b, "---\n# Source: platform/templates/service.yaml\napiVersion: v1\nkind: Service\nmetadata:\n  name: release-svc-%02d\n  labels:\n%s"+
+			"spec:\n  type: ClusterIP\n  ports:\n    - port: 8080\n      targetPort: http\n      protocol: TCP\n      name: http\n  selector:\n%s",
+			i, labels("    ", i), selector("    ", i))
+	}
+	for i := 0; i < nServices; i++ {
+		replicas := ""
+		if i%2 != 0 {
+			replicas = fmt.Sprintf("  replicas: %d\n", 1+i%3)
+		}
+		sum := sha256.Sum256([]byte(fmt.Sprint(i)))
+		fmt.Fprintf(&b, `---
+# Source: platform/templates/deployment.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: release-svc-%02[1]d
+  labels:
+%[2]sspec:
+%[3]s  selector:
+    matchLabels:
+%[4]s  template:
+    metadata:
+      annotations:
+        checksum/config: %[5]x
+      labels:
+%[6]s    spec:
+      serviceAccountName: release-svc-%02[1]d
+      securityContext:
+        fsGroup: 2000
+        runAsNonRoot: true
+        runAsUser: 1000
+      containers:
+        - name: svc-%02[1]d
+          image: "registry.example.com/team/svc-%02[1]d:1.%[1]d.0"
+          imagePullPolicy: IfNotPresent
+          securityContext:
+            allowPrivilegeEscalation: false
+            capabilities:
+              drop:
+              - ALL
+            readOnlyRootFilesystem: true
+          ports:
+            - name: http
+              containerPort: %[7]d
+              protocol: TCP
+          env:
+            - name: FEATURE_FLAGS
+              value: "a,b,c"
+            - name: LOG_LEVEL
+              value: "info"
+            - name: SERVICE_INDEX
+              value: "%[1]d"
+            - name: UPSTREAM
+              value: "http://svc-%02[8]d:8080"
+          envFrom:
+            - configMapRef:
+                name: release-svc-%02[1]d
+          livenessProbe:
+            httpGet: {path: /healthz, port: http}
+          readinessProbe:
+            httpGet: {path: /readyz, port: http}
+          resources:
+            limits:
+              cpu: 500m
+              memory: 256Mi
+            requests:
+              cpu: 100m
+              memory: 128Mi
+          volumeMounts:
+            - {name: tmp, mountPath: /tmp}
+      volumes:
+        - {name: tmp, emptyDir: {}}
+`, i, labels("    ", i), replicas, selector("      ", i), sum, labels("        ", i), 8000+i, (i+1)%nServices)
+	}
+	for i := 0; i < nServices; i++ {
+		if i%2 == 0 {
+			fmt.Fprintf(&b, "---\n# Source: platform/templates/scaling.yaml\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: release-svc-%02d\n  labels:\n%s"+
+				"spec:\n  scaleTargetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n    name: release-svc-%02[1]d\n  minReplicas: 2\n  maxReplicas: 10\n  metrics:\n"+
+				"    - type: Resource\n      resource:\n        name: cpu\n        target: {type: Utilization, averageUtilization: 80}\n", i, labels("    ", i))
+		}
+		fmt.Fprintf(&b, "---\n# Source: platform/templates/scaling.yaml\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: release-svc-%02d\n  labels:\n%s"+
+			"spec:\n  minAvailable: 1\n  selector:\n    matchLabels:\n%s", i, labels("    ", i), selector("      ", i))
+	}
+	return []byte(b.String())
+}
+
+// largeCRD is a CRD whose schema nests depth levels of width properties
+// each, as bench/harness/fixtures.go builds it.
+func largeCRD(depth, width int) string {
+	var b strings.Builder
+	b.WriteString(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.platform.example.com
+spec:
+  group: platform.example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+`)
+	var props func(indent string, level int)
+	props = func(indent string, level int) {
+		if level == depth {
+			b.WriteString(indent + "type: string\n" + indent + "description: a leaf field of the synthetic widget schema\n")
+			return
+		}
+		b.WriteString(indent + "type: object\n" + indent + "description: a nested level of the synthetic widget schema\n" + indent + "properties:\n")
+		for i := 0; i < width; i++ {
+			fmt.Fprintf(&b, "%s  field%d:\n", indent, i)
+			props(indent+"    ", level+1)
+		}
+	}
+	props("              ", 2)
+	return b.String()
+}
+
+func TestPlatformManifest(t *testing.T) {
+	objs, err := manifests.Decode("platform", platformManifest(40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 221 {
+		t.Fatalf("%d objects, want 221", len(objs))
+	}
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o["kind"].(string)]++
+	}
+	want := map[string]int{"CustomResourceDefinition": 1, "ServiceAccount": 40, "ConfigMap": 40, "Service": 40, "Deployment": 40,
+		"HorizontalPodAutoscaler": 20, "PodDisruptionBudget": 40}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Errorf("kinds = %v, want %v", kinds, want)
+	}
+}
+
+func benchObjects(b *testing.B) ([]byte, []manifests.Object) {
+	data := platformManifest(40)
+	objs, err := manifests.Decode("platform", data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data, objs
+}
+
+// benchLoop runs f b.N times and reports, besides wall time, the process's
+// CPU time per operation (cpu-ns/op: all threads, garbage collection
+// included), which load from other work on a shared machine disturbs much
+// less than wall time.
+func benchLoop(b *testing.B, f func() error) {
+	b.ReportAllocs()
+	start := cpuNanos()
+	for b.Loop() {
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if start >= 0 {
+		b.ReportMetric(float64(cpuNanos()-start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// BenchmarkDecode decodes the 221 objects of platformManifest(40) (about
+// 330 KB of YAML), as the plugin decodes Helm's output of a large chart.
+func BenchmarkDecode(b *testing.B) {
+	data, _ := benchObjects(b)
+	b.SetBytes(int64(len(data)))
+	benchLoop(b, func() error {
+		_, err := manifests.Decode("platform", data)
+		return err
+	})
+}
+
+// BenchmarkDecodeReference decodes the same stream with the original
+// implementation (refDecode), for comparison.
+func BenchmarkDecodeReference(b *testing.B) {
+	data, _ := benchObjects(b)
+	b.SetBytes(int64(len(data)))
+	benchLoop(b, func() error {
+		_, err := refDecode("platform", data)
+		return err
+	})
+}
+
+// BenchmarkEncode writes the 221 objects as YAML (what the CLI prints).
+func BenchmarkEncode(b *testing.B) {
+	_, objs := benchObjects(b)
+	benchLoop(b, func() error { return manifests.Encode(io.Discard, objs) })
+}
+
+// BenchmarkEncodeJSON writes the 221 objects as a stream of JSON documents.
+func BenchmarkEncodeJSON(b *testing.B) {
+	_, objs := benchObjects(b)
+	benchLoop(b, func() error { return manifests.EncodeJSON(io.Discard, objs) })
+}

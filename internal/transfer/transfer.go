@@ -1,0 +1,1018 @@
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ocimapping"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
+)
+
+// Creator is the software.ocm.creator annotation of the manifests a
+// transfer writes.
+const Creator = "argocd-ocm-plugin"
+
+// Transfer copies a component version (and with Recursive its references)
+// from one OCM repository to another: CTF (directory, tar, tgz) or OCI
+// registry, in every direction. Configure the exported fields, then Run.
+type Transfer struct {
+	// From and To are repository specs (see oci.ParseSpec): a CTF path
+	// ("./bundle", "bundle.tgz") or a registry ("registry.example.com/ocm",
+	// "http://127.0.0.1:5000/ocm"). A CTF target that does not exist is
+	// created: a directory, or a tar/tgz when the name ends in .tar, .tgz
+	// or .tar.gz.
+	From, To string
+	// Component and Version name the component version.
+	Component, Version string
+	// Recursive transfers the referenced component versions too.
+	Recursive bool
+	// CopyResources uploads local blobs that are OCI artifacts (Helm charts
+	// as artifact sets, images carried in a CTF) into a registry target as
+	// artifacts of their own and rewrites their access to ociArtifact,
+	// as `ocm transfer --copy-resources` does. Other local blobs stay layers.
+	CopyResources bool
+	// CopyImages copies the OCI artifacts that ociArtifact accesses point at
+	// (images) by digest: into a registry target as artifacts below its
+	// prefix, into a CTF target as artifact set local blobs; the access is
+	// rewritten to the copy. Without it, ociArtifact accesses are kept as
+	// they are (`ocm transfer --omit-access-types ociArtifact`).
+	CopyImages bool
+	// DryRun plans and reports, and writes nothing.
+	DryRun bool
+	// Registry is the registry client of both sides (credentials, trust,
+	// plain HTTP, the sidecar policy's gate); it must allow plain HTTP to
+	// the http:// sides (see PlainHTTPHosts). Default:
+	// registry.NewClient(RegistryOptions..., WithPlainHTTP(PlainHTTPHosts(From, To)...)).
+	Registry        *registry.Client
+	RegistryOptions []registry.Option
+	// Progress receives one line per version, resource and copied blob,
+	// and for a long blob a line every ProgressInterval (default 2s). nil:
+	// silent.
+	Progress         io.Writer
+	ProgressInterval time.Duration
+	// TempDir holds the temporary files of artifact sets (default os.TempDir()).
+	TempDir string
+}
+
+// Summary is what a Run did (or, in a dry run, would do).
+type Summary struct {
+	Versions []VersionSummary
+	// Blobs and Bytes copied (blobs and manifests); Present is the number
+	// of blobs the target already held.
+	Blobs, Bytes int64
+	Present      int64
+	DryRun       bool
+}
+
+// VersionSummary is one component version of a Run.
+type VersionSummary struct {
+	Component, Version string
+	// Status is "copied", "present" (already in the target, skipped) or
+	// "planned" (dry run).
+	Status string
+}
+
+// Copied reports whether the run copied (or would copy) anything.
+func (s *Summary) Copied() bool { return s.Blobs > 0 }
+
+// String is the one-line summary.
+func (s *Summary) String() string {
+	var copied, present int
+	for _, v := range s.Versions {
+		if v.Status == "present" {
+			present++
+		} else {
+			copied++
+		}
+	}
+	if copied == 0 {
+		return fmt.Sprintf("nothing to copy: %d component version(s) already present in the target", present)
+	}
+	verb := "copied"
+	if s.DryRun {
+		verb = "would copy"
+	}
+	return fmt.Sprintf("%s %d component version(s) (%d blobs, %s); %d already present; %d blobs were in the target already",
+		verb, copied, s.Blobs, humanBytes(s.Bytes), present, s.Present)
+}
+
+// Run performs the transfer. Errors name the component, version and
+// resource; nothing the target held is ever overwritten: a tag that names
+// other content, or a version whose descriptor differs (in what its
+// digest covers), is refused with errdef.ErrConflict.
+func (t *Transfer) Run(ctx context.Context) (*Summary, error) {
+	ectx := errdef.Error{Component: t.Component, Version: t.Version}
+	if t.From == "" || t.To == "" || t.Component == "" || t.Version == "" {
+		return nil, errdef.Wrap(fmt.Errorf("%w: from, to, component and version are required", errdef.ErrInvalidInput), ectx)
+	}
+	r := &run{t: t, seen: map[string]bool{}, sum: &Summary{DryRun: t.DryRun}, prog: newProgress(t.Progress, t.ProgressInterval)}
+	r.reg = t.Registry
+	if r.reg == nil {
+		// The operator names both sides: an http:// side is a registry
+		// they chose to reach over plain HTTP, with its credentials
+		// (pushing needs a request body, which the registry client sends
+		// over plain HTTP only to hosts the operator allowed).
+		opts := append([]registry.Option{}, t.RegistryOptions...)
+		opts = append(opts, registry.WithPlainHTTP(PlainHTTPHosts(t.From, t.To)...))
+		// Mirrors serve readers; a transfer talks to both registries
+		// themselves (a mirror's HEAD must not stand for the target's).
+		opts = append(opts, registry.WithoutMirrors())
+		c, err := registry.NewClient(opts...)
+		if err != nil {
+			return nil, errdef.Wrap(err, ectx)
+		}
+		r.reg = c
+	}
+	r.tmp = t.TempDir
+	var err error
+	if r.src, err = r.open(t.From, false); err != nil {
+		return nil, errdef.Wrap(fmt.Errorf("source: %w", err), ectx)
+	}
+	defer r.src.Close()
+	if r.dst, err = r.open(t.To, true); err != nil {
+		return nil, errdef.Wrap(fmt.Errorf("target: %w", err), ectx)
+	}
+	defer r.dst.Close()
+	if err := r.version(ctx, t.Component, t.Version); err != nil {
+		return r.sum, err
+	}
+	if !t.DryRun {
+		if err := r.dst.Commit(r.sum.Blobs > 0); err != nil {
+			return r.sum, errdef.Wrap(err, ectx)
+		}
+	}
+	r.prog.line("%s", r.sum)
+	return r.sum, nil
+}
+
+type run struct {
+	t        *Transfer
+	reg      *registry.Client
+	src, dst store
+	seen     map[string]bool
+	sum      *Summary
+	prog     *progress
+	tmp      string
+}
+
+// open opens a side of the transfer.
+func (r *run) open(spec string, target bool) (store, error) {
+	sp, err := oci.ParseSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	if sp.Type != oci.TypeCTF {
+		return newRegistryStore(r.reg, sp)
+	}
+	p := sp.FilePath
+	if !target {
+		// Every form through package ctf, which confines and bounds it.
+		return openCTFReader(p)
+	}
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && r.t.DryRun:
+		return emptyStore{name: p}, nil // a dry run creates nothing
+	case err == nil && fi.IsDir():
+		return openCTFDir(p, p, true)
+	case err == nil && fi.Mode().IsRegular():
+		return openCTFArchive(p)
+	case err == nil:
+		return nil, fmt.Errorf("%w: %s is neither a directory nor a file", errdef.ErrInvalidInput, p)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	case isArchiveName(p):
+		return openCTFArchive(p)
+	default:
+		return openCTFDir(p, p, true)
+	}
+}
+
+// PlainHTTPHosts are the hosts of the repository specs written with
+// http://, which a transfer reaches over plain HTTP.
+func PlainHTTPHosts(specs ...string) []string {
+	var out []string
+	for _, s := range specs {
+		sp, err := oci.ParseSpec(s)
+		if err != nil || sp.Type != oci.TypeOCIRegistry {
+			continue
+		}
+		if l, err := parseLocation(sp); err == nil && l.scheme == "http" {
+			out = append(out, l.host)
+		}
+	}
+	return out
+}
+
+func isArchiveName(p string) bool {
+	l := strings.ToLower(p)
+	return strings.HasSuffix(l, ".tgz") || strings.HasSuffix(l, ".tar.gz") || strings.HasSuffix(l, ".tar")
+}
+
+// storeFetcher adapts a store and repository to ocimapping.Fetcher.
+type storeFetcher struct {
+	s    store
+	repo string
+}
+
+func (f storeFetcher) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	return f.s.Fetch(ctx, f.repo, d)
+}
+
+// versionContent is a component version as its store holds it.
+type versionContent struct {
+	repo, tag    string
+	manifestDesc ocispec.Descriptor
+	manifestRaw  []byte
+	manifest     *ocispec.Manifest
+	configRaw    []byte
+	layerDesc    ocispec.Descriptor // the descriptor layer
+	layerRaw     []byte
+	doc          []byte
+	d            *ocm.Descriptor
+}
+
+// readVersion reads a version's manifest, config and descriptor, each
+// verified against its digest.
+func readVersion(ctx context.Context, s store, name, version string) (*versionContent, error) {
+	v := &versionContent{repo: ocm.DescriptorRepository(name), tag: ocm.VersionToTag(version)}
+	desc, err := s.Resolve(ctx, v.repo, v.tag)
+	if err != nil {
+		return nil, err
+	}
+	f := storeFetcher{s: s, repo: v.repo}
+	m, used, err := ocimapping.ResolveManifest(ctx, f, desc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s:%s: %w", s, v.repo, v.tag, err)
+	}
+	v.manifest, v.manifestDesc = m, used
+	if v.manifestRaw, err = ocimapping.FetchVerified(ctx, f, used, ocimapping.MaxManifestSize); err != nil {
+		return nil, err
+	}
+	v.manifestDesc.Size = int64(len(v.manifestRaw))
+	if v.manifestDesc.MediaType == "" {
+		v.manifestDesc.MediaType = ocispec.MediaTypeImageManifest
+	}
+	switch m.Config.MediaType {
+	case ocimapping.MediaTypeComponentConfig, ocimapping.MediaTypeLegacyComponentConfig, ocimapping.MediaTypeLegacyComponentConfig2:
+	default:
+		return nil, fmt.Errorf("%w: %s: %s:%s is not an OCM component version (config %q)", errdef.ErrConflict, s, v.repo, v.tag, m.Config.MediaType)
+	}
+	if v.configRaw, err = ocimapping.FetchVerified(ctx, f, m.Config, ocimapping.MaxConfigSize); err != nil {
+		return nil, fmt.Errorf("component config: %w", err)
+	}
+	var cfg struct {
+		Layer *ocispec.Descriptor `json:"componentDescriptorLayer"`
+	}
+	if err := json.Unmarshal(v.configRaw, &cfg); err != nil {
+		return nil, fmt.Errorf("%w: component config: %v", errdef.ErrInvalidDescriptor, err)
+	}
+	switch {
+	case cfg.Layer != nil:
+		v.layerDesc = *cfg.Layer
+	case len(m.Layers) > 0:
+		v.layerDesc = m.Layers[0]
+	default:
+		return nil, fmt.Errorf("%w: the manifest has no descriptor layer", errdef.ErrInvalidDescriptor)
+	}
+	for _, l := range m.Layers {
+		if l.Digest == v.layerDesc.Digest && v.layerDesc.MediaType == "" {
+			v.layerDesc.MediaType = l.MediaType
+		}
+	}
+	if v.layerRaw, err = ocimapping.FetchVerified(ctx, f, v.layerDesc, ocm.MaxDescriptorSize+64<<10); err != nil {
+		return nil, fmt.Errorf("descriptor layer: %w", err)
+	}
+	if v.doc, err = descriptorDocument(v.layerDesc.MediaType, v.layerRaw); err != nil {
+		return nil, err
+	}
+	if v.d, err = ocm.DecodeDescriptor(v.doc); err != nil {
+		return nil, err
+	}
+	if v.d.Name != name || v.d.Version != version {
+		return nil, fmt.Errorf("%w: %s:%s holds the descriptor of %s:%s", errdef.ErrInvalidDescriptor, v.repo, v.tag, v.d.Name, v.d.Version)
+	}
+	return v, nil
+}
+
+// version transfers one component version, its references first when
+// Recursive.
+func (r *run) version(ctx context.Context, name, version string) error {
+	key := name + ":" + version
+	if r.seen[key] {
+		return nil
+	}
+	r.seen[key] = true
+	ectx := errdef.Error{Component: name, Version: version}
+	if err := ctx.Err(); err != nil {
+		return errdef.Wrap(err, ectx)
+	}
+	r.prog.line("transferring version %q...", key)
+	sv, err := readVersion(ctx, r.src, name, version)
+	if err != nil {
+		if errors.Is(err, errdef.ErrNotFound) {
+			err = r.notFound(ctx, name, version, err)
+		}
+		return errdef.Wrap(fmt.Errorf("source %s: %w", r.src, err), ectx)
+	}
+	if r.t.Recursive {
+		for _, ref := range sv.d.References {
+			if err := r.version(ctx, ref.ComponentName, ref.Version); err != nil {
+				return errdef.Wrap(err, errdef.Error{Component: name, Version: version, Resource: "reference " + ref.Name})
+			}
+		}
+	}
+	present, err := r.present(ctx, sv)
+	if err != nil {
+		return errdef.Wrap(err, ectx)
+	}
+	if present {
+		r.prog.line("  version %q already present -> skip transport", key)
+		r.sum.Versions = append(r.sum.Versions, VersionSummary{Component: name, Version: version, Status: "present"})
+		return nil
+	}
+	p, err := r.plan(ctx, sv)
+	defer p.close()
+	if err != nil {
+		return errdef.Wrap(err, ectx)
+	}
+	status := "planned"
+	if r.t.DryRun {
+		r.sum.Blobs += int64(len(p.blobs) + len(p.manifests))
+		r.sum.Bytes += p.bytes
+		r.sum.Present += p.present
+		for _, b := range p.blobs {
+			r.prog.line("  would copy %s %s (%s)", b.repo, b.desc.Digest, humanBytes(b.desc.Size))
+		}
+		for _, m := range p.manifests {
+			r.prog.line("  would push manifest %s:%s %s", m.repo, m.tag, m.desc.Digest)
+		}
+	} else {
+		if err := r.execute(ctx, p); err != nil {
+			return errdef.Wrap(err, ectx)
+		}
+		status = "copied"
+		r.prog.line("  ...added component version %q", key)
+	}
+	r.sum.Versions = append(r.sum.Versions, VersionSummary{Component: name, Version: version, Status: status})
+	return nil
+}
+
+// tagLister is a store that can list a repository's tags.
+type tagLister interface {
+	Tags(ctx context.Context, repo string) ([]string, error)
+}
+
+// notFound says which versions the source has, when it can list them.
+func (r *run) notFound(ctx context.Context, name, version string, cause error) error {
+	l, ok := r.src.(tagLister)
+	if !ok {
+		return cause
+	}
+	tags, err := l.Tags(ctx, ocm.DescriptorRepository(name))
+	if err != nil || len(tags) == 0 {
+		return fmt.Errorf("component %s %w", name, errdef.ErrNotFound)
+	}
+	var versions []string
+	for _, t := range tags {
+		versions = append(versions, ocm.TagToVersion(t))
+	}
+	oci.SortVersions(versions)
+	return fmt.Errorf("version %s of component %s %w (available: %s)", version, name, errdef.ErrNotFound, strings.Join(versions, ", "))
+}
+
+// present reports whether the target holds the version already. A target
+// whose version differs in what the signature digest covers, or whose tag
+// names something that is not this component version, is a conflict.
+func (r *run) present(ctx context.Context, sv *versionContent) (bool, error) {
+	tv, err := readVersion(ctx, r.dst, sv.d.Name, sv.d.Version)
+	if errors.Is(err, errdef.ErrNotFound) {
+		if _, rerr := r.dst.Resolve(ctx, sv.repo, sv.tag); rerr != nil && errors.Is(rerr, errdef.ErrNotFound) {
+			return false, nil
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: target %s: tag %s of %s holds something this transfer cannot read as the component version, nothing was overwritten: %w",
+			errdef.ErrConflict, r.dst, sv.tag, sv.repo, err)
+	}
+	if tv.manifestDesc.Digest == sv.manifestDesc.Digest {
+		return true, nil
+	}
+	a, errA := signing.Digest(sv.d, signing.JSONNormalisationV3, "SHA-256")
+	b, errB := signing.Digest(tv.d, signing.JSONNormalisationV3, "SHA-256")
+	if errA == nil && errB == nil && a == b {
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: target %s already holds %s:%s with another descriptor (normalised digest %s, the source's is %s); nothing was overwritten",
+		errdef.ErrConflict, r.dst, sv.d.Name, sv.d.Version, orUnknown(b, errB), orUnknown(a, errA))
+}
+
+func orUnknown(s string, err error) string {
+	if err != nil {
+		return "unknown"
+	}
+	return s
+}
+
+// blobTask copies one blob (or, with raw set, writes one) into repo.
+type blobTask struct {
+	repo string
+	desc ocispec.Descriptor
+	open func(ctx context.Context) (io.ReadCloser, error)
+	raw  []byte
+	res  string // resource, for errors
+}
+
+// manifestTask pushes one manifest, after the blobs it names.
+type manifestTask struct {
+	repo, tag string
+	desc      ocispec.Descriptor
+	raw       []byte
+	res       string
+}
+
+type plan struct {
+	blobs     []blobTask
+	manifests []manifestTask
+	closers   []io.Closer
+	bytes     int64
+	present   int64
+	seen      map[string]bool
+}
+
+func (p *plan) close() {
+	for _, c := range p.closers {
+		c.Close()
+	}
+}
+
+// addBlob plans a blob unless the target holds it already.
+func (r *run) addBlob(ctx context.Context, p *plan, t blobTask) error {
+	k := t.repo + "@" + t.desc.Digest.String()
+	if p.seen[k] {
+		return nil
+	}
+	p.seen[k] = true
+	ok, err := r.dst.Exists(ctx, t.repo, t.desc)
+	if err != nil {
+		return err
+	}
+	if ok {
+		p.present++
+		return nil
+	}
+	p.blobs = append(p.blobs, t)
+	p.bytes += t.desc.Size
+	return nil
+}
+
+// addManifest plans a manifest; a tag that names another manifest in the
+// target is refused.
+func (r *run) addManifest(ctx context.Context, p *plan, t manifestTask) error {
+	if t.tag != "" {
+		cur, err := r.dst.Resolve(ctx, t.repo, t.tag)
+		switch {
+		case err == nil && cur.Digest != t.desc.Digest:
+			return fmt.Errorf("%w: target %s: %s:%s names %s, not %s; nothing was overwritten", errdef.ErrConflict, r.dst, t.repo, t.tag, cur.Digest, t.desc.Digest)
+		case err == nil:
+			return nil // there, under its tag
+		case !errors.Is(err, errdef.ErrNotFound):
+			return err
+		}
+	} else if ok, err := r.dst.Exists(ctx, t.repo, t.desc); err != nil {
+		return err
+	} else if ok {
+		return nil
+	}
+	p.manifests = append(p.manifests, t)
+	p.bytes += int64(len(t.raw))
+	return nil
+}
+
+// plan decides what to copy for one version and builds its new descriptor.
+func (r *run) plan(ctx context.Context, sv *versionContent) (*plan, error) {
+	p := &plan{seen: map[string]bool{}}
+	doc, err := parseDocument(sv.doc)
+	if err != nil {
+		return p, err
+	}
+	changed := false
+	loc := r.dst.Registry()
+	exploded := map[digest.Digest]bool{} // layers that became artifacts
+	local := map[digest.Digest]bool{}    // layers still named by a localBlob
+	var extra []ocispec.Descriptor       // new layers (images carried into a CTF)
+	for i, res := range sv.d.Resources {
+		rid := resourceName(res)
+		acc := res.Access
+		switch acc.Kind() {
+		case ocm.AccessLocalBlob:
+			layers, err := ocimapping.LocalBlobLayers(sv.manifest, acc.String("localReference"))
+			if err != nil {
+				return p, errdef.Wrap(err, errdef.Error{Resource: rid})
+			}
+			if r.t.CopyResources && loc != nil && isArtifactSet(acc.String("mediaType")) {
+				r.prog.line("  ...resource %d %s[%s](%s) as an OCI artifact...", i, res.Name, res.Type, acc.String("referenceName"))
+				ref, err := r.planExplode(ctx, p, sv, layers, acc.String("referenceName"), res)
+				if err != nil {
+					return p, errdef.Wrap(err, errdef.Error{Resource: rid})
+				}
+				if err := doc.setAccess(i, map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": ref}); err != nil {
+					return p, err
+				}
+				changed = true
+				for _, l := range layers {
+					exploded[l.Digest] = true
+				}
+				continue
+			}
+			r.prog.line("  ...resource %d %s[%s]...", i, res.Name, res.Type)
+			for _, l := range layers {
+				local[l.Digest] = true
+			}
+		case ocm.AccessOCIArtifact, ocm.AccessRelativeOCIReference:
+			// Images (external resources) with CopyImages; the component's
+			// own artifacts a registry holds apart from it (charts an
+			// earlier transfer uploaded) with CopyResources, so that a
+			// bundle made from a registry carries them.
+			if !r.t.CopyImages && !(r.t.CopyResources && res.Relation == "local") {
+				continue
+			}
+			r.prog.line("  ...resource %d %s[%s](%s) by digest...", i, res.Name, res.Type, acc.String("imageReference"))
+			access, layer, err := r.planImage(ctx, p, res)
+			if err != nil {
+				return p, errdef.Wrap(err, errdef.Error{Resource: rid})
+			}
+			if err := doc.setAccess(i, access); err != nil {
+				return p, err
+			}
+			if layer != nil {
+				extra = append(extra, *layer)
+				local[layer.Digest] = true
+			}
+			changed = true
+		}
+	}
+	for _, s := range sv.d.Sources {
+		if s.Access.Kind() != ocm.AccessLocalBlob {
+			continue
+		}
+		if layers, err := ocimapping.LocalBlobLayers(sv.manifest, s.Access.String("localReference")); err == nil {
+			for _, l := range layers {
+				local[l.Digest] = true
+			}
+		}
+	}
+	// Layers of the source manifest: the descriptor layer is rewritten or
+	// kept; local blobs are copied unless they became artifacts.
+	var layers []ocispec.Descriptor
+	for _, l := range sv.manifest.Layers {
+		if l.Digest == sv.layerDesc.Digest {
+			continue
+		}
+		if exploded[l.Digest] && !local[l.Digest] {
+			continue
+		}
+		layers = append(layers, l)
+		if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: l, open: r.srcOpen(sv.repo, l), res: layerResource(sv.d, l)}); err != nil {
+			return p, err
+		}
+	}
+	if loc != nil {
+		if err := doc.appendContext(loc.repositoryContext()); err != nil {
+			return p, err
+		}
+		changed = true
+	}
+	if !changed {
+		// Nothing to rewrite (into a CTF): the version's manifest, config
+		// and descriptor as they are, byte for byte.
+		for _, b := range []struct {
+			d   ocispec.Descriptor
+			raw []byte
+		}{{sv.manifest.Config, sv.configRaw}, {sv.layerDesc, sv.layerRaw}} {
+			if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: b.d, raw: b.raw}); err != nil {
+				return p, err
+			}
+		}
+		return p, r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: sv.manifestDesc, raw: sv.manifestRaw})
+	}
+	newDoc, err := doc.marshal()
+	if err != nil {
+		return p, err
+	}
+	if err := keepsSignatures(sv.d, newDoc); err != nil {
+		return p, err
+	}
+	layerRaw, err := descriptorLayer(newDoc)
+	if err != nil {
+		return p, err
+	}
+	descLayer := ocispec.Descriptor{MediaType: ocimapping.MediaTypeDescriptorTar, Digest: digest.FromBytes(layerRaw), Size: int64(len(layerRaw))}
+	cfgRaw, err := json.Marshal(map[string]any{"componentDescriptorLayer": descLayer})
+	if err != nil {
+		return p, err
+	}
+	cfg := ocispec.Descriptor{MediaType: ocimapping.MediaTypeComponentConfig, Digest: digest.FromBytes(cfgRaw), Size: int64(len(cfgRaw))}
+	ann := maps.Clone(sv.manifest.Annotations)
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[ocimapping.AnnotationComponentVersion] = sv.d.Name + ":" + sv.d.Version
+	ann["software.ocm.creator"] = Creator
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: cfg,
+		Layers: append(append([]ocispec.Descriptor{descLayer}, layers...), extra...), Annotations: ann}
+	m.SchemaVersion = 2
+	mraw, err := json.Marshal(m)
+	if err != nil {
+		return p, err
+	}
+	for _, b := range []struct {
+		d   ocispec.Descriptor
+		raw []byte
+	}{{cfg, cfgRaw}, {descLayer, layerRaw}} {
+		if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: b.d, raw: b.raw}); err != nil {
+			return p, err
+		}
+	}
+	md := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(mraw), Size: int64(len(mraw))}
+	return p, r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: md, raw: mraw})
+}
+
+// keepsSignatures checks, before anything is written, that the rewritten
+// descriptor has the digest every signature of the source signed: the
+// rewrites touch only what normalisation leaves out (access,
+// repositoryContexts), and this proves it for each signature's algorithm.
+func keepsSignatures(src *ocm.Descriptor, newDoc []byte) error {
+	if len(src.Signatures) == 0 {
+		return nil
+	}
+	nd, err := ocm.DecodeDescriptor(newDoc)
+	if err != nil {
+		return fmt.Errorf("rewritten descriptor: %w", err)
+	}
+	for _, s := range src.Signatures {
+		before, err := signing.Digest(src, s.Digest.NormalisationAlgorithm, s.Digest.HashAlgorithm)
+		if err != nil {
+			continue // an algorithm this plugin cannot compute: kept as it is
+		}
+		after, err := signing.Digest(nd, s.Digest.NormalisationAlgorithm, s.Digest.HashAlgorithm)
+		if err != nil || after != before {
+			return fmt.Errorf("%w: signature %s: the rewritten descriptor's digest %s differs from %s", errdef.ErrSignature, s.Name, after, before)
+		}
+	}
+	return nil
+}
+
+func (r *run) srcOpen(repo string, d ocispec.Descriptor) func(context.Context) (io.ReadCloser, error) {
+	return func(ctx context.Context) (io.ReadCloser, error) { return r.src.Fetch(ctx, repo, d) }
+}
+
+// planExplode reads a local blob that is an artifact set and plans it as an
+// artifact of the target registry: repository <prefix>/<referenceName
+// without tag>, tagged with referenceName's tag, as the OCM CLI's OCI
+// blob handler does. It returns the new imageReference.
+func (r *run) planExplode(ctx context.Context, p *plan, sv *versionContent, layers []ocispec.Descriptor, hint string, res ocm.Resource) (string, error) {
+	rc, size, err := ocimapping.OpenLayers(ctx, storeFetcher{s: r.src, repo: sv.repo}, layers)
+	if err != nil {
+		return "", err
+	}
+	set, err := openArtifactSet(rc, size, r.tmp)
+	rc.Close()
+	if err != nil {
+		return "", err
+	}
+	p.closers = append(p.closers, set)
+	name, tag := splitHint(hint)
+	if name == "" {
+		name = sv.repo // no hint: the component's own repository, as the OCM CLI does
+	}
+	if tag == "" {
+		tag = set.tag
+	}
+	if err := checkArtifactDigest(res, set.main.Digest.String()); err != nil {
+		return "", err
+	}
+	if err := r.planGraph(ctx, p, set.fetch, set.main, name, tag, res.Name); err != nil {
+		return "", err
+	}
+	return r.dst.Registry().imageReference(name, tag, set.main.Digest.String()), nil
+}
+
+// splitHint splits a reference hint "name[:tag][@digest]".
+func splitHint(hint string) (name, tag string) {
+	name, _, _ = strings.Cut(hint, "@")
+	if i := strings.LastIndex(name, ":"); i > 0 && !strings.Contains(name[i:], "/") {
+		name, tag = name[:i], name[i+1:]
+	}
+	return strings.Trim(name, "/"), tag
+}
+
+// checkArtifactDigest compares an artifact's manifest digest with the
+// resource's ociArtifactDigest/v1 digest, when it has one.
+func checkArtifactDigest(res ocm.Resource, manifestDigest string) error {
+	if res.Digest == nil || res.Digest.NormalisationAlgorithm != "ociArtifactDigest/v1" {
+		return nil
+	}
+	if "sha256:"+res.Digest.Value != manifestDigest {
+		return fmt.Errorf("%w: the artifact's manifest is %s, the resource's digest says sha256:%s", errdef.ErrDigestMismatch, manifestDigest, res.Digest.Value)
+	}
+	return nil
+}
+
+// planGraph plans an OCI artifact (manifest or index, recursively) read
+// through fetch into repo of the target; the root under tag.
+func (r *run) planGraph(ctx context.Context, p *plan, fetch fetchFunc, root ocispec.Descriptor, repo, tag, res string) error {
+	nodes, err := walkGraph(ctx, fetch, root, 0)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if n.raw == nil {
+			if err := r.addBlob(ctx, p, blobTask{repo: repo, desc: n.desc, open: fetchOpen(fetch, n.desc), res: res}); err != nil {
+				return err
+			}
+			continue
+		}
+		t := manifestTask{repo: repo, desc: n.desc, raw: n.raw, res: res}
+		if n.desc.Digest == root.Digest {
+			t.tag = tag
+		}
+		if err := r.addManifest(ctx, p, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fetchOpen(fetch fetchFunc, d ocispec.Descriptor) func(context.Context) (io.ReadCloser, error) {
+	return func(ctx context.Context) (io.ReadCloser, error) { return fetch(ctx, d) }
+}
+
+type graphNode struct {
+	desc ocispec.Descriptor
+	raw  []byte // manifests and indexes; nil for blobs
+}
+
+const maxGraphDepth = 4
+
+// walkGraph lists an artifact's nodes, children before their parents (the
+// order they must be pushed in); manifests are read and verified.
+func walkGraph(ctx context.Context, fetch fetchFunc, d ocispec.Descriptor, depth int) ([]graphNode, error) {
+	if depth > maxGraphDepth {
+		return nil, fmt.Errorf("%w: artifact nested deeper than %d", errdef.ErrLimitExceeded, maxGraphDepth)
+	}
+	rc, err := fetch(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	size := d.Size
+	if size <= 0 {
+		size = -1
+	}
+	raw, err := blob.ReadAll(rc, d.Digest.String(), size, ocimapping.MaxManifestSize)
+	rc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", d.Digest, err)
+	}
+	d.Size = int64(len(raw))
+	d.MediaType = probeMediaType(raw, d.MediaType)
+	var m struct {
+		Config    *ocispec.Descriptor  `json:"config"`
+		Layers    []ocispec.Descriptor `json:"layers"`
+		Manifests []ocispec.Descriptor `json:"manifests"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%w: manifest %s: %v", errdef.ErrInvalidDescriptor, d.Digest, err)
+	}
+	var out []graphNode
+	for _, c := range m.Manifests {
+		sub, err := walkGraph(ctx, fetch, c, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sub...)
+	}
+	if m.Config != nil {
+		out = append(out, graphNode{desc: *m.Config})
+	}
+	for _, l := range m.Layers {
+		out = append(out, graphNode{desc: l})
+	}
+	return append(out, graphNode{desc: d, raw: raw}), nil
+}
+
+// planImage plans the copy of the artifact an ociArtifact access names
+// (into a registry: an artifact below the target's prefix; into a CTF: an
+// artifact set local blob) and returns the new access, and for a CTF the
+// new layer.
+func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[string]any, *ocispec.Descriptor, error) {
+	image := res.Access.String("imageReference")
+	srcLoc := r.src.Registry()
+	if res.Access.Kind() == ocm.AccessRelativeOCIReference {
+		// Relative to the registry that hosts the component (host only).
+		if srcLoc == nil {
+			return nil, nil, fmt.Errorf("%w: relativeOciReference in a CTF names no registry", errdef.ErrInvalidDescriptor)
+		}
+		image = srcLoc.host + "/" + strings.TrimPrefix(res.Access.String("reference"), "/")
+		if srcLoc.scheme != "" {
+			image = srcLoc.scheme + "://" + image
+		}
+	}
+	ref, err := registry.ParseReference(image)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ref.Scheme == "http" {
+		r.reg.AllowPlainHTTP(ref.Registry)
+	}
+	repo, err := r.reg.Repository(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := repo.Resolve(ctx, ref.Ref())
+	if err != nil {
+		return nil, nil, r.reg.Wrap(err, "resolve image", ref)
+	}
+	if ref.Digest != "" && root.Digest.String() != ref.Digest {
+		return nil, nil, fmt.Errorf("%w: %s resolved to %s", errdef.ErrDigestMismatch, ref, root.Digest)
+	}
+	if err := checkArtifactDigest(res, root.Digest.String()); err != nil {
+		return nil, nil, err
+	}
+	fetch := func(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+		rc, err := repo.Fetch(ctx, d)
+		if err != nil {
+			return nil, r.reg.Wrap(err, fetchOp(d), ref)
+		}
+		return rc, nil
+	}
+	// The name below the target's prefix: the image's repository, without
+	// the source repository's prefix when it lives there (as the OCM CLI's
+	// reference hint keeps names stable across transfers).
+	name := ref.Repository
+	if srcLoc != nil && ref.Registry == srcLoc.host && srcLoc.prefix != "" && strings.HasPrefix(name, srcLoc.prefix+"/") {
+		name = strings.TrimPrefix(name, srcLoc.prefix+"/")
+	}
+	if loc := r.dst.Registry(); loc != nil {
+		if err := r.planGraph(ctx, p, fetch, root, name, ref.Tag, res.Name); err != nil {
+			return nil, nil, err
+		}
+		return map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": loc.imageReference(name, ref.Tag, root.Digest.String())}, nil, nil
+	}
+	nodes, err := walkGraph(ctx, fetch, root, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	var descs []ocispec.Descriptor
+	for _, n := range nodes {
+		descs = append(descs, n.desc)
+	}
+	root.Size = nodes[len(nodes)-1].desc.Size
+	root.MediaType = nodes[len(nodes)-1].desc.MediaType
+	set, err := writeArtifactSet(ctx, fetch, root, ref.Tag, r.tmp, descs)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.closers = append(p.closers, set.f)
+	layer := set.desc
+	id, _ := json.Marshal([]any{map[string]any{"kind": "resource", "identity": res.Identity()}})
+	layer.Annotations = map[string]string{ocimapping.AnnotationArtifact: string(id)}
+	f := set.f
+	if err := r.addBlob(ctx, p, blobTask{repo: "", desc: layer, res: res.Name,
+		open: func(context.Context) (io.ReadCloser, error) {
+			return io.NopCloser(io.NewSectionReader(f, 0, layer.Size)), nil
+		}}); err != nil {
+		return nil, nil, err
+	}
+	hint := name
+	if ref.Tag != "" {
+		hint += ":" + ref.Tag
+	}
+	return map[string]any{"type": ocm.AccessLocalBlob, "localReference": layer.Digest.String(), "mediaType": set.mediaType, "referenceName": hint}, &layer, nil
+}
+
+// execute pushes what the plan needs: blobs first, streamed and verified
+// on the way (the target verifies what it stores), then manifests, the
+// component version's last, so that a version present in the target is
+// always complete.
+func (r *run) execute(ctx context.Context, p *plan) error {
+	total := int64(len(p.blobs) + len(p.manifests))
+	r.prog.start(total, p.bytes)
+	defer r.prog.finish()
+	r.sum.Present += p.present
+	for _, b := range p.blobs {
+		if err := r.pushBlob(ctx, b); err != nil {
+			return errdef.Wrap(fmt.Errorf("copy blob %s: %w", b.desc.Digest, err), errdef.Error{Resource: b.res})
+		}
+		r.sum.Blobs++
+		r.sum.Bytes += b.desc.Size
+		r.prog.blobDone()
+	}
+	for _, m := range p.manifests {
+		if err := r.dst.PushManifest(ctx, m.repo, m.desc, m.raw, m.tag); err != nil {
+			return errdef.Wrap(fmt.Errorf("push manifest %s: %w", m.desc.Digest, err), errdef.Error{Resource: m.res})
+		}
+		r.sum.Blobs++
+		r.sum.Bytes += m.desc.Size
+		r.prog.add(m.desc.Size)
+		r.prog.blobDone()
+	}
+	return nil
+}
+
+func (r *run) pushBlob(ctx context.Context, b blobTask) error {
+	// The blob's repository in the target: for a CTF every repository is
+	// one flat blob store, for a registry the version's own repository.
+	repo := b.repo
+	if b.raw != nil {
+		if err := r.dst.Push(ctx, repo, b.desc, bytes.NewReader(b.raw)); err != nil {
+			return err
+		}
+		r.prog.add(b.desc.Size)
+		return nil
+	}
+	rc, err := b.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	size := b.desc.Size
+	if size <= 0 {
+		size = -1
+	}
+	v, err := blob.NewVerifier(rc, b.desc.Digest.String(), size)
+	if err != nil {
+		return err
+	}
+	sr := &sourceReader{r: v}
+	err = r.dst.Push(ctx, repo, b.desc, r.prog.reader(sr))
+	if err != nil && sr.err != nil && !errors.Is(sr.err, io.EOF) {
+		// The source failed (or did not match its digest): that is the
+		// cause, not the target's reaction to an aborted upload.
+		return fmt.Errorf("source %s: %w", r.src, sr.err)
+	}
+	return err
+}
+
+// sourceReader remembers the error reading the source ended with.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// resourceName is a resource's identity as errors name it.
+func resourceName(res ocm.Resource) string {
+	id := res.Identity()
+	if len(id) == 1 {
+		return res.Name
+	}
+	return id.String()
+}
+
+// layerResource names the resource a layer holds, for errors.
+func layerResource(d *ocm.Descriptor, l ocispec.Descriptor) string {
+	for _, res := range d.Resources {
+		if res.Access.Kind() == ocm.AccessLocalBlob && strings.Contains(res.Access.String("localReference"), l.Digest.String()) {
+			return resourceName(res)
+		}
+	}
+	return path.Base(l.Digest.String())
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,75 @@
+package yamlfile_test
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
+)
+
+// plainCases are plain scalars whose reading differs between YAML 1.1 and
+// 1.2, or between kinds, and ordinary ones.
+var plainCases = []string{
+	"yes", "Yes", "YES", "no", "No", "on", "On", "off", "OFF", "y", "Y", "n", "N",
+	"true", "False", "TRUE", "null", "~", "Null",
+	"0", "12", "-3", "+4", "0777", "0o17", "0x1F", "0b101", "-0b11", "1_000", "9223372036854775807", "18446744073709551615",
+	"1.5", "-2.0e3", ".5", "1e3", "6.7.0", "1.2.3-rc.1",
+	"2001-12-14", "2001-12-14T21:59:43.10Z", "2001-12-14 21:59:43.10", "2024-13-45",
+	"hello", "ghcr.io/a/b:1", "a:b", "+", "0x", "08", "1__0",
+}
+
+// Plain reads every plain scalar as sigs.k8s.io/yaml does (compared through
+// JSON, which is what both end up as).
+func TestPlainReadsLikeSigsYAML(t *testing.T) {
+	for _, s := range plainCases {
+		want, err := yaml.YAMLToJSON([]byte("v: " + s + "\n"))
+		if err != nil {
+			t.Fatalf("%q: sigs.k8s.io/yaml: %v", s, err)
+		}
+		got, err := json.Marshal(map[string]any{"v": yamlfile.Plain(s)})
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("Plain(%q) = %s, sigs.k8s.io/yaml reads %s", s, got, want)
+		}
+	}
+	for _, s := range []string{".inf", "-.Inf", "+.INF"} {
+		if f, ok := yamlfile.Plain(s).(float64); !ok || !math.IsInf(f, 0) {
+			t.Errorf("Plain(%q) = %v", s, yamlfile.Plain(s))
+		}
+	}
+	if f, ok := yamlfile.Plain(".nan").(float64); !ok || !math.IsNaN(f) {
+		t.Errorf("Plain(.nan) = %v", yamlfile.Plain(".nan"))
+	}
+}
+
+// Key turns a plain key into the JSON key sigs.k8s.io/yaml makes of it.
+func TestKeyLikeSigsYAML(t *testing.T) {
+	for _, s := range []string{"on", "yes", "No", "y", "12", "0x10", "1.5", "name", "2001-12-14"} {
+		var doc map[string]any
+		if err := yaml.Unmarshal([]byte(s+": 1\n"), &doc); err != nil {
+			t.Fatalf("%q: sigs.k8s.io/yaml: %v", s, err)
+		}
+		var want string
+		for k := range doc {
+			want = k
+		}
+		got, ok := yamlfile.Key(s)
+		if !ok || got != want {
+			t.Errorf("Key(%q) = %q, %v; sigs.k8s.io/yaml makes %q", s, got, ok, want)
+		}
+	}
+	if _, ok := yamlfile.Key("null"); ok {
+		t.Error("a null key was accepted")
+	}
+}
+
+func TestStructureCount(t *testing.T) {
+	if n := yamlfile.StructureCount([]byte("a: [1, 2]\n- {b: c}\n")); n != 8 {
+		t.Errorf("StructureCount = %d, want 8", n)
+	}
+}
