@@ -21,6 +21,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	log "github.com/sirupsen/logrus"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -566,6 +567,32 @@ func TestExamplesDecode(t *testing.T) {
 				for _, app := range expandApplicationSet(t, &as) {
 					checkPluginApplication(t, where+" → "+app.Name, &app)
 					generated[as.Name] = append(generated[as.Name], app.Name+"@"+app.Spec.Destination.Server)
+				}
+			case "Job", "CronJob":
+				// The replication example: transfer in the sidecar's image
+				// (docs/airgap.md; internal/transfer tests run its arguments).
+				if !strings.HasPrefix(rel, filepath.Join("manifests", "examples", "replication")+string(filepath.Separator)) {
+					t.Errorf("%s: unexpected %s", where, meta.Kind)
+					continue
+				}
+				var pod *corev1.PodSpec
+				if meta.Kind == "Job" {
+					var j batchv1.Job
+					if err := yaml.UnmarshalStrict([]byte(doc), &j); err != nil {
+						t.Errorf("%s: %v", where, err)
+						continue
+					}
+					pod = &j.Spec.Template.Spec
+				} else {
+					var cj batchv1.CronJob
+					if err := yaml.UnmarshalStrict([]byte(doc), &cj); err != nil {
+						t.Errorf("%s: %v", where, err)
+						continue
+					}
+					pod = &cj.Spec.JobTemplate.Spec.Template.Spec
+				}
+				if len(pod.Containers) != 1 || !strings.Contains(strings.Join(pod.Containers[0].Args, " "), "transfer") {
+					t.Errorf("%s: want one container running transfer, got %+v", where, pod.Containers)
 				}
 			case "ConfigMap":
 				if filepath.Base(rel) != "sidecar-policy.yaml" {
