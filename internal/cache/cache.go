@@ -264,17 +264,7 @@ const (
 // stallDetector reports whether the download of one digest (its temporary
 // files' size) has stopped progressing.
 func (c *Cache) stallDetector(alg, h string) func(time.Time) bool {
-	prefix := alg + "-" + h + "."
-	var last int64 = -1
-	since := time.Now()
-	return func(now time.Time) bool {
-		n := c.tempBytes(prefix)
-		if last < 0 || n-last >= minLockProgress || n < last {
-			last, since = n, now
-			return false
-		}
-		return now.Sub(since) >= lockStall
-	}
+	return c.tempStallDetector(alg + "-" + h + ".")
 }
 
 // tempBytes is the size of the temporary files whose names start with prefix.
