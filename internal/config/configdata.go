@@ -11,6 +11,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
@@ -86,8 +87,8 @@ func (c *configResource) describe() string {
 // parseConfigResource reads helmValues or ConfigData content.
 func parseConfigResource(res *ocm.Resource, data []byte) (*configResource, error) {
 	name := fmt.Sprintf("config resource %s", res.Identity())
-	if len(data) > MaxDocumentSize {
-		return nil, fmt.Errorf("%w: %s is %d bytes, more than the limit of %d: %w", errdef.ErrInvalidInput, name, len(data), MaxDocumentSize, errdef.ErrLimitExceeded)
+	if len(data) > yamlfile.MaxDocumentSize {
+		return nil, fmt.Errorf("%w: %s is %d bytes, more than the limit of %d: %w", errdef.ErrInvalidInput, name, len(data), yamlfile.MaxDocumentSize, errdef.ErrLimitExceeded)
 	}
 	// Values files are read as Helm reads them (sigs.k8s.io/yaml).
 	js, err := yaml.YAMLToJSON(data)
@@ -115,7 +116,7 @@ func parseConfigResource(res *ocm.Resource, data []byte) (*configResource, error
 			return nil, fmt.Errorf("%w: %s: ConfigData %s is not supported, want config.ocm.software/v1alpha1", errdef.ErrInvalidInput, name, head.APIVersion)
 		}
 		var cd ConfigData
-		if err := decodeStrict(name, data, &cd); err != nil {
+		if err := yamlfile.DecodeStrict(name, data, &cd); err != nil {
 			return nil, err
 		}
 		c := &configResource{res: res, cd: &cd, values: map[string]any{}}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
@@ -251,7 +252,7 @@ var paramNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // the definition is validated (see Validate). source names it in messages.
 func Decode(source string, data []byte) (*Definition, error) {
 	var d Definition
-	if err := decodeStrict(source, data, &d); err != nil {
+	if err := yamlfile.DecodeStrict(source, data, &d); err != nil {
 		return nil, err
 	}
 	d.Source = source

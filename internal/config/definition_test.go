@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -80,7 +81,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestDecodeSizeLimit(t *testing.T) {
-	big := header + "spec:\n  renders: [{resource: {name: c}}]\n# " + strings.Repeat("x", config.MaxDocumentSize) + "\n"
+	big := header + "spec:\n  renders: [{resource: {name: c}}]\n# " + strings.Repeat("x", yamlfile.MaxDocumentSize) + "\n"
 	_, err := config.Decode("big.yaml", []byte(big))
 	if !errors.Is(err, errdef.ErrLimitExceeded) {
 		t.Fatalf("got %v", err)

@@ -11,6 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -106,7 +107,7 @@ func (p *Parameter) parseText(s string) (any, error) {
 // parseYAMLValue reads a YAML 1.2 (or JSON) value: only true and false are
 // booleans, integers become int64, other numbers float64.
 func parseYAMLValue(s string) (any, error) {
-	v, _, err := parseYAML("value", []byte(s))
+	v, _, err := yamlfile.ParseStrict("value", []byte(s))
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -39,7 +40,7 @@ func (p *Planner) readResource(ctx context.Context, cv ocm.ComponentVersion, res
 	if p.RequireDigests && (res.Digest == nil || res.Digest.Value == "") {
 		return nil, fmt.Errorf("%w: resource %s has no digest, so no signature covers it", errdef.ErrSignature, res.Identity())
 	}
-	return p.resources().ReadDocument(ctx, cv, res, MaxDocumentSize)
+	return p.resources().ReadDocument(ctx, cv, res, yamlfile.MaxDocumentSize)
 }
 
 func (rs *resolver) chartDefaults(ctx context.Context, res *ocm.Resource) (map[string]any, error) {

@@ -9,5 +9,8 @@
 //
 // Decoders that walk yaml.v3 nodes (for line numbers and alias-bomb limits)
 // resolve plain scalars with Plain and map keys with Key, and bound a
-// document before decoding it with StructureCount.
+// document before decoding it with StructureCount. DecodeStrict is such a
+// decoder: one document into a struct, refusing unknown fields, duplicate
+// keys, renamed keys and values of the wrong kind, with the field path and
+// line (deployment definitions, config resources).
 package yamlfile

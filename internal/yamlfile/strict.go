@@ -1,4 +1,4 @@
-package config
+package yamlfile
 
 import (
 	"bytes"
@@ -6,20 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
-// MaxDocumentSize bounds a deployment definition or config resource.
+// MaxDocumentSize bounds a document DecodeStrict and ParseStrict read (a
+// deployment definition, a config resource, a parameter value).
 const MaxDocumentSize = 1 << 20
 
 // maxNodes bounds the nodes visited when converting YAML (aliases included),
@@ -31,13 +32,13 @@ const maxNodes = 1 << 20
 // refuses such ratios too, but the Node API it leaves to us).
 const maxAliasNodes = 1 << 16
 
-// decodeStrict decodes one YAML or JSON document into out, in the dialect of
+// DecodeStrict decodes one YAML or JSON document into out, in the dialect of
 // package yamlfile (the one Kubernetes tools read: yes, on, y are booleans,
 // 0777 is octal), a pointer to a struct, refusing unknown fields,
 // duplicate keys, several documents and values of the wrong kind, with the
 // field path and line of the offence.
-func decodeStrict(name string, data []byte, out any) error {
-	generic, lines, err := parseYAML(name, data)
+func DecodeStrict(name string, data []byte, out any) error {
+	generic, lines, err := ParseStrict(name, data)
 	if err != nil {
 		return err
 	}
@@ -68,9 +69,9 @@ func decodeStrict(name string, data []byte, out any) error {
 	return nil
 }
 
-// parseYAML reads exactly one YAML document into JSON-compatible values
+// ParseStrict reads exactly one YAML document into JSON-compatible values
 // (numbers as json.Number) and the line of every field path.
-func parseYAML(name string, data []byte) (any, map[string]int, error) {
+func ParseStrict(name string, data []byte) (any, map[string]int, error) {
 	if len(data) > MaxDocumentSize {
 		return nil, nil, fmt.Errorf("%w: %s is %d bytes, more than the limit of %d: %w", errdef.ErrInvalidInput, name, len(data), MaxDocumentSize, errdef.ErrLimitExceeded)
 	}
@@ -215,7 +216,7 @@ func (c *converter) mapping(n *yaml.Node, path fieldpath.Path) (any, error) {
 		if isPlain(k) {
 			// Kubernetes tools would rename this key (n: is "false",
 			// 0x10: is "16"); refused rather than read differently.
-			if jk, ok := yamlfile.Key(k.Value); !ok || jk != k.Value {
+			if jk, ok := Key(k.Value); !ok || jk != k.Value {
 				return nil, fmt.Errorf("line %d: key %s is read by Kubernetes tools as %s: quote it (\"%s\")", k.Line, k.Value, keyAs(jk, ok), k.Value)
 			}
 		}
@@ -299,7 +300,7 @@ func keyAs(jk string, ok bool) string {
 }
 
 // isPlain reports whether a scalar is written without quotes, block style or
-// tag: the scalars whose type the dialect decides (yamlfile.Plain).
+// tag: the scalars whose type the dialect decides (Plain).
 func isPlain(n *yaml.Node) bool {
 	return n.Style&(yaml.TaggedStyle|yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0
 }
@@ -307,7 +308,7 @@ func isPlain(n *yaml.Node) bool {
 // plainValue is a plain scalar as Kubernetes tools read it, numbers as
 // json.Number.
 func plainValue(n *yaml.Node) (any, error) {
-	switch v := yamlfile.Plain(n.Value).(type) {
+	switch v := Plain(n.Value).(type) {
 	case int64:
 		return json.Number(strconv.FormatInt(v, 10)), nil
 	case uint64:
@@ -356,8 +357,8 @@ func checkFields(v any, t reflect.Type, path fieldpath.Path) *fieldError {
 		fields := map[string]reflect.StructField{}
 		var names []string
 		structFields(t, fields, &names)
-		sort.Strings(names)
-		for _, k := range sortedKeys(m) {
+		slices.Sort(names)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			f, ok := fields[k]
 			if !ok {
 				return &fieldError{path: path.Child(k), msg: fmt.Sprintf("unknown field %q (known fields: %s)", k, strings.Join(names, ", "))}
@@ -371,7 +372,7 @@ func checkFields(v any, t reflect.Type, path fieldpath.Path) *fieldError {
 		if !ok {
 			return fail("want a map, got %s", jsonKind(v))
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if err := checkFields(m[k], t.Elem(), path.Child(k)); err != nil {
 				return err
 			}
@@ -455,15 +456,6 @@ func jsonKind(v any) string {
 	default:
 		return fmt.Sprintf("%T", v)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func truncate(s string, n int) string {
