@@ -1,0 +1,116 @@
+package helm
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// rendered is what action.Install gives `helm template` without
+// --include-crds: the hooks and the manifest text of a release.
+type rendered struct {
+	hooks    []*release.Hook
+	manifest string
+}
+
+// sortManifests is releaseutil.SortManifests; tests count its calls.
+var sortManifests = releaseutil.SortManifests
+
+// installClientOnly renders c as action.Install.RunWithContext does with
+// ClientOnly, DryRun ("client"), Replace and without IncludeCRDs (Helm
+// v3.22.0: install.go RunWithContext and action.go renderResources, in the
+// same order, with the same calls and errors), so that the object limit
+// can act between Helm's template engine and its manifest sorting, which
+// Install runs back to back: for a chart of 100 000 tiny objects the
+// engine takes 0.14 s and SortManifests, which YAML-parses every document,
+// 4.7 s. The parts of Install that have no effect in this mode (release
+// storage, the printing kube client's empty Build, NOTES.txt) are left out;
+// TestInstallClientOnlyIsHelmInstall compares both on real charts.
+//
+// More than manifests.MaxObjects documents out of the engine (hooks
+// included) are refused before sorting, with the error releaseObjects
+// gives for more than MaxObjects objects.
+func installClientOnly(c *chart.Chart, vals map[string]any, opts Options, kv *chartutil.KubeVersion) (*rendered, error) {
+	if err := chartutil.ProcessDependenciesWithMerge(c, vals); err != nil {
+		return nil, err
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kv
+	caps.APIVersions = append(caps.APIVersions, chartutil.VersionSet(opts.APIVersions)...)
+	valuesToRender, err := chartutil.ToRenderValuesWithSchemaValidation(c, vals, chartutil.ReleaseOptions{
+		Name: opts.ReleaseName, Namespace: opts.Namespace, Revision: 1, IsInstall: true,
+	}, caps, opts.SkipSchemaValidation)
+	if err != nil {
+		return nil, err
+	}
+
+	// renderResources
+	if c.Metadata.KubeVersion != "" {
+		if !chartutil.IsCompatibleRange(c.Metadata.KubeVersion, caps.KubeVersion.String()) {
+			return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.String())
+		}
+	}
+	var e engine.Engine
+	files, err := e.Render(c, valuesToRender)
+	if err != nil {
+		return nil, err
+	}
+	for k := range files {
+		if strings.HasSuffix(k, "NOTES.txt") {
+			delete(files, k) // the release notes: not printed by helm template
+		}
+	}
+	if countDocuments(files) > manifests.MaxObjects {
+		return nil, tooManyObjectsError{fmt.Errorf("chart %s: more than %d objects: %w: %w", c.Name(), manifests.MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)}
+	}
+	hooks, sorted, err := sortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	for _, m := range sorted {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	return &rendered{hooks: hooks, manifest: b.String()}, nil
+}
+
+// tooManyObjectsError is the refusal of more than MaxObjects documents:
+// RenderChart reports it as it reports releaseObjects' errors.
+type tooManyObjectsError struct{ error }
+
+func (e tooManyObjectsError) Unwrap() error { return e.error }
+
+// countDocuments counts the documents SortManifests would sort in files
+// (each a hook or a manifest, and each at least one document of the
+// release manifest), without parsing them: Helm splits a file at every
+// match of (?:^|\s*\n)---\s*, and every match holds "---", so a file of n
+// "---" has at most n+1 documents; only when the files together may have
+// more than MaxObjects are they split as Helm splits them.
+func countDocuments(files map[string]string) int {
+	upper := 0
+	for name, content := range files {
+		if !strings.HasPrefix(path.Base(name), "_") {
+			upper += strings.Count(content, "---") + 1
+		}
+	}
+	if upper <= manifests.MaxObjects {
+		return upper
+	}
+	n := 0
+	for name, content := range files {
+		if strings.HasPrefix(path.Base(name), "_") || strings.TrimSpace(content) == "" {
+			continue // partials and empty files: skipped by SortManifests
+		}
+		n += len(releaseutil.SplitManifests(content))
+	}
+	return n
+}
