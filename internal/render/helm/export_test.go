@@ -39,3 +39,6 @@ func CountSorts() (calls func() int, restore func()) {
 	}
 	return func() int { return n }, func() { sortManifests = releaseutil.SortManifests }
 }
+
+// SplitCount is splitCount.
+var SplitCount = splitCount

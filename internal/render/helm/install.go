@@ -89,28 +89,64 @@ type tooManyObjectsError struct{ error }
 
 func (e tooManyObjectsError) Unwrap() error { return e.error }
 
-// countDocuments counts the documents SortManifests would sort in files
-// (each a hook or a manifest, and each at least one document of the
-// release manifest), without parsing them: Helm splits a file at every
-// match of (?:^|\s*\n)---\s*, and every match holds "---", so a file of n
-// "---" has at most n+1 documents; only when the files together may have
-// more than MaxObjects are they split as Helm splits them.
+// countDocuments counts the documents SortManifests sorts in files (each a
+// hook or a manifest, and each at least one document of the release
+// manifest), without parsing them.
 func countDocuments(files map[string]string) int {
-	upper := 0
-	for name, content := range files {
-		if !strings.HasPrefix(path.Base(name), "_") {
-			upper += strings.Count(content, "---") + 1
-		}
-	}
-	if upper <= manifests.MaxObjects {
-		return upper
-	}
 	n := 0
 	for name, content := range files {
 		if strings.HasPrefix(path.Base(name), "_") || strings.TrimSpace(content) == "" {
 			continue // partials and empty files: skipped by SortManifests
 		}
-		n += len(releaseutil.SplitManifests(content))
+		n += splitCount(content)
 	}
 	return n
+}
+
+// splitCount is len(releaseutil.SplitManifests(file)) without its regular
+// expression (?:^|\s*\n)---\s* and its map, which took 0.3 s for a file of
+// 100 000 documents. Every match of the expression holds one "---", which
+// starts the text or follows a newline that is not in the previous match
+// (that match's \s* takes the whitespace after its "---"); the leftmost
+// match for that "---" starts at the whitespace before the newline, and
+// ends after the whitespace after it. The documents are the non-empty
+// texts between matches. TestSplitCount compares both.
+func splitCount(file string) int {
+	s := strings.TrimSpace(file)
+	n, beg := 0, 0 // beg: the end of the last match
+	for pos := 0; ; {
+		i := strings.Index(s[pos:], "---")
+		if i < 0 {
+			break
+		}
+		r := pos + i
+		if !(r == 0 || (r-1 >= pos && s[r-1] == '\n')) {
+			pos = r + 1
+			continue
+		}
+		start := r
+		if r > 0 {
+			start = r - 1
+			for start > pos && isRESpace(s[start-1]) {
+				start--
+			}
+		}
+		end := r + 3
+		for end < len(s) && isRESpace(s[end]) {
+			end++
+		}
+		if start > beg {
+			n++
+		}
+		beg, pos = end, end
+	}
+	if beg < len(s) {
+		n++
+	}
+	return n
+}
+
+// isRESpace is \s of Go's regular expressions.
+func isRESpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
@@ -232,5 +234,28 @@ func BenchmarkRefuseManyObjects(b *testing.B) {
 		if _, err := helm.Render(context.Background(), tgz, helm.Options{}); err == nil {
 			b.Fatal("rendered")
 		}
+	}
+}
+
+// splitCount counts the documents Helm's SplitManifests splits a file into.
+func TestSplitCount(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		if got, want := helm.SplitCount(s), len(releaseutil.SplitManifests(s)); got != want {
+			t.Fatalf("%q: %d documents, Helm's %d", s, got, want)
+		}
+	}
+	for _, s := range []string{"", "---", "a", "---\na", "a\n---", "a\n---\nb", "a\n---\n---\nb", "a\n---\n---\n---\nb",
+		"a\n----\nb", "a---b", " \n \t---x\n\n---\n\n", "\r\n---\r\nb", "a\n \f\n---", "---\n---\n---", "\v---\va\n\v---"} {
+		check(s)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"-", "-", "-", "---", "\n", "\n", " ", "\t", "\r", "\f", "\v", "a", "#", "\u00a0"}
+	for range 200_000 {
+		var b strings.Builder
+		for range rng.IntN(24) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		check(b.String())
 	}
 }
