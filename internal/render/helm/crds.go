@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
@@ -198,15 +197,16 @@ func (p *predecoded) wait() map[*chart.File][]manifests.Object {
 	return p.objs
 }
 
-// releaseObjects decodes what `helm template --include-crds` prints for rel
-// (the CRDs of the chart c as rendered, crds/ files in Helm's order, unless
-// skipCRDs; then the manifests, in Helm's order) into objects, with the
+// releaseObjects decodes what `helm template --include-crds` prints for a
+// release of manifest text manifest (the CRDs of the chart c as rendered,
+// crds/ files in Helm's order, unless skipCRDs; then the manifest, in
+// Helm's order) into objects, with the
 // bounds of one manifests.Decode of that whole stream: MaxStreamNodes
 // structural characters and MaxObjects objects in all.
 //
 // pre holds crds/ files already decoded (predecodeCRDs): each object is
 // used once, by this render.
-func releaseObjects(c *chart.Chart, rel *release.Release, skipCRDs bool, crds *CRDCache, pre map[*chart.File][]manifests.Object) ([]manifests.Object, error) {
+func releaseObjects(c *chart.Chart, manifest string, skipCRDs bool, crds *CRDCache, pre map[*chart.File][]manifests.Object) ([]manifests.Object, error) {
 	name := "chart " + c.Name()
 	var texts [][]byte
 	var files []*chart.File
@@ -216,7 +216,7 @@ func releaseObjects(c *chart.Chart, rel *release.Release, skipCRDs bool, crds *C
 			files = append(files, crd.File)
 		}
 	}
-	nodes := yamlfile.StructureCount([]byte(rel.Manifest))
+	nodes := yamlfile.StructureCount([]byte(manifest))
 	for _, t := range texts {
 		nodes += yamlfile.StructureCount(t)
 	}
@@ -240,7 +240,7 @@ func releaseObjects(c *chart.Chart, rel *release.Release, skipCRDs bool, crds *C
 	if crds != nil {
 		hook = crds.document
 	}
-	rest, err := manifests.DecodeWith(name, []byte(rel.Manifest), hook)
+	rest, err := manifests.DecodeWith(name, []byte(manifest), hook)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,12 @@
-// Package helm renders a Helm chart archive with the Helm library's own install
-// action in client-only dry-run mode — exactly what `helm template` does — and
-// returns the objects. It knows nothing about OCM.
+// Package helm renders a Helm chart archive as `helm template` does — the
+// steps of the Helm library's install action in client-only dry-run mode,
+// run here one by one (see installClientOnly) — and returns the objects. It
+// knows nothing about OCM.
 //
 // Like Argo CD's native Helm source it includes CRDs and renders hooks as
 // manifests (Argo CD maps helm.sh/hook annotations to its own hooks); NOTES.txt
 // is left out. `lookup` returns nothing because no cluster is contacted.
+//
+// More than manifests.MaxObjects documents out of Helm's template engine
+// (manifests and hooks) are refused before Helm sorts them.
 package helm

@@ -3,6 +3,7 @@ package helm
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -145,22 +146,6 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	if err := chartutil.ValidateReleaseName(opts.ReleaseName); err != nil {
 		return nil, fmt.Errorf("%w: release name %q: %v", errdef.ErrInvalidInput, opts.ReleaseName, err)
 	}
-	cfg := &action.Configuration{Log: func(string, ...any) {}}
-	install := action.NewInstall(cfg)
-	install.DryRun = true
-	install.DryRunOption = "client"
-	install.ClientOnly = true
-	install.Replace = true
-	install.ReleaseName = opts.ReleaseName
-	install.Namespace = opts.Namespace
-	// The CRDs are printed before the manifests as helm template
-	// --include-crds prints them, but from the chart (see releaseObjects):
-	// Helm would only copy their text into the release manifest, which the
-	// plugin would then decode again.
-	install.IncludeCRDs = false
-	install.SkipCRDs = opts.SkipCRDs
-	install.SkipSchemaValidation = opts.SkipSchemaValidation
-	install.APIVersions = chartutil.VersionSet(opts.APIVersions)
 	if opts.KubeVersion == "" {
 		opts.KubeVersion = DefaultKubeVersion()
 	}
@@ -168,7 +153,6 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	if err != nil {
 		return nil, fmt.Errorf("%w: kube version %q: %v", errdef.ErrInvalidInput, opts.KubeVersion, err)
 	}
-	install.KubeVersion = kv
 	if err := checkDependencies(c); err != nil {
 		return nil, err
 	}
@@ -186,16 +170,23 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 		pre = predecodeCRDs(c, opts.CRDs)
 		defer pre.wait() // the background decoding never outlives the render
 	}
-	rel, err := install.RunWithContext(ctx, c, vals)
+	// The CRDs are printed before the manifests as helm template
+	// --include-crds prints them, but from the chart (see releaseObjects):
+	// Helm would only copy their text into the release manifest, which the
+	// plugin would then decode again.
+	rel, err := installClientOnly(c, vals, opts, kv)
+	if tooMany := (tooManyObjectsError{}); errors.As(err, &tooMany) {
+		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
 	}
-	objs, err := releaseObjects(c, rel, opts.SkipCRDs, opts.CRDs, pre.wait())
+	objs, err := releaseObjects(c, rel.manifest, opts.SkipCRDs, opts.CRDs, pre.wait())
 	if err != nil {
 		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
 	}
 	if !opts.SkipHooks {
-		for _, h := range rel.Hooks {
+		for _, h := range rel.hooks {
 			if opts.SkipTests && isTestHook(h) {
 				continue
 			}

@@ -1,0 +1,44 @@
+package helm
+
+import (
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+)
+
+// InstallClientOnly is installClientOnly with RenderChart's defaults: the
+// release manifest and hooks of c.
+func InstallClientOnly(c *chart.Chart, vals map[string]any, opts Options) (string, []*release.Hook, error) {
+	if opts.ReleaseName == "" {
+		opts.ReleaseName = "release-name"
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = "default"
+	}
+	if opts.KubeVersion == "" {
+		opts.KubeVersion = DefaultKubeVersion()
+	}
+	kv, err := chartutil.ParseKubeVersion(opts.KubeVersion)
+	if err != nil {
+		return "", nil, err
+	}
+	r, err := installClientOnly(c, vals, opts, kv)
+	if err != nil {
+		return "", nil, err
+	}
+	return r.manifest, r.hooks, nil
+}
+
+// CountSorts counts the calls of Helm's manifest sorting until restore.
+func CountSorts() (calls func() int, restore func()) {
+	n := 0
+	sortManifests = func(files map[string]string, v chartutil.VersionSet, o releaseutil.KindSortOrder) ([]*release.Hook, []releaseutil.Manifest, error) {
+		n++
+		return releaseutil.SortManifests(files, v, o)
+	}
+	return func() int { return n }, func() { sortManifests = releaseutil.SortManifests }
+}
+
+// SplitCount is splitCount.
+var SplitCount = splitCount

@@ -1,0 +1,261 @@
+package helm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// helmInstall renders c with Helm's own install action as `helm template`
+// does (client-only dry run), as RenderChart did before it ran Helm's
+// steps itself.
+func helmInstall(c *chart.Chart, vals map[string]any, opts helm.Options) (*release.Release, error) {
+	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	install.DryRun = true
+	install.DryRunOption = "client"
+	install.ClientOnly = true
+	install.Replace = true
+	install.ReleaseName = opts.ReleaseName
+	if install.ReleaseName == "" {
+		install.ReleaseName = "release-name"
+	}
+	install.Namespace = opts.Namespace
+	if install.Namespace == "" {
+		install.Namespace = "default"
+	}
+	install.SkipCRDs = opts.SkipCRDs
+	install.SkipSchemaValidation = opts.SkipSchemaValidation
+	install.APIVersions = chartutil.VersionSet(opts.APIVersions)
+	kv := opts.KubeVersion
+	if kv == "" {
+		kv = helm.DefaultKubeVersion()
+	}
+	v, err := chartutil.ParseKubeVersion(kv)
+	if err != nil {
+		return nil, err
+	}
+	install.KubeVersion = v
+	return install.RunWithContext(context.Background(), c, vals)
+}
+
+// randomSuffix is the random suffix of helm test Pods' names (podinfo's).
+var randomSuffix = regexp.MustCompile(`(?m)^(  name: .*-test)-[a-z0-9]{5}$`)
+
+type installCase struct {
+	name  string
+	chart []byte
+	opts  helm.Options
+	vals  func() map[string]any
+}
+
+// Helm's steps as installClientOnly runs them give, byte for byte, the
+// release manifest and the hooks Helm's install action gives: on the
+// real-world charts, the catalog chart (CRDs, a subchart, hooks), podinfo's
+// goldens, and charts whose render fails at each of Helm's steps.
+func TestInstallClientOnlyIsHelmInstall(t *testing.T) {
+	podinfo, err := os.ReadFile(fixtures.Path(t, "inputs", "podinfo-mini-0.1.0.tgz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func() map[string]any { return map[string]any{} }
+	cases := []installCase{
+		{"podinfo-mini", podinfo, helm.Options{ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0"}, none},
+		{"catalog", catalogChart(t), helm.Options{ReleaseName: "shop", Namespace: "shop", KubeVersion: "v1.30.4+k3s1", APIVersions: []string{"monitoring.coreos.com/v1"}}, none},
+		{"catalog-no-cache", catalogChart(t), helm.Options{SkipCRDs: true}, func() map[string]any {
+			return map[string]any{"cache": map[string]any{"enabled": false}}
+		}},
+	}
+	for name, files := range map[string]map[string]string{
+		"kube-version": {"Chart.yaml": "apiVersion: v2\nname: kv\nversion: 0.1.0\nkubeVersion: '<1.20'\n"},
+		"engine-error": {"templates/a.yaml": "{{ fail \"no\" }}"},
+		"yaml-error":   {"templates/a.yaml": "a: [\n"},
+		"notes-partials-empty": {
+			"templates/NOTES.txt": "{{ .Release.Name }}", "templates/_h.tpl": "{{ define \"x\" }}kind: A{{ end }}",
+			"templates/empty.yaml": "\n---\n  \n", "templates/b.yaml": "# only a comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n",
+			"templates/hook.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: h\n  annotations:\n    helm.sh/hook: pre-install,test\n    helm.sh/hook-weight: \"-3\"\n",
+		},
+		"built-in-objects": {"templates/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  release: {{ toJson .Release | quote }}\n" +
+			"  caps: {{ printf \"%v %v %v\" .Capabilities.KubeVersion (.Capabilities.APIVersions.Has \"policy/v1\") .Capabilities.HelmVersion.Version | quote }}\n" +
+			"  chart: {{ toJson .Chart | quote }}\n  template: {{ toJson .Template | quote }}\n"},
+		"schema": {"values.schema.json": `{"type":"object","properties":{"a":{"type":"integer"}}}`, "values.yaml": "a: x\n"},
+	} {
+		if files["Chart.yaml"] == "" {
+			files["Chart.yaml"] = "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n"
+		}
+		b := map[string][]byte{}
+		for k, v := range files {
+			b[k] = []byte(v)
+		}
+		tgz, err := ocmbuild.PackageChart(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, installCase{name, tgz, helm.Options{}, none})
+	}
+	if _, err := os.Stat(realWorldDir); err == nil {
+		for _, c := range realWorldCases(t) {
+			data, err := os.ReadFile(c.chart)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cases = append(cases, installCase{c.name, data, c.opts, func() map[string]any { return c.values(t) }})
+		}
+	} else {
+		t.Logf("SKIP real-world charts: %v", err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			load := func() *chart.Chart {
+				c, err := helm.LoadArchive(tc.chart)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			want, wantErr := helmInstall(load(), tc.vals(), tc.opts)
+			manifest, hooks, err := helm.InstallClientOnly(load(), tc.vals(), tc.opts)
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Fatalf("error %v, Helm's %v", err, wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if manifest != want.Manifest {
+				t.Errorf("manifest differs from Helm's:\n%s\nHelm's:\n%s", manifest, want.Manifest)
+			}
+			mask := func(hs []*release.Hook) []*release.Hook {
+				var out []*release.Hook
+				for _, h := range hs {
+					c := *h
+					if m := randomSuffix.ReplaceAllString(c.Manifest, "$1"); m != c.Manifest {
+						c.Manifest, c.Name = m, testPodSuffix.ReplaceAllString(c.Name, "")
+					}
+					out = append(out, &c)
+				}
+				return out
+			}
+			if got, want := mask(hooks), mask(want.Hooks); !reflect.DeepEqual(got, want) {
+				t.Errorf("hooks differ from Helm's: %d hooks, Helm's %d", len(got), len(want))
+				for i := range min(len(got), len(want)) {
+					if !reflect.DeepEqual(got[i], want[i]) {
+						t.Errorf("hook %d: %+v\nHelm's: %+v", i, got[i], want[i])
+					}
+				}
+			}
+			if len(hooks)+strings.Count(manifest, "---\n# Source: ") == 0 && tc.name != "kube-version" {
+				t.Errorf("nothing rendered")
+			}
+		})
+	}
+}
+
+func objectsChart(t testing.TB, template string) []byte {
+	t.Helper()
+	tgz, err := ocmbuild.PackageChart(map[string][]byte{
+		"Chart.yaml":          []byte("apiVersion: v2\nname: objects\nversion: 0.1.0\n"),
+		"templates/cm.yaml":   []byte(template),
+		"templates/NOTES.txt": []byte("{{ range until 20000 }}\n---\n{{ end }}"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tgz
+}
+
+// A chart of 100 000 objects is refused as soon as Helm's engine has
+// rendered it, before Helm sorts its manifests (which YAML-parses each
+// document: 4.7 s), with the error of more than MaxObjects objects; hooks
+// count too. At the limit, a chart still renders.
+func TestObjectLimitBeforeSorting(t *testing.T) {
+	sorts, restore := helm.CountSorts()
+	defer restore()
+	hook := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: h{{ . }}\n  annotations:\n    helm.sh/hook: pre-install\n"
+	for name, tpl := range map[string]string{
+		"objects":  examples.HostileTemplates["objects"],
+		"hooks":    "{{- range until 10001 }}\n---\n" + hook + "{{- end }}\n",
+		"in-files": "{{- range until 5001 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x{{ . }}\n---\n" + hook + "{{- end }}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := sorts()
+			_, err := helm.Render(context.Background(), objectsChart(t, tpl), helm.Options{})
+			want := fmt.Sprintf("render failed: helm chart objects: chart objects: more than %d objects: invalid input: limit exceeded", manifests.MaxObjects)
+			if err == nil || err.Error() != want {
+				t.Fatalf("error %v, want %s", err, want)
+			}
+			if !errors.Is(err, errdef.ErrRender) {
+				t.Errorf("%v does not wrap ErrRender", err)
+			}
+			if n := sorts() - before; n != 0 {
+				t.Errorf("refused after Helm sorted the manifests (%d sorts)", n)
+			}
+		})
+	}
+	// MaxObjects documents, partials, NOTES.txt and comment-only separators
+	// beside them: rendered (and sorted once).
+	before := sorts()
+	objs, err := helm.Render(context.Background(), objectsChart(t,
+		"{{- range until 9999 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x{{ . }}\n{{- end }}\n---\n"+hook),
+		helm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != manifests.MaxObjects {
+		t.Errorf("%d objects, want %d", len(objs), manifests.MaxObjects)
+	}
+	if n := sorts() - before; n != 1 {
+		t.Errorf("%d sorts, want 1", n)
+	}
+}
+
+// BenchmarkRefuseManyObjects is the time to refusal of the 100 000-object
+// chart of examples.HostileTemplates.
+func BenchmarkRefuseManyObjects(b *testing.B) {
+	tgz := objectsChart(b, examples.HostileTemplates["objects"])
+	for b.Loop() {
+		if _, err := helm.Render(context.Background(), tgz, helm.Options{}); err == nil {
+			b.Fatal("rendered")
+		}
+	}
+}
+
+// splitCount counts the documents Helm's SplitManifests splits a file into.
+func TestSplitCount(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		if got, want := helm.SplitCount(s), len(releaseutil.SplitManifests(s)); got != want {
+			t.Fatalf("%q: %d documents, Helm's %d", s, got, want)
+		}
+	}
+	for _, s := range []string{"", "---", "a", "---\na", "a\n---", "a\n---\nb", "a\n---\n---\nb", "a\n---\n---\n---\nb",
+		"a\n----\nb", "a---b", " \n \t---x\n\n---\n\n", "\r\n---\r\nb", "a\n \f\n---", "---\n---\n---", "\v---\va\n\v---"} {
+		check(s)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"-", "-", "-", "---", "\n", "\n", " ", "\t", "\r", "\f", "\v", "a", "#", "\u00a0"}
+	for range 200_000 {
+		var b strings.Builder
+		for range rng.IntN(24) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		check(b.String())
+	}
+}
