@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,7 +21,7 @@ import (
 var ErrNotCached = errors.New("not cached")
 
 // kindRE is what a kind of derived content may be named.
-var kindRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+var kindRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`) })
 
 // ProduceFunc writes content derived from a source blob (the unpacked tar of
 // a tgz, say) to w. It must stop with ctx.
@@ -40,7 +41,7 @@ type ProduceFunc func(ctx context.Context, w io.Writer) error
 // the cache's cap or cannot be stored. Errors of produce are returned as
 // they are.
 func (c *Cache) Derived(ctx context.Context, kind, src string, produce ProduceFunc) (*File, error) {
-	if !kindRE.MatchString(kind) {
+	if !kindRE().MatchString(kind) {
 		return nil, fmt.Errorf("derived content kind %q", kind)
 	}
 	alg, h, err := parse(src)

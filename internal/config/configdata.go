@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 
@@ -155,7 +156,9 @@ func parseConfigResource(res *ocm.Resource, data []byte) (*configResource, error
 	return &configResource{res: res, values: m}, nil
 }
 
-var spiffRefRE = regexp.MustCompile(`^\(\(\s*([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*)\s*\)\)$`)
+var spiffRefRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\(\(\s*([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*)\s*\)\)$`)
+})
 
 // ruleValue resolves a ConfigData rule value: a spiff reference "(( a.b ))"
 // reads the values; other spiff expressions are not supported; anything else
@@ -169,7 +172,7 @@ func ruleValue(v any, values map[string]any) (any, string, error) {
 	if !strings.HasPrefix(t, "((") {
 		return s, "", nil
 	}
-	m := spiffRefRE.FindStringSubmatch(t)
+	m := spiffRefRE().FindStringSubmatch(t)
 	if m == nil {
 		return nil, "", fmt.Errorf("spiff expression %q is not supported: only references like (( name )) are; use a deployment definition with CEL for more", truncate(s, 80))
 	}

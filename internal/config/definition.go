@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
@@ -245,7 +246,7 @@ type Localization struct {
 	RequireAll bool `json:"requireAll,omitempty"`
 }
 
-var paramNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var paramNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // Decode reads a deployment definition strictly: unknown fields, duplicate
 // keys and values of the wrong kind are errors naming the field path, and
@@ -332,7 +333,7 @@ func (d *Definition) Validate() error {
 	for _, name := range sortedKeys(d.Spec.Parameters) {
 		p := d.Spec.Parameters[name]
 		where := fieldpath.Key("spec", "parameters", name).String()
-		if !paramNameRE.MatchString(name) {
+		if !paramNameRE().MatchString(name) {
 			return fail(where, "parameter names are letters, digits and _ (not starting with a digit), to be usable in CEL")
 		}
 		if p == nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
@@ -24,19 +25,21 @@ const (
 )
 
 var (
-	dnsLabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	dnsLabelRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`) })
+	dnsSubdomainRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	})
 )
 
 func checkDNSLabel(s string) error {
-	if len(s) > 63 || !dnsLabelRE.MatchString(s) {
+	if len(s) > 63 || !dnsLabelRE().MatchString(s) {
 		return fmt.Errorf("%q is not a DNS label (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)", truncate(s, 80))
 	}
 	return nil
 }
 
 func checkDNSSubdomain(s string) error {
-	if len(s) > 253 || !dnsSubdomainRE.MatchString(s) {
+	if len(s) > 253 || !dnsSubdomainRE().MatchString(s) {
 		return fmt.Errorf("%q is not a valid name (lower-case letters, digits, '-' and '.', at most 253)", truncate(s, 80))
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
@@ -19,7 +20,7 @@ import (
 )
 
 // configMapKeyRE is what Kubernetes accepts as a ConfigMap data key.
-var configMapKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+var configMapKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[-._a-zA-Z0-9]+$`) })
 
 // generatedKey is a patch that sets one key of a ConfigMap's data or a
 // Secret's stringData by name.
@@ -52,7 +53,7 @@ func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 		return generatedKey{}, false
 	}
 	e := bp.path[1]
-	if e.IsList || !configMapKeyRE.MatchString(e.Key) {
+	if e.IsList || !configMapKeyRE().MatchString(e.Key) {
 		return generatedKey{}, false
 	}
 	v, ok := bp.value.(string)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"helm.sh/helm/v3/pkg/chartutil"
 
@@ -31,8 +32,10 @@ type ParamValue struct {
 }
 
 var (
-	secretNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	secretKeyRE  = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+	secretNameRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	})
+	secretKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[-._a-zA-Z0-9]+$`) })
 )
 
 // secretHint explains, without echoing anything the user passed, what a
@@ -57,10 +60,10 @@ func checkSecretRef(v any) error {
 	if name == "" || key == "" {
 		return fmt.Errorf("a Secret reference needs both secretName and key: %s", secretHint)
 	}
-	if len(name) > 253 || !secretNameRE.MatchString(name) {
+	if len(name) > 253 || !secretNameRE().MatchString(name) {
 		return fmt.Errorf("secretName is not a valid Secret name (lower-case DNS subdomain): %s", secretHint)
 	}
-	if len(key) > 253 || !secretKeyRE.MatchString(key) {
+	if len(key) > 253 || !secretKeyRE().MatchString(key) {
 		return fmt.Errorf("key is not a valid Secret data key (letters, digits, '-', '_', '.'): %s", secretHint)
 	}
 	return nil

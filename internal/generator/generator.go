@@ -621,7 +621,7 @@ func uniqueNames(entries []map[string]any) error {
 	return nil
 }
 
-var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+var nonDNS = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9-]+`) })
 
 // maxDNSLabel keeps names usable as label values and in DNS labels.
 const maxDNSLabel = 63
@@ -630,7 +630,7 @@ const maxDNSLabel = 63
 // "-", at most 63 characters (a long name keeps a hash of the whole so two
 // long names stay apart).
 func dnsName(s string) string {
-	n := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	n := strings.Trim(nonDNS().ReplaceAllString(strings.ToLower(s), "-"), "-")
 	if len(n) > maxDNSLabel {
 		h := sha256.Sum256([]byte(s))
 		n = strings.TrimRight(n[:maxDNSLabel-9], "-") + "-" + hex.EncodeToString(h[:])[:8]

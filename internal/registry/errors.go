@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	orasdef "oras.land/oras-go/v2/errdef"
@@ -81,15 +82,19 @@ func (e *Error) Unwrap() []error {
 }
 
 var (
-	queryRe    = regexp.MustCompile(`((?:https?|oci)://[^\s"?#]*)[?#][^\s"]*`)
-	userinfoRe = regexp.MustCompile(`((?:https?|oci)://)[^\s"/@]*@`)
+	queryRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`((?:https?|oci)://[^\s"?#]*)[?#][^\s"]*`) })
+	userinfoRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`((?:https?|oci)://)[^\s"/@]*@`) })
 	// An authorization scheme and what follows it: "Basic dXNlcjpwdw==",
 	// "Bearer eyJ…", also URL-encoded.
-	authSchemeRe = regexp.MustCompile(`(?i)\b(basic|bearer|token)(?:\s+|%20|\+)[A-Za-z0-9._~+/=-]+`)
+	authSchemeRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(basic|bearer|token)(?:\s+|%20|\+)[A-Za-z0-9._~+/=-]+`)
+	})
 	// key=value and "key": "value" pairs whose key names a secret.
-	secretPairRe = regexp.MustCompile(`(?i)\b(password|passwd|secret|token|access_token|refresh_token|authorization|auth)("?\s*[:=]\s*"?)[^\s"',;&}]+`)
+	secretPairRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(password|passwd|secret|token|access_token|refresh_token|authorization|auth)("?\s*[:=]\s*"?)[^\s"',;&}]+`)
+	})
 	// Runs of base64/base64url characters long enough to be a credential.
-	tokenRunRe = regexp.MustCompile(`[A-Za-z0-9+/_=-]{16,}`)
+	tokenRunRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9+/_=-]{16,}`) })
 )
 
 // MaxQuoted caps every piece of input or registry text quoted in an error.
@@ -103,11 +108,11 @@ const MaxQuoted = 200
 // case, are kept), and control characters. The result is capped at
 // 2×MaxQuoted bytes (a message, not one quoted input).
 func Sanitize(msg string) string {
-	msg = userinfoRe.ReplaceAllString(msg, "${1}")
-	msg = queryRe.ReplaceAllString(msg, "${1}")
-	msg = authSchemeRe.ReplaceAllString(msg, "${1} [redacted]")
-	msg = secretPairRe.ReplaceAllString(msg, "${1}${2}[redacted]")
-	msg = tokenRunRe.ReplaceAllStringFunc(msg, func(run string) string {
+	msg = userinfoRe().ReplaceAllString(msg, "${1}")
+	msg = queryRe().ReplaceAllString(msg, "${1}")
+	msg = authSchemeRe().ReplaceAllString(msg, "${1} [redacted]")
+	msg = secretPairRe().ReplaceAllString(msg, "${1}${2}[redacted]")
+	msg = tokenRunRe().ReplaceAllStringFunc(msg, func(run string) string {
 		if strings.ContainsAny(run, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") && strings.ContainsAny(run, "abcdefghijklmnopqrstuvwxyz") && strings.ContainsAny(run, "0123456789+/=") {
 			return "[redacted]"
 		}

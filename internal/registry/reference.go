@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/opencontainers/go-digest"
 	orasregistry "oras.land/oras-go/v2/registry"
@@ -28,7 +29,9 @@ type Reference struct {
 // hostRE is the reference grammar's domain: dot-separated components of
 // letters, digits and inner hyphens, or a bracketed IPv6 address, with an
 // optional port.
-var hostRE = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?$|^\[[0-9a-fA-F:]+\](?::[0-9]+)?$`)
+var hostRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?$|^\[[0-9a-fA-F:]+\](?::[0-9]+)?$`)
+})
 
 // maxReferenceLen bounds what is parsed; real references are far shorter.
 const maxReferenceLen = 4096
@@ -86,7 +89,7 @@ func ParseReference(s string) (Reference, error) {
 	if host == "docker.io" && !strings.Contains(strings.SplitN(path, "@", 2)[0], "/") {
 		path = "library/" + path
 	}
-	if !hostRE.MatchString(host) {
+	if !hostRE().MatchString(host) {
 		return Reference{}, fmt.Errorf("%w: reference %s: invalid registry %s", errdef.ErrInvalidInput, Quote(orig), Quote(host))
 	}
 	r.Registry = host

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -26,7 +27,9 @@ func StructureCount(b []byte) int {
 	return n
 }
 
-var yamlStyleFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+var yamlStyleFloat = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+})
 
 // Plain resolves a plain (unquoted, untagged) scalar as go.yaml.in/yaml/v2
 // does, and so sigs.k8s.io/yaml: nil, a bool, an int64 (or a uint64 past
@@ -63,7 +66,7 @@ func Plain(s string) any {
 		if u, err := strconv.ParseUint(plain, 0, 64); err == nil {
 			return u
 		}
-		if yamlStyleFloat.MatchString(plain) {
+		if yamlStyleFloat().MatchString(plain) {
 			if f, err := strconv.ParseFloat(plain, 64); err == nil {
 				return f
 			}

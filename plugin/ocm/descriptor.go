@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 
@@ -303,12 +304,14 @@ func decodeV2Provider(raw json.RawMessage) (Provider, error) {
 	return p, nil
 }
 
-var componentNameRE = regexp.MustCompile(`^[a-z][-a-z0-9]*([.][a-z][-a-z0-9]*)*[.][a-z]{2,}(/[a-z][-a-z0-9_.]*)+$`)
+var componentNameRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z][-a-z0-9]*([.][a-z][-a-z0-9]*)*[.][a-z]{2,}(/[a-z][-a-z0-9_.]*)+$`)
+})
 
 // ValidComponentName reports whether name is a valid OCM component name (a DNS
 // domain followed by a path).
 func ValidComponentName(name string) bool {
-	return len(name) <= 255 && componentNameRE.MatchString(name)
+	return len(name) <= 255 && componentNameRE().MatchString(name)
 }
 
 func (d *Descriptor) validate() error {

@@ -468,7 +468,7 @@ func (e *Evaluator) eval(ctx context.Context, where, expr string, vars map[strin
 	return v, nil
 }
 
-var valuesIdent = regexp.MustCompile(`(^|[^.\w])values\b`)
+var valuesIdent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[^.\w])values\b`) })
 
 // usesEmptyValues reports a lookup failing in an expression that reads
 // values where values is empty: outside patches.
@@ -478,7 +478,7 @@ func usesEmptyValues(expr string, vars map[string]any, err error) bool {
 		return false
 	}
 	m, _ := vars[VarValues].(map[string]any)
-	return len(m) == 0 && valuesIdent.MatchString(expr)
+	return len(m) == 0 && valuesIdent().MatchString(expr)
 }
 
 // overloadOperands names the function a "no such overload" error is about

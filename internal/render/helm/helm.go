@@ -215,7 +215,7 @@ func checkDependencies(c *chart.Chart) error {
 	if c.Metadata == nil || len(c.Metadata.Dependencies) == 0 {
 		return nil
 	}
-	if err := action.CheckDependencies(c, c.Metadata.Dependencies); err != nil {
+	if err := missingDependencies(c, c.Metadata.Dependencies); err != nil {
 		return fmt.Errorf("%w: helm chart %s: dependencies are not packaged in the chart (run `helm dependency build` before adding it to the component): %s",
 			errdef.ErrRender, c.Name(), strings.TrimSpace(err.Error()))
 	}

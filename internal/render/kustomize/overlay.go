@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
@@ -94,7 +95,7 @@ func (ov *Overlay) check() error {
 		}
 		// kustomize's own message for a bad literal quotes it whole.
 		for i, l := range g.LiteralSources {
-			if k, _, ok := strings.Cut(l, "="); !ok || !secretKeyRE.MatchString(k) {
+			if k, _, ok := strings.Cut(l, "="); !ok || !secretKeyRE().MatchString(k) {
 				return fail(errdef.ErrInvalidInput, "kustomize: overlay secretGenerator %q: literal %d is not KEY=VALUE with a key of [-._a-zA-Z0-9]", g.Name, i)
 			}
 		}
@@ -108,7 +109,7 @@ func (ov *Overlay) check() error {
 }
 
 // secretKeyRE is what Kubernetes accepts as a Secret data key.
-var secretKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+var secretKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[-._a-zA-Z0-9]+$`) })
 
 // secrets are the values of ov's secret literals, as given and as
 // kustomize encodes them, longest first: scrubbed from build errors.

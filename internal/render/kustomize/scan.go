@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/types"
@@ -560,13 +561,13 @@ var remoteSchemes = map[string]bool{
 
 // scpUser matches the user part of an scp-style git URL (git@host:org/repo),
 // as kustomize's own parser does.
-var scpUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
+var scpUser = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`) })
 
 // looksRemote reports whether kustomize would, or a user meant to, fetch s
 // from elsewhere: any URL, a git:: or scp-style spec, a github.com path, or
 // a go-getter style ?ref= query.
 func looksRemote(s string) bool {
-	return scpUser.MatchString(s) || looksRemoteBesidesSCP(s)
+	return scpUser().MatchString(s) || looksRemoteBesidesSCP(s)
 }
 
 // looksRemoteBesidesSCP is looksRemote without the scp-style "user@" rule.
