@@ -889,17 +889,10 @@ func walkGraph(ctx context.Context, fetch fetchFunc, d ocispec.Descriptor, depth
 // artifact set local blob) and returns the new access, and for a CTF the
 // new layer.
 func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[string]any, *ocispec.Descriptor, error) {
-	image := res.Access.String("imageReference")
 	srcLoc := r.src.Registry()
-	if res.Access.Kind() == ocm.AccessRelativeOCIReference {
-		// Relative to the registry that hosts the component (host only).
-		if srcLoc == nil {
-			return nil, nil, fmt.Errorf("%w: relativeOciReference in a CTF names no registry", errdef.ErrInvalidDescriptor)
-		}
-		image = srcLoc.host + "/" + strings.TrimPrefix(res.Access.String("reference"), "/")
-		if srcLoc.scheme != "" {
-			image = srcLoc.scheme + "://" + image
-		}
+	image, err := imageOf(res, srcLoc)
+	if err != nil {
+		return nil, nil, err
 	}
 	ref, err := registry.ParseReference(image)
 	if err != nil {
@@ -929,19 +922,49 @@ func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[str
 		}
 		return rc, nil
 	}
-	// The name below the target's prefix: the image's repository, without
-	// the source repository's prefix when it lives there (as the OCM CLI's
-	// reference hint keeps names stable across transfers).
-	name := ref.Repository
-	if srcLoc != nil && ref.Registry == srcLoc.host && srcLoc.prefix != "" && strings.HasPrefix(name, srcLoc.prefix+"/") {
-		name = strings.TrimPrefix(name, srcLoc.prefix+"/")
-	}
+	name := carriedName(ref, srcLoc)
 	if loc := r.dst.Registry(); loc != nil {
 		if err := r.planGraph(ctx, p, fetch, root, name, ref.Tag, res.Name); err != nil {
 			return nil, nil, err
 		}
 		return map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": loc.imageReference(name, ref.Tag, root.Digest.String())}, nil, nil
 	}
+	return r.planImageSet(ctx, p, fetch, root, name, ref.Tag, res)
+}
+
+// imageOf is the image reference of an ociArtifact access; a
+// relativeOciReference is relative to the registry that hosts the
+// component (host only).
+func imageOf(res ocm.Resource, srcLoc *location) (string, error) {
+	image := res.Access.String("imageReference")
+	if res.Access.Kind() != ocm.AccessRelativeOCIReference {
+		return image, nil
+	}
+	if srcLoc == nil {
+		return "", fmt.Errorf("%w: relativeOciReference in a CTF names no registry", errdef.ErrInvalidDescriptor)
+	}
+	image = srcLoc.host + "/" + strings.TrimPrefix(res.Access.String("reference"), "/")
+	if srcLoc.scheme != "" {
+		image = srcLoc.scheme + "://" + image
+	}
+	return image, nil
+}
+
+// carriedName is the image's name below the target's prefix: its
+// repository, without the source repository's prefix when it lives there
+// (as the OCM CLI's reference hint keeps names stable across transfers).
+func carriedName(ref registry.Reference, srcLoc *location) string {
+	name := ref.Repository
+	if srcLoc != nil && ref.Registry == srcLoc.host && srcLoc.prefix != "" && strings.HasPrefix(name, srcLoc.prefix+"/") {
+		name = strings.TrimPrefix(name, srcLoc.prefix+"/")
+	}
+	return name
+}
+
+// planImageSet plans the graph under root (read through fetch) as an
+// artifact set local blob of a CTF and returns its localBlob access and
+// layer.
+func (r *run) planImageSet(ctx context.Context, p *plan, fetch fetchFunc, root ocispec.Descriptor, name, tag string, res ocm.Resource) (map[string]any, *ocispec.Descriptor, error) {
 	nodes, err := walkGraph(ctx, fetch, root, 0)
 	if err != nil {
 		return nil, nil, err
@@ -952,7 +975,7 @@ func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[str
 	}
 	root.Size = nodes[len(nodes)-1].desc.Size
 	root.MediaType = nodes[len(nodes)-1].desc.MediaType
-	set, err := writeArtifactSet(ctx, fetch, root, ref.Tag, r.tmp, descs)
+	set, err := writeArtifactSet(ctx, fetch, root, tag, r.tmp, descs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -968,8 +991,8 @@ func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[str
 		return nil, nil, err
 	}
 	hint := name
-	if ref.Tag != "" {
-		hint += ":" + ref.Tag
+	if tag != "" {
+		hint += ":" + tag
 	}
 	return map[string]any{"type": ocm.AccessLocalBlob, "localReference": layer.Digest.String(), "mediaType": set.mediaType, "referenceName": hint}, &layer, nil
 }
