@@ -72,6 +72,17 @@ func runGenerator(ctx context.Context, f generatorFlags, stderr io.Writer, geten
 	if err := token.Load(); err != nil {
 		return err
 	}
+	gen, err := buildGenerator(f, log, getenv, diag)
+	if err != nil {
+		return err
+	}
+	h := &generator.Handler{Generator: gen, Token: token.Token, RequestTimeout: f.timeout, MaxConcurrent: f.maxConcurrent, Log: log}
+	return serveGenerator(ctx, generator.NewServer(f.listen, h), f, log)
+}
+
+// buildGenerator makes the generator of the flags, under the sidecar
+// policy's default rule.
+func buildGenerator(f generatorFlags, log *slog.Logger, getenv func(string) string, diag *diagnostics) (*generator.Generator, error) {
 	// The sidecar policy's default rule (Argo CD's plugin generator request
 	// names no project), read once at start: its gate refuses a repository
 	// before any connection, and it scopes credentials and plain HTTP.
@@ -81,11 +92,11 @@ func runGenerator(ctx context.Context, f generatorFlags, stderr io.Writer, geten
 	p := &process{engine: pipeline.NewEngine(pipeline.WithSharing(0))}
 	rule, err := p.sidecarRule(getenv)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keys, err := p.engine.Verifier(rule.SignatureFlags())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// A registry client per request (pipeline.Engine.Renderer), so that the
 	// generator's own TTLs decide when a tag list is read again.
@@ -108,12 +119,12 @@ func runGenerator(ctx context.Context, f generatorFlags, stderr io.Writer, geten
 	if f.versionTTL == 0 {
 		opts.VersionTTL = -1
 	}
-	gen, err := generator.New(opts)
-	if err != nil {
-		return err
-	}
-	h := &generator.Handler{Generator: gen, Token: token.Token, RequestTimeout: f.timeout, MaxConcurrent: f.maxConcurrent, Log: log}
-	srv := generator.NewServer(f.listen, h)
+	return generator.New(opts)
+}
+
+// serveGenerator serves srv on the flags' address until ctx ends, then
+// shuts it down (10 s for the requests running).
+func serveGenerator(ctx context.Context, srv *http.Server, f generatorFlags, log *slog.Logger) error {
 	l, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("generator: %w", err)

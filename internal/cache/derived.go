@@ -86,18 +86,22 @@ func (c *Cache) Derived(ctx context.Context, kind, src string, produce ProduceFu
 		return f, nil
 	}
 	c.removeTemps(prefix)
+	tmp, n, dgst, err := c.produceTemp(ctx, prefix, produce)
+	if err != nil {
+		return nil, err
+	}
+	return c.storeDerived(tmp, n, dgst, link, kind, src), nil
+}
+
+// produceTemp writes the product to a new temporary file of the cache and
+// returns it, read from its start, with its size and digest. On an error the
+// file is gone.
+func (c *Cache) produceTemp(ctx context.Context, prefix string, produce ProduceFunc) (*os.File, int64, string, error) {
 	tmp, err := os.CreateTemp(filepath.Join(c.root, "tmp"), prefix+"*")
 	if err != nil {
 		c.disable(err)
-		return nil, ErrNotCached
+		return nil, 0, "", ErrNotCached
 	}
-	keep := false
-	defer func() {
-		if !keep {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
 	hash := sha256.New()
 	w := &trackingWriter{f: tmp}
 	cw := &countingWriter{w: io.MultiWriter(w, hash)}
@@ -105,18 +109,27 @@ func (c *Cache) Derived(ctx context.Context, kind, src string, produce ProduceFu
 		if w.err != nil {
 			c.disable(w.err)
 		}
-		return nil, err
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, 0, "", err
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, 0, "", err
 	}
-	n := cw.n
-	dgst := "sha256:" + hex.EncodeToString(hash.Sum(nil))
-	uncached := func() (*File, error) {
+	return tmp, cw.n, "sha256:" + hex.EncodeToString(hash.Sum(nil)), nil
+}
+
+// storeDerived moves the product tmp (n bytes of digest dgst) into the cache
+// under its digest, links it from link, and returns it opened under its name
+// in the cache. A product larger than the cache's cap, or one that cannot be
+// stored, is returned as tmp, its name removed.
+func (c *Cache) storeDerived(tmp *os.File, n int64, dgst, link, kind, src string) *File {
+	uncached := func() *File {
 		// The handle stays readable; the name goes now.
 		os.Remove(tmp.Name())
-		keep = true
-		return &File{File: tmp, size: n}, nil
+		return &File{File: tmp, size: n}
 	}
 	if n > c.o.maxSize {
 		return uncached()
@@ -136,10 +149,11 @@ func (c *Cache) Derived(ctx context.Context, kind, src string, produce ProduceFu
 	// Under its name in the cache (tmp's name is gone).
 	f, err := os.Open(final)
 	if err != nil {
-		keep = true
-		return &File{File: tmp, size: n}, nil
+		return &File{File: tmp, size: n}
 	}
-	return &File{File: f, size: n}, nil
+	tmp.Close()
+	os.Remove(tmp.Name())
+	return &File{File: f, size: n}
 }
 
 // derivedHit opens the verified entry a link names.

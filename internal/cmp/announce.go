@@ -151,20 +151,9 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 
 	if req.Version == "" {
 		// A form being filled in: help with the versions there are.
-		repo, err := r.Open(ctx, req)
-		if err != nil {
+		if err := announceVersions(ctx, r, req, byName[param.Version]); err != nil {
 			return nil, err
 		}
-		defer repo.Close()
-		versions, err := repo.ListVersions(ctx, req.Component)
-		if err != nil {
-			return nil, err
-		}
-		if len(versions) == 0 {
-			return nil, fmt.Errorf("%w: component %s has no versions in %s", errdef.ErrNotFound, req.Component, req.Repository)
-		}
-		v := byName[param.Version]
-		v.Tooltip = "Available: " + listVersions(versions) + ". " + v.Tooltip
 		return out, nil
 	}
 
@@ -179,14 +168,7 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 
 	res := byName[param.Resource]
 	if req.Platform.Force || (len(req.Resources) == 0 && platform.IsPlatform(d, pipeline.Renderable)) {
-		// A platform renders one child Application per reference.
-		refs := make([]string, len(d.References))
-		for i, ref := range d.References {
-			refs[i] = ref.Name + " (" + ref.ComponentName + ":" + ref.Version + ")"
-		}
-		res.Tooltip = d.Name + ":" + d.Version + " is rendered as a platform: one child Application per reference: " +
-			orNone(refs) + ". " + res.Tooltip
-		byName[param.Platform].Tooltip = "Rendering as a platform now. " + byName[param.Platform].Tooltip
+		announcePlatform(d, res, byName[param.Platform])
 	} else if err := announceResources(d, req, res); err != nil {
 		return nil, err
 	}
@@ -201,7 +183,44 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 		Tooltip: "The version the version parameter resolves to now, for information: the plugin ignores this parameter. Pin it as version to stop following a constraint.",
 		String:  version,
 	})
+	return a.announceSources(ctx, cv, req, out)
+}
 
+// announceVersions lists the component's versions in the version
+// parameter's tooltip v.
+func announceVersions(ctx context.Context, r *pipeline.Renderer, req pipeline.Request, v *Announcement) error {
+	repo, err := r.Open(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer repo.Close()
+	versions, err := repo.ListVersions(ctx, req.Component)
+	if err != nil {
+		return err
+	}
+	if len(versions) == 0 {
+		return fmt.Errorf("%w: component %s has no versions in %s", errdef.ErrNotFound, req.Component, req.Repository)
+	}
+	v.Tooltip = "Available: " + listVersions(versions) + ". " + v.Tooltip
+	return nil
+}
+
+// announcePlatform lists, in the resource tooltip res, the child
+// Applications a platform renders (one per reference), and says in the
+// platform tooltip plat that it renders as one.
+func announcePlatform(d *ocm.Descriptor, res, plat *Announcement) {
+	refs := make([]string, len(d.References))
+	for i, ref := range d.References {
+		refs[i] = ref.Name + " (" + ref.ComponentName + ":" + ref.Version + ")"
+	}
+	res.Tooltip = d.Name + ":" + d.Version + " is rendered as a platform: one child Application per reference: " +
+		orNone(refs) + ". " + res.Tooltip
+	plat.Tooltip = "Rendering as a platform now. " + plat.Tooltip
+}
+
+// announceSources appends to out what the Sources announce for cv; a name
+// announced twice is refused.
+func (a *Announcer) announceSources(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request, out []Announcement) ([]Announcement, error) {
 	names := map[string]bool{}
 	for _, an := range out {
 		names[an.Name] = true
@@ -225,8 +244,6 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 	return out, nil
 }
 
-// listVersions renders versions highest first (semantic versions before
-// others), at most maxListedVersions of them.
 // announceResources lists the renderable resources in the resource
 // tooltip and makes the one generate would render (or the selection) the
 // default.
@@ -272,6 +289,8 @@ func orNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
+// listVersions renders versions highest first (semantic versions before
+// others), at most maxListedVersions of them.
 func listVersions(vs []string) string {
 	type pv struct {
 		raw string

@@ -182,11 +182,31 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 		},
 	}
 	ectx := errdef.Error{Application: app, Component: req.Component, Version: req.Version}
+	if err := e.confineFiles(&req); err != nil {
+		return req, errdef.Wrap(err, ectx)
+	}
+	instance, err := e.instanceParameters()
+	if err != nil {
+		return req, errdef.Wrap(err, ectx)
+	}
+	req.Parameters = instance
+	vals, err := e.values()
+	if err != nil {
+		return req, errdef.Wrap(err, ectx)
+	}
+	req.Values = vals
+	return req, nil
+}
+
+// confineFiles sets the request's definition file and refuses it, or a
+// values or platform config file, outside the Application's source
+// directory.
+func (e *Env) confineFiles(req *pipeline.Request) error {
 	if def := strings.TrimSpace(e.str(param.Definition)); def != "" {
 		// A file must stay inside the Application's source directory (the
 		// working directory of generate): the repo-server holds other repositories.
 		if !strings.HasPrefix(def, "resource:") && !filepath.IsLocal(def) {
-			return req, errdef.Wrap(confine.Refused(param.Definition, def), ectx)
+			return confine.Refused(param.Definition, def)
 		}
 		req.DefinitionFile = def
 	}
@@ -201,24 +221,29 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 	}{{param.ValueFiles, req.ValueFiles}, {param.PlatformConfig, req.Platform.ConfigFiles}} {
 		for _, f := range named.files {
 			if !filepath.IsLocal(f) {
-				return req, errdef.Wrap(confine.Refused(named.param, f), ectx)
+				return confine.Refused(named.param, f)
 			}
 		}
 	}
+	return nil
+}
+
+// instanceParameters are the instance parameters of the map parameter and
+// those announced one by one ("parameters.<name>", typed fields in the UI),
+// which win over the map.
+func (e *Env) instanceParameters() (map[string]string, error) {
 	instance, err := e.stringMap(param.Parameters)
 	if err != nil {
-		return req, errdef.Wrap(err, ectx)
+		return nil, err
 	}
-	// Instance parameters announced one by one ("parameters.<name>", typed
-	// fields in the UI) win over the map.
-	for name, p := range params {
+	for name, p := range e.params {
 		key, ok := strings.CutPrefix(name, param.InstancePrefix)
 		if !ok || key == "" {
 			continue
 		}
 		text, set, err := p.text()
 		if err != nil {
-			return req, errdef.Wrap(fmt.Errorf("%w: parameter %q: %v", errdef.ErrInvalidInput, name, err), ectx)
+			return nil, fmt.Errorf("%w: parameter %q: %v", errdef.ErrInvalidInput, name, err)
 		}
 		if !set {
 			continue
@@ -228,14 +253,18 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 		}
 		instance[key] = text
 	}
-	req.Parameters = instance
-	if v := e.str(param.Values); strings.TrimSpace(v) != "" {
-		vals := map[string]any{}
-		if err := yaml.Unmarshal([]byte(v), &vals); err != nil {
-			return req, errdef.Wrap(fmt.Errorf("%w: parameter %q is not a YAML map: %v", errdef.ErrInvalidInput, param.Values, err),
-				errdef.Error{Application: app, Component: req.Component, Version: req.Version})
-		}
-		req.Values = vals
+	return instance, nil
+}
+
+// values is the values parameter, a YAML map; nil when it is not set.
+func (e *Env) values() (map[string]any, error) {
+	v := e.str(param.Values)
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
 	}
-	return req, nil
+	vals := map[string]any{}
+	if err := yaml.Unmarshal([]byte(v), &vals); err != nil {
+		return nil, fmt.Errorf("%w: parameter %q is not a YAML map: %v", errdef.ErrInvalidInput, param.Values, err)
+	}
+	return vals, nil
 }

@@ -34,9 +34,38 @@ const (
 // fixtures is the OCM CLI fixture directory (testdata/ocm-cli) and
 // root the repository root (for testdata/config and docs/examples).
 func ConfigDemo(fixtures, root string) ([]*ocmbuild.Component, error) {
-	read := func(elem ...string) ([]byte, error) { return os.ReadFile(filepath.Join(elem...)) }
+	podinfo, err := podinfoConfiguredComponent(fixtures)
+	if err != nil {
+		return nil, err
+	}
+	backend, err := backendComponent(fixtures)
+	if err != nil {
+		return nil, err
+	}
+	shop, err := shopComponent(root)
+	if err != nil {
+		return nil, err
+	}
+	return []*ocmbuild.Component{podinfo, backend, shop}, nil
+}
 
-	podinfoTgz, err := read(fixtures, "inputs", "podinfo-mini-0.1.0.tgz")
+// readFile reads the file the path elements name.
+func readFile(elem ...string) ([]byte, error) { return os.ReadFile(filepath.Join(elem...)) }
+
+// mirrorImage is an external ociImage resource at ref (in the mirror).
+func mirrorImage(name, version, ref string) ocmbuild.Resource {
+	return ocmbuild.Resource{Name: name, Type: "ociImage", Version: version, Relation: "external",
+		Access: map[string]any{"type": "ociArtifact", "imageReference": ref}}
+}
+
+// manifestDigest is the resource digest of an image manifest of digest d.
+func manifestDigest(d string) *ocm.Digest {
+	return &ocm.Digest{HashAlgorithm: "SHA-256", NormalisationAlgorithm: "ociArtifactDigest/v1", Value: d[len("sha256:"):]}
+}
+
+// podinfoConfiguredComponent is PodinfoConfigured, from the fixture's chart.
+func podinfoConfiguredComponent(fixtures string) (*ocmbuild.Component, error) {
+	podinfoTgz, err := readFile(fixtures, "inputs", "podinfo-mini-0.1.0.tgz")
 	if err != nil {
 		return nil, err
 	}
@@ -44,14 +73,44 @@ func ConfigDemo(fixtures, root string) ([]*ocmbuild.Component, error) {
 	if err != nil {
 		return nil, err
 	}
-	backendTgz, err := read(fixtures, "upstream-testdata", "ocm-controller-v1-configdata", "backend-manifests.tar.gz")
+	podinfoImage := mirrorImage("image", "6.7.0", MirrorRegistry+"/mirror/stefanprodan/podinfo:6.7.0")
+	podinfoImage.Labels = []ocmbuild.Label{{Name: "localization-hint", Value: map[string]any{"valuesPath": "image"}, Signing: true}}
+	return &ocmbuild.Component{
+		Name: PodinfoConfigured, Version: "1.0.0", Provider: "example.com",
+		Resources: []ocmbuild.Resource{
+			{Name: "chart", Type: "helmChart", Data: podinfoSet, MediaType: ocmbuild.MediaTypeArtifactSet,
+				ReferenceName: PodinfoConfigured + "/podinfo-mini:0.1.0"},
+			podinfoImage,
+			{Name: "config", Type: "helmValues", MediaType: ocmbuild.MediaTypeYAML,
+				Data: []byte("replicaCount: 2\nui:\n  message: hello from the relocated registry\n")},
+		},
+	}, nil
+}
+
+// backendComponent is Backend, from ocm-controller's e2e test data.
+func backendComponent(fixtures string) (*ocmbuild.Component, error) {
+	backendTgz, err := readFile(fixtures, "upstream-testdata", "ocm-controller-v1-configdata", "backend-manifests.tar.gz")
 	if err != nil {
 		return nil, err
 	}
-	backendConfig, err := read(fixtures, "upstream-testdata", "ocm-controller-v1-configdata", "backend-config.yaml")
+	backendConfig, err := readFile(fixtures, "upstream-testdata", "ocm-controller-v1-configdata", "backend-config.yaml")
 	if err != nil {
 		return nil, err
 	}
+	backendImage := mirrorImage("image", "6.2.3", MirrorRegistry+"/mirror/stefanprodan/podinfo:6.2.3")
+	backendImage.Digest = manifestDigest(BackendImageDigest)
+	return &ocmbuild.Component{
+		Name: Backend, Version: "1.0.0", Provider: "example.com",
+		Resources: []ocmbuild.Resource{
+			{Name: "manifests", Type: "directoryTree", Data: backendTgz, MediaType: ocmbuild.MediaTypeTgz},
+			backendImage,
+			{Name: "config", Type: "configData", Data: backendConfig, MediaType: ocmbuild.MediaTypeYAML},
+		},
+	}, nil
+}
+
+// shopComponent is Shop, its chart packaged from testdata/config/charts/shop.
+func shopComponent(root string) (*ocmbuild.Component, error) {
 	shopFiles, err := ocmbuild.ReadDir(filepath.Join(root, "testdata", "config", "charts", "shop"))
 	if err != nil {
 		return nil, err
@@ -64,57 +123,22 @@ func ConfigDemo(fixtures, root string) ([]*ocmbuild.Component, error) {
 	if err != nil {
 		return nil, err
 	}
-	shopDefinition, err := read(root, "docs", "examples", "shop.yaml")
+	shopDefinition, err := readFile(root, "docs", "examples", "shop.yaml")
 	if err != nil {
 		return nil, err
 	}
-	image := func(name, version, ref string) ocmbuild.Resource {
-		return ocmbuild.Resource{Name: name, Type: "ociImage", Version: version, Relation: "external",
-			Access: map[string]any{"type": "ociArtifact", "imageReference": ref}}
-	}
-	manifestDigest := func(d string) *ocm.Digest {
-		return &ocm.Digest{HashAlgorithm: "SHA-256", NormalisationAlgorithm: "ociArtifactDigest/v1", Value: d[len("sha256:"):]}
-	}
-
-	podinfoImage := image("image", "6.7.0", MirrorRegistry+"/mirror/stefanprodan/podinfo:6.7.0")
-	podinfoImage.Labels = []ocmbuild.Label{{Name: "localization-hint", Value: map[string]any{"valuesPath": "image"}, Signing: true}}
-
-	backendImage := image("image", "6.2.3", MirrorRegistry+"/mirror/stefanprodan/podinfo:6.2.3")
-	backendImage.Digest = manifestDigest(BackendImageDigest)
-
-	shopWorker := image("worker-image", "1.4.2", MirrorRegistry+"/mirror/example/shop-worker:1.4.2")
+	shopWorker := mirrorImage("worker-image", "1.4.2", MirrorRegistry+"/mirror/example/shop-worker:1.4.2")
 	shopWorker.Digest = manifestDigest(ShopWorkerDigest)
-
-	return []*ocmbuild.Component{
-		{
-			Name: PodinfoConfigured, Version: "1.0.0", Provider: "example.com",
-			Resources: []ocmbuild.Resource{
-				{Name: "chart", Type: "helmChart", Data: podinfoSet, MediaType: ocmbuild.MediaTypeArtifactSet,
-					ReferenceName: PodinfoConfigured + "/podinfo-mini:0.1.0"},
-				podinfoImage,
-				{Name: "config", Type: "helmValues", MediaType: ocmbuild.MediaTypeYAML,
-					Data: []byte("replicaCount: 2\nui:\n  message: hello from the relocated registry\n")},
-			},
-		},
-		{
-			Name: Backend, Version: "1.0.0", Provider: "example.com",
-			Resources: []ocmbuild.Resource{
-				{Name: "manifests", Type: "directoryTree", Data: backendTgz, MediaType: ocmbuild.MediaTypeTgz},
-				backendImage,
-				{Name: "config", Type: "configData", Data: backendConfig, MediaType: ocmbuild.MediaTypeYAML},
-			},
-		},
-		{
-			Name: Shop, Version: "1.0.0", Provider: "example.com",
-			Labels: []ocmbuild.Label{{Name: "release-channel", Value: "stable", Signing: true}},
-			Resources: []ocmbuild.Resource{
-				{Name: "chart", Type: "helmChart", Data: shopSet, MediaType: ocmbuild.MediaTypeArtifactSet},
-				image("api-image", "1.4.2", MirrorRegistry+"/mirror/example/shop-api:1.4.2@"+ShopAPIDigest),
-				shopWorker,
-				{Name: "config", Type: "helmValues", MediaType: ocmbuild.MediaTypeYAML,
-					Data: []byte("database:\n  host: shop-db.shop.svc\nworker:\n  schedule: \"*/5 * * * *\"\n")},
-				{Name: "deployment", Type: "deploymentDefinition", MediaType: ocmbuild.MediaTypeYAML, Data: shopDefinition},
-			},
+	return &ocmbuild.Component{
+		Name: Shop, Version: "1.0.0", Provider: "example.com",
+		Labels: []ocmbuild.Label{{Name: "release-channel", Value: "stable", Signing: true}},
+		Resources: []ocmbuild.Resource{
+			{Name: "chart", Type: "helmChart", Data: shopSet, MediaType: ocmbuild.MediaTypeArtifactSet},
+			mirrorImage("api-image", "1.4.2", MirrorRegistry+"/mirror/example/shop-api:1.4.2@"+ShopAPIDigest),
+			shopWorker,
+			{Name: "config", Type: "helmValues", MediaType: ocmbuild.MediaTypeYAML,
+				Data: []byte("database:\n  host: shop-db.shop.svc\nworker:\n  schedule: \"*/5 * * * *\"\n")},
+			{Name: "deployment", Type: "deploymentDefinition", MediaType: ocmbuild.MediaTypeYAML, Data: shopDefinition},
 		},
 	}, nil
 }

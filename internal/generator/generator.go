@@ -159,19 +159,9 @@ type summary struct {
 // and ErrNotFound are the request's fault (HTTP 400), others the
 // repository's or the network's.
 func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, error) {
-	// Parsed first: a spec that carries credentials is refused before any
-	// message could repeat it.
-	sp, err := oci.ParseSpec(q.Repository)
+	sp, err := g.checkQuery(q)
 	if err != nil {
 		return nil, err
-	}
-	if err := g.o.Gate.AllowRepository("", q.Repository); err != nil {
-		return nil, fmt.Errorf("%w: repository %s: %v", errdef.ErrInvalidInput, clip(q.Repository), err)
-	}
-	for _, n := range q.Signatures {
-		if _, ok := g.o.Keys[n]; !ok {
-			return nil, invalid("parameter signature: the generator has no key for signature %q (it has: %s)", n, keyNames(g.o.Keys))
-		}
 	}
 	spec, key, ociRepo, err := g.locate(q.Repository, sp)
 	if err != nil {
@@ -187,18 +177,56 @@ func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, er
 			return nil, err
 		}
 	}
-	type selected struct {
-		component string
-		versions  []string
+	sel, err := req.selectAll(ctx, components)
+	if err != nil {
+		return nil, err
 	}
-	var sel []selected
+	out, err := req.entries(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	if err := uniqueNames(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkQuery parses the query's repository and checks it and the
+// signatures it asks for against the generator's gate and keys.
+func (g *Generator) checkQuery(q Query) (oci.Spec, error) {
+	// Parsed first: a spec that carries credentials is refused before any
+	// message could repeat it.
+	sp, err := oci.ParseSpec(q.Repository)
+	if err != nil {
+		return sp, err
+	}
+	if err := g.o.Gate.AllowRepository("", q.Repository); err != nil {
+		return sp, fmt.Errorf("%w: repository %s: %v", errdef.ErrInvalidInput, clip(q.Repository), err)
+	}
+	for _, n := range q.Signatures {
+		if _, ok := g.o.Keys[n]; !ok {
+			return sp, invalid("parameter signature: the generator has no key for signature %q (it has: %s)", n, keyNames(g.o.Keys))
+		}
+	}
+	return sp, nil
+}
+
+// selection is a component and its selected versions.
+type selection struct {
+	component string
+	versions  []string
+}
+
+// selectAll selects the versions of each component. Of a prefix, the
+// components with a matching version count; none at all is still an error
+// (never an empty list).
+func (r *request) selectAll(ctx context.Context, components []string) ([]selection, error) {
+	var sel []selection
 	var firstMiss error
 	for _, c := range components {
-		vs, err := req.selectVersions(ctx, c)
+		vs, err := r.selectVersions(ctx, c)
 		if err != nil {
-			// Of a prefix, the components with a matching version count;
-			// none at all is still an error (never an empty list).
-			if q.Prefix && errors.Is(err, errdef.ErrNotFound) {
+			if r.q.Prefix && errors.Is(err, errdef.ErrNotFound) {
 				if firstMiss == nil {
 					firstMiss = err
 				}
@@ -206,16 +234,22 @@ func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, er
 			}
 			return nil, err
 		}
-		sel = append(sel, selected{c, vs})
+		sel = append(sel, selection{c, vs})
 	}
 	if len(sel) == 0 {
-		return nil, fmt.Errorf("no component matching %s* has a matching version (%d components; the first: %w)", q.Component, len(components), firstMiss)
+		return nil, fmt.Errorf("no component matching %s* has a matching version (%d components; the first: %w)", r.q.Component, len(components), firstMiss)
 	}
+	return sel, nil
+}
+
+// entries are the parameter sets of the selected versions (with their
+// references' when the query asks for them), at most MaxEntries.
+func (r *request) entries(ctx context.Context, sel []selection) ([]map[string]any, error) {
 	// Names: the component's last path segment, unless two selected
 	// components share it; the version appended unless one version per
 	// component is wanted (then an Application keeps its name as its
 	// pinned version moves).
-	req.prefixed = len(sel) > 1
+	r.prefixed = len(sel) > 1
 	short := map[string]int{}
 	for _, s := range sel {
 		short[lastSegment(s.component)]++
@@ -227,18 +261,18 @@ func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, er
 			base = s.component
 		}
 		for _, v := range s.versions {
-			sum, err := req.lookup(ctx, s.component, v)
+			sum, err := r.lookup(ctx, s.component, v)
 			if err != nil {
 				return nil, err
 			}
 			name := base
-			if q.Latest != 1 {
+			if r.q.Latest != 1 {
 				name += "-" + v
 			}
-			if !q.References {
-				out = append(out, req.entry(s.component, v, sum, dnsName(name)))
+			if !r.q.References {
+				out = append(out, r.entry(s.component, v, sum, dnsName(name)))
 			} else {
-				refs, err := req.expand(ctx, s.component, v, sum, name, nil)
+				refs, err := r.expand(ctx, s.component, v, sum, name, nil)
 				if err != nil {
 					return nil, err
 				}
@@ -248,9 +282,6 @@ func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, er
 				return nil, fmt.Errorf("%w: more than %d parameter sets; narrow the component, version or latest", errdef.ErrLimitExceeded, MaxEntries)
 			}
 		}
-	}
-	if err := uniqueNames(out); err != nil {
-		return nil, err
 	}
 	return out, nil
 }

@@ -107,6 +107,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusInternalServerError, "internal error")
 		}
 	}()
+	if !h.route(w, r) {
+		return
+	}
+	h.getParams(w, r, start)
+}
+
+// route answers the health endpoint, unknown endpoints and wrong methods,
+// and refuses a caller without the token. It returns true for an
+// authorized getparams request, which it leaves unanswered.
+func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 	path := r.URL.Path
 	if strings.HasSuffix(path, PathGetParams) {
 		path = PathGetParams // baseUrl may have a path (a proxy's prefix)
@@ -116,28 +126,34 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			writeError(w, http.StatusMethodNotAllowed, "use GET")
-			return
+			return false
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
-		return
+		return false
 	case PathGetParams:
 	default:
 		writeError(w, http.StatusNotFound, "no such endpoint: POST "+PathGetParams+" or GET "+PathHealth)
-		return
+		return false
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		writeError(w, http.StatusMethodNotAllowed, "use POST")
-		return
+		return false
 	}
 	// The token before anything else: an unauthenticated caller gets no
 	// body read and no parsing.
 	if !h.authorized(r) {
 		h.Log.Warn("request refused: wrong or missing token", "remote", r.RemoteAddr)
 		writeError(w, http.StatusForbidden, "wrong or missing bearer token")
-		return
+		return false
 	}
+	return true
+}
+
+// getParams answers an authorized getparams request: the parameter sets
+// of its query, generated in one of the handler's turns within its timeout.
+func (h *Handler) getParams(w http.ResponseWriter, r *http.Request, start time.Time) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.RequestTimeout)
 	defer cancel()
 	req, status, err := h.decode(w, r)
@@ -165,6 +181,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.finish(w, req.ApplicationSetName, start, status4(ctx, err), err, 0)
 		return
 	}
+	body, err := encodeResponse(entries)
+	if err != nil {
+		h.finish(w, req.ApplicationSetName, start, http.StatusInternalServerError, err, 0)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+	h.finish(nil, req.ApplicationSetName, start, http.StatusOK, nil, len(entries))
+}
+
+// encodeResponse is the JSON response of the parameter sets (an empty list,
+// never null), HTML characters unescaped.
+func encodeResponse(entries []map[string]any) ([]byte, error) {
 	var resp ServiceResponse
 	resp.Output.Parameters = entries
 	if resp.Output.Parameters == nil {
@@ -174,12 +203,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(resp); err != nil {
-		h.finish(w, req.ApplicationSetName, start, http.StatusInternalServerError, err, 0)
-		return
+		return nil, err
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(buf.Bytes())
-	h.finish(nil, req.ApplicationSetName, start, http.StatusOK, nil, len(entries))
+	return buf.Bytes(), nil
 }
 
 // finish logs one line per request and, with w, writes the error.

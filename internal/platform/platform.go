@@ -341,76 +341,17 @@ func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, erro
 	if plugin == "" {
 		plugin = DefaultPluginName
 	}
-	params := []any{
-		map[string]any{"name": param.Repository, "string": src.Repository},
-		map[string]any{"name": param.Component, "string": ref.ComponentName},
-		map[string]any{"name": param.Version, "string": ref.Version},
+	name, err := childName(opts, ref, pkg)
+	if err != nil {
+		return nil, err
 	}
-	if len(pkg.Resource) > 0 {
-		params = append(params, map[string]any{"name": param.Resource, "array": toAny(pkg.Resource)})
+	params, err := childParams(src, ref, pkg)
+	if err != nil {
+		return nil, err
 	}
-	if pkg.Path != "" {
-		params = append(params, map[string]any{"name": param.Path, "string": pkg.Path})
-	}
-	if pkg.Definition != "" {
-		params = append(params, map[string]any{"name": param.Definition, "string": pkg.Definition})
-	}
-	if pkg.Localize != nil {
-		params = append(params, map[string]any{"name": param.Localize, "string": strconv.FormatBool(*pkg.Localize)})
-	}
-	name := appName(opts.Parent, ref.Name)
-	if pkg.Name != "" {
-		if len(pkg.Name) > 253 || !dnsName.MatchString(pkg.Name) {
-			return nil, fmt.Errorf("%w: name %s is not a valid Application name (lower-case letters, digits, '-' and '.', at most 253 characters)",
-				errdef.ErrInvalidInput, quote(pkg.Name))
-		}
-		name = pkg.Name
-	}
-	if len(pkg.Values) > 0 {
-		v, err := yaml.Marshal(pkg.Values)
-		if err != nil {
-			return nil, err
-		}
-		params = append(params, map[string]any{"name": param.Values, "string": string(v)})
-	}
-	if len(pkg.Parameters) > 0 {
-		m := map[string]any{}
-		for k, v := range pkg.Parameters {
-			m[k] = v
-		}
-		params = append(params, map[string]any{"name": param.Parameters, "map": m})
-	}
-	// Namespace: the package's, else the platform default, else the reference name.
-	inherited := Destination{Server: DefaultServer, Namespace: strings.Trim(invalidName.ReplaceAllString(strings.ToLower(ref.Name), "-"), "-")}
-	dest := mergeDest(Destination{Server: DefaultServer}, opts.Destination)
-	if pkg.Destination != nil {
-		dest = mergeDest(dest, *pkg.Destination)
-	}
-	if pkg.Namespace != "" {
-		dest.Namespace = pkg.Namespace
-	}
-	if dest.Namespace == "" {
-		dest.Namespace = inherited.Namespace
-	}
-	if dest.Name != "" {
-		dest.Server = ""
-	}
-	if dest != inherited && !opts.AllowOtherDestinations {
-		return nil, fmt.Errorf("%w: the platform config sends the child Application to %s, but a child stays on its parent's cluster in its package's namespace (%s) unless the sidecar's operator allows other destinations (ARGOCD_OCM_PLATFORM_ALLOW_OTHER_DESTINATIONS=true)",
-			errdef.ErrNotAllowed, dest, inherited)
-	}
-	destMap := map[string]any{"namespace": dest.Namespace}
-	if dest.Server != "" {
-		destMap["server"] = dest.Server
-	} else {
-		destMap["name"] = dest.Name
-	}
-	project := opts.Project
-	if project == "" {
-		project = opts.ParentProject
-	}
-	if project == "" {
-		project = DefaultProject
+	destMap, err := childDestination(opts, ref, pkg)
+	if err != nil {
+		return nil, err
 	}
 	policy := opts.SyncPolicy
 	if policy == nil {
@@ -441,12 +382,106 @@ func child(opts Options, ref ocm.Reference, pkg Package) (manifests.Object, erro
 		"kind":       "Application",
 		"metadata":   meta,
 		"spec": map[string]any{
-			"project":     project,
+			"project":     childProject(opts),
 			"destination": destMap,
 			"source":      source,
 			"syncPolicy":  policy,
 		},
 	}, nil
+}
+
+// childName is the child Application's name: the package's, checked, else
+// one made of the parent's and the reference's.
+func childName(opts Options, ref ocm.Reference, pkg Package) (string, error) {
+	if pkg.Name == "" {
+		return appName(opts.Parent, ref.Name), nil
+	}
+	if len(pkg.Name) > 253 || !dnsName.MatchString(pkg.Name) {
+		return "", fmt.Errorf("%w: name %s is not a valid Application name (lower-case letters, digits, '-' and '.', at most 253 characters)",
+			errdef.ErrInvalidInput, quote(pkg.Name))
+	}
+	return pkg.Name, nil
+}
+
+// childParams are the plugin parameters that make the child render the
+// package's component version.
+func childParams(src Source, ref ocm.Reference, pkg Package) ([]any, error) {
+	params := []any{
+		map[string]any{"name": param.Repository, "string": src.Repository},
+		map[string]any{"name": param.Component, "string": ref.ComponentName},
+		map[string]any{"name": param.Version, "string": ref.Version},
+	}
+	if len(pkg.Resource) > 0 {
+		params = append(params, map[string]any{"name": param.Resource, "array": toAny(pkg.Resource)})
+	}
+	if pkg.Path != "" {
+		params = append(params, map[string]any{"name": param.Path, "string": pkg.Path})
+	}
+	if pkg.Definition != "" {
+		params = append(params, map[string]any{"name": param.Definition, "string": pkg.Definition})
+	}
+	if pkg.Localize != nil {
+		params = append(params, map[string]any{"name": param.Localize, "string": strconv.FormatBool(*pkg.Localize)})
+	}
+	if len(pkg.Values) > 0 {
+		v, err := yaml.Marshal(pkg.Values)
+		if err != nil {
+			return nil, err
+		}
+		params = append(params, map[string]any{"name": param.Values, "string": string(v)})
+	}
+	if len(pkg.Parameters) > 0 {
+		m := map[string]any{}
+		for k, v := range pkg.Parameters {
+			m[k] = v
+		}
+		params = append(params, map[string]any{"name": param.Parameters, "map": m})
+	}
+	return params, nil
+}
+
+// childDestination is the child's spec.destination. A child stays on its
+// parent's cluster in its package's namespace unless the operator allows
+// other destinations.
+func childDestination(opts Options, ref ocm.Reference, pkg Package) (map[string]any, error) {
+	// Namespace: the package's, else the platform default, else the reference name.
+	inherited := Destination{Server: DefaultServer, Namespace: strings.Trim(invalidName.ReplaceAllString(strings.ToLower(ref.Name), "-"), "-")}
+	dest := mergeDest(Destination{Server: DefaultServer}, opts.Destination)
+	if pkg.Destination != nil {
+		dest = mergeDest(dest, *pkg.Destination)
+	}
+	if pkg.Namespace != "" {
+		dest.Namespace = pkg.Namespace
+	}
+	if dest.Namespace == "" {
+		dest.Namespace = inherited.Namespace
+	}
+	if dest.Name != "" {
+		dest.Server = ""
+	}
+	if dest != inherited && !opts.AllowOtherDestinations {
+		return nil, fmt.Errorf("%w: the platform config sends the child Application to %s, but a child stays on its parent's cluster in its package's namespace (%s) unless the sidecar's operator allows other destinations (ARGOCD_OCM_PLATFORM_ALLOW_OTHER_DESTINATIONS=true)",
+			errdef.ErrNotAllowed, dest, inherited)
+	}
+	destMap := map[string]any{"namespace": dest.Namespace}
+	if dest.Server != "" {
+		destMap["server"] = dest.Server
+	} else {
+		destMap["name"] = dest.Name
+	}
+	return destMap, nil
+}
+
+// childProject is the child's Argo CD project: the platform's, else the
+// parent's, else the default.
+func childProject(opts Options) string {
+	if opts.Project != "" {
+		return opts.Project
+	}
+	if opts.ParentProject != "" {
+		return opts.ParentProject
+	}
+	return DefaultProject
 }
 
 // String describes a destination for messages.

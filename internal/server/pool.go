@@ -287,6 +287,21 @@ func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver D
 		return out
 	}
 	out.Worker = w.pid
+	h, err := p.await(ctx, w, raw, deadline)
+	if err == nil && !p.startDelivery(w) {
+		err = errors.New("killed") // a limit was hit just as the result came
+	}
+	if err == nil && p.deliverResult(w, h, deliver, &out) {
+		return out
+	}
+	// No complete result: the worker is dead or is killed now.
+	p.lost(w, &out)
+	return out
+}
+
+// await sends the job to w and waits for its result's header, killing w
+// when the deadline (and its grace) passes or ctx ends first.
+func (p *Pool) await(ctx context.Context, w *worker, raw []byte, deadline time.Time) (header, error) {
 	headers := make(chan error, 1)
 	var h header
 	go func() {
@@ -303,6 +318,7 @@ func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver D
 	}()
 	timer := time.NewTimer(time.Until(deadline.Add(p.Grace)))
 	defer timer.Stop()
+	var err error
 	select {
 	case err = <-headers:
 	case <-timer.C:
@@ -312,32 +328,41 @@ func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver D
 		p.kill(w, CauseCanceled)
 		err = <-headers
 	}
-	if err == nil && !p.startDelivery(w) {
-		err = errors.New("killed") // a limit was hit just as the result came
+	return h, err
+}
+
+// deliverResult hands the result of header h to deliver. It returns true
+// when nothing is left to do: the whole result was read (w goes back to
+// the pool) or deliver gave up (w is killed); false when w died while
+// sending its result.
+func (p *Pool) deliverResult(w *worker, h header, deliver Deliver, out *Outcome) bool {
+	// The worker is done rendering; only its result is left to copy.
+	_ = w.conn.SetReadDeadline(time.Now().Add(deliverTimeout))
+	body := &bodyReader{r: w.br, left: int64(h.Stdout) + int64(h.Stderr)}
+	out.Started, out.Exit = true, h.Exit
+	out.DeliverErr = deliver(h.Exit, h.Stdout, h.Stderr, body)
+	_ = w.conn.SetReadDeadline(time.Time{})
+	if body.left == 0 && body.err == nil {
+		p.release(w)
+		return true
 	}
-	if err == nil {
-		// The worker is done rendering; only its result is left to copy.
-		_ = w.conn.SetReadDeadline(time.Now().Add(deliverTimeout))
-		body := &bodyReader{r: w.br, left: int64(h.Stdout) + int64(h.Stderr)}
-		out.Started, out.Exit = true, h.Exit
-		out.DeliverErr = deliver(h.Exit, h.Stdout, h.Stderr, body)
-		_ = w.conn.SetReadDeadline(time.Time{})
-		if body.left == 0 && body.err == nil {
-			p.release(w)
-			return out
-		}
-		if body.err == nil {
-			// deliver gave up (the client went away): the rest of the
-			// result is still in the connection; the worker is not reused.
-			p.kill(w, "undelivered")
-			return out
-		}
-		// body.err: the worker died while sending its result.
+	if body.err == nil {
+		// deliver gave up (the client went away): the rest of the
+		// result is still in the connection; the worker is not reused.
+		p.kill(w, "undelivered")
+		return true
 	}
-	// No complete result: the worker is dead or is killed now.
+	// body.err: the worker died while sending its result.
+	return false
+}
+
+// lost kills w (unless it is dead already), waits for it to exit and sets
+// out's cause and detail to why it ended.
+func (p *Pool) lost(w *worker, out *Outcome) {
 	p.kill(w, CauseCrashed)
 	<-w.exited
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	out.Cause = w.killed
 	if out.Cause == CauseCrashed && w.outOfMemory {
 		// The address-space limit: the runtime ended the worker itself.
@@ -351,8 +376,6 @@ func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver D
 	case CauseMemory, CauseTotalMemory:
 		out.Detail = fmt.Sprintf("%d MiB", w.rss>>20)
 	}
-	p.mu.Unlock()
-	return out
 }
 
 // deliverTimeout bounds copying a finished worker's result to the client.

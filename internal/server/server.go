@@ -193,15 +193,7 @@ func (s *Server) drain() error {
 
 func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	arrival := time.Now()
-	s.connMu.Lock()
-	s.conns[conn] = struct{}{}
-	s.connMu.Unlock()
-	defer func() {
-		s.connMu.Lock()
-		delete(s.conns, conn)
-		s.connMu.Unlock()
-		conn.Close()
-	}()
+	defer s.track(conn)()
 	if err := checkPeer(conn); err != nil {
 		s.Log.Warn("connection refused", "cause", err.Error())
 		return
@@ -216,6 +208,49 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	var held atomic.Int64
 	release := func() { s.giveBack(held.Swap(0)) }
 	defer release()
+	req, raw, ok := s.readRequest(conn, br, &held, release, arrival)
+	if !ok {
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	req.Deadline = time.Time{} // the supervisor's to set
+	if !s.admit(conn, req) {
+		return
+	}
+	rctx, cancel := watchClient(ctx, br)
+	defer cancel()
+
+	s.busy()
+	defer s.done()
+	d := s.Describe(req)
+	command := ""
+	if len(req.Args) > 0 {
+		command = req.Args[0]
+	}
+	// execute holds req and raw no longer than it needs them: they are not
+	// used here after it.
+	res, out := s.execute(rctx, conn, req, raw, arrival, release)
+	s.finish(conn, d, command, res, out, time.Since(arrival))
+}
+
+// track registers conn for a drain timeout to cut off; the function it
+// returns forgets and closes it.
+func (s *Server) track(conn net.Conn) func() {
+	s.connMu.Lock()
+	s.conns[conn] = struct{}{}
+	s.connMu.Unlock()
+	return func() {
+		s.connMu.Lock()
+		delete(s.conns, conn)
+		s.connMu.Unlock()
+		conn.Close()
+	}
+}
+
+// readRequest reads the request line, its bytes taken from the server's
+// request budget into held. A request over the budget is read, dropped and
+// answered with one error line. ok is false when there is nothing to run.
+func (s *Server) readRequest(conn net.Conn, br *bufio.Reader, held *atomic.Int64, release func(), arrival time.Time) (*Request, []byte, bool) {
 	req, raw, err := readRequestLine(br, func(n int) bool {
 		if !s.take(int64(n)) {
 			return false
@@ -236,14 +271,19 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		_ = writeResult(conn, header{Exit: 1}, nil, []byte(fmt.Sprintf(
 			"argocd-ocm-plugin: render failed: the render server holds %d MiB of requests at once, the most it may (too many large requests): %v\n",
 			s.RequestBudget>>20, errLimitText)))
-		return
+		return nil, nil, false
 	}
 	if err != nil {
 		s.Log.Warn("bad request", "cause", err.Error())
-		return
+		return nil, nil, false
 	}
-	_ = conn.SetReadDeadline(time.Time{})
-	req.Deadline = time.Time{} // the supervisor's to set
+	return req, raw, true
+}
+
+// admit refuses a request of another protocol or environment, or one that
+// comes while the server drains; otherwise it tells the client the request
+// is accepted: from then on the client must not run it itself.
+func (s *Server) admit(conn net.Conn, req *Request) bool {
 	refuse := func(why string) {
 		s.Log.Warn("request refused", "cause", why)
 		_ = writeResult(conn, header{Refused: why}, nil, nil)
@@ -251,59 +291,58 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	switch {
 	case req.Protocol != ProtocolVersion:
 		refuse(fmt.Sprintf("protocol %d, server speaks %d", req.Protocol, ProtocolVersion))
-		return
+		return false
 	case req.Fingerprint != s.Fingerprint:
 		refuse("the client's environment differs from the server's")
-		return
+		return false
 	}
 	select {
 	case <-s.draining:
 		refuse("server shutting down")
-		return
+		return false
 	default:
 	}
-	// From here on the client must not run the request itself.
-	if err := writeHeader(conn, header{Accepted: true}); err != nil {
-		return
-	}
+	return writeHeader(conn, header{Accepted: true}) == nil
+}
 
-	// The client closes the connection when it is killed (Argo CD's
-	// deadline): that cancels the command. It sends nothing after the request,
-	// so any read returning means it is gone. Shutting the server down does
-	// not cancel running commands: they drain.
+// watchClient returns the context of a command, canceled when the client
+// goes. The client closes the connection when it is killed (Argo CD's
+// deadline): that cancels the command. It sends nothing after the request,
+// so any read returning means it is gone. Shutting the server down does
+// not cancel running commands: they drain.
+func watchClient(ctx context.Context, br *bufio.Reader) (context.Context, context.CancelFunc) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
 	go func() {
 		var b [1]byte
 		_, _ = br.Read(b[:])
 		cancel()
 	}()
+	return rctx, cancel
+}
 
-	s.busy()
-	defer s.done()
-	d := s.Describe(req)
-	command := ""
-	if len(req.Args) > 0 {
-		command = req.Args[0]
+// execute runs the request in a worker of the pool, or in this process
+// without one. res is nil when the command did not run to a result.
+func (s *Server) execute(ctx context.Context, conn net.Conn, req *Request, raw []byte, arrival time.Time, release func()) (*Result, Outcome) {
+	if s.Pool == nil {
+		return s.inProcess(ctx, req, arrival)
 	}
-	var res *Result
-	var out Outcome
-	if s.Pool != nil {
-		// The request goes to the worker as it came, and the worker's
-		// result to the client as it comes: the supervisor holds neither.
-		req = nil
-		out = s.Pool.Run(rctx, raw, arrival, func(exit, no, ne int, body io.Reader) error {
-			release() // the worker has the request
-			return streamResult(conn, exit, no, ne, body)
-		})
-		raw = nil
-		if out.Started && out.Cause == "" {
-			res = &Result{Exit: out.Exit} // delivered
-		}
-	} else {
-		res, out = s.inProcess(rctx, req, arrival)
+	// The request goes to the worker as it came, and the worker's
+	// result to the client as it comes: the supervisor holds neither.
+	req = nil
+	out := s.Pool.Run(ctx, raw, arrival, func(exit, no, ne int, body io.Reader) error {
+		release() // the worker has the request
+		return streamResult(conn, exit, no, ne, body)
+	})
+	raw = nil
+	if out.Started && out.Cause == "" {
+		return &Result{Exit: out.Exit}, out // delivered
 	}
-	took := time.Since(arrival)
+	return nil, out
+}
+
+// finish records the command's outcome in metrics and the log, and writes
+// its result to the client unless the pool streamed it already.
+func (s *Server) finish(conn net.Conn, d Description, command string, res *Result, out Outcome, took time.Duration) {
 	outcome := out.Cause
 	switch {
 	case outcome == "" && res.Exit == 0:

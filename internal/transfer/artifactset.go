@@ -77,57 +77,82 @@ func openArtifactSet(r io.Reader, size int64, dir string) (_ *artifactSet, err e
 			f.Close()
 		}
 	}()
+	if err := copySetTar(f, r, size); err != nil {
+		return nil, err
+	}
+	s := &artifactSet{f: f, entries: map[string][2]int64{}}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	if err := s.indexEntries(); err != nil {
+		return nil, err
+	}
+	if err := s.findMain(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// copySetTar copies the tar of an artifact set of compressed size bytes
+// (gzipped or not) from r to f, bounded by setMaxRatio.
+func copySetTar(f *os.File, r io.Reader, size int64) error {
 	br := bufio.NewReader(r)
 	var in io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("%w: artifact set: gzip: %v", errdef.ErrInvalidInput, err)
+			return fmt.Errorf("%w: artifact set: gzip: %v", errdef.ErrInvalidInput, err)
 		}
 		in = zr
 	}
 	limit := max(setRatioFloor, setMaxRatio*size)
 	n, err := io.Copy(f, io.LimitReader(in, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("artifact set: %w", err)
+		return fmt.Errorf("artifact set: %w", err)
 	}
 	if n > limit {
-		return nil, fmt.Errorf("%w: artifact set expands to more than %d bytes (%d compressed)", errdef.ErrLimitExceeded, limit, size)
+		return fmt.Errorf("%w: artifact set expands to more than %d bytes (%d compressed)", errdef.ErrLimitExceeded, limit, size)
 	}
-	s := &artifactSet{f: f, entries: map[string][2]int64{}}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	tr := tar.NewReader(f)
+	return nil
+}
+
+// indexEntries records the offset and size of each regular file of the
+// set's tar, at most maxSetEntries entries.
+func (s *artifactSet) indexEntries() error {
+	tr := tar.NewReader(s.f)
 	for n := 0; ; n++ {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: artifact set: tar: %v", errdef.ErrInvalidInput, err)
+			return fmt.Errorf("%w: artifact set: tar: %v", errdef.ErrInvalidInput, err)
 		}
 		if n > maxSetEntries {
-			return nil, fmt.Errorf("%w: artifact set has more than %d entries", errdef.ErrLimitExceeded, maxSetEntries)
+			return fmt.Errorf("%w: artifact set has more than %d entries", errdef.ErrLimitExceeded, maxSetEntries)
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
-		off, err := f.Seek(0, io.SeekCurrent)
+		off, err := s.f.Seek(0, io.SeekCurrent)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.entries[path.Clean(strings.TrimPrefix(h.Name, "/"))] = [2]int64{off, h.Size}
 	}
+}
+
+// findMain sets the set's main manifest and tag from its index.json.
+func (s *artifactSet) findMain() error {
 	raw, err := s.read("index.json", 4<<20)
 	if err != nil {
 		if raw, err = s.read("artifact-descriptor.json", 4<<20); err != nil {
-			return nil, fmt.Errorf("%w: artifact set has no index.json", errdef.ErrInvalidDescriptor)
+			return fmt.Errorf("%w: artifact set has no index.json", errdef.ErrInvalidDescriptor)
 		}
 	}
 	var idx ocispec.Index
 	if err := json.Unmarshal(raw, &idx); err != nil {
-		return nil, fmt.Errorf("%w: artifact set index.json: %v", errdef.ErrInvalidDescriptor, err)
+		return fmt.Errorf("%w: artifact set index.json: %v", errdef.ErrInvalidDescriptor, err)
 	}
 	main := idx.Annotations[annotationMain]
 	for _, m := range idx.Manifests {
@@ -139,7 +164,7 @@ func openArtifactSet(r io.Reader, size int64, dir string) (_ *artifactSet, err e
 	}
 	if s.main.Digest == "" {
 		if main == "" {
-			return nil, fmt.Errorf("%w: artifact set index.json names no manifest", errdef.ErrInvalidDescriptor)
+			return fmt.Errorf("%w: artifact set index.json names no manifest", errdef.ErrInvalidDescriptor)
 		}
 		// The main artifact need not be listed (older writers): find it by digest.
 		s.main = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(main), Size: -1}
@@ -150,7 +175,7 @@ func openArtifactSet(r io.Reader, size int64, dir string) (_ *artifactSet, err e
 			}
 		}
 	}
-	return s, nil
+	return nil
 }
 
 func (s *artifactSet) blobName(d string) string {
@@ -234,16 +259,7 @@ func writeArtifactSet(ctx context.Context, fetch fetchFunc, root ocispec.Descrip
 		_, err := io.Copy(tw, r)
 		return err
 	}
-	rootDesc := root
-	rootDesc.Annotations = map[string]string{}
-	if tag != "" {
-		rootDesc.Annotations[ocispec.AnnotationRefName] = tag
-		rootDesc.Annotations[annotationTags] = tag
-	}
-	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{rootDesc},
-		Annotations: map[string]string{annotationMain: root.Digest.String()}}
-	idx.SchemaVersion = 2
-	ib, _ := json.Marshal(idx)
+	ib := setIndex(root, tag)
 	if err := entry("index.json", int64(len(ib)), strings.NewReader(string(ib))); err != nil {
 		return nil, err
 	}
@@ -254,27 +270,8 @@ func writeArtifactSet(ctx context.Context, fetch fetchFunc, root ocispec.Descrip
 	if err := tw.WriteHeader(&tar.Header{Name: "blobs/", Mode: 0o755, ModTime: fixedTime, Typeflag: tar.TypeDir, Format: tar.FormatPAX}); err != nil {
 		return nil, err
 	}
-	seen := map[digest.Digest]bool{}
-	for _, n := range nodes {
-		if seen[n.Digest] {
-			continue
-		}
-		seen[n.Digest] = true
-		rc, err := fetch(ctx, n)
-		if err != nil {
-			return nil, err
-		}
-		v, err := blob.NewVerifier(rc, n.Digest.String(), n.Size)
-		if err != nil {
-			rc.Close()
-			return nil, err
-		}
-		alg, hx, _ := strings.Cut(n.Digest.String(), ":")
-		err = entry("blobs/"+alg+"."+hx, n.Size, v)
-		v.Close()
-		if err != nil {
-			return nil, fmt.Errorf("blob %s: %w", n.Digest, err)
-		}
+	if err := writeSetBlobs(ctx, fetch, entry, nodes); err != nil {
+		return nil, err
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -291,6 +288,50 @@ func writeArtifactSet(ctx context.Context, fetch fetchFunc, root ocispec.Descrip
 	}
 	return &writtenSet{f: f, mediaType: mt, desc: ocispec.Descriptor{MediaType: mt,
 		Digest: digest.Digest("sha256:" + hex.EncodeToString(h.Sum(nil))), Size: cw.n}}, nil
+}
+
+// setIndex is the index.json of an artifact set whose main artifact is
+// root, tagged tag.
+func setIndex(root ocispec.Descriptor, tag string) []byte {
+	rootDesc := root
+	rootDesc.Annotations = map[string]string{}
+	if tag != "" {
+		rootDesc.Annotations[ocispec.AnnotationRefName] = tag
+		rootDesc.Annotations[annotationTags] = tag
+	}
+	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{rootDesc},
+		Annotations: map[string]string{annotationMain: root.Digest.String()}}
+	idx.SchemaVersion = 2
+	ib, _ := json.Marshal(idx)
+	return ib
+}
+
+// writeSetBlobs writes each distinct node, read through fetch and
+// verified, as a blob entry of an artifact set.
+func writeSetBlobs(ctx context.Context, fetch fetchFunc, entry func(name string, size int64, r io.Reader) error, nodes []ocispec.Descriptor) error {
+	seen := map[digest.Digest]bool{}
+	for _, n := range nodes {
+		if seen[n.Digest] {
+			continue
+		}
+		seen[n.Digest] = true
+		rc, err := fetch(ctx, n)
+		if err != nil {
+			return err
+		}
+		v, err := blob.NewVerifier(rc, n.Digest.String(), n.Size)
+		if err != nil {
+			rc.Close()
+			return err
+		}
+		alg, hx, _ := strings.Cut(n.Digest.String(), ":")
+		err = entry("blobs/"+alg+"."+hx, n.Size, v)
+		v.Close()
+		if err != nil {
+			return fmt.Errorf("blob %s: %w", n.Digest, err)
+		}
+	}
+	return nil
 }
 
 type countWriter struct {

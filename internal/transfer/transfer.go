@@ -514,146 +514,211 @@ func (r *run) plan(ctx context.Context, sv *versionContent) (*plan, error) {
 	if err != nil {
 		return p, err
 	}
-	changed := false
 	loc := r.dst.Registry()
-	exploded := map[digest.Digest]bool{} // layers that became artifacts
-	local := map[digest.Digest]bool{}    // layers still named by a localBlob
-	var extra []ocispec.Descriptor       // new layers (images carried into a CTF)
+	rp, err := r.planResources(ctx, p, sv, doc, loc)
+	if err != nil {
+		return p, err
+	}
+	rp.markSourceBlobs(sv)
+	layers, err := r.planLayers(ctx, p, sv, rp)
+	if err != nil {
+		return p, err
+	}
+	if loc != nil {
+		if err := doc.appendContext(loc.repositoryContext()); err != nil {
+			return p, err
+		}
+		rp.changed = true
+	}
+	if !rp.changed {
+		return p, r.planUnchanged(ctx, p, sv)
+	}
+	return p, r.planRewritten(ctx, p, sv, doc, append(layers, rp.extra...))
+}
+
+// resourcePlan is what planning a version's resources decided about the
+// layers of its manifest.
+type resourcePlan struct {
+	changed  bool                   // the descriptor is rewritten
+	exploded map[digest.Digest]bool // layers that became artifacts
+	local    map[digest.Digest]bool // layers still named by a localBlob
+	extra    []ocispec.Descriptor   // new layers (images carried into a CTF)
+}
+
+// planResources plans the artifacts of each resource and rewrites the
+// access of those that move in doc.
+func (r *run) planResources(ctx context.Context, p *plan, sv *versionContent, doc *document, loc *location) (*resourcePlan, error) {
+	rp := &resourcePlan{exploded: map[digest.Digest]bool{}, local: map[digest.Digest]bool{}}
 	for i, res := range sv.d.Resources {
-		rid := resourceName(res)
-		acc := res.Access
-		switch acc.Kind() {
+		var err error
+		switch res.Access.Kind() {
 		case ocm.AccessLocalBlob:
-			layers, err := ocimapping.LocalBlobLayers(sv.manifest, acc.String("localReference"))
-			if err != nil {
-				return p, errdef.Wrap(err, errdef.Error{Resource: rid})
-			}
-			if r.t.CopyResources && loc != nil && isArtifactSet(acc.String("mediaType")) {
-				r.prog.line("  ...resource %d %s[%s](%s) as an OCI artifact...", i, res.Name, res.Type, acc.String("referenceName"))
-				ref, err := r.planExplode(ctx, p, sv, layers, acc.String("referenceName"), res)
-				if err != nil {
-					return p, errdef.Wrap(err, errdef.Error{Resource: rid})
-				}
-				if err := doc.setAccess(i, map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": ref}); err != nil {
-					return p, err
-				}
-				changed = true
-				for _, l := range layers {
-					exploded[l.Digest] = true
-				}
-				continue
-			}
-			r.prog.line("  ...resource %d %s[%s]...", i, res.Name, res.Type)
-			for _, l := range layers {
-				local[l.Digest] = true
-			}
+			err = r.planLocalResource(ctx, p, sv, doc, loc, rp, i, res)
 		case ocm.AccessOCIArtifact, ocm.AccessRelativeOCIReference:
-			// Images (external resources) with CopyImages; the component's
-			// own artifacts a registry holds apart from it (charts an
-			// earlier transfer uploaded) with CopyResources, so that a
-			// bundle made from a registry carries them.
-			if !r.t.CopyImages && !(r.t.CopyResources && res.Relation == "local") {
-				continue
-			}
-			r.prog.line("  ...resource %d %s[%s](%s) by digest...", i, res.Name, res.Type, acc.String("imageReference"))
-			access, layer, err := r.planImage(ctx, p, res)
-			if err != nil {
-				return p, errdef.Wrap(err, errdef.Error{Resource: rid})
-			}
-			if err := doc.setAccess(i, access); err != nil {
-				return p, err
-			}
-			if layer != nil {
-				extra = append(extra, *layer)
-				local[layer.Digest] = true
-			}
-			changed = true
+			err = r.planExternalResource(ctx, p, doc, rp, i, res)
+		}
+		if err != nil {
+			return rp, err
 		}
 	}
+	return rp, nil
+}
+
+// planLocalResource plans resource i, a localBlob: kept as a layer, or
+// exploded into an OCI artifact of the target registry.
+func (r *run) planLocalResource(ctx context.Context, p *plan, sv *versionContent, doc *document, loc *location, rp *resourcePlan, i int, res ocm.Resource) error {
+	rid := resourceName(res)
+	acc := res.Access
+	layers, err := ocimapping.LocalBlobLayers(sv.manifest, acc.String("localReference"))
+	if err != nil {
+		return errdef.Wrap(err, errdef.Error{Resource: rid})
+	}
+	if r.t.CopyResources && loc != nil && isArtifactSet(acc.String("mediaType")) {
+		r.prog.line("  ...resource %d %s[%s](%s) as an OCI artifact...", i, res.Name, res.Type, acc.String("referenceName"))
+		ref, err := r.planExplode(ctx, p, sv, layers, acc.String("referenceName"), res)
+		if err != nil {
+			return errdef.Wrap(err, errdef.Error{Resource: rid})
+		}
+		if err := doc.setAccess(i, map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": ref}); err != nil {
+			return err
+		}
+		rp.changed = true
+		for _, l := range layers {
+			rp.exploded[l.Digest] = true
+		}
+		return nil
+	}
+	r.prog.line("  ...resource %d %s[%s]...", i, res.Name, res.Type)
+	for _, l := range layers {
+		rp.local[l.Digest] = true
+	}
+	return nil
+}
+
+// planExternalResource plans resource i, an OCI artifact kept apart from
+// the version, and rewrites its access when it is copied.
+func (r *run) planExternalResource(ctx context.Context, p *plan, doc *document, rp *resourcePlan, i int, res ocm.Resource) error {
+	// Images (external resources) with CopyImages; the component's
+	// own artifacts a registry holds apart from it (charts an
+	// earlier transfer uploaded) with CopyResources, so that a
+	// bundle made from a registry carries them.
+	if !r.t.CopyImages && !(r.t.CopyResources && res.Relation == "local") {
+		return nil
+	}
+	r.prog.line("  ...resource %d %s[%s](%s) by digest...", i, res.Name, res.Type, res.Access.String("imageReference"))
+	access, layer, err := r.planImage(ctx, p, res)
+	if err != nil {
+		return errdef.Wrap(err, errdef.Error{Resource: resourceName(res)})
+	}
+	if err := doc.setAccess(i, access); err != nil {
+		return err
+	}
+	if layer != nil {
+		rp.extra = append(rp.extra, *layer)
+		rp.local[layer.Digest] = true
+	}
+	rp.changed = true
+	return nil
+}
+
+// markSourceBlobs marks the layers the version's localBlob sources name,
+// so that they are copied even when a resource shares them.
+func (rp *resourcePlan) markSourceBlobs(sv *versionContent) {
 	for _, s := range sv.d.Sources {
 		if s.Access.Kind() != ocm.AccessLocalBlob {
 			continue
 		}
 		if layers, err := ocimapping.LocalBlobLayers(sv.manifest, s.Access.String("localReference")); err == nil {
 			for _, l := range layers {
-				local[l.Digest] = true
+				rp.local[l.Digest] = true
 			}
 		}
 	}
-	// Layers of the source manifest: the descriptor layer is rewritten or
-	// kept; local blobs are copied unless they became artifacts.
+}
+
+// planLayers plans the layers of the source manifest and returns those the
+// new manifest keeps: the descriptor layer is rewritten or kept; local blobs
+// are copied unless they became artifacts.
+func (r *run) planLayers(ctx context.Context, p *plan, sv *versionContent, rp *resourcePlan) ([]ocispec.Descriptor, error) {
 	var layers []ocispec.Descriptor
 	for _, l := range sv.manifest.Layers {
 		if l.Digest == sv.layerDesc.Digest {
 			continue
 		}
-		if exploded[l.Digest] && !local[l.Digest] {
+		if rp.exploded[l.Digest] && !rp.local[l.Digest] {
 			continue
 		}
 		layers = append(layers, l)
 		if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: l, open: r.srcOpen(sv.repo, l), res: layerResource(sv.d, l)}); err != nil {
-			return p, err
+			return layers, err
 		}
 	}
-	if loc != nil {
-		if err := doc.appendContext(loc.repositoryContext()); err != nil {
-			return p, err
+	return layers, nil
+}
+
+// planUnchanged plans a version with nothing to rewrite (into a CTF): its
+// manifest, config and descriptor as they are, byte for byte.
+func (r *run) planUnchanged(ctx context.Context, p *plan, sv *versionContent) error {
+	for _, b := range []struct {
+		d   ocispec.Descriptor
+		raw []byte
+	}{{sv.manifest.Config, sv.configRaw}, {sv.layerDesc, sv.layerRaw}} {
+		if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: b.d, raw: b.raw}); err != nil {
+			return err
 		}
-		changed = true
 	}
-	if !changed {
-		// Nothing to rewrite (into a CTF): the version's manifest, config
-		// and descriptor as they are, byte for byte.
-		for _, b := range []struct {
-			d   ocispec.Descriptor
-			raw []byte
-		}{{sv.manifest.Config, sv.configRaw}, {sv.layerDesc, sv.layerRaw}} {
-			if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: b.d, raw: b.raw}); err != nil {
-				return p, err
-			}
-		}
-		return p, r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: sv.manifestDesc, raw: sv.manifestRaw})
-	}
+	return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: sv.manifestDesc, raw: sv.manifestRaw})
+}
+
+// planRewritten plans a version whose descriptor doc was rewritten: a new
+// descriptor layer, config and manifest over layers, once the rewrite is
+// proven to keep every signature.
+func (r *run) planRewritten(ctx context.Context, p *plan, sv *versionContent, doc *document, layers []ocispec.Descriptor) error {
 	newDoc, err := doc.marshal()
 	if err != nil {
-		return p, err
+		return err
 	}
 	if err := keepsSignatures(sv.d, newDoc); err != nil {
-		return p, err
+		return err
 	}
 	layerRaw, err := descriptorLayer(newDoc)
 	if err != nil {
-		return p, err
+		return err
 	}
 	descLayer := ocispec.Descriptor{MediaType: ocimapping.MediaTypeDescriptorTar, Digest: digest.FromBytes(layerRaw), Size: int64(len(layerRaw))}
 	cfgRaw, err := json.Marshal(map[string]any{"componentDescriptorLayer": descLayer})
 	if err != nil {
-		return p, err
+		return err
 	}
 	cfg := ocispec.Descriptor{MediaType: ocimapping.MediaTypeComponentConfig, Digest: digest.FromBytes(cfgRaw), Size: int64(len(cfgRaw))}
-	ann := maps.Clone(sv.manifest.Annotations)
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[ocimapping.AnnotationComponentVersion] = sv.d.Name + ":" + sv.d.Version
-	ann["software.ocm.creator"] = Creator
-	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: cfg,
-		Layers: append(append([]ocispec.Descriptor{descLayer}, layers...), extra...), Annotations: ann}
-	m.SchemaVersion = 2
-	mraw, err := json.Marshal(m)
+	mraw, err := versionManifest(sv, cfg, append([]ocispec.Descriptor{descLayer}, layers...))
 	if err != nil {
-		return p, err
+		return err
 	}
 	for _, b := range []struct {
 		d   ocispec.Descriptor
 		raw []byte
 	}{{cfg, cfgRaw}, {descLayer, layerRaw}} {
 		if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: b.d, raw: b.raw}); err != nil {
-			return p, err
+			return err
 		}
 	}
 	md := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(mraw), Size: int64(len(mraw))}
-	return p, r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: md, raw: mraw})
+	return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: md, raw: mraw})
+}
+
+// versionManifest encodes the new manifest of a rewritten version: the
+// source's annotations, with this plugin as creator.
+func versionManifest(sv *versionContent, cfg ocispec.Descriptor, layers []ocispec.Descriptor) ([]byte, error) {
+	ann := maps.Clone(sv.manifest.Annotations)
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[ocimapping.AnnotationComponentVersion] = sv.d.Name + ":" + sv.d.Version
+	ann["software.ocm.creator"] = Creator
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: cfg, Layers: layers, Annotations: ann}
+	m.SchemaVersion = 2
+	return json.Marshal(m)
 }
 
 // keepsSignatures checks, before anything is written, that the rewritten
@@ -824,17 +889,10 @@ func walkGraph(ctx context.Context, fetch fetchFunc, d ocispec.Descriptor, depth
 // artifact set local blob) and returns the new access, and for a CTF the
 // new layer.
 func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[string]any, *ocispec.Descriptor, error) {
-	image := res.Access.String("imageReference")
 	srcLoc := r.src.Registry()
-	if res.Access.Kind() == ocm.AccessRelativeOCIReference {
-		// Relative to the registry that hosts the component (host only).
-		if srcLoc == nil {
-			return nil, nil, fmt.Errorf("%w: relativeOciReference in a CTF names no registry", errdef.ErrInvalidDescriptor)
-		}
-		image = srcLoc.host + "/" + strings.TrimPrefix(res.Access.String("reference"), "/")
-		if srcLoc.scheme != "" {
-			image = srcLoc.scheme + "://" + image
-		}
+	image, err := imageOf(res, srcLoc)
+	if err != nil {
+		return nil, nil, err
 	}
 	ref, err := registry.ParseReference(image)
 	if err != nil {
@@ -864,19 +922,49 @@ func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[str
 		}
 		return rc, nil
 	}
-	// The name below the target's prefix: the image's repository, without
-	// the source repository's prefix when it lives there (as the OCM CLI's
-	// reference hint keeps names stable across transfers).
-	name := ref.Repository
-	if srcLoc != nil && ref.Registry == srcLoc.host && srcLoc.prefix != "" && strings.HasPrefix(name, srcLoc.prefix+"/") {
-		name = strings.TrimPrefix(name, srcLoc.prefix+"/")
-	}
+	name := carriedName(ref, srcLoc)
 	if loc := r.dst.Registry(); loc != nil {
 		if err := r.planGraph(ctx, p, fetch, root, name, ref.Tag, res.Name); err != nil {
 			return nil, nil, err
 		}
 		return map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": loc.imageReference(name, ref.Tag, root.Digest.String())}, nil, nil
 	}
+	return r.planImageSet(ctx, p, fetch, root, name, ref.Tag, res)
+}
+
+// imageOf is the image reference of an ociArtifact access; a
+// relativeOciReference is relative to the registry that hosts the
+// component (host only).
+func imageOf(res ocm.Resource, srcLoc *location) (string, error) {
+	image := res.Access.String("imageReference")
+	if res.Access.Kind() != ocm.AccessRelativeOCIReference {
+		return image, nil
+	}
+	if srcLoc == nil {
+		return "", fmt.Errorf("%w: relativeOciReference in a CTF names no registry", errdef.ErrInvalidDescriptor)
+	}
+	image = srcLoc.host + "/" + strings.TrimPrefix(res.Access.String("reference"), "/")
+	if srcLoc.scheme != "" {
+		image = srcLoc.scheme + "://" + image
+	}
+	return image, nil
+}
+
+// carriedName is the image's name below the target's prefix: its
+// repository, without the source repository's prefix when it lives there
+// (as the OCM CLI's reference hint keeps names stable across transfers).
+func carriedName(ref registry.Reference, srcLoc *location) string {
+	name := ref.Repository
+	if srcLoc != nil && ref.Registry == srcLoc.host && srcLoc.prefix != "" && strings.HasPrefix(name, srcLoc.prefix+"/") {
+		name = strings.TrimPrefix(name, srcLoc.prefix+"/")
+	}
+	return name
+}
+
+// planImageSet plans the graph under root (read through fetch) as an
+// artifact set local blob of a CTF and returns its localBlob access and
+// layer.
+func (r *run) planImageSet(ctx context.Context, p *plan, fetch fetchFunc, root ocispec.Descriptor, name, tag string, res ocm.Resource) (map[string]any, *ocispec.Descriptor, error) {
 	nodes, err := walkGraph(ctx, fetch, root, 0)
 	if err != nil {
 		return nil, nil, err
@@ -887,7 +975,7 @@ func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[str
 	}
 	root.Size = nodes[len(nodes)-1].desc.Size
 	root.MediaType = nodes[len(nodes)-1].desc.MediaType
-	set, err := writeArtifactSet(ctx, fetch, root, ref.Tag, r.tmp, descs)
+	set, err := writeArtifactSet(ctx, fetch, root, tag, r.tmp, descs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -903,8 +991,8 @@ func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[str
 		return nil, nil, err
 	}
 	hint := name
-	if ref.Tag != "" {
-		hint += ":" + ref.Tag
+	if tag != "" {
+		hint += ":" + tag
 	}
 	return map[string]any{"type": ocm.AccessLocalBlob, "localReference": layer.Digest.String(), "mediaType": set.mediaType, "referenceName": hint}, &layer, nil
 }

@@ -206,21 +206,8 @@ func (v *Verifier) checkResource(ctx context.Context, cv ocm.ComponentVersion, r
 // normalisation.
 func (v *Verifier) checkLocal(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource, out *Resource) {
 	dg := res.Digest
-	var newHash func() hash.Hash
-	switch {
-	case strings.EqualFold(dg.HashAlgorithm, "SHA-256"), strings.EqualFold(dg.HashAlgorithm, "sha256"):
-		newHash = sha256.New
-	case strings.EqualFold(dg.HashAlgorithm, "SHA-512"), strings.EqualFold(dg.HashAlgorithm, "sha512"):
-		newHash = sha512.New
-	default:
-		out.Status, out.Detail = NotCheckable, fmt.Sprintf("hash algorithm %q is not supported (SHA-256, SHA-512)", dg.HashAlgorithm)
-		return
-	}
-	switch dg.NormalisationAlgorithm {
-	case signing.GenericBlobDigestV1, signing.OCIArtifactDigestV1:
-	default:
-		out.Status, out.Detail = NotCheckable, fmt.Sprintf("digest normalisation %q is not computable offline (supported: %s, %s)",
-			dg.NormalisationAlgorithm, signing.GenericBlobDigestV1, signing.OCIArtifactDigestV1)
+	newHash, ok := localDigestHash(dg, out)
+	if !ok {
 		return
 	}
 	b, err := cv.OpenLocalBlob(ctx, res.Access)
@@ -233,19 +220,55 @@ func (v *Verifier) checkLocal(ctx context.Context, cv ocm.ComponentVersion, res 
 		return
 	}
 	if dg.NormalisationAlgorithm == signing.GenericBlobDigestV1 {
-		// Streamed: memory stays flat whatever the blob weighs. The reader
-		// verifies the digest that names the blob at EOF, so a flipped byte
-		// fails here before the resource digest is compared.
-		h := newHash()
-		_, err := io.Copy(h, b)
-		b.Close()
-		if err != nil {
-			out.Status, out.Detail = Mismatch, "local blob: "+err.Error()
-			return
-		}
-		compare(out, hex.EncodeToString(h.Sum(nil)), dg.Value, "blob "+dg.HashAlgorithm)
+		checkBlobStream(b, dg, newHash, out)
 		return
 	}
+	v.checkArtifactSet(b, res, newHash, out)
+}
+
+// localDigestHash returns the hash of a digest this verifier can compute
+// from a local blob; otherwise it marks out not checkable.
+func localDigestHash(dg *ocm.Digest, out *Resource) (func() hash.Hash, bool) {
+	var newHash func() hash.Hash
+	switch {
+	case strings.EqualFold(dg.HashAlgorithm, "SHA-256"), strings.EqualFold(dg.HashAlgorithm, "sha256"):
+		newHash = sha256.New
+	case strings.EqualFold(dg.HashAlgorithm, "SHA-512"), strings.EqualFold(dg.HashAlgorithm, "sha512"):
+		newHash = sha512.New
+	default:
+		out.Status, out.Detail = NotCheckable, fmt.Sprintf("hash algorithm %q is not supported (SHA-256, SHA-512)", dg.HashAlgorithm)
+		return nil, false
+	}
+	switch dg.NormalisationAlgorithm {
+	case signing.GenericBlobDigestV1, signing.OCIArtifactDigestV1:
+	default:
+		out.Status, out.Detail = NotCheckable, fmt.Sprintf("digest normalisation %q is not computable offline (supported: %s, %s)",
+			dg.NormalisationAlgorithm, signing.GenericBlobDigestV1, signing.OCIArtifactDigestV1)
+		return nil, false
+	}
+	return newHash, true
+}
+
+// checkBlobStream hashes a blob of the generic blob digest, and closes it.
+func checkBlobStream(b ocm.Blob, dg *ocm.Digest, newHash func() hash.Hash, out *Resource) {
+	// Streamed: memory stays flat whatever the blob weighs. The reader
+	// verifies the digest that names the blob at EOF, so a flipped byte
+	// fails here before the resource digest is compared.
+	h := newHash()
+	_, err := io.Copy(h, b)
+	b.Close()
+	if err != nil {
+		out.Status, out.Detail = Mismatch, "local blob: "+err.Error()
+		return
+	}
+	compare(out, hex.EncodeToString(h.Sum(nil)), dg.Value, "blob "+dg.HashAlgorithm)
+}
+
+// checkArtifactSet reads a blob of the OCI artifact digest whole, checks
+// the blobs of its main manifest, and compares that manifest's digest; it
+// closes b.
+func (v *Verifier) checkArtifactSet(b ocm.Blob, res *ocm.Resource, newHash func() hash.Hash, out *Resource) {
+	dg := res.Digest
 	limit := v.MaxBlobSize
 	if limit <= 0 {
 		limit = access.DefaultMaxBlobSize
@@ -276,8 +299,22 @@ func (v *Verifier) checkLocal(ctx context.Context, cv ocm.ComponentVersion, res 
 		out.Status, out.Detail = Mismatch, err.Error()
 		return
 	}
-	// Every blob the main manifest names must hash to its digest: the
-	// manifest digest covers the layers only through them.
+	if err := checkSetBlobs(set); err != nil {
+		out.Status, out.Detail = Mismatch, "artifact set: "+err.Error()
+		return
+	}
+	main := set.Main.Digest.String()
+	alg, hexValue, _ := strings.Cut(main, ":")
+	if (alg == "sha512") != (newHash().Size() == sha512.Size) {
+		out.Status, out.Detail = NotCheckable, fmt.Sprintf("artifact set manifest digest %s is not %s", main, dg.HashAlgorithm)
+		return
+	}
+	compare(out, hexValue, dg.Value, "artifact set main manifest")
+}
+
+// checkSetBlobs checks that every blob the main manifest names hashes to its
+// digest: the manifest digest covers the layers only through them.
+func checkSetBlobs(set *artifactset.Set) error {
 	for _, l := range append([]ocispec.Descriptor{set.Manifest.Config}, set.Manifest.Layers...) {
 		if l.Digest == "" {
 			continue
@@ -287,17 +324,10 @@ func (v *Verifier) checkLocal(ctx context.Context, cv ocm.ComponentVersion, res 
 			err = fmt.Errorf("%w: blob %s is %d bytes, the manifest says %d", errdef.ErrDigestMismatch, l.Digest, len(c), l.Size)
 		}
 		if err != nil {
-			out.Status, out.Detail = Mismatch, "artifact set: "+err.Error()
-			return
+			return err
 		}
 	}
-	main := set.Main.Digest.String()
-	alg, hexValue, _ := strings.Cut(main, ":")
-	if (alg == "sha512") != (newHash().Size() == sha512.Size) {
-		out.Status, out.Detail = NotCheckable, fmt.Sprintf("artifact set manifest digest %s is not %s", main, dg.HashAlgorithm)
-		return
-	}
-	compare(out, hexValue, dg.Value, "artifact set main manifest")
+	return nil
 }
 
 // checkPinned compares the digest a remote access pins with the declared

@@ -94,13 +94,53 @@ func (c *Client) OpenHelm(ctx context.Context, h HelmAccess) (*Chart, error) {
 		return nil, err
 	}
 	opCtx, cancel := c.op(ctx)
-	idx, err := c.indexes.Do(opCtx, base.String()+"\x00"+h.CACert, func(ctx context.Context) (*helmIndex, error) {
-		return c.fetchIndex(ctx, hc, base)
-	})
+	ch, err := c.helmChart(opCtx, hc, base, h.CACert, name, version)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
+	ch.cancel = cancel
+	return ch, nil
+}
+
+// helmChart looks the chart version up in the index of the helm repository
+// at base and opens it, through the cache when the index names its digest.
+func (c *Client) helmChart(ctx context.Context, hc *http.Client, base *url.URL, caCert, name, version string) (*Chart, error) {
+	idx, err := c.indexes.Do(ctx, base.String()+"\x00"+caCert, func(ctx context.Context) (*helmIndex, error) {
+		return c.fetchIndex(ctx, hc, base)
+	})
+	if err != nil {
+		return nil, err
+	}
+	entry, err := findHelmEntry(idx, base, name, version)
+	if err != nil {
+		return nil, err
+	}
+	u, err := base.Parse(entry.URLs[0])
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, fmt.Errorf("%w: helm repository %s: chart URL %s", errdef.ErrInvalidDescriptor, base.Redacted(), registry.Quote(registry.Sanitize(entry.URLs[0])))
+	}
+	get := func(ctx context.Context) (io.ReadCloser, error) {
+		return c.httpGet(ctx, hc, base, u, "fetch chart", name+":"+version)
+	}
+	ref := registry.Sanitize(u.String())
+	if d, err := blob.Normalize("sha256:" + entry.Digest); err == nil {
+		rc, err := c.cache.Fetch(ctx, d, -1, get)
+		if err != nil {
+			return nil, err
+		}
+		size := int64(-1)
+		if f, ok := rc.(interface{ Size() int64 }); ok {
+			size = f.Size()
+		}
+		return &Chart{ReadCloser: rc, reference: ref, digest: d, size: size}, nil
+	}
+	return c.readHelmChart(ctx, get, base, ref, name, version)
+}
+
+// findHelmEntry is the index entry of the chart version (a leading "v"
+// aside); its error lists the versions the index has.
+func findHelmEntry(idx *helmIndex, base *url.URL, name, version string) (*helmEntry, error) {
 	var entry *helmEntry
 	var known []string
 	for i, e := range idx.Entries[name] {
@@ -111,53 +151,33 @@ func (c *Client) OpenHelm(ctx context.Context, h HelmAccess) (*Chart, error) {
 		}
 	}
 	if entry == nil || len(entry.URLs) == 0 {
-		cancel()
 		if len(known) == 0 {
 			return nil, fmt.Errorf("chart %s %w in helm repository %s", name, errdef.ErrNotFound, base.Redacted())
 		}
 		SortVersions(known)
 		return nil, fmt.Errorf("chart %s version %s %w in helm repository %s (available: %s)", name, version, errdef.ErrNotFound, base.Redacted(), strings.Join(known, ", "))
 	}
-	u, err := base.Parse(entry.URLs[0])
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-		cancel()
-		return nil, fmt.Errorf("%w: helm repository %s: chart URL %s", errdef.ErrInvalidDescriptor, base.Redacted(), registry.Quote(registry.Sanitize(entry.URLs[0])))
-	}
-	get := func(ctx context.Context) (io.ReadCloser, error) {
-		return c.httpGet(ctx, hc, base, u, "fetch chart", name+":"+version)
-	}
-	ref := registry.Sanitize(u.String())
-	if d, err := blob.Normalize("sha256:" + entry.Digest); err == nil {
-		rc, err := c.cache.Fetch(opCtx, d, -1, get)
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		size := int64(-1)
-		if f, ok := rc.(interface{ Size() int64 }); ok {
-			size = f.Size()
-		}
-		return &Chart{ReadCloser: rc, reference: ref, digest: d, size: size, cancel: cancel}, nil
-	}
-	// No digest in the index: read it (bounded) to name it by its content.
-	rc, err := get(opCtx)
+	return entry, nil
+}
+
+// readHelmChart reads a chart the index names no digest of (bounded), to
+// name it by its content, and stores it in the cache.
+func (c *Client) readHelmChart(ctx context.Context, get func(context.Context) (io.ReadCloser, error), base *url.URL, ref, name, version string) (*Chart, error) {
+	rc, err := get(ctx)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	b, err := io.ReadAll(io.LimitReader(rc, c.o.maxBlob+1))
 	rc.Close()
 	if err != nil {
-		cancel()
 		return nil, fmt.Errorf("helm repository %s: chart %s:%s: %w", base.Redacted(), name, version, err)
 	}
 	if int64(len(b)) > c.o.maxBlob {
-		cancel()
 		return nil, fmt.Errorf("%w: chart %s:%s is more than %d bytes", errdef.ErrLimitExceeded, name, version, c.o.maxBlob)
 	}
 	d := blob.Digest(b)
-	_ = c.cache.Put(opCtx, d, bytes.NewReader(b))
-	return &Chart{ReadCloser: io.NopCloser(bytes.NewReader(b)), reference: ref, digest: d, size: int64(len(b)), cancel: cancel}, nil
+	_ = c.cache.Put(ctx, d, bytes.NewReader(b))
+	return &Chart{ReadCloser: io.NopCloser(bytes.NewReader(b)), reference: ref, digest: d, size: int64(len(b))}, nil
 }
 
 func (c *Client) fetchIndex(ctx context.Context, hc *http.Client, base *url.URL) (*helmIndex, error) {
