@@ -355,16 +355,6 @@ func (rs *resolver) ordering(ctx context.Context, rp renderPlan, where string) (
 	return o, nil
 }
 
-// JobReport is one job of a report.
-type JobReport struct {
-	Name     string // the Job's name
-	Resource string // the image resource
-	Image    string // the image the Job runs
-	Hook     string // type and delete policy
-	Wave     *int
-	Skipped  string // why the job was left out, "" when it runs
-}
-
 // JobImageRef is the image a Job runs for an image resource: the component's
 // location of it, pinned by digest when the component knows it — what
 // automatic localisation writes for an image of that resource (the tag is
