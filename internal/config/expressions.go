@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/ordering"
 )
 
 // checkExpressions compiles every expression of a definition, so syntax
@@ -45,5 +46,10 @@ func (d *Definition) checkExpressions() error {
 			}
 		}
 	}
-	return d.checkOrderingExpressions(e)
+	for i, r := range d.Spec.Renders {
+		if err := ordering.CheckRenderExpressions(e.Check, fmt.Sprintf("%s: spec.renders[%d]", d.Source, i), r.SyncWave, r.Ordering); err != nil {
+			return err
+		}
+	}
+	return ordering.CheckJobExpressions(e.Check, d.Source, d.Spec.Jobs)
 }
