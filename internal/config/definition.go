@@ -120,7 +120,7 @@ type Render struct {
 	// Patches set fields of the rendered objects.
 	Patches []Patch `json:"patches,omitempty"`
 	// Kustomize is an overlay kustomize builds over a directoryTree's
-	// kustomization, in kustomize's spelling (see kustomizeSpec); any
+	// kustomization, in kustomize's spelling (see overlay.Spec); any
 	// string may hold ${…}.
 	Kustomize map[string]any `json:"kustomize,omitempty"`
 	// SyncWave places the render's objects in an Argo CD sync wave: an
