@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/ordering"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
@@ -118,7 +120,7 @@ type Render struct {
 	// Patches set fields of the rendered objects.
 	Patches []Patch `json:"patches,omitempty"`
 	// Kustomize is an overlay kustomize builds over a directoryTree's
-	// kustomization, in kustomize's spelling (see kustomizeSpec); any
+	// kustomization, in kustomize's spelling (see overlay.Spec); any
 	// string may hold ${…}.
 	Kustomize map[string]any `json:"kustomize,omitempty"`
 	// SyncWave places the render's objects in an Argo CD sync wave: an
@@ -131,80 +133,6 @@ type Render struct {
 	// Ordering places individual objects of the render, overwriting what
 	// they carry.
 	Ordering []OrderingRule `json:"ordering,omitempty"`
-}
-
-// Hook is an Argo CD resource hook.
-type Hook struct {
-	// Type is PreSync, Sync, PostSync, SyncFail or PostDelete.
-	Type string `json:"type"`
-	// DeletePolicy is BeforeHookCreation (the default), HookSucceeded or
-	// HookFailed, or several of them separated by commas.
-	DeletePolicy string `json:"deletePolicy,omitempty"`
-}
-
-// OrderingRule places the objects of a render its target selects.
-type OrderingRule struct {
-	Target Target `json:"target"`
-	// SyncWave: an integer or a string holding ${…}.
-	SyncWave any   `json:"syncWave,omitempty"`
-	Hook     *Hook `json:"hook,omitempty"`
-}
-
-// Job is an imperative step: a batch/v1 Job running an image resource of the
-// component, localised like every image (the component's location, pinned by
-// digest when known), as an Argo CD hook.
-type Job struct {
-	// Name of the Job object (may hold ${…}; a DNS label once evaluated); unique.
-	Name string `json:"name"`
-	// Render names the render the Job belongs to: the Job is part of the
-	// output when that render is, and runs in its namespace. Without it, the
-	// Job is part of the output when the whole definition renders (no
-	// resource selection) and runs in the request's namespace.
-	Render string `json:"render,omitempty"`
-	// When is a CEL condition; the Job is left out when it is false.
-	When string `json:"when,omitempty"`
-	// Image names the ociImage resource the Job runs.
-	Image JobImage `json:"image"`
-	// Namespace of the Job (may hold ${…}); default its render's, else the
-	// request's (Argo CD: the destination namespace).
-	Namespace string `json:"namespace,omitempty"`
-	// Command replaces the image's entrypoint; Args are its arguments. Every
-	// item may hold ${…}.
-	Command []string `json:"command,omitempty"`
-	Args    []string `json:"args,omitempty"`
-	// Env are environment variables: a value (may hold ${…}) or a key of an
-	// existing Secret.
-	Env []EnvVar `json:"env,omitempty"`
-	// Hook defaults to {type: PreSync, deletePolicy: BeforeHookCreation}.
-	Hook *Hook `json:"hook,omitempty"`
-	// SyncWave orders the Job within its hook phase: an integer or ${…}.
-	SyncWave any `json:"syncWave,omitempty"`
-	// BackoffLimit and ActiveDeadlineSeconds are the Job's (Kubernetes'
-	// defaults when omitted).
-	BackoffLimit          *int64 `json:"backoffLimit,omitempty"`
-	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
-	// ServiceAccountName runs the Job's pod as that service account (may hold ${…}).
-	ServiceAccountName string `json:"serviceAccountName,omitempty"`
-}
-
-// JobImage names the image a Job runs.
-type JobImage struct {
-	// Resource is the identity of an ociImage (or ociArtifact) resource.
-	Resource ocm.Identity `json:"resource"`
-}
-
-// EnvVar is an environment variable of a Job: a value, or a key of a Secret.
-type EnvVar struct {
-	Name         string        `json:"name"`
-	Value        string        `json:"value,omitempty"`
-	SecretKeyRef *SecretKeyRef `json:"secretKeyRef,omitempty"`
-}
-
-// SecretKeyRef names a key of an existing Secret (fields may hold ${…}, e.g.
-// ${parameters.database.secretName}).
-type SecretKeyRef struct {
-	Name string `json:"name"`
-	Key  string `json:"key"`
 }
 
 // ValuesFrom names a config resource.
@@ -226,15 +154,6 @@ type Patch struct {
 	Path string `json:"path"`
 	// Value may hold ${…}; the render's final values are available as `values`.
 	Value any `json:"value"`
-}
-
-// Target selects rendered objects; empty fields match anything but Kind is
-// required. Fields may hold ${…}.
-type Target struct {
-	APIVersion string `json:"apiVersion,omitempty"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name,omitempty"`
-	Namespace  string `json:"namespace,omitempty"`
 }
 
 // Localization configures automatic localisation.
@@ -391,11 +310,15 @@ func (d *Definition) Validate() error {
 				return fail(w+".path", "%v", err)
 			}
 		}
-		if err := r.validateOrdering(where, fail); err != nil {
+		if err := ordering.ValidateRender(where, r.SyncWave, r.Hook, r.Ordering, fail); err != nil {
 			return err
 		}
 	}
-	if err := d.validateJobs(fail); err != nil {
+	renders := map[string]bool{}
+	for _, r := range d.Spec.Renders {
+		renders[r.Name] = true
+	}
+	if err := ordering.ValidateJobs(d.Spec.Jobs, renders, fail); err != nil {
 		return err
 	}
 	return d.checkExpressions()
@@ -510,7 +433,7 @@ func (p *Parameter) coerce(v any) (any, error) {
 			return l, nil
 		}
 	}
-	return nil, fmt.Errorf("want %s %s, got %s", article(p.Type), p.Type, describeValue(v))
+	return nil, fmt.Errorf("want %s %s, got %s", article(p.Type), p.Type, expr.DescribeValue(v))
 }
 
 func article(t string) string {
@@ -518,25 +441,6 @@ func article(t string) string {
 		return "an"
 	}
 	return "a"
-}
-
-func describeValue(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return fmt.Sprintf("the string %q", truncate(v, 60))
-	case bool:
-		return fmt.Sprintf("the boolean %v", v)
-	case int64, int, float64:
-		return fmt.Sprintf("the number %v", v)
-	case map[string]any:
-		return "a map"
-	case []any:
-		return "a list"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
 }
 
 // check validates a value of the parameter's type against its constraints.

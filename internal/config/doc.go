@@ -33,5 +33,11 @@
 // steps, automatic localisation and the report on the plan), which the
 // pipeline runs once every step is rendered.
 //
+// Concerns with a shape of their own live in sub-packages that import
+// nothing of config: expr (the ${…} evaluator), ordering (sync waves, hooks
+// and jobs), overlay (the kustomize overlay of a directoryTree render) and
+// explain (the --explain report and the provenance of values). config keeps
+// their types under its own names as aliases.
+//
 // See docs/deployment-definition.md for the format.
 package config

@@ -1,13 +1,11 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/ordering"
 )
 
 // checkExpressions compiles every expression of a definition, so syntax
@@ -48,33 +46,10 @@ func (d *Definition) checkExpressions() error {
 			}
 		}
 	}
-	return d.checkOrderingExpressions(e)
-}
-
-// formatValue renders a value compactly for reports and messages.
-func formatValue(v any) string {
-	switch v := v.(type) {
-	case string:
-		return strconv.Quote(v)
-	case map[string]any:
-		if len(v) == 0 {
-			return "{}"
+	for i, r := range d.Spec.Renders {
+		if err := ordering.CheckRenderExpressions(e.Check, fmt.Sprintf("%s: spec.renders[%d]", d.Source, i), r.SyncWave, r.Ordering); err != nil {
+			return err
 		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = k + ": " + formatValue(v[k])
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Sprint(v)
-		}
-		return string(b)
 	}
+	return ordering.CheckJobExpressions(e.Check, d.Source, d.Spec.Jobs)
 }

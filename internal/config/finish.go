@@ -31,7 +31,7 @@ func (ps patchSet) Finish(_ context.Context, objs []manifests.Object) ([]manifes
 		if err != nil {
 			return nil, err
 		}
-		ps.report.addPatch(bp, objects)
+		ps.report.Patches = append(ps.report.Patches, PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value, Objects: objects})
 	}
 	return objs, nil
 }
@@ -92,7 +92,7 @@ type explanation struct {
 }
 
 func (e explanation) Finish(_ context.Context, objs []manifests.Object) ([]manifests.Object, error) {
-	e.report.addOrdering(objs)
+	e.report.AddOrdering(objs)
 	e.explain(e.report)
 	return objs, nil
 }

@@ -3,19 +3,15 @@ package config
 import (
 	"context"
 	"fmt"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
 	"sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/overlay"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
@@ -28,10 +24,6 @@ type generatedKey struct {
 	secret           bool
 	name, key, value string
 }
-
-// secretValueShown is what --explain shows for a value that goes into a
-// Secret.
-const secretValueShown = "(secret value, not shown)"
 
 // asGeneratedKey reports whether bp sets one data key of one ConfigMap (or
 // one stringData key of one Secret) by name to a string that a generator
@@ -74,11 +66,11 @@ func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 // behavior merge, so the ConfigMap gets a new hash suffix and the objects
 // that reference it follow (a post-render patch could not: the rendered
 // name carries the old suffix). With automatic localisation, the images
-// it would rewrite become the overlay's images (see overlayImages). The
+// it would rewrite become the overlay's images (see overlay.Images). The
 // other patches are returned, to be applied after rendering as before. The
 // tree is read at plan time only when something could move.
 //
-// The render's kustomize field (see kustomizeSpec) is the overlay's start.
+// The render's kustomize field (see overlay.Spec) is the overlay's start.
 func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *pipeline.Overlay, error) {
 	defined, err := rs.definitionOverlay(ctx, rp)
 	if err != nil {
@@ -89,7 +81,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 	}
 	appOverlay := rs.applicationOverlay(rp)
 	rest, derived, entry := rs.derivedOverlay(ctx, rp, patches, appOverlay)
-	ov := joinOverlays(defined, derived)
+	ov := overlay.Join(defined, derived)
 	if ov == nil {
 		return rest, nil, nil
 	}
@@ -100,7 +92,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 	if appOverlay {
 		base = "<the Application's kustomization.yaml>"
 	}
-	text := overlayText(ov, base)
+	text := overlay.Text(ov, base)
 	if defined != nil {
 		text = fmt.Sprintf("# from %s: spec.renders[%d].%s", rs.def.Source, rp.index, kustomizeField) + derivedNote(derived) + "\n" + text
 	}
@@ -160,7 +152,7 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 	rest, ov := rs.generatorMerges(patches, gen)
 	if auto {
 		images, _ := localize.Images(d)
-		ov.Images = overlayImages(tree, images)
+		ov.Images = overlay.Images(tree, images)
 	}
 	if len(ov.ConfigMapGenerator) == 0 && len(ov.SecretGenerator) == 0 && len(ov.Images) == 0 {
 		return patches, nil, entry
@@ -201,7 +193,7 @@ func (rs *resolver) generatorMerges(patches []boundPatch, gen pipeline.Generated
 		pr := PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
 			Objects: []string{"kustomize overlay: configMapGenerator " + g.name + " (behavior merge)"}}
 		if g.secret {
-			pr.Value, pr.Secret = secretValueShown, true
+			pr.Value, pr.Secret = overlay.SecretValueShown, true
 			pr.Objects = []string{"kustomize overlay: secretGenerator " + g.name + " (behavior merge)"}
 		}
 		rs.report.Patches = append(rs.report.Patches, pr)
@@ -252,145 +244,8 @@ func redactSecretExpressions(r *Report) {
 		}
 		for i := range r.Expressions {
 			if w := r.Expressions[i].Where; w == p.Source+".value" || strings.HasPrefix(w, p.Source+".value.") || strings.HasPrefix(w, p.Source+".value[") {
-				r.Expressions[i].Result = secretValueShown
+				r.Expressions[i].Result = overlay.SecretValueShown
 			}
 		}
 	}
-}
-
-// overlayImages is the images field of an overlay that localises what
-// automatic localisation would rewrite after rendering: every container
-// image written in a manifest of the tree that matches an image resource
-// (see localize.Match), by the name as written, set to the component's
-// location. A name whose references localise to different locations, or
-// that does not parse, is left out. Localisation still runs after
-// rendering: it finds these images at their location already, and
-// rewrites what kustomize could not name before rendering (images set by
-// the tree's own transformers, by generators).
-func overlayImages(tree pipeline.Tree, images []localize.Image) []types.Image {
-	if len(images) == 0 {
-		return nil
-	}
-	byName := map[string]*types.Image{}
-	conflict := map[string]bool{}
-	var order []string
-	for _, name := range tree.Files() {
-		switch path.Ext(name) {
-		case ".yaml", ".yml", ".json":
-		default:
-			continue
-		}
-		data, err := tree.ReadFile(name)
-		if err != nil {
-			continue
-		}
-		objs, err := manifests.Decode(name, data)
-		if err != nil {
-			continue // kustomize reports it, or never reads the file
-		}
-		for _, o := range objs {
-			for _, written := range containerImages(o) {
-				ref, err := registry.ParseReference(written)
-				if err != nil {
-					continue
-				}
-				img, err := localize.Match(images, ref)
-				if err != nil || img == nil {
-					continue
-				}
-				to := img.Location()
-				if to == ref {
-					continue
-				}
-				n := writtenName(written)
-				want := types.Image{Name: n, NewName: to.Name(), NewTag: to.Tag, Digest: to.Digest}
-				if have, ok := byName[n]; ok {
-					if *have != want {
-						conflict[n] = true
-					}
-					continue
-				}
-				byName[n] = &want
-				order = append(order, n)
-			}
-		}
-	}
-	var out []types.Image
-	for _, n := range order {
-		if !conflict[n] {
-			out = append(out, *byName[n])
-		}
-	}
-	return out
-}
-
-// containerImages returns the container images of a workload object.
-func containerImages(o manifests.Object) []string {
-	specPath, ok := localize.PodSpecPath(o)
-	if !ok {
-		return nil
-	}
-	spec, _ := fieldpath.Get(o, specPath)
-	sm, _ := spec.(map[string]any)
-	var out []string
-	for _, field := range []string{"initContainers", "containers", "ephemeralContainers"} {
-		list, _ := sm[field].([]any)
-		for _, c := range list {
-			cm, _ := c.(map[string]any)
-			if s, ok := cm["image"].(string); ok && s != "" {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
-// writtenName is an image reference without its tag and digest, as
-// kustomize's images field names it.
-func writtenName(ref string) string {
-	if i := strings.IndexByte(ref, '@'); i >= 0 {
-		ref = ref[:i]
-	}
-	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
-		ref = ref[:i]
-	}
-	return ref
-}
-
-// overlayText is ov as the kustomization the renderer builds over base,
-// for --explain; secret literals show their keys only.
-func overlayText(ov *pipeline.Overlay, base string) string {
-	var secrets []types.SecretArgs
-	for _, g := range ov.SecretGenerator {
-		g.LiteralSources = slices.Clone(g.LiteralSources)
-		for i, l := range g.LiteralSources {
-			k, _, _ := strings.Cut(l, "=")
-			g.LiteralSources[i] = k + "=" + secretValueShown
-		}
-		secrets = append(secrets, g)
-	}
-	var components []string
-	for _, c := range ov.Components {
-		components = append(components, "<resource>/"+c)
-	}
-	k := types.Kustomization{
-		TypeMeta:           types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
-		Resources:          []string{base},
-		Components:         components,
-		Namespace:          ov.Namespace,
-		NamePrefix:         ov.NamePrefix,
-		NameSuffix:         ov.NameSuffix,
-		Labels:             ov.Labels,
-		CommonAnnotations:  ov.CommonAnnotations,
-		Replicas:           ov.Replicas,
-		ConfigMapGenerator: ov.ConfigMapGenerator,
-		SecretGenerator:    secrets,
-		Images:             ov.Images,
-		Patches:            ov.Patches,
-	}
-	b, err := yaml.Marshal(k)
-	if err != nil {
-		return "(the overlay cannot be shown: " + err.Error() + ")"
-	}
-	return string(b)
 }

@@ -22,15 +22,6 @@ const (
 	FromDefault  = "default"
 )
 
-// ParamValue is a resolved instance parameter.
-type ParamValue struct {
-	Name   string
-	Type   string
-	Value  any
-	From   string // FromInstance or FromDefault
-	Secret bool
-}
-
 var (
 	secretNameRE = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)

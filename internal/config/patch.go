@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/ordering"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -50,7 +50,7 @@ func (rs *resolver) definitionPatches(ctx context.Context, rp renderPlan, where 
 	var out []boundPatch
 	for j, p := range rp.render.Patches {
 		w := fmt.Sprintf("%s.patches[%d]", where, j)
-		t, err := rs.target(ctx, w, p.Target, vars)
+		t, err := ordering.EvalTarget(ctx, rs.fields(vars), w, p.Target)
 		if err != nil {
 			return nil, err
 		}
@@ -148,6 +148,3 @@ func (f *fileTargets) targets(src, file string) ([]Target, error) {
 	}
 	return ts, nil
 }
-
-// String names the objects a target selects ("apps/v1 Deployment ns/name").
-func (t Target) String() string { return hooks.Selector(t).String() }

@@ -326,7 +326,7 @@ func (rs *resolver) stringField(ctx context.Context, where, val, def string) (st
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("%w: %s: %s is %s, want a string", errdef.ErrInvalidInput, where, val, describeValue(v))
+		return "", fmt.Errorf("%w: %s: %s is %s, want a string", errdef.ErrInvalidInput, where, val, expr.DescribeValue(v))
 	}
 	return s, nil
 }
@@ -352,7 +352,7 @@ func (rs *resolver) condition(ctx context.Context, where, s string) (bool, error
 	}
 	b, ok := v.(bool)
 	if !ok {
-		return false, fmt.Errorf("%w: %s: %s is %s, want true or false", errdef.ErrInvalidInput, where, s, describeValue(v))
+		return false, fmt.Errorf("%w: %s: %s is %s, want true or false", errdef.ErrInvalidInput, where, s, expr.DescribeValue(v))
 	}
 	return b, nil
 }
@@ -410,11 +410,11 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, err
 	if err != nil {
 		return pipeline.Step{}, err
 	}
-	ordering, err := rs.ordering(ctx, rp, where)
+	placement, err := rs.placement(ctx, rp, where)
 	if err != nil {
 		return pipeline.Step{}, err
 	}
-	step := pipeline.Step{Resource: rp.res, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path, Values: final, Ordering: ordering, Overlay: overlay}
+	step := pipeline.Step{Resource: rp.res, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path, Values: final, Ordering: placement, Overlay: overlay}
 	if len(patches) > 0 {
 		step.Finish = []pipeline.Finisher{patchSet{patches: patches, report: rs.report}}
 	}

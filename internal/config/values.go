@@ -12,23 +12,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
-// Value layers, lowest first. Maps merge deeply; lists and scalars replace.
-const (
-	LayerChart        = "chart defaults"  // the chart's values.yaml (Helm merges it; shown by --explain)
-	LayerConfig       = "config resource" // helmValues / ConfigData resources shipped in the component
-	LayerLocalization = "localization"    // image mappings and localization-hint labels
-	LayerDefinition   = "definition"      // the deployment definition's values
-	LayerInstance     = "instance"        // the Application's / CLI's values files, values and --set
-)
-
-// Origin says who set a value.
-type Origin struct {
-	Layer  string
-	Source string // e.g. "resource config", "spec.renders[0].values.replicaCount", "--set replicaCount=3"
-	Expr   string // the CEL expression that computed the value, if any
-	Value  any
-}
-
 // Values are layered values with the history of every leaf (scalars, lists
 // and empty maps).
 type Values struct {
@@ -105,13 +88,6 @@ func (v *Values) Set(p fieldpath.Path, value any, o Origin) error {
 	o.Value = value
 	v.record(p, o)
 	return nil
-}
-
-// Leaf is one value with the layers that set it, latest last.
-type Leaf struct {
-	Path    string
-	Value   any
-	History []Origin
 }
 
 // Leaves lists every leaf of the values with its history, sorted by path.

@@ -696,3 +696,24 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// DescribeValue names the kind of a value for messages (a string shown
+// truncated), e.g. `the number 3`, `a map`.
+func DescribeValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("the string %q", truncate(v, 60))
+	case bool:
+		return fmt.Sprintf("the boolean %v", v)
+	case int64, int, float64:
+		return fmt.Sprintf("the number %v", v)
+	case map[string]any:
+		return "a map"
+	case []any:
+		return "a list"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
