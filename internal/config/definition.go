@@ -460,20 +460,20 @@ func (p *Parameter) check(v any) error {
 				allowed[i] = string(b)
 			}
 			b, _ := json.Marshal(v)
-			return fmt.Errorf("%s is not one of %s", truncate(string(b), 80), strings.Join(allowed, ", "))
+			return fmt.Errorf("%s is not one of %s", errdef.Truncate(string(b), 80), strings.Join(allowed, ", "))
 		}
 	}
 	switch v := v.(type) {
 	case string:
 		n := len([]rune(v))
 		if p.MinLength != nil && n < *p.MinLength {
-			return fmt.Errorf("%q is shorter than %d characters", truncate(v, 60), *p.MinLength)
+			return fmt.Errorf("%q is shorter than %d characters", errdef.Truncate(v, 60), *p.MinLength)
 		}
 		if p.MaxLength != nil && n > *p.MaxLength {
-			return fmt.Errorf("%q is longer than %d characters", truncate(v, 60), *p.MaxLength)
+			return fmt.Errorf("%q is longer than %d characters", errdef.Truncate(v, 60), *p.MaxLength)
 		}
 		if p.pattern != nil && !p.pattern.MatchString(v) {
-			return fmt.Errorf("%q does not match the pattern %s", truncate(v, 60), p.Pattern)
+			return fmt.Errorf("%q does not match the pattern %s", errdef.Truncate(v, 60), p.Pattern)
 		}
 	case int64:
 		if err := p.bounds(float64(v)); err != nil {

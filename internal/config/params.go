@@ -43,7 +43,7 @@ func checkSecretRef(v any) error {
 	}
 	for k := range m {
 		if k != "secretName" && k != "key" {
-			return fmt.Errorf("a Secret reference has only the fields secretName and key, not %q: %s", truncate(k, 40), secretHint)
+			return fmt.Errorf("a Secret reference has only the fields secretName and key, not %q: %s", errdef.Truncate(k, 40), secretHint)
 		}
 	}
 	name, _ := m["secretName"].(string)
@@ -69,13 +69,13 @@ func (p *Parameter) parseText(s string) (any, error) {
 	case TypeInteger:
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("want an integer, got %q", truncate(s, 60))
+			return nil, fmt.Errorf("want an integer, got %q", errdef.Truncate(s, 60))
 		}
 		return n, nil
 	case TypeNumber:
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil {
-			return nil, fmt.Errorf("want a number, got %q", truncate(s, 60))
+			return nil, fmt.Errorf("want a number, got %q", errdef.Truncate(s, 60))
 		}
 		return f, nil
 	case TypeBoolean:
@@ -85,7 +85,7 @@ func (p *Parameter) parseText(s string) (any, error) {
 		case "false":
 			return false, nil
 		}
-		return nil, fmt.Errorf("want true or false, got %q", truncate(s, 60))
+		return nil, fmt.Errorf("want true or false, got %q", errdef.Truncate(s, 60))
 	default: // object, array: YAML (JSON is YAML)
 		v, err := parseYAMLValue(s)
 		if err != nil {
@@ -200,11 +200,11 @@ func checkLocalRefs(v any) error {
 			switch k {
 			case "$ref", "$dynamicRef", "$recursiveRef":
 				if s, ok := e.(string); ok && !strings.HasPrefix(s, "#") {
-					return fmt.Errorf("%s %q points outside the schema; only local references (#/…) are allowed", k, truncate(s, 80))
+					return fmt.Errorf("%s %q points outside the schema; only local references (#/…) are allowed", k, errdef.Truncate(s, 80))
 				}
 			case "$schema":
 				if s, ok := e.(string); ok && !strings.HasPrefix(s, "http://json-schema.org/") && !strings.HasPrefix(s, "https://json-schema.org/") {
-					return fmt.Errorf("$schema %q is not a json-schema.org draft", truncate(s, 80))
+					return fmt.Errorf("$schema %q is not a json-schema.org draft", errdef.Truncate(s, 80))
 				}
 			}
 			if err := checkLocalRefs(e); err != nil {

@@ -448,7 +448,7 @@ func jsonKind(v any) string {
 	case []any:
 		return "a list"
 	case string:
-		return fmt.Sprintf("the string %q", truncate(v, 40))
+		return fmt.Sprintf("the string %q", errdef.Truncate(v, 40))
 	case bool:
 		return fmt.Sprintf("the boolean %v", v)
 	case json.Number:
@@ -456,11 +456,4 @@ func jsonKind(v any) string {
 	default:
 		return fmt.Sprintf("%T", v)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

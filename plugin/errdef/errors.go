@@ -174,3 +174,13 @@ func Mark(sentinel, err error) error {
 	}
 	return fmt.Errorf("%w: %w", sentinel, err)
 }
+
+// Truncate shortens s to n bytes with "…" after it, so that a value quoted in
+// a message (a parameter, an expression, a key) stays short: messages name
+// what was wrong, they do not echo a tenant's input at length.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
@@ -138,13 +139,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Expressions) > 0 {
 		b.WriteString("\nexpressions:\n")
 		for _, e := range r.Expressions {
-			fmt.Fprintf(&b, "  %s: ${%s} = %s\n", e.Where, e.Expr, truncate(formatValue(e.Result), 200))
+			fmt.Fprintf(&b, "  %s: ${%s} = %s\n", e.Where, e.Expr, errdef.Truncate(formatValue(e.Result), 200))
 		}
 	}
 	if len(r.Patches) > 0 {
 		b.WriteString("\npatches:\n")
 		for _, p := range r.Patches {
-			fmt.Fprintf(&b, "  %s: %s = %s  in %s\n", p.Source, p.Path, truncate(formatValue(p.Value), 120), strings.Join(p.Objects, ", "))
+			fmt.Fprintf(&b, "  %s: %s = %s  in %s\n", p.Source, p.Path, errdef.Truncate(formatValue(p.Value), 120), strings.Join(p.Objects, ", "))
 		}
 	}
 	if r.Localized {
@@ -220,7 +221,7 @@ func writeRender(b *strings.Builder, rr RenderReport) {
 
 // writeLeaf writes a value and the layers that set it, the last first.
 func writeLeaf(b *strings.Builder, l Leaf) {
-	fmt.Fprintf(b, "    %s = %s\n", l.Path, truncate(formatValue(l.Value), 200))
+	fmt.Fprintf(b, "    %s = %s\n", l.Path, errdef.Truncate(formatValue(l.Value), 200))
 	for i := len(l.History) - 1; i >= 0; i-- {
 		o := l.History[i]
 		prefix := "      <- "
@@ -235,7 +236,7 @@ func writeLeaf(b *strings.Builder, l Leaf) {
 			line += "  " + o.Expr
 		}
 		if i < len(l.History)-1 {
-			line += " = " + truncate(formatValue(o.Value), 120)
+			line += " = " + errdef.Truncate(formatValue(o.Value), 120)
 		}
 		b.WriteString(line + "\n")
 	}
@@ -331,11 +332,4 @@ func formatValue(v any) string {
 		}
 		return string(b)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -100,7 +100,7 @@ func (e *Error) Error() string {
 	if e.Column > 0 {
 		at = fmt.Sprintf(" (column %d)", e.Column)
 	}
-	return fmt.Sprintf("%s: expression ${%s}%s: %s", e.Where, truncate(e.Expr, 200), at, e.Msg)
+	return fmt.Sprintf("%s: expression ${%s}%s: %s", e.Where, errdef.Truncate(e.Expr, 200), at, e.Msg)
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -211,7 +211,7 @@ func HasExpression(s string) bool {
 func (e *Evaluator) Check(where, s string) error {
 	parts, err := parseTemplate(s)
 	if err != nil {
-		return &Error{Where: where, Expr: truncate(s, 80), Msg: err.Error(), Err: errdef.ErrInvalidInput}
+		return &Error{Where: where, Expr: errdef.Truncate(s, 80), Msg: err.Error(), Err: errdef.ErrInvalidInput}
 	}
 	for _, p := range parts {
 		if p.expr {
@@ -233,7 +233,7 @@ func (e *Evaluator) Template(ctx context.Context, where, s string, vars map[stri
 	}
 	parts, err := parseTemplate(s)
 	if err != nil {
-		return nil, &Error{Where: where, Expr: truncate(s, 80), Msg: err.Error(), Err: errdef.ErrInvalidInput}
+		return nil, &Error{Where: where, Expr: errdef.Truncate(s, 80), Msg: err.Error(), Err: errdef.ErrInvalidInput}
 	}
 	if len(parts) == 1 && parts[0].expr {
 		return e.eval(ctx, where, parts[0].text, vars)
@@ -690,12 +690,6 @@ func Stringify(v any) (string, error) {
 }
 
 // truncate keeps an expression short in messages.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
 
 // DescribeValue names the kind of a value for messages (a string shown
 // truncated), e.g. `the number 3`, `a map`.
@@ -704,7 +698,7 @@ func DescribeValue(v any) string {
 	case nil:
 		return "null"
 	case string:
-		return fmt.Sprintf("the string %q", truncate(v, 60))
+		return fmt.Sprintf("the string %q", errdef.Truncate(v, 60))
 	case bool:
 		return fmt.Sprintf("the boolean %v", v)
 	case int64, int, float64:

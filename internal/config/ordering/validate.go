@@ -11,6 +11,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // Sync waves are written as annotations Argo CD parses as int; the
@@ -34,23 +35,16 @@ type Fail func(path, format string, args ...any) error
 // CheckDNSLabel accepts a Kubernetes DNS label (a Job's name or namespace).
 func CheckDNSLabel(s string) error {
 	if len(s) > 63 || !dnsLabelRE().MatchString(s) {
-		return fmt.Errorf("%q is not a DNS label (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)", truncate(s, 80))
+		return fmt.Errorf("%q is not a DNS label (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)", errdef.Truncate(s, 80))
 	}
 	return nil
 }
 
 func checkDNSSubdomain(s string) error {
 	if len(s) > 253 || !dnsSubdomainRE().MatchString(s) {
-		return fmt.Errorf("%q is not a valid name (lower-case letters, digits, '-' and '.', at most 253)", truncate(s, 80))
+		return fmt.Errorf("%q is not a valid name (lower-case letters, digits, '-' and '.', at most 253)", errdef.Truncate(s, 80))
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // waveInt reads a sync wave given literally (an integer in range).
@@ -88,7 +82,7 @@ func checkWave(v any) error {
 		if expr.HasExpression(s) {
 			return nil
 		}
-		return fmt.Errorf("the string %q: want an integer (3, not \"3\") or ${…}", truncate(s, 40))
+		return fmt.Errorf("the string %q: want an integer (3, not \"3\") or ${…}", errdef.Truncate(s, 40))
 	}
 	return fmt.Errorf("want an integer or a string holding ${…}, got %s", expr.DescribeValue(v))
 }

@@ -61,7 +61,7 @@ var specFields, specFieldList = func() (map[string]bool, string) {
 func CheckFields(where string, fields map[string]any) error {
 	for k := range fields {
 		if !specFields[k] {
-			return fmt.Errorf("%w: %s: unknown field %q (the fields of a kustomization: %s)", errdef.ErrInvalidInput, where, truncate(k, 60), specFieldList)
+			return fmt.Errorf("%w: %s: unknown field %q (the fields of a kustomization: %s)", errdef.ErrInvalidInput, where, errdef.Truncate(k, 60), specFieldList)
 		}
 	}
 	return nil
@@ -249,11 +249,4 @@ func Text(ov *pipeline.Overlay, base string) string {
 		return "(the overlay cannot be shown: " + err.Error() + ")"
 	}
 	return string(b)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
