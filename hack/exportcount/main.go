@@ -54,14 +54,49 @@ func main() {
 		fmt.Fprintln(os.Stderr, "exportcount: run from the repository root:", err)
 		os.Exit(1)
 	}
+	pub := parsePublic(*public)
+	counts, err := countTrees(flag.Args(), module, pub)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "exportcount:", err)
+		os.Exit(1)
+	}
+	sum, fields, examples := 0, 0, 0
+	for _, c := range counts {
+		sum += c.names
+		fields += c.fields
+		examples += c.examples
+	}
+	if *total {
+		fmt.Println(sum)
+		return
+	}
+	for _, c := range counts {
+		mark := ""
+		if pub[c.dir] {
+			mark = " (public)"
+		}
+		fmt.Printf("%5d names %5d fields %3d examples  %s%s\n", c.names, c.fields, c.examples, c.dir, mark)
+	}
+	fmt.Printf("%5d names %5d fields %3d examples  total in %d packages\n", sum, fields, examples, len(counts))
+	printLeaks(counts, len(pub) > 0)
+}
+
+// parsePublic turns the -public flag into a set of package directories.
+func parsePublic(public string) map[string]bool {
 	pub := map[string]bool{}
-	for _, p := range strings.Split(*public, ",") {
+	for _, p := range strings.Split(public, ",") {
 		if p = strings.Trim(strings.TrimSpace(p), "/"); p != "" {
 			pub[p] = true
 		}
 	}
+	return pub
+}
+
+// countTrees counts every package directory under the roots, skipping
+// testdata and hidden directories.
+func countTrees(roots []string, module string, pub map[string]bool) ([]*pkgCount, error) {
 	var counts []*pkgCount
-	for _, root := range flag.Args() {
+	for _, root := range roots {
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -82,28 +117,15 @@ func main() {
 			return nil
 		})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "exportcount:", err)
-			os.Exit(1)
+			return nil, err
 		}
 	}
-	sum, fields, examples := 0, 0, 0
-	for _, c := range counts {
-		sum += c.names
-		fields += c.fields
-		examples += c.examples
-	}
-	if *total {
-		fmt.Println(sum)
-		return
-	}
-	for _, c := range counts {
-		mark := ""
-		if pub[c.dir] {
-			mark = " (public)"
-		}
-		fmt.Printf("%5d names %5d fields %3d examples  %s%s\n", c.names, c.fields, c.examples, c.dir, mark)
-	}
-	fmt.Printf("%5d names %5d fields %3d examples  total in %d packages\n", sum, fields, examples, len(counts))
+	return counts, nil
+}
+
+// printLeaks lists the leaks of the public packages, or says there are none
+// when public packages were given.
+func printLeaks(counts []*pkgCount, anyPublic bool) {
 	leaks := 0
 	for _, c := range counts {
 		for _, l := range c.leaks {
@@ -114,7 +136,7 @@ func main() {
 			fmt.Println("  " + l)
 		}
 	}
-	if len(pub) > 0 && leaks == 0 {
+	if anyPublic && leaks == 0 {
 		fmt.Println("\nno leaks")
 	}
 }
