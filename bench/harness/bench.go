@@ -100,27 +100,8 @@ func (b *bench) dir(elem ...string) string {
 // setup builds the fixtures, starts the registry and pushes the components.
 func (b *bench) setup() {
 	t0 := time.Now()
-	home := b.dir("home")
-	b.appDir = b.dir("app")
-	b.baseEnv = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + b.dir("tmp"),
-		"XDG_CACHE_HOME=" + b.dir("home", ".cache"), "XDG_CONFIG_HOME=" + b.dir("home", ".config"), "XDG_DATA_HOME=" + b.dir("home", ".local"),
-		"DOCKER_CONFIG=" + b.dir("home", ".docker"),
-	}
-	demo, err := examples.Demo(filepath.Join(b.root, "testdata", "src"))
-	if err != nil {
-		fatalf("examples: %v", err)
-	}
-	pick := func(name string) *ocmbuild.Component {
-		for _, c := range demo {
-			if c.Name == name && c.Version == benchVer {
-				return c
-			}
-		}
-		fatalf("example component %s:%s missing", name, benchVer)
-		return nil
-	}
-	podinfo, extras := pick(compPodinfo), pick(compExtras)
+	b.setBaseEnv()
+	podinfo, extras := b.demoComponents()
 
 	files, err := ocmbuild.ReadDir(filepath.Join(b.root, "testdata", "src", "charts", "podinfo"))
 	if err != nil {
@@ -188,6 +169,37 @@ func (b *bench) setup() {
 	b.kustFx = b.addKustomizeTrees()
 	b.reg.Reset()
 	logf("fixtures ready in %.1fs (registry %s)", time.Since(t0).Seconds(), b.reg.URL)
+}
+
+// setBaseEnv creates the Application's directory and the home of every
+// process and sets the environment they all start from.
+func (b *bench) setBaseEnv() {
+	home := b.dir("home")
+	b.appDir = b.dir("app")
+	b.baseEnv = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + b.dir("tmp"),
+		"XDG_CACHE_HOME=" + b.dir("home", ".cache"), "XDG_CONFIG_HOME=" + b.dir("home", ".config"), "XDG_DATA_HOME=" + b.dir("home", ".local"),
+		"DOCKER_CONFIG=" + b.dir("home", ".docker"),
+	}
+}
+
+// demoComponents returns the podinfo and podinfo-extras components of the
+// examples at the benchmarked version.
+func (b *bench) demoComponents() (podinfo, extras *ocmbuild.Component) {
+	demo, err := examples.Demo(filepath.Join(b.root, "testdata", "src"))
+	if err != nil {
+		fatalf("examples: %v", err)
+	}
+	pick := func(name string) *ocmbuild.Component {
+		for _, c := range demo {
+			if c.Name == name && c.Version == benchVer {
+				return c
+			}
+		}
+		fatalf("example component %s:%s missing", name, benchVer)
+		return nil
+	}
+	return pick(compPodinfo), pick(compExtras)
 }
 
 // neededLocal is what a cold render of a component whose chart is a local
