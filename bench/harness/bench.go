@@ -835,22 +835,18 @@ func (b *bench) burstGoals(mode string, n int, cores float64, wall time.Duration
 	return sec
 }
 
-// resources: an unused large resource is never fetched; a used large
-// directoryTree is streamed, not held twice.
-func (b *bench) resources(ctx context.Context) {
-	b.section("resources")
-	runs := 2
-	if b.cfg.Quick {
-		runs = 1
-	}
-	cache := filepath.Join(b.work, "cache-res")
-	coldBefore := func() { os.RemoveAll(cache); b.settle(); b.reg.Reset() }
-	// Unused resource.
-	type counts struct{ unused, total int }
-	un, unCount := map[string]*job{}, map[string]*counts{}
+// unusedCounts are the registry requests of the cold renders of the
+// component with an unused resource: all of them and those for that resource.
+type unusedCounts struct{ unused, total int }
+
+// unusedResource renders the component with an unused large resource cold,
+// in each mode, and records the G4 unused goals; it returns the jobs and
+// their request counts by mode.
+func (b *bench) unusedResource(ctx context.Context, runs int, cache string, coldBefore func()) (map[string]*job, map[string]*unusedCounts) {
+	un, unCount := map[string]*job{}, map[string]*unusedCounts{}
 	for _, mode := range modes {
 		j := newJob(b.inMode(mode, b.generate("generate cold, component with unused "+mib(b.cfg.UnusedSize)+" resource", "bench", b.repo, compUnused, "", cache)))
-		c := &counts{}
+		c := &unusedCounts{}
 		j.before = coldBefore
 		j.after = func(sample) {
 			for _, q := range b.settle() {
@@ -869,6 +865,20 @@ func (b *bench) resources(ctx context.Context) {
 			Value: float64(c.unused), Unit: "requests", LimitWhat: "0", Met: boolp(c.unused == 0),
 			Note: fmt.Sprintf("%d requests in all; -unused-size 1GiB for the issue's size", c.total)})
 	}
+	return un, unCount
+}
+
+// resources: an unused large resource is never fetched; a used large
+// directoryTree is streamed, not held twice.
+func (b *bench) resources(ctx context.Context) {
+	b.section("resources")
+	runs := 2
+	if b.cfg.Quick {
+		runs = 1
+	}
+	cache := filepath.Join(b.work, "cache-res")
+	coldBefore := func() { os.RemoveAll(cache); b.settle(); b.reg.Reset() }
+	un, unCount := b.unusedResource(ctx, runs, cache, coldBefore)
 
 	// Used large directoryTree: cold (downloads and caches it) and warm.
 	cold, warm, bigGETs := map[string]*job{}, map[string]*job{}, map[string]*int{}
