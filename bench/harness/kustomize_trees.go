@@ -72,8 +72,12 @@ func (b *bench) addKustomizeTrees() []*treeFixture {
 	if err := ocmbuild.WriteCTF(filepath.Join(b.appDir, appCTFKustomize), comps...); err != nil {
 		fatalf("ctf: %v", err)
 	}
-	if err := os.CopyFS(filepath.Join(b.appDir, appCTF), os.DirFS(b.ctfDir)); err != nil {
-		fatalf("ctf: %v", err)
+	// setup writes the harness's CTF there already (9762e12); copying it
+	// onto itself fails (the copy refuses existing files).
+	if dst := filepath.Join(b.appDir, appCTF); dst != b.ctfDir {
+		if err := os.CopyFS(dst, os.DirFS(b.ctfDir)); err != nil {
+			fatalf("ctf: %v", err)
+		}
 	}
 	for _, f := range fx {
 		f.CTF = appCTFKustomize
