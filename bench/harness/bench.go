@@ -100,27 +100,8 @@ func (b *bench) dir(elem ...string) string {
 // setup builds the fixtures, starts the registry and pushes the components.
 func (b *bench) setup() {
 	t0 := time.Now()
-	home := b.dir("home")
-	b.appDir = b.dir("app")
-	b.baseEnv = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + b.dir("tmp"),
-		"XDG_CACHE_HOME=" + b.dir("home", ".cache"), "XDG_CONFIG_HOME=" + b.dir("home", ".config"), "XDG_DATA_HOME=" + b.dir("home", ".local"),
-		"DOCKER_CONFIG=" + b.dir("home", ".docker"),
-	}
-	demo, err := examples.Demo(filepath.Join(b.root, "testdata", "src"))
-	if err != nil {
-		fatalf("examples: %v", err)
-	}
-	pick := func(name string) *ocmbuild.Component {
-		for _, c := range demo {
-			if c.Name == name && c.Version == benchVer {
-				return c
-			}
-		}
-		fatalf("example component %s:%s missing", name, benchVer)
-		return nil
-	}
-	podinfo, extras := pick(compPodinfo), pick(compExtras)
+	b.setBaseEnv()
+	podinfo, extras := b.demoComponents()
 
 	files, err := ocmbuild.ReadDir(filepath.Join(b.root, "testdata", "src", "charts", "podinfo"))
 	if err != nil {
@@ -188,6 +169,37 @@ func (b *bench) setup() {
 	b.kustFx = b.addKustomizeTrees()
 	b.reg.Reset()
 	logf("fixtures ready in %.1fs (registry %s)", time.Since(t0).Seconds(), b.reg.URL)
+}
+
+// setBaseEnv creates the Application's directory and the home of every
+// process and sets the environment they all start from.
+func (b *bench) setBaseEnv() {
+	home := b.dir("home")
+	b.appDir = b.dir("app")
+	b.baseEnv = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + b.dir("tmp"),
+		"XDG_CACHE_HOME=" + b.dir("home", ".cache"), "XDG_CONFIG_HOME=" + b.dir("home", ".config"), "XDG_DATA_HOME=" + b.dir("home", ".local"),
+		"DOCKER_CONFIG=" + b.dir("home", ".docker"),
+	}
+}
+
+// demoComponents returns the podinfo and podinfo-extras components of the
+// examples at the benchmarked version.
+func (b *bench) demoComponents() (podinfo, extras *ocmbuild.Component) {
+	demo, err := examples.Demo(filepath.Join(b.root, "testdata", "src"))
+	if err != nil {
+		fatalf("examples: %v", err)
+	}
+	pick := func(name string) *ocmbuild.Component {
+		for _, c := range demo {
+			if c.Name == name && c.Version == benchVer {
+				return c
+			}
+		}
+		fatalf("example component %s:%s missing", name, benchVer)
+		return nil
+	}
+	return pick(compPodinfo), pick(compExtras)
 }
 
 // neededLocal is what a cold render of a component whose chart is a local
@@ -438,149 +450,177 @@ func (b *bench) serverFor(cacheDir string) *renderServer {
 	return b.sidecar(b.generate("", "bench", b.repo, compPodinfo, "", cacheDir)).server
 }
 
+// chartModeResult is the result of one chart in one mode (sidecar or process).
+type chartModeResult struct {
+	Warm     summary    `json:"generate_warm_registry"`
+	Cold     summary    `json:"generate_cold_registry"`
+	CTF      summary    `json:"generate_warm_ctf"`
+	Cold2    *summary   `json:"generate_cold_transferred,omitempty"`
+	Requests []reqCheck `json:"cold_requests"`
+	Reqs2    []reqCheck `json:"cold_requests_transferred,omitempty"`
+}
+
+// chartResult is the charts section's result for one chart.
+type chartResult struct {
+	Label   string                     `json:"label"`
+	Helm    summary                    `json:"helm_template"`
+	Modes   map[string]chartModeResult `json:"modes"`
+	Servers map[string]float64         `json:"server_peak_rss_mib"`
+	Output  string                     `json:"output"`
+}
+
+// chartModeJobs are the generate jobs of one chart in one mode and the
+// request checks of their cold runs.
+type chartModeJobs struct {
+	warm, ctf, cold, cold2 *job
+	checks, checks2        []reqCheck
+}
+
 // charts: warm and cold generate against helm template, same run,
 // alternated, in sidecar mode and as generate processes.
 func (b *bench) charts(ctx context.Context) {
 	b.section("charts")
-	type modeResult struct {
-		Warm     summary    `json:"generate_warm_registry"`
-		Cold     summary    `json:"generate_cold_registry"`
-		CTF      summary    `json:"generate_warm_ctf"`
-		Cold2    *summary   `json:"generate_cold_transferred,omitempty"`
-		Requests []reqCheck `json:"cold_requests"`
-		Reqs2    []reqCheck `json:"cold_requests_transferred,omitempty"`
-	}
-	type chartResult struct {
-		Label   string                `json:"label"`
-		Helm    summary               `json:"helm_template"`
-		Modes   map[string]modeResult `json:"modes"`
-		Servers map[string]float64    `json:"server_peak_rss_mib"`
-		Output  string                `json:"output"`
-	}
-	type modeJobs struct {
-		warm, ctf, cold, cold2 *job
-		checks, checks2        []reqCheck
-	}
 	var all []chartResult
 	for _, c := range b.chartFx {
-		logf("chart %s: %d runs of each command, interleaved", c.Label, b.cfg.Runs)
-		warmCache := b.dir("cache-warm")
-		coldCache := filepath.Join(b.work, "cache-cold")
-		coldBefore := func() { os.RemoveAll(coldCache); b.settle(); b.reg.Reset() }
-		helm := newJob(b.helmTemplate(c.Tgz))
-		jobs := []*job{helm}
-		m := map[string]*modeJobs{}
-		for _, mode := range modes {
-			mj := &modeJobs{}
-			m[mode] = mj
-			mj.warm = newJob(b.inMode(mode, b.generate("generate warm (registry)", "bench", b.repo, c.Component, "", warmCache)))
-			mj.ctf = newJob(b.inMode(mode, b.generate("generate warm (CTF)", "bench", b.ctfDir, c.Component, "", warmCache)))
-			// The server needs no restart for a cold run: it opens the
-			// cache directory per request. Its shared tag resolutions
-			// are off (a server of its own) so that a cold run asks for
-			// the tag as a first generation does.
-			mj.cold = newJob(b.inMode(mode, coldSpec(b.generate("generate cold (registry)", "bench", b.repo, c.Component, "", coldCache))))
-			mj.cold.before = coldBefore
-			mj.cold.after = func(sample) { mj.checks = append(mj.checks, checkRequests(b.settle(), c.Needed)) }
-			if c.TransferredRepo != "" {
-				mj.cold2 = newJob(b.inMode(mode, coldSpec(b.generate("generate cold (registry, transferred ociArtifact)", "bench", c.TransferredRepo, c.Component, "", coldCache))))
-				mj.cold2.before = coldBefore
-				mj.cold2.after = func(sample) { mj.checks2 = append(mj.checks2, checkRequests(b.settle(), c.TransferredNeeded)) }
-			}
-		}
-		// Sidecar and process jobs side by side, so that load hits both alike.
-		for _, pick := range []func(*modeJobs) *job{
-			func(x *modeJobs) *job { return x.warm }, func(x *modeJobs) *job { return x.cold },
-			func(x *modeJobs) *job { return x.ctf }, func(x *modeJobs) *job { return x.cold2 },
-		} {
-			for _, mode := range modes {
-				if j := pick(m[mode]); j != nil {
-					jobs = append(jobs, j)
-				}
-			}
-		}
-		side, proc := m["sidecar"], m["process"]
-		warmSrv, coldSrv := side.warm.spec.server, side.cold.spec.server
-		warmSrv.resetPeak()
-		coldSrv.resetPeak()
-		interleave(ctx, b.cfg.Runs, jobs...)
-		_, warmPeak := warmSrv.mem()
-		_, coldPeak := coldSrv.mem()
-		for _, j := range jobs[1:] {
-			sameOutput(c.Label, helm.s, j.s)
-		}
-		sameBytes(c.Label, proc.warm.s, side.warm.s)
-		sameBytes(c.Label, proc.warm.s, side.ctf.s)
-		sameBytes(c.Label, proc.warm.s, side.cold.s)
-		if side.cold2 != nil {
-			sameBytes(c.Label, proc.cold2.s, side.cold2.s)
-		}
-		b.helmKinds[c.Label] = kinds(helm.s.samples[0].Stdout)
-		r := chartResult{Label: c.Label, Helm: helm.s.summary(), Modes: map[string]modeResult{}, Output: b.helmKinds[c.Label],
-			Servers: map[string]float64{"warm_cache_server": round(warmPeak), "cold_cache_server": round(coldPeak)}}
-		for mode, mj := range m {
-			mr := modeResult{Warm: mj.warm.s.summary(), Cold: mj.cold.s.summary(), CTF: mj.ctf.s.summary(), Requests: mj.checks, Reqs2: mj.checks2}
-			if mj.cold2 != nil {
-				s := mj.cold2.s.summary()
-				mr.Cold2 = &s
-			}
-			r.Modes[mode] = mr
-		}
-		all = append(all, r)
-		if c.Component == compPodinfo {
-			b.warmPodinfoMS, b.warmPodinfoCPU = proc.warm.s.wall(), proc.warm.s.cpu()
-		}
-		b.sidecarWall[c.Label] = side.warm.s.wall()
-
-		hw, hr := helm.s.wall(), helm.s.rss()
-		b.cliWall[c.Label] = hw
-		addReqGoal := func(mode, what string, cs []reqCheck) {
-			worst, ok := cs[0], true
-			for _, x := range cs {
-				ok = ok && x.ok()
-				if x.Total > worst.Total || !x.ok() {
-					worst = x
-				}
-			}
-			note := fmt.Sprintf("%d by tag, %d by digest, %d duplicate, unexpected %v", worst.TagGETs, worst.ByDigest, worst.Duplicates, worst.Unexpected)
-			b.modeGoal(mode, goal{ID: "G2 requests", What: what, Value: float64(worst.Total), Unit: "requests",
-				Reference: float64(worst.Needed + 1), RefWhat: "= needed blobs + tag", Limit: float64(worst.Needed + 1),
-				LimitWhat: fmt.Sprintf("≤ %d, none twice", worst.Needed+1), Met: boolp(ok), Note: note})
-		}
-		for _, mode := range modes {
-			mj := m[mode]
-			b.wallGoal(mode, "G1 warm", "generate, warm cache, registry: "+c.Label, mj.warm.s, helm.s, "ms helm template", 1.2)
-			b.wallGoal(mode, "G1 warm", "generate, offline CTF: "+c.Label, mj.ctf.s, helm.s, "ms helm template", 1.2)
-			b.wallGoal(mode, "G2 cold", "generate, empty cache, loopback registry: "+c.Label, mj.cold.s, helm.s, "ms helm template", 2)
-			addReqGoal(mode, "requests of one cold generate (chart as local blob): "+c.Label, mj.checks)
-			if mj.cold2 != nil {
-				addReqGoal(mode, "requests of one cold generate (transferred, ociArtifact): "+c.Label, mj.checks2)
-				b.wallGoal(mode, "G2 cold", "generate, empty cache, transferred ociArtifact: "+c.Label, mj.cold2.s, helm.s, "ms helm template", 2)
-			}
-		}
-		// Memory of one render: a generate process. The render server's
-		// figures are information: a long-lived process's peak over many
-		// renders, its baseline included.
-		b.addGoal(goal{ID: "G4 memory", What: "process (argocd-ocm-plugin generate): peak RSS, warm generate: " + c.Label, Value: round(proc.warm.s.rss()), Unit: "MiB",
-			Reference: round(hr), RefWhat: "MiB helm template", Ratio: round(proc.warm.s.rss() / hr), Limit: 1.5, LimitWhat: "≤ 1.5", Met: boolp(proc.warm.s.rss()/hr <= 1.5)})
-		b.addGoal(goal{ID: "G4 memory", What: "process (argocd-ocm-plugin generate): peak RSS, cold generate: " + c.Label, Value: round(proc.cold.s.rss()), Unit: "MiB",
-			Reference: round(hr), RefWhat: "MiB helm template", Ratio: round(proc.cold.s.rss() / hr), Limit: 1.5, LimitWhat: "≤ 1.5", Met: boolp(proc.cold.s.rss()/hr <= 1.5)})
-		b.modeGoal("sidecar", goal{ID: "info", What: "render server peak RSS (VmHWM) over the warm runs, registry and CTF: " + c.Label, Value: round(warmPeak), Unit: "MiB",
-			Reference: round(hr), RefWhat: "MiB helm template", Ratio: round(warmPeak / hr),
-			Note: fmt.Sprintf("peak of one long-lived process over %d renders (VmHWM reset before this chart); cold-cache server %.0f MiB; argocd-ocm-client %.1f MiB",
-				2*(b.cfg.Runs+1), coldPeak, side.warm.s.rss())})
-		for _, mode := range modes {
-			mj := m[mode]
-			note := ""
-			if mode == "sidecar" {
-				note = fmt.Sprintf("argocd-ocm-client %.1f ms + render server %.1f ms (medians)", mj.warm.s.clientCPU(), mj.warm.s.serverCPU())
-			}
-			b.modeGoal(mode, goal{ID: "info", What: "CPU time (user+sys), warm generate: " + c.Label, Value: round(mj.warm.s.cpu()), Unit: "ms",
-				Reference: round(helm.s.cpu()), RefWhat: "ms helm template", Ratio: round(mj.warm.s.cpu() / helm.s.cpu()), Note: note})
-		}
+		all = append(all, b.chart(ctx, c))
 	}
 	b.res.Sections["charts"] = all
 	b.checkServers("charts")
+}
+
+// chart measures one chart fixture of the charts section and records its goals.
+func (b *bench) chart(ctx context.Context, c *chartFixture) chartResult {
+	logf("chart %s: %d runs of each command, interleaved", c.Label, b.cfg.Runs)
+	helm, jobs, m := b.chartJobs(c)
+	side, proc := m["sidecar"], m["process"]
+	warmSrv, coldSrv := side.warm.spec.server, side.cold.spec.server
+	warmSrv.resetPeak()
+	coldSrv.resetPeak()
+	interleave(ctx, b.cfg.Runs, jobs...)
+	_, warmPeak := warmSrv.mem()
+	_, coldPeak := coldSrv.mem()
+	for _, j := range jobs[1:] {
+		sameOutput(c.Label, helm.s, j.s)
+	}
+	sameBytes(c.Label, proc.warm.s, side.warm.s)
+	sameBytes(c.Label, proc.warm.s, side.ctf.s)
+	sameBytes(c.Label, proc.warm.s, side.cold.s)
+	if side.cold2 != nil {
+		sameBytes(c.Label, proc.cold2.s, side.cold2.s)
+	}
+	b.helmKinds[c.Label] = kinds(helm.s.samples[0].Stdout)
+	r := chartResult{Label: c.Label, Helm: helm.s.summary(), Modes: map[string]chartModeResult{}, Output: b.helmKinds[c.Label],
+		Servers: map[string]float64{"warm_cache_server": round(warmPeak), "cold_cache_server": round(coldPeak)}}
+	for mode, mj := range m {
+		mr := chartModeResult{Warm: mj.warm.s.summary(), Cold: mj.cold.s.summary(), CTF: mj.ctf.s.summary(), Requests: mj.checks, Reqs2: mj.checks2}
+		if mj.cold2 != nil {
+			s := mj.cold2.s.summary()
+			mr.Cold2 = &s
+		}
+		r.Modes[mode] = mr
+	}
+	if c.Component == compPodinfo {
+		b.warmPodinfoMS, b.warmPodinfoCPU = proc.warm.s.wall(), proc.warm.s.cpu()
+	}
+	b.sidecarWall[c.Label] = side.warm.s.wall()
+	b.cliWall[c.Label] = helm.s.wall()
+	b.chartGoals(c, helm, m, warmPeak, coldPeak)
+	return r
+}
+
+// chartJobs returns the helm template job of a chart, its generate jobs by
+// mode and all the jobs in the order they are interleaved.
+func (b *bench) chartJobs(c *chartFixture) (helm *job, jobs []*job, m map[string]*chartModeJobs) {
+	warmCache := b.dir("cache-warm")
+	coldCache := filepath.Join(b.work, "cache-cold")
+	coldBefore := func() { os.RemoveAll(coldCache); b.settle(); b.reg.Reset() }
+	helm = newJob(b.helmTemplate(c.Tgz))
+	jobs = []*job{helm}
+	m = map[string]*chartModeJobs{}
+	for _, mode := range modes {
+		mj := &chartModeJobs{}
+		m[mode] = mj
+		mj.warm = newJob(b.inMode(mode, b.generate("generate warm (registry)", "bench", b.repo, c.Component, "", warmCache)))
+		mj.ctf = newJob(b.inMode(mode, b.generate("generate warm (CTF)", "bench", b.ctfDir, c.Component, "", warmCache)))
+		// The server needs no restart for a cold run: it opens the
+		// cache directory per request. Its shared tag resolutions
+		// are off (a server of its own) so that a cold run asks for
+		// the tag as a first generation does.
+		mj.cold = newJob(b.inMode(mode, coldSpec(b.generate("generate cold (registry)", "bench", b.repo, c.Component, "", coldCache))))
+		mj.cold.before = coldBefore
+		mj.cold.after = func(sample) { mj.checks = append(mj.checks, checkRequests(b.settle(), c.Needed)) }
+		if c.TransferredRepo != "" {
+			mj.cold2 = newJob(b.inMode(mode, coldSpec(b.generate("generate cold (registry, transferred ociArtifact)", "bench", c.TransferredRepo, c.Component, "", coldCache))))
+			mj.cold2.before = coldBefore
+			mj.cold2.after = func(sample) { mj.checks2 = append(mj.checks2, checkRequests(b.settle(), c.TransferredNeeded)) }
+		}
+	}
+	// Sidecar and process jobs side by side, so that load hits both alike.
+	for _, pick := range []func(*chartModeJobs) *job{
+		func(x *chartModeJobs) *job { return x.warm }, func(x *chartModeJobs) *job { return x.cold },
+		func(x *chartModeJobs) *job { return x.ctf }, func(x *chartModeJobs) *job { return x.cold2 },
+	} {
+		for _, mode := range modes {
+			if j := pick(m[mode]); j != nil {
+				jobs = append(jobs, j)
+			}
+		}
+	}
+	return helm, jobs, m
+}
+
+// chartGoals records the goals of one chart: wall time and requests by mode,
+// then memory, then CPU time.
+func (b *bench) chartGoals(c *chartFixture, helm *job, m map[string]*chartModeJobs, warmPeak, coldPeak float64) {
+	side, proc := m["sidecar"], m["process"]
+	hr := helm.s.rss()
+	for _, mode := range modes {
+		mj := m[mode]
+		b.wallGoal(mode, "G1 warm", "generate, warm cache, registry: "+c.Label, mj.warm.s, helm.s, "ms helm template", 1.2)
+		b.wallGoal(mode, "G1 warm", "generate, offline CTF: "+c.Label, mj.ctf.s, helm.s, "ms helm template", 1.2)
+		b.wallGoal(mode, "G2 cold", "generate, empty cache, loopback registry: "+c.Label, mj.cold.s, helm.s, "ms helm template", 2)
+		b.requestGoal(mode, "requests of one cold generate (chart as local blob): "+c.Label, mj.checks)
+		if mj.cold2 != nil {
+			b.requestGoal(mode, "requests of one cold generate (transferred, ociArtifact): "+c.Label, mj.checks2)
+			b.wallGoal(mode, "G2 cold", "generate, empty cache, transferred ociArtifact: "+c.Label, mj.cold2.s, helm.s, "ms helm template", 2)
+		}
+	}
+	// Memory of one render: a generate process. The render server's
+	// figures are information: a long-lived process's peak over many
+	// renders, its baseline included.
+	b.addGoal(goal{ID: "G4 memory", What: "process (argocd-ocm-plugin generate): peak RSS, warm generate: " + c.Label, Value: round(proc.warm.s.rss()), Unit: "MiB",
+		Reference: round(hr), RefWhat: "MiB helm template", Ratio: round(proc.warm.s.rss() / hr), Limit: 1.5, LimitWhat: "≤ 1.5", Met: boolp(proc.warm.s.rss()/hr <= 1.5)})
+	b.addGoal(goal{ID: "G4 memory", What: "process (argocd-ocm-plugin generate): peak RSS, cold generate: " + c.Label, Value: round(proc.cold.s.rss()), Unit: "MiB",
+		Reference: round(hr), RefWhat: "MiB helm template", Ratio: round(proc.cold.s.rss() / hr), Limit: 1.5, LimitWhat: "≤ 1.5", Met: boolp(proc.cold.s.rss()/hr <= 1.5)})
+	b.modeGoal("sidecar", goal{ID: "info", What: "render server peak RSS (VmHWM) over the warm runs, registry and CTF: " + c.Label, Value: round(warmPeak), Unit: "MiB",
+		Reference: round(hr), RefWhat: "MiB helm template", Ratio: round(warmPeak / hr),
+		Note: fmt.Sprintf("peak of one long-lived process over %d renders (VmHWM reset before this chart); cold-cache server %.0f MiB; argocd-ocm-client %.1f MiB",
+			2*(b.cfg.Runs+1), coldPeak, side.warm.s.rss())})
+	for _, mode := range modes {
+		mj := m[mode]
+		note := ""
+		if mode == "sidecar" {
+			note = fmt.Sprintf("argocd-ocm-client %.1f ms + render server %.1f ms (medians)", mj.warm.s.clientCPU(), mj.warm.s.serverCPU())
+		}
+		b.modeGoal(mode, goal{ID: "info", What: "CPU time (user+sys), warm generate: " + c.Label, Value: round(mj.warm.s.cpu()), Unit: "ms",
+			Reference: round(helm.s.cpu()), RefWhat: "ms helm template", Ratio: round(mj.warm.s.cpu() / helm.s.cpu()), Note: note})
+	}
+}
+
+// requestGoal records the G2 requests goal of one mode from the worst of its
+// cold runs' request checks.
+func (b *bench) requestGoal(mode, what string, cs []reqCheck) {
+	worst, ok := cs[0], true
+	for _, x := range cs {
+		ok = ok && x.ok()
+		if x.Total > worst.Total || !x.ok() {
+			worst = x
+		}
+	}
+	note := fmt.Sprintf("%d by tag, %d by digest, %d duplicate, unexpected %v", worst.TagGETs, worst.ByDigest, worst.Duplicates, worst.Unexpected)
+	b.modeGoal(mode, goal{ID: "G2 requests", What: what, Value: float64(worst.Total), Unit: "requests",
+		Reference: float64(worst.Needed + 1), RefWhat: "= needed blobs + tag", Limit: float64(worst.Needed + 1),
+		LimitWhat: fmt.Sprintf("≤ %d, none twice", worst.Needed+1), Met: boolp(ok), Note: note})
 }
 
 // kustomize: warm generate of a directoryTree against kustomize build.
@@ -795,22 +835,18 @@ func (b *bench) burstGoals(mode string, n int, cores float64, wall time.Duration
 	return sec
 }
 
-// resources: an unused large resource is never fetched; a used large
-// directoryTree is streamed, not held twice.
-func (b *bench) resources(ctx context.Context) {
-	b.section("resources")
-	runs := 2
-	if b.cfg.Quick {
-		runs = 1
-	}
-	cache := filepath.Join(b.work, "cache-res")
-	coldBefore := func() { os.RemoveAll(cache); b.settle(); b.reg.Reset() }
-	// Unused resource.
-	type counts struct{ unused, total int }
-	un, unCount := map[string]*job{}, map[string]*counts{}
+// unusedCounts are the registry requests of the cold renders of the
+// component with an unused resource: all of them and those for that resource.
+type unusedCounts struct{ unused, total int }
+
+// unusedResource renders the component with an unused large resource cold,
+// in each mode, and records the G4 unused goals; it returns the jobs and
+// their request counts by mode.
+func (b *bench) unusedResource(ctx context.Context, runs int, cache string, coldBefore func()) (map[string]*job, map[string]*unusedCounts) {
+	un, unCount := map[string]*job{}, map[string]*unusedCounts{}
 	for _, mode := range modes {
 		j := newJob(b.inMode(mode, b.generate("generate cold, component with unused "+mib(b.cfg.UnusedSize)+" resource", "bench", b.repo, compUnused, "", cache)))
-		c := &counts{}
+		c := &unusedCounts{}
 		j.before = coldBefore
 		j.after = func(sample) {
 			for _, q := range b.settle() {
@@ -829,6 +865,20 @@ func (b *bench) resources(ctx context.Context) {
 			Value: float64(c.unused), Unit: "requests", LimitWhat: "0", Met: boolp(c.unused == 0),
 			Note: fmt.Sprintf("%d requests in all; -unused-size 1GiB for the issue's size", c.total)})
 	}
+	return un, unCount
+}
+
+// resources: an unused large resource is never fetched; a used large
+// directoryTree is streamed, not held twice.
+func (b *bench) resources(ctx context.Context) {
+	b.section("resources")
+	runs := 2
+	if b.cfg.Quick {
+		runs = 1
+	}
+	cache := filepath.Join(b.work, "cache-res")
+	coldBefore := func() { os.RemoveAll(cache); b.settle(); b.reg.Reset() }
+	un, unCount := b.unusedResource(ctx, runs, cache, coldBefore)
 
 	// Used large directoryTree: cold (downloads and caches it) and warm.
 	cold, warm, bigGETs := map[string]*job{}, map[string]*job{}, map[string]*int{}

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 )
 
@@ -28,79 +27,13 @@ const generatorVersions = 200
 // render of one of them (sidecar mode).
 func (b *bench) generator(ctx context.Context) {
 	b.section("generator")
-	demo, err := examples.Demo(filepath.Join(b.root, "testdata", "src"))
-	if err != nil {
-		fatalf("examples: %v", err)
-	}
-	var podinfo *ocmbuild.Component
-	for _, c := range demo {
-		if c.Name == compPodinfo && c.Version == benchVer {
-			podinfo = c
-		}
-	}
-	if podinfo == nil {
-		fatalf("example component %s:%s missing", compPodinfo, benchVer)
-	}
 	const comp = "example.com/bench/generated"
-	var comps []*ocmbuild.Component
-	for i := 0; i < generatorVersions; i++ {
-		c := *podinfo
-		c.Name, c.Version = comp, fmt.Sprintf("1.%d.0", i) // 1.0.0 is benchVer, what generate renders
-		comps = append(comps, &c)
-	}
-	t0 := time.Now()
-	b.reg.Push(b.tb, "ocm", comps...)
-	logf("pushed %d versions of %s in %s", generatorVersions, comp, time.Since(t0).Round(time.Millisecond))
-
+	b.pushGeneratorVersions(comp)
 	token := "bench-generator-token-0123456789"
-	tokenFile := filepath.Join(b.dir("generator"), "token")
-	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
-		fatalf("%v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fatalf("%v", err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.CommandContext(ctx, b.bins.Plugin, "generator", "--listen", addr, "--token-file", tokenFile, "--list-ttl=0")
-	cmd.Env = append(slices.Clone(b.baseEnv), "ARGOCD_OCM_CACHE_DIR="+b.dir("generator", "cache"), "ARGOCD_OCM_PLAIN_HTTP="+b.reg.Host)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		fatalf("generator: %v", err)
-	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
-	url := "http://" + addr
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(url + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			fatalf("generator did not start: %s", stderr.String())
-		}
-	}
+	url, stop := b.startGenerator(ctx, token)
+	defer stop()
 	body := []byte(`{"applicationSetName":"bench","input":{"parameters":{"repository":"` + b.repo + `","component":"` + comp + `","latest":0}}}`)
-	post := func() (time.Duration, int) {
-		b.reg.Reset()
-		start := time.Now()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/api/v1/getparams.execute", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			fatalf("generator: %v", err)
-		}
-		out, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		d := time.Since(start)
-		if resp.StatusCode != 200 || bytes.Count(out, []byte(`"version":`)) != generatorVersions {
-			fatalf("generator: %d %.300s", resp.StatusCode, out)
-		}
-		return d, len(b.settle())
-	}
+	post := func() (time.Duration, int) { return b.postGenerator(ctx, url, token, body) }
 	cold, coldReqs := post()
 	warm := &series{Name: "generator warm, 200 versions"}
 	maxReqs := 0
@@ -126,4 +59,77 @@ func (b *bench) generator(ctx context.Context) {
 		"warm": warm.summary(), "warm_max_registry_requests": maxReqs, "render_warm_sidecar": render.s.summary(),
 	}
 	b.checkServers("generator")
+}
+
+// pushGeneratorVersions pushes generatorVersions versions of the demo
+// podinfo component as comp.
+func (b *bench) pushGeneratorVersions(comp string) {
+	podinfo, _ := b.demoComponents()
+	var comps []*ocmbuild.Component
+	for i := 0; i < generatorVersions; i++ {
+		c := *podinfo
+		c.Name, c.Version = comp, fmt.Sprintf("1.%d.0", i) // 1.0.0 is benchVer, what generate renders
+		comps = append(comps, &c)
+	}
+	t0 := time.Now()
+	b.reg.Push(b.tb, "ocm", comps...)
+	logf("pushed %d versions of %s in %s", generatorVersions, comp, time.Since(t0).Round(time.Millisecond))
+}
+
+// startGenerator starts `argocd-ocm-plugin generator` on a free loopback
+// port with token and waits until it is healthy; it returns its URL and a
+// function that stops it.
+func (b *bench) startGenerator(ctx context.Context, token string) (url string, stop func()) {
+	tokenFile := filepath.Join(b.dir("generator"), "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		fatalf("%v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.CommandContext(ctx, b.bins.Plugin, "generator", "--listen", addr, "--token-file", tokenFile, "--list-ttl=0")
+	cmd.Env = append(slices.Clone(b.baseEnv), "ARGOCD_OCM_CACHE_DIR="+b.dir("generator", "cache"), "ARGOCD_OCM_PLAIN_HTTP="+b.reg.Host)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		fatalf("generator: %v", err)
+	}
+	stop = func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }
+	url = "http://" + addr
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get(url + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			fatalf("generator did not start: %s", stderr.String())
+		}
+	}
+	return url, stop
+}
+
+// postGenerator sends one getparams request to the generator at url and
+// checks that it lists every version; it returns the request's wall time
+// and the registry requests it caused.
+func (b *bench) postGenerator(ctx context.Context, url, token string, body []byte) (time.Duration, int) {
+	b.reg.Reset()
+	start := time.Now()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/api/v1/getparams.execute", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fatalf("generator: %v", err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	d := time.Since(start)
+	if resp.StatusCode != 200 || bytes.Count(out, []byte(`"version":`)) != generatorVersions {
+		fatalf("generator: %d %.300s", resp.StatusCode, out)
+	}
+	return d, len(b.settle())
 }

@@ -56,9 +56,62 @@ type config struct {
 	RealWorld string `json:"realworld,omitempty"`
 }
 
+// options are the flags that are not part of the recorded config.
+type options struct {
+	out, buildDir string
+	pluginBin     string
+	pluginEnv     multiFlag
+	keep          bool
+}
+
 func main() {
+	cfg, opt := parseFlags()
+	root := findRoot()
+	opt.resolve(root, &cfg)
+	work, err := os.MkdirTemp("", "argocd-ocm-bench-*")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	tb := &harnessTB{tmp: work}
+	globalTB = tb
+	tb.Cleanup(func() {
+		if opt.keep {
+			logf("kept the work directory %s", work)
+			return
+		}
+		os.RemoveAll(work)
+	})
+	defer tb.close()
+
+	started := time.Now()
+	cfg.StartLoad = loadAvg()
+	bins := buildAll(root, opt.buildDir, opt.pluginBin)
+	extraPluginEnv = opt.pluginEnv
+	procstat = bins.Procstat
+	statsDir = filepath.Join(work, "stats")
+	if err := os.MkdirAll(statsDir, 0o755); err != nil {
+		fatalf("%v", err)
+	}
+	b := newBench(cfg, root, work, bins, tb)
+	b.res.Machine = machineInfo()
+	b.res.Machine.LoadAvgStart = cfg.StartLoad
+	b.res.Revision = revision(root)
+	b.res.Config = cfg
+	b.res.Binaries = bins
+	b.setup()
+	b.runSections(context.Background())
+	b.stopServers()
+	b.res.Machine.LoadAvgEnd = loadAvg()
+	b.res.DurationSeconds = round(time.Since(started).Seconds())
+	b.report(opt.out)
+}
+
+// parseFlags parses the command line into the config (with the defaults of
+// a full or quick run filled in) and the other options.
+func parseFlags() (config, *options) {
 	var cfg config
-	var out, buildDir, unused, used, ctfTgz string
+	opt := &options{}
+	var unused, used, ctfTgz string
 	flag.BoolVar(&cfg.Quick, "quick", false, "CI smoke: 3 runs, 10 concurrent processes, 4 MiB/8 MiB large resources, no in-process section")
 	flag.IntVar(&cfg.Runs, "runs", 0, "timed runs of each command per comparison (default 11, quick 3)")
 	flag.IntVar(&cfg.Concurrency, "concurrency", 0, "concurrent generate processes (default 100, quick 10)")
@@ -72,12 +125,11 @@ func main() {
 	flag.IntVar(&cfg.AppSetParallel, "appset-parallel", 0, "generations of the ApplicationSet refresh in flight at once (default 10)")
 	flag.StringVar(&ctfTgz, "ctf-tgz-size", "", "size of the unused resource in the offline CTF tgz section (default 38MiB, the issue's; quick 4MiB)")
 	flag.StringVar(&cfg.RealWorld, "realworld", "", "only the realworld section's charts whose label contains this (e.g. kube-prometheus)")
-	pluginBin := flag.String("plugin", "", "measure this prebuilt plugin binary instead of building ./cmd/argocd-ocm-plugin (e.g. a patched copy)")
-	var pluginEnv multiFlag
-	flag.Var(&pluginEnv, "plugin-env", "extra K=V in the environment of every plugin process (repeatable)")
-	keep := flag.Bool("keep", false, "keep the work directory (fixtures, CTF, caches) for manual runs")
-	flag.StringVar(&out, "out", "bench/results/latest.json", "machine-readable result (a .md table is written next to it)")
-	flag.StringVar(&buildDir, "build-dir", "bench/.build", "where binaries are built and the reference tools cached")
+	flag.StringVar(&opt.pluginBin, "plugin", "", "measure this prebuilt plugin binary instead of building ./cmd/argocd-ocm-plugin (e.g. a patched copy)")
+	flag.Var(&opt.pluginEnv, "plugin-env", "extra K=V in the environment of every plugin process (repeatable)")
+	flag.BoolVar(&opt.keep, "keep", false, "keep the work directory (fixtures, CTF, caches) for manual runs")
+	flag.StringVar(&opt.out, "out", "bench/results/latest.json", "machine-readable result (a .md table is written next to it)")
+	flag.StringVar(&opt.buildDir, "build-dir", "bench/.build", "where binaries are built and the reference tools cached")
 	flag.Parse()
 	def := func(v *int, full, quick int) {
 		if *v <= 0 {
@@ -97,49 +149,25 @@ func main() {
 	def(&cfg.AppSetApps, 1000, 50)
 	def(&cfg.AppSetParallel, 10, 10)
 	cfg.CTFTgzSize = sizeFlag("ctf-tgz-size", ctfTgz, 38<<20, 4<<20, cfg.Quick)
+	return cfg, opt
+}
 
-	root := findRoot()
-	if !filepath.IsAbs(out) {
-		out = filepath.Join(root, out)
+// resolve makes the relative paths of the options and of cfg relative to the
+// repository root.
+func (o *options) resolve(root string, cfg *config) {
+	if !filepath.IsAbs(o.out) {
+		o.out = filepath.Join(root, o.out)
 	}
-	if !filepath.IsAbs(buildDir) {
-		buildDir = filepath.Join(root, buildDir)
+	if !filepath.IsAbs(o.buildDir) {
+		o.buildDir = filepath.Join(root, o.buildDir)
 	}
 	if cfg.ProfileDir != "" && !filepath.IsAbs(cfg.ProfileDir) {
 		cfg.ProfileDir = filepath.Join(root, cfg.ProfileDir)
 	}
-	work, err := os.MkdirTemp("", "argocd-ocm-bench-*")
-	if err != nil {
-		fatalf("%v", err)
-	}
-	tb := &harnessTB{tmp: work}
-	globalTB = tb
-	tb.Cleanup(func() {
-		if *keep {
-			logf("kept the work directory %s", work)
-			return
-		}
-		os.RemoveAll(work)
-	})
-	defer tb.close()
+}
 
-	started := time.Now()
-	cfg.StartLoad = loadAvg()
-	bins := buildAll(root, buildDir, *pluginBin)
-	extraPluginEnv = pluginEnv
-	procstat = bins.Procstat
-	statsDir = filepath.Join(work, "stats")
-	if err := os.MkdirAll(statsDir, 0o755); err != nil {
-		fatalf("%v", err)
-	}
-	b := newBench(cfg, root, work, bins, tb)
-	b.res.Machine = machineInfo()
-	b.res.Machine.LoadAvgStart = cfg.StartLoad
-	b.res.Revision = revision(root)
-	b.res.Config = cfg
-	b.res.Binaries = bins
-	b.setup()
-	ctx := context.Background()
+// runSections runs the selected sections in their fixed order.
+func (b *bench) runSections(ctx context.Context) {
 	if b.want("charts") {
 		b.charts(ctx)
 	}
@@ -152,7 +180,7 @@ func main() {
 	if b.want("resources") {
 		b.resources(ctx)
 	}
-	if b.want("inprocess") && (!cfg.Quick || cfg.Only != "") {
+	if b.want("inprocess") && (!b.cfg.Quick || b.cfg.Only != "") {
 		b.inProcess(ctx)
 	}
 	if b.want("generator") {
@@ -171,10 +199,6 @@ func main() {
 	if b.want("concurrent") {
 		b.concurrent(ctx)
 	}
-	b.stopServers()
-	b.res.Machine.LoadAvgEnd = loadAvg()
-	b.res.DurationSeconds = round(time.Since(started).Seconds())
-	b.report(out)
 }
 
 // sizeFlag parses "64MiB", "1GiB", "100M", "12345".

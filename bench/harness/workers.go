@@ -112,46 +112,7 @@ func (b *bench) workers(ctx context.Context) {
 	for r := 0; r < *burstRounds; r++ {
 		for k := range builds {
 			bd := builds[(r+k)%len(builds)]
-			f := figs[bd.Name]
-			cache := filepath.Join(b.work, "cache-burst-"+bd.Name)
-			specs := make([]cmdSpec, n)
-			for i := range specs {
-				specs[i] = b.sidecarOf(bd, b.generate(fmt.Sprintf("generate app-%d", i), fmt.Sprintf("app-%d", i), b.repo, compPodinfo, "", cache))
-				specs[i].concurrent = true
-			}
-			srv := specs[0].server
-			srv.resetPeak()
-			f.LoadAvg = append(f.LoadAvg, loadAvg())
-			cpu0 := srv.cpu()
-			wall, samples := b.burstOf(ctx, cache, specs)
-			srvCPU := ms(time.Duration(srv.cpu() - cpu0))
-			_, pk := srv.mem()
-			var clientCPU float64
-			for i, s := range samples {
-				clientCPU += ms(s.CPU)
-				found := appRE.FindAllStringSubmatch(string(s.Stdout), -1)
-				ok := s.Exit == 0 && len(found) > 0
-				for _, m := range found {
-					ok = ok && m[1] == fmt.Sprint(i)
-				}
-				if !ok {
-					f.Failures++
-					if f.FirstFailure == "" {
-						f.FirstFailure = fmt.Sprintf("app-%d: exit %d: %s", i, s.Exit, strings.TrimSpace(s.Stderr))
-					}
-				}
-			}
-			f.WallMS = append(f.WallMS, round(ms(wall)))
-			f.ClientCPUMS = append(f.ClientCPUMS, round(clientCPU))
-			f.ServerCPUMS = append(f.ServerCPUMS, round(srvCPU))
-			f.PeakMiB = append(f.PeakMiB, round(pk))
-			workers := map[string]bool{}
-			for _, m := range workerRE.FindAllStringSubmatch(srv.logText(), -1) {
-				workers[m[1]] = true
-			}
-			f.Workers = append(f.Workers, len(workers))
-			logf("workers: burst %d, %s: %.0f ms, CPU clients %.0f ms + server %.0f ms, sidecar peak %.1f MiB, load %.2f, %d worker processes so far",
-				r+1, bd.Name, ms(wall), clientCPU, srvCPU, pk, f.LoadAvg[len(f.LoadAvg)-1], len(workers))
+			b.workerBurst(ctx, r, bd, n, figs[bd.Name])
 		}
 	}
 	bf, af := figs["before"], figs["after"]
@@ -166,6 +127,50 @@ func (b *bench) workers(ctx context.Context) {
 	sec["burst"] = figs
 	b.res.Sections["workers"] = sec
 	b.checkServers("workers")
+}
+
+// workerBurst runs burst round r (0-based) of build bd: n generations at
+// once through its client, on an empty cache, and adds the figures to f.
+func (b *bench) workerBurst(ctx context.Context, r int, bd sidecarBuild, n int, f *burstFigure) {
+	cache := filepath.Join(b.work, "cache-burst-"+bd.Name)
+	specs := make([]cmdSpec, n)
+	for i := range specs {
+		specs[i] = b.sidecarOf(bd, b.generate(fmt.Sprintf("generate app-%d", i), fmt.Sprintf("app-%d", i), b.repo, compPodinfo, "", cache))
+		specs[i].concurrent = true
+	}
+	srv := specs[0].server
+	srv.resetPeak()
+	f.LoadAvg = append(f.LoadAvg, loadAvg())
+	cpu0 := srv.cpu()
+	wall, samples := b.burstOf(ctx, cache, specs)
+	srvCPU := ms(time.Duration(srv.cpu() - cpu0))
+	_, pk := srv.mem()
+	var clientCPU float64
+	for i, s := range samples {
+		clientCPU += ms(s.CPU)
+		found := appRE.FindAllStringSubmatch(string(s.Stdout), -1)
+		ok := s.Exit == 0 && len(found) > 0
+		for _, m := range found {
+			ok = ok && m[1] == fmt.Sprint(i)
+		}
+		if !ok {
+			f.Failures++
+			if f.FirstFailure == "" {
+				f.FirstFailure = fmt.Sprintf("app-%d: exit %d: %s", i, s.Exit, strings.TrimSpace(s.Stderr))
+			}
+		}
+	}
+	f.WallMS = append(f.WallMS, round(ms(wall)))
+	f.ClientCPUMS = append(f.ClientCPUMS, round(clientCPU))
+	f.ServerCPUMS = append(f.ServerCPUMS, round(srvCPU))
+	f.PeakMiB = append(f.PeakMiB, round(pk))
+	workers := map[string]bool{}
+	for _, m := range workerRE.FindAllStringSubmatch(srv.logText(), -1) {
+		workers[m[1]] = true
+	}
+	f.Workers = append(f.Workers, len(workers))
+	logf("workers: burst %d, %s: %.0f ms, CPU clients %.0f ms + server %.0f ms, sidecar peak %.1f MiB, load %.2f, %d worker processes so far",
+		r+1, bd.Name, ms(wall), clientCPU, srvCPU, pk, f.LoadAvg[len(f.LoadAvg)-1], len(workers))
 }
 
 // burstOf runs specs all at once on an emptied cache and returns the wall

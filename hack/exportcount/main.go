@@ -54,14 +54,49 @@ func main() {
 		fmt.Fprintln(os.Stderr, "exportcount: run from the repository root:", err)
 		os.Exit(1)
 	}
+	pub := parsePublic(*public)
+	counts, err := countTrees(flag.Args(), module, pub)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "exportcount:", err)
+		os.Exit(1)
+	}
+	sum, fields, examples := 0, 0, 0
+	for _, c := range counts {
+		sum += c.names
+		fields += c.fields
+		examples += c.examples
+	}
+	if *total {
+		fmt.Println(sum)
+		return
+	}
+	for _, c := range counts {
+		mark := ""
+		if pub[c.dir] {
+			mark = " (public)"
+		}
+		fmt.Printf("%5d names %5d fields %3d examples  %s%s\n", c.names, c.fields, c.examples, c.dir, mark)
+	}
+	fmt.Printf("%5d names %5d fields %3d examples  total in %d packages\n", sum, fields, examples, len(counts))
+	printLeaks(counts, len(pub) > 0)
+}
+
+// parsePublic turns the -public flag into a set of package directories.
+func parsePublic(public string) map[string]bool {
 	pub := map[string]bool{}
-	for _, p := range strings.Split(*public, ",") {
+	for _, p := range strings.Split(public, ",") {
 		if p = strings.Trim(strings.TrimSpace(p), "/"); p != "" {
 			pub[p] = true
 		}
 	}
+	return pub
+}
+
+// countTrees counts every package directory under the roots, skipping
+// testdata and hidden directories.
+func countTrees(roots []string, module string, pub map[string]bool) ([]*pkgCount, error) {
 	var counts []*pkgCount
-	for _, root := range flag.Args() {
+	for _, root := range roots {
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -82,28 +117,15 @@ func main() {
 			return nil
 		})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "exportcount:", err)
-			os.Exit(1)
+			return nil, err
 		}
 	}
-	sum, fields, examples := 0, 0, 0
-	for _, c := range counts {
-		sum += c.names
-		fields += c.fields
-		examples += c.examples
-	}
-	if *total {
-		fmt.Println(sum)
-		return
-	}
-	for _, c := range counts {
-		mark := ""
-		if pub[c.dir] {
-			mark = " (public)"
-		}
-		fmt.Printf("%5d names %5d fields %3d examples  %s%s\n", c.names, c.fields, c.examples, c.dir, mark)
-	}
-	fmt.Printf("%5d names %5d fields %3d examples  total in %d packages\n", sum, fields, examples, len(counts))
+	return counts, nil
+}
+
+// printLeaks lists the leaks of the public packages, or says there are none
+// when public packages were given.
+func printLeaks(counts []*pkgCount, anyPublic bool) {
 	leaks := 0
 	for _, c := range counts {
 		for _, l := range c.leaks {
@@ -114,7 +136,7 @@ func main() {
 			fmt.Println("  " + l)
 		}
 	}
-	if len(pub) > 0 && leaks == 0 {
+	if anyPublic && leaks == 0 {
 		fmt.Println("\nno leaks")
 	}
 }
@@ -134,13 +156,33 @@ func modulePath(gomod string) (string, error) {
 
 // count parses the non-test Go files of one directory; nil when there are none.
 func count(dir, module string, pub map[string]bool) (*pkgCount, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
+	c := &pkgCount{dir: dir}
+	files, exportedTypes, err := parseDir(dir, c)
+	if err != nil || files == nil {
 		return nil, err
 	}
+	for _, f := range files {
+		leak := func(string, ast.Node) {}
+		if pub[dir] {
+			leak = leakChecker(c, dir, module, fileImports(f), pub)
+		}
+		for _, d := range f.Decls {
+			countDecl(c, d, exportedTypes, leak)
+		}
+	}
+	sort.Strings(c.leaks)
+	return c, nil
+}
+
+// parseDir parses the Go files of dir: it counts the examples of its test
+// files into c and returns the non-test files (nil when there are none) and
+// the names of the exported types they declare.
+func parseDir(dir string, c *pkgCount) ([]*ast.File, map[string]bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	fset := token.NewFileSet()
-	c := &pkgCount{dir: dir}
-	found := false
 	exportedTypes := map[string]bool{}
 	var files []*ast.File
 	for _, e := range entries {
@@ -150,132 +192,150 @@ func count(dir, module string, pub map[string]bool) (*pkgCount, error) {
 		}
 		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if strings.HasSuffix(name, "_test.go") {
-			for _, d := range f.Decls {
-				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Example") {
-					c.examples++
-				}
-			}
+			c.examples += countExamples(f)
 			continue
 		}
-		found = true
 		files = append(files, f)
-		for _, d := range f.Decls {
-			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
-				for _, s := range g.Specs {
-					if ts := s.(*ast.TypeSpec); ts.Name.IsExported() {
-						exportedTypes[ts.Name.Name] = true
-					}
+		addExportedTypes(exportedTypes, f)
+	}
+	return files, exportedTypes, nil
+}
+
+// countExamples counts the Example functions of a test file.
+func countExamples(f *ast.File) int {
+	n := 0
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Example") {
+			n++
+		}
+	}
+	return n
+}
+
+// addExportedTypes records the exported type names f declares.
+func addExportedTypes(exportedTypes map[string]bool, f *ast.File) {
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+			for _, s := range g.Specs {
+				if ts := s.(*ast.TypeSpec); ts.Name.IsExported() {
+					exportedTypes[ts.Name.Name] = true
 				}
 			}
 		}
 	}
-	if !found {
-		return nil, nil
+}
+
+// fileImports maps the local name of each import of f to its path.
+func fileImports(f *ast.File) map[string]string {
+	imports := map[string]string{}
+	for _, is := range f.Imports {
+		p, _ := strconv.Unquote(is.Path.Value)
+		name := path.Base(p)
+		if is.Name != nil {
+			name = is.Name.Name
+		}
+		imports[name] = p
 	}
-	for _, f := range files {
-		imports := map[string]string{} // local name -> import path
-		for _, is := range f.Imports {
-			p, _ := strconv.Unquote(is.Path.Value)
-			name := path.Base(p)
-			if is.Name != nil {
-				name = is.Name.Name
-			}
-			imports[name] = p
+	return imports
+}
+
+// leakChecker returns a function that records in c, once each, every
+// reference of a node to a package of module that is not public.
+func leakChecker(c *pkgCount, dir, module string, imports map[string]string, pub map[string]bool) func(where string, n ast.Node) {
+	seen := map[string]bool{}
+	return func(where string, n ast.Node) {
+		if n == nil || reflect.ValueOf(n).IsNil() {
+			return
 		}
-		var leak func(where string, n ast.Node)
-		if pub[dir] {
-			seen := map[string]bool{}
-			leak = func(where string, n ast.Node) {
-				if n == nil || reflect.ValueOf(n).IsNil() {
-					return
-				}
-				ast.Inspect(n, func(n ast.Node) bool {
-					sel, ok := n.(*ast.SelectorExpr)
-					if !ok {
-						return true
-					}
-					x, ok := sel.X.(*ast.Ident)
-					if !ok {
-						return true
-					}
-					p, ok := imports[x.Name]
-					if !ok {
-						return true
-					}
-					rel, inModule := strings.CutPrefix(p, module+"/")
-					if !inModule || pub[rel] {
-						return false
-					}
-					msg := fmt.Sprintf("%s.%s names %s.%s (%s)", path.Base(dir), where, x.Name, sel.Sel.Name, rel)
-					if !seen[msg] {
-						seen[msg] = true
-						c.leaks = append(c.leaks, msg)
-					}
-					return false
-				})
+		ast.Inspect(n, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
 			}
-		} else {
-			leak = func(string, ast.Node) {}
+			x, ok := sel.X.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			p, ok := imports[x.Name]
+			if !ok {
+				return true
+			}
+			rel, inModule := strings.CutPrefix(p, module+"/")
+			if !inModule || pub[rel] {
+				return false
+			}
+			msg := fmt.Sprintf("%s.%s names %s.%s (%s)", path.Base(dir), where, x.Name, sel.Sel.Name, rel)
+			if !seen[msg] {
+				seen[msg] = true
+				c.leaks = append(c.leaks, msg)
+			}
+			return false
+		})
+	}
+}
+
+// countDecl counts the exported names and fields of one declaration into c
+// and passes the types they expose to leak.
+func countDecl(c *pkgCount, d ast.Decl, exportedTypes map[string]bool, leak func(string, ast.Node)) {
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if !d.Name.IsExported() {
+			return
 		}
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if !d.Name.IsExported() {
-					continue
-				}
-				where := d.Name.Name
-				if d.Recv != nil {
-					recv := receiverName(d.Recv.List[0].Type)
-					if !exportedTypes[recv] {
-						continue
-					}
-					where = recv + "." + where
-				}
-				c.names++
-				leak(where, d.Type)
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							if n.IsExported() {
-								c.names++
-								leak(n.Name, s.Type)
-							}
-						}
-					case *ast.TypeSpec:
-						if !s.Name.IsExported() {
-							continue
-						}
+		where := d.Name.Name
+		if d.Recv != nil {
+			recv := receiverName(d.Recv.List[0].Type)
+			if !exportedTypes[recv] {
+				return
+			}
+			where = recv + "." + where
+		}
+		c.names++
+		leak(where, d.Type)
+	case *ast.GenDecl:
+		for _, s := range d.Specs {
+			switch s := s.(type) {
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					if n.IsExported() {
 						c.names++
-						leak(s.Name.Name, s.TypeParams)
-						switch t := s.Type.(type) {
-						case *ast.StructType:
-							for _, fl := range t.Fields.List {
-								exported := len(fl.Names) == 0 // embedded
-								for _, n := range fl.Names {
-									if n.IsExported() {
-										exported = true
-										c.fields++
-									}
-								}
-								if exported {
-									leak(s.Name.Name+" field", fl.Type)
-								}
-							}
-						default:
-							leak(s.Name.Name, s.Type)
-						}
+						leak(n.Name, s.Type)
 					}
 				}
+			case *ast.TypeSpec:
+				countTypeSpec(c, s, leak)
 			}
 		}
 	}
-	sort.Strings(c.leaks)
-	return c, nil
+}
+
+// countTypeSpec counts an exported type and its exported fields into c.
+func countTypeSpec(c *pkgCount, s *ast.TypeSpec, leak func(string, ast.Node)) {
+	if !s.Name.IsExported() {
+		return
+	}
+	c.names++
+	leak(s.Name.Name, s.TypeParams)
+	t, ok := s.Type.(*ast.StructType)
+	if !ok {
+		leak(s.Name.Name, s.Type)
+		return
+	}
+	for _, fl := range t.Fields.List {
+		exported := len(fl.Names) == 0 // embedded
+		for _, n := range fl.Names {
+			if n.IsExported() {
+				exported = true
+				c.fields++
+			}
+		}
+		if exported {
+			leak(s.Name.Name+" field", fl.Type)
+		}
+	}
 }
 
 func receiverName(e ast.Expr) string {

@@ -238,37 +238,15 @@ func cmdDist(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	built := map[string]map[string]string{}
-	var bins []sbom.Binary
-	for _, t := range ts {
-		fmt.Fprintf(os.Stderr, "building %s binaries (%s)\n", t, s.version)
-		tmp := filepath.Join(dist, ".build", t.OS+"-"+t.Arch)
-		paths, err := build.Binaries(ctx, build.Options{Root: s.root, Version: s.version}, t, tmp)
-		if err != nil {
-			return err
-		}
-		built[t.String()] = paths
-		for _, n := range sortedKeys(paths) {
-			asset := filepath.Join(dist, n+"-"+t.OS+"-"+t.Arch)
-			if err := copyFile(paths[n], asset, 0o755); err != nil {
-				return err
-			}
-			bins = append(bins, sbom.Binary{Name: n, Platform: t.String(), Path: asset})
-		}
+	built, bins, err := buildBinaries(ctx, s, ts, dist)
+	if err != nil {
+		return err
 	}
 	if err := checkVersion(dist, s.version); err != nil {
 		return err
 	}
 
-	doc, err := sbom.Generate(s.version, s.created, bins)
-	if err != nil {
-		return err
-	}
-	var sb bytes.Buffer
-	if err := sbom.Write(&sb, doc); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dist, "argocd-ocm-plugin.spdx.json"), sb.Bytes(), 0o644); err != nil {
+	if err := writeSBOM(s, bins, dist); err != nil {
 		return err
 	}
 
@@ -280,6 +258,64 @@ func cmdDist(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := pinManifests(s, dist, ref, *push != ""); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(dist, ".build")); err != nil {
+		return err
+	}
+	if err := writeChecksums(dist); err != nil {
+		return err
+	}
+	fmt.Println(ref)
+	return nil
+}
+
+// buildBinaries builds the binaries for each target and copies them into
+// dist as release assets; it returns the built paths by platform and binary
+// name (for the image) and the assets (for the SBOM).
+func buildBinaries(ctx context.Context, s source, ts []build.Target, dist string) (map[string]map[string]string, []sbom.Binary, error) {
+	built := map[string]map[string]string{}
+	var bins []sbom.Binary
+	for _, t := range ts {
+		fmt.Fprintf(os.Stderr, "building %s binaries (%s)\n", t, s.version)
+		tmp := filepath.Join(dist, ".build", t.OS+"-"+t.Arch)
+		paths, err := build.Binaries(ctx, build.Options{Root: s.root, Version: s.version}, t, tmp)
+		if err != nil {
+			return nil, nil, err
+		}
+		built[t.String()] = paths
+		for _, n := range sortedKeys(paths) {
+			asset := filepath.Join(dist, n+"-"+t.OS+"-"+t.Arch)
+			if err := copyFile(paths[n], asset, 0o755); err != nil {
+				return nil, nil, err
+			}
+			bins = append(bins, sbom.Binary{Name: n, Platform: t.String(), Path: asset})
+		}
+	}
+	return built, bins, nil
+}
+
+// writeSBOM writes the SPDX document of bins into dist.
+func writeSBOM(s source, bins []sbom.Binary, dist string) error {
+	doc, err := sbom.Generate(s.version, s.created, bins)
+	if err != nil {
+		return err
+	}
+	var sb bytes.Buffer
+	if err := sbom.Write(&sb, doc); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dist, "argocd-ocm-plugin.spdx.json"), sb.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return nil
+}
+
+// pinManifests writes the image reference to dist/IMAGE and copies the
+// manifests into dist, pinned to the image's digest (and to its repository
+// when it was pushed).
+func pinManifests(s source, dist, ref string, pushed bool) error {
 	digested, err := name.NewDigest(ref)
 	if err != nil {
 		return err
@@ -288,7 +324,7 @@ func cmdDist(ctx context.Context, args []string) error {
 		return err
 	}
 	repo := ""
-	if *push != "" {
+	if pushed {
 		repo = digested.Context().Name()
 	}
 	changed, err := pin.Manifests(s.path("manifests"), filepath.Join(dist, "manifests"), repo, digested.DigestStr())
@@ -299,13 +335,6 @@ func cmdDist(ctx context.Context, args []string) error {
 		return errors.New("pin: no manifest references the image")
 	}
 	fmt.Fprintf(os.Stderr, "manifests pinned to %s: %s\n", ref, strings.Join(changed, ", "))
-	if err := os.RemoveAll(filepath.Join(dist, ".build")); err != nil {
-		return err
-	}
-	if err := writeChecksums(dist); err != nil {
-		return err
-	}
-	fmt.Println(ref)
 	return nil
 }
 

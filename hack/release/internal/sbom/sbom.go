@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -127,40 +128,7 @@ func Generate(version string, created time.Time, bins []Binary) (*Document, erro
 		})
 		doc.Relationships = append(doc.Relationships, Relationship{"SPDXRef-DOCUMENT", "DESCRIBES", binID})
 
-		stdlib := "stdlib@" + info.GoVersion
-		if _, ok := modules[stdlib]; !ok {
-			modules[stdlib] = Package{
-				SPDXID: spdxID("Module", stdlib), Name: "stdlib", VersionInfo: info.GoVersion, DownloadLocation: "NOASSERTION",
-				LicenseConcluded: "NOASSERTION", LicenseDeclared: "NOASSERTION", CopyrightText: "NOASSERTION",
-				PrimaryPackagePurpose: "LIBRARY",
-				ExternalRefs:          []ExternalRef{{"PACKAGE-MANAGER", "purl", purl("stdlib", info.GoVersion)}},
-				Comment:               "the Go standard library and runtime",
-			}
-		}
-		doc.Relationships = append(doc.Relationships, Relationship{binID, "STATIC_LINK", modules[stdlib].SPDXID})
-		for _, d := range info.Deps {
-			m := d
-			if d.Replace != nil {
-				m = d.Replace
-			}
-			key := m.Path + "@" + m.Version
-			if _, ok := modules[key]; !ok {
-				p := Package{
-					SPDXID: spdxID("Module", key), Name: m.Path, VersionInfo: m.Version, DownloadLocation: "NOASSERTION",
-					LicenseConcluded: "NOASSERTION", LicenseDeclared: "NOASSERTION", CopyrightText: "NOASSERTION",
-					PrimaryPackagePurpose: "LIBRARY",
-					ExternalRefs:          []ExternalRef{{"PACKAGE-MANAGER", "purl", purl(m.Path, m.Version)}},
-				}
-				if m.Sum != "" {
-					p.Comment = "go.sum " + m.Sum
-				}
-				if d.Replace != nil {
-					p.Comment = strings.TrimSpace(fmt.Sprintf("replaces %s@%s; %s", d.Path, d.Version, p.Comment))
-				}
-				modules[key] = p
-			}
-			doc.Relationships = append(doc.Relationships, Relationship{binID, "STATIC_LINK", modules[key].SPDXID})
-		}
+		linkModules(doc, modules, binID, info)
 	}
 	keys := make([]string, 0, len(modules))
 	for k := range modules {
@@ -172,6 +140,52 @@ func Generate(version string, created time.Time, bins []Binary) (*Document, erro
 	}
 	doc.DocumentNamespace = fmt.Sprintf("https://github.com/argocd-ocm-plugin/argocd-ocm-plugin/releases/%s/sbom-%s", version, hex.EncodeToString(content.Sum(nil))[:16])
 	return doc, nil
+}
+
+// linkModules records the standard library and the modules info lists as
+// packages in modules, once each, and relates the binary binID to them.
+func linkModules(doc *Document, modules map[string]Package, binID string, info *debug.BuildInfo) {
+	stdlib := "stdlib@" + info.GoVersion
+	if _, ok := modules[stdlib]; !ok {
+		modules[stdlib] = Package{
+			SPDXID: spdxID("Module", stdlib), Name: "stdlib", VersionInfo: info.GoVersion, DownloadLocation: "NOASSERTION",
+			LicenseConcluded: "NOASSERTION", LicenseDeclared: "NOASSERTION", CopyrightText: "NOASSERTION",
+			PrimaryPackagePurpose: "LIBRARY",
+			ExternalRefs:          []ExternalRef{{"PACKAGE-MANAGER", "purl", purl("stdlib", info.GoVersion)}},
+			Comment:               "the Go standard library and runtime",
+		}
+	}
+	doc.Relationships = append(doc.Relationships, Relationship{binID, "STATIC_LINK", modules[stdlib].SPDXID})
+	for _, d := range info.Deps {
+		key, p := modulePackage(d)
+		if _, ok := modules[key]; !ok {
+			modules[key] = p
+		}
+		doc.Relationships = append(doc.Relationships, Relationship{binID, "STATIC_LINK", modules[key].SPDXID})
+	}
+}
+
+// modulePackage returns the key (path@version) and the package of the module
+// a binary links for the dependency d, the replacement if there is one.
+func modulePackage(d *debug.Module) (string, Package) {
+	m := d
+	if d.Replace != nil {
+		m = d.Replace
+	}
+	key := m.Path + "@" + m.Version
+	p := Package{
+		SPDXID: spdxID("Module", key), Name: m.Path, VersionInfo: m.Version, DownloadLocation: "NOASSERTION",
+		LicenseConcluded: "NOASSERTION", LicenseDeclared: "NOASSERTION", CopyrightText: "NOASSERTION",
+		PrimaryPackagePurpose: "LIBRARY",
+		ExternalRefs:          []ExternalRef{{"PACKAGE-MANAGER", "purl", purl(m.Path, m.Version)}},
+	}
+	if m.Sum != "" {
+		p.Comment = "go.sum " + m.Sum
+	}
+	if d.Replace != nil {
+		p.Comment = strings.TrimSpace(fmt.Sprintf("replaces %s@%s; %s", d.Path, d.Version, p.Comment))
+	}
+	return key, p
 }
 
 // Write writes doc as indented JSON.
