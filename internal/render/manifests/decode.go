@@ -5,8 +5,6 @@ import (
 	"math"
 	"runtime"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -43,49 +41,13 @@ func decodeDocs(name string, docs []yamlDoc, decode func(name string, i int, doc
 		size += len(d.data)
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(docs))
-	if workers < 2 || len(docs) < parallelMinDocs || size < parallelMinBytes {
-		for i, d := range docs {
-			if res[i].objs, res[i].err = decode(name, i, d); res[i].err != nil {
-				break
-			}
-		}
-		return res
+	if len(docs) < parallelMinDocs || size < parallelMinBytes {
+		workers = 1
 	}
-	var (
-		next     atomic.Int64 // next document to take
-		failed   atomic.Int64 // lowest failed document so far
-		wg       sync.WaitGroup
-		panicked atomic.Pointer[any]
-	)
-	failed.Store(int64(len(docs)))
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				// Re-raised in the caller's goroutine below, where a
-				// caller's recover sees it as with a sequential decode.
-				if p := recover(); p != nil {
-					panicked.CompareAndSwap(nil, &p)
-					failed.Store(-1)
-				}
-			}()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(docs)) || i > failed.Load() {
-					return
-				}
-				if res[i].objs, res[i].err = decode(name, int(i), docs[i]); res[i].err != nil {
-					for f := failed.Load(); i < f && !failed.CompareAndSwap(f, i); f = failed.Load() {
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if p := panicked.Load(); p != nil {
-		panic(*p)
-	}
+	eachInOrder(len(docs), workers, func(i int) error {
+		res[i].objs, res[i].err = decode(name, i, docs[i])
+		return res[i].err
+	})
 	return res
 }
 

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
@@ -25,49 +23,14 @@ func encodeEach(objs []Object, enc func(o Object) ([]byte, error)) ([][]byte, in
 	out := make([][]byte, len(objs))
 	errs := make([]error, len(objs))
 	workers := min(runtime.GOMAXPROCS(0), len(objs))
-	if workers < 2 || len(objs) < parallelMinObjects {
-		for i, o := range objs {
-			if out[i], errs[i] = enc(o); errs[i] != nil {
-				return nil, i, errs[i]
-			}
-		}
-		return out, -1, nil
+	if len(objs) < parallelMinObjects {
+		workers = 1
 	}
-	var (
-		next     atomic.Int64
-		failed   atomic.Int64 // lowest failed object so far
-		wg       sync.WaitGroup
-		panicked atomic.Pointer[any]
-	)
-	failed.Store(int64(len(objs)))
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if p := recover(); p != nil {
-					panicked.CompareAndSwap(nil, &p)
-					failed.Store(-1)
-				}
-			}()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(objs)) || i > failed.Load() {
-					return
-				}
-				if out[i], errs[i] = enc(objs[i]); errs[i] != nil {
-					for f := failed.Load(); i < f && !failed.CompareAndSwap(f, i); f = failed.Load() {
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if p := panicked.Load(); p != nil {
-		panic(*p)
-	}
-	if f := failed.Load(); f < int64(len(objs)) {
-		return nil, int(f), errs[f]
+	if f := eachInOrder(len(objs), workers, func(i int) error {
+		out[i], errs[i] = enc(objs[i])
+		return errs[i]
+	}); f >= 0 {
+		return nil, f, errs[f]
 	}
 	return out, -1, nil
 }
