@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 )
 
@@ -20,7 +21,7 @@ import (
 func platformManifest(nServices int) []byte {
 	var b strings.Builder
 	b.WriteString("---\n# Source: platform/crds/widgets.yaml\n")
-	b.WriteString(largeCRD(6, 5))
+	b.Write(examples.LargeCRD(6, 5))
 	labels := func(indent string, i int) string {
 		p := strings.Repeat(" ", len(indent))
 		return fmt.Sprintf("%[1]shelm.sh/chart: platform-1.0.0\n%[1]sapp.kubernetes.io/name: platform\n%[1]sapp.kubernetes.io/instance: release\n"+
@@ -124,44 +125,6 @@ metadata:
 			"spec:\n  minAvailable: 1\n  selector:\n    matchLabels:\n%s", i, labels("    ", i), selector("      ", i))
 	}
 	return []byte(b.String())
-}
-
-// largeCRD is a CRD whose schema nests depth levels of width properties
-// each, as bench/harness/fixtures.go builds it.
-func largeCRD(depth, width int) string {
-	var b strings.Builder
-	b.WriteString(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.platform.example.com
-spec:
-  group: platform.example.com
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-`)
-	var props func(indent string, level int)
-	props = func(indent string, level int) {
-		if level == depth {
-			b.WriteString(indent + "type: string\n" + indent + "description: a leaf field of the synthetic widget schema\n")
-			return
-		}
-		b.WriteString(indent + "type: object\n" + indent + "description: a nested level of the synthetic widget schema\n" + indent + "properties:\n")
-		for i := 0; i < width; i++ {
-			fmt.Fprintf(&b, "%s  field%d:\n", indent, i)
-			props(indent+"    ", level+1)
-		}
-	}
-	props("              ", 2)
-	return b.String()
 }
 
 func TestPlatformManifest(t *testing.T) {
