@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
@@ -257,6 +258,10 @@ func checkPath(raw, p, what string) error {
 		return unsafeErr(raw, "%s contains a backslash", what)
 	case strings.HasPrefix(p, "/") || hasVolume(p):
 		return unsafeErr(raw, "%s is absolute", what)
+	case !utf8.ValidString(p):
+		// io/fs names are UTF-8: such an entry could be listed but never
+		// opened through the tree's FS (kustomize's view of it).
+		return unsafeErr(raw, "%s is not valid UTF-8", what)
 	}
 	return nil
 }
