@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry/policyopts"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/transfer"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
@@ -89,11 +90,11 @@ func runTransfer(ctx context.Context, p *process, t *transfer.Transfer, timeout 
 	if rule.Source == "environment" {
 		// No policy: the sidecar's credentials, and the http://
 		// sides the operator wrote reached over plain HTTP.
-		t.RegistryOptions = rule.RegistryOptions(nil)
+		t.RegistryOptions = policyopts.For(rule, nil)
 	} else {
 		// A policy decides, plain HTTP included: the sides get no
 		// exception from it.
-		reg, err := registry.NewClient(rule.RegistryOptions(nil)...)
+		reg, err := registry.NewClient(policyopts.For(rule, nil)...)
 		if err != nil {
 			return errdef.Wrap(err, ectx)
 		}

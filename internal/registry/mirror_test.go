@@ -20,6 +20,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry/policyopts"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
@@ -488,7 +489,7 @@ rules:
 	none := func(string) (string, bool) { return "", false }
 	t.Run("allowed", func(t *testing.T) {
 		up.Reset()
-		mustGenerate(t, sidecar(t, up, t.TempDir(), nil, append(pol.Rule("team-a").RegistryOptions(none), registry.WithEnv(none))...), d)
+		mustGenerate(t, sidecar(t, up, t.TempDir(), nil, append(policyopts.For(pol.Rule("team-a"), none), registry.WithEnv(none))...), d)
 		if total, _ := blobGETs(mirror); total == 0 || !mLog.has("mirror-user") {
 			t.Errorf("the policy's mirror was not used with its credential (%d blob GETs, users %v)", total, mLog.users)
 		}
@@ -496,7 +497,7 @@ rules:
 	t.Run("environment mirrors under a policy", func(t *testing.T) {
 		// They would be ignored: refused, as ARGOCD_OCM_PLAIN_HTTP is with
 		// a policy, before any connection.
-		_, err := generate(context.Background(), sidecar(t, up, t.TempDir(), nil, append(pol.Rule("team-a").RegistryOptions(lookup), registry.WithEnv(lookup))...), "1.0.0")
+		_, err := generate(context.Background(), sidecar(t, up, t.TempDir(), nil, append(policyopts.For(pol.Rule("team-a"), lookup), registry.WithEnv(lookup))...), "1.0.0")
 		if !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), registry.EnvPrefix+registry.EnvName(up.Host)+registry.EnvMirrorsSuffix) || !strings.Contains(err.Error(), "policy") {
 			t.Errorf("environment mirrors under a policy: %v", err)
 		}
@@ -510,7 +511,7 @@ rules:
 		// policy, the cached manifest is confirmed (HEAD by digest) through
 		// the mirror, with its credential, and the upstream sees nothing.
 		dir := t.TempDir()
-		opts := append(pol.Rule("team-a").RegistryOptions(none), registry.WithEnv(none))
+		opts := append(policyopts.For(pol.Rule("team-a"), none), registry.WithEnv(none))
 		mustGenerate(t, sidecar(t, up, dir, nil, opts...), d)
 		up.Reset()
 		mirror.Reset()
@@ -537,7 +538,7 @@ rules:
 	})
 	t.Run("refused upstream", func(t *testing.T) {
 		mirror.Reset()
-		_, err := generate(context.Background(), sidecar(t, up, t.TempDir(), nil, pol.Rule("team-b").RegistryOptions(lookup)...), "1.0.0")
+		_, err := generate(context.Background(), sidecar(t, up, t.TempDir(), nil, policyopts.For(pol.Rule("team-b"), lookup)...), "1.0.0")
 		if !errors.Is(err, errdef.ErrForbidden) {
 			t.Fatalf("want the policy's refusal, got %v", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry/policyopts"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
@@ -169,7 +170,7 @@ func (e *Engine) source(g Generation) (*RegistrySource, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ropts := append(rule.RegistryOptions(nil), e.regOpts...)
+	ropts := append(policyopts.For(rule, nil), e.regOpts...)
 	if g.BodyObserver != nil {
 		ropts = append(ropts, registry.WithBodyObserver(g.BodyObserver))
 	}

@@ -83,21 +83,3 @@ func (p *Policy) validateMirrors() error {
 	}
 	return nil
 }
-
-// mirrorOptions are the policy's mirrors as registry options, each with the
-// credential it names read through lookupEnv.
-func (r *Rule) mirrorOptions(lookupEnv func(string) (string, bool)) []registry.Option {
-	var opts []registry.Option
-	for _, m := range r.mirrors {
-		var ms []registry.Mirror
-		for _, e := range m.Endpoints {
-			rm := registry.Mirror{Host: e.Host, PathPrefix: e.PathPrefix, PlainHTTP: e.PlainHTTP, ResolveTags: e.ResolveTags}
-			if c, ok := r.mirrorCreds[e.Credential]; ok && e.Credential != "" {
-				rm.CredentialName, rm.Credential = c.Name, c.getter(lookupEnv)
-			}
-			ms = append(ms, rm)
-		}
-		opts = append(opts, registry.WithMirrors(m.Upstream, ms...))
-	}
-	return opts
-}

@@ -90,9 +90,11 @@ default:
 	}
 	for _, project := range []string{"a", "other"} {
 		r := p.Rule(project)
-		none := func(string) (string, bool) { return "", false }
-		if n, m := len(r.RegistryOptions(none)), len(plain.Rule(project).RegistryOptions(none)); n != m+1 {
-			t.Errorf("%s: %d registry options, %d without mirrors: the mirror option is missing", project, n, m)
+		if len(r.Mirrors) != 1 || r.Mirrors[0].Upstream != "ghcr.io" || r.MirrorCredentials["m"].Host != "harbor.example" {
+			t.Errorf("%s: mirrors %+v with credentials %+v, want the policy's mirror of ghcr.io and its credential m", project, r.Mirrors, r.MirrorCredentials)
+		}
+		if len(plain.Rule(project).Mirrors) != 0 {
+			t.Errorf("%s: a policy without mirrors gave the rule mirrors", project)
 		}
 		if err := r.AllowRepository("harbor.example", "ghcr-proxy/acme/a"); !errors.Is(err, errdef.ErrForbidden) {
 			t.Errorf("%s: naming the mirror directly: %v, want a refusal", project, err)

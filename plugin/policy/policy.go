@@ -332,7 +332,7 @@ func (p *Policy) Rule(project string) *Rule {
 	for _, n := range spec.Credentials {
 		r.Credentials = append(r.Credentials, p.creds[n])
 	}
-	r.mirrors, r.mirrorCreds = p.file.Mirrors, p.creds
+	r.Mirrors, r.MirrorCredentials = p.file.Mirrors, p.creds
 	return r
 }
 

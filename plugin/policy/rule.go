@@ -1,9 +1,7 @@
 package policy
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 
@@ -40,10 +38,13 @@ type Rule struct {
 	// Platform: may children leave the parent's project and destination.
 	Platform Platform
 
+	// Mirrors are the policy's registry mirrors, for every rule, and
+	// MirrorCredentials the credentials they name, by name.
+	Mirrors           []MirrorSpec
+	MirrorCredentials map[string]Credential
+
 	anyRepository           bool
 	legacyNames, legacyKeys []string
-	mirrors                 []MirrorSpec          // the policy's, for every rule
-	mirrorCreds             map[string]Credential // the credentials mirrors name
 }
 
 var _ registry.Gate = (*Rule)(nil)
@@ -130,61 +131,4 @@ func (r *Rule) SignatureFlags() (names, keys []string) {
 		names, keys = append(names, s.Name), append(keys, s.PublicKey)
 	}
 	return names, keys
-}
-
-// RegistryOptions configure a registry client for the rule: the gate,
-// the plain-HTTP hosts and, with a policy, the rule's credentials only.
-// lookupEnv reads the credentials' env labels (nil: os.LookupEnv).
-func (r *Rule) RegistryOptions(lookupEnv func(string) (string, bool)) []registry.Option {
-	if lookupEnv == nil {
-		lookupEnv = os.LookupEnv
-	}
-	var opts []registry.Option
-	if len(r.PlainHTTP) > 0 {
-		opts = append(opts, registry.WithPlainHTTP(r.PlainHTTP...))
-	}
-	if r.anyRepository && r.DefaultCredentials && !r.StrictPlainHTTP {
-		return opts
-	}
-	opts = append(opts, registry.WithGate(r))
-	if r.StrictPlainHTTP {
-		opts = append(opts, registry.WithStrictPlainHTTP())
-	}
-	if !r.DefaultCredentials {
-		opts = append(opts, registry.WithOnlyScopedCredentials(), registry.WithoutDockerConfig())
-	}
-	opts = append(opts, r.mirrorOptions(lookupEnv)...)
-	for _, c := range r.Credentials {
-		opts = append(opts, registry.WithCredentialScopes(registry.CredentialScope{
-			Name: c.Name, Host: c.Host, PathPrefix: c.PathPrefix, Get: c.getter(lookupEnv),
-		}))
-	}
-	return opts
-}
-
-// getter reads the credential's source when a registry asks for it.
-func (c Credential) getter(lookupEnv func(string) (string, bool)) func(context.Context) (registry.Credential, error) {
-	return func(context.Context) (registry.Credential, error) {
-		var cred registry.Credential
-		var err error
-		switch {
-		case c.Env != "":
-			cred, _, err = registry.EnvCredential(lookupEnv, c.Env)
-		case c.DockerConfig != "":
-			cred, err = registry.DockerConfigCredential(c.DockerConfig, c.Host)
-		default:
-			read := func(p string, dst *string) {
-				if p != "" && err == nil {
-					*dst, err = registry.ReadSecretFile(p)
-				}
-			}
-			read(c.UsernameFile, &cred.Username)
-			read(c.PasswordFile, &cred.Password)
-			read(c.TokenFile, &cred.AccessToken)
-		}
-		if err != nil {
-			return registry.Credential{}, fmt.Errorf("credential %s of the sidecar policy: %w", c.Name, err)
-		}
-		return cred, nil
-	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry/policyopts"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -388,7 +389,7 @@ func TestPolicyRefusesBeforeAnyConnection(t *testing.T) {
 	var first string
 	for _, target := range []string{banner, tlsAddr, closed, reg.Host} {
 		for _, scheme := range []string{"http://", "https://", ""} {
-			r, err := oci.New(scheme+target+"/x", baseOpts("", rule.RegistryOptions(noEnv)...)...)
+			r, err := oci.New(scheme+target+"/x", baseOpts("", policyopts.For(rule, noEnv)...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -404,7 +405,7 @@ func TestPolicyRefusesBeforeAnyConnection(t *testing.T) {
 			}
 		}
 	}
-	c, err := oci.NewClient(baseOpts("", rule.RegistryOptions(noEnv)...)...)
+	c, err := oci.NewClient(baseOpts("", policyopts.For(rule, noEnv)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +462,7 @@ rules:
 	cacheDir := t.TempDir()
 	tags := oci.NewTagResolutions(time.Minute)
 	client := func(project string) *oci.Client {
-		opts := append(baseOpts(cacheDir, p.Rule(project).RegistryOptions(envA)...), oci.WithRecentTags(tags))
+		opts := append(baseOpts(cacheDir, policyopts.For(p.Rule(project), envA)...), oci.WithRecentTags(tags))
 		c, err := oci.NewClient(opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -502,7 +503,7 @@ func TestPolicyChecksChartURLsOfAnIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := oci.NewClient(baseOpts("", p.Rule("x").RegistryOptions(noEnv)...)...)
+	c, err := oci.NewClient(baseOpts("", policyopts.For(p.Rule("x"), noEnv)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
