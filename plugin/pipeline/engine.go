@@ -15,6 +15,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry/policyopts"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
@@ -161,7 +162,7 @@ func (e *Engine) Render(ctx context.Context, req Request, log io.Writer) (*Resul
 	return r.Render(ctx, req)
 }
 
-func (e *Engine) source(g Generation) (*RegistrySource, error) {
+func (e *Engine) source(g Generation) (*resolve.Source, error) {
 	rule := g.Rule
 	if rule == nil {
 		rule = policy.Legacy(func(string) string { return "" }, "")
@@ -181,7 +182,7 @@ func (e *Engine) source(g Generation) (*RegistrySource, error) {
 	if e.tags != nil {
 		oopts = append(oopts, oci.WithRecentTags(e.tags))
 	}
-	src, err := NewRegistrySource(oopts...)
+	src, err := resolve.NewSource(oopts...)
 	if err != nil {
 		return nil, err
 	}

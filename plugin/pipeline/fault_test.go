@@ -27,6 +27,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
@@ -119,7 +120,7 @@ func faultRenderer(t testing.TB, c *cache.Cache, extra ...oci.Option) *pipeline.
 	t.Helper()
 	opts := append([]oci.Option{oci.WithCache(c), oci.WithRegistryOptions(registry.WithoutDockerConfig(),
 		registry.WithEnv(func(string) (string, bool) { return "", false }), registry.WithBackoff(5*time.Millisecond, 20*time.Millisecond))}, extra...)
-	src, err := pipeline.NewRegistrySource(opts...)
+	src, err := resolve.NewSource(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -17,7 +18,7 @@ import (
 
 func registryRenderer(t *testing.T, cacheDir string) *pipeline.Renderer {
 	t.Helper()
-	src, err := pipeline.NewRegistrySource(oci.WithCache(cache.Open(cacheDir)))
+	src, err := resolve.NewSource(oci.WithCache(cache.Open(cacheDir)))
 	if err != nil {
 		t.Fatal(err)
 	}

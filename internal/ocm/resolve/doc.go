@@ -10,5 +10,6 @@
 // so users can pin it: a range is re-resolved only when Argo CD regenerates.
 //
 // Open turns a repository spec into a repository of its kind (an OCI
-// registry or a CTF), above both repository packages.
+// registry or a CTF), above both repository packages; a Source does it for
+// one generation through one registry client, and reads remote accesses.
 package resolve

@@ -1,4 +1,4 @@
-package pipeline
+package resolve
 
 import (
 	"context"
@@ -6,16 +6,15 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
 
-// RegistrySource opens repositories of every kind (OCI registries, CTFs,
-// component archives) through one registry client, and reads remote accesses
+// Source opens repositories of every kind (OCI registries, CTFs, component
+// archives) through one registry client, and reads remote accesses
 // (transferred charts, helm repositories) with it. One per generation, built
-// by Engine.Renderer (see Engine for what outlives a generation).
-type RegistrySource struct {
+// by pipeline.Engine.Renderer (see Engine for what outlives a generation).
+type Source struct {
 	Client *oci.Client
 	// MaxBlobSize bounds remote content read for rendering (default access.DefaultMaxBlobSize).
 	MaxBlobSize int64
@@ -24,18 +23,18 @@ type RegistrySource struct {
 	AllowLocalArchive func() error
 }
 
-// NewRegistrySource makes a source with a new client.
-func NewRegistrySource(opts ...oci.Option) (*RegistrySource, error) {
+// NewSource makes a source with a new client.
+func NewSource(opts ...oci.Option) (*Source, error) {
 	c, err := oci.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &RegistrySource{Client: c}, nil
+	return &Source{Client: c}, nil
 }
 
-// Open opens a repository spec (see oci.ParseSpec). Registries are put to
+// Open opens a repository spec (see oci.ParseSpec, and Open). Registries are put to
 // the client's gate (the sidecar policy) before the first request.
-func (s *RegistrySource) Open(_ context.Context, spec string) (ocm.Repository, error) {
+func (s *Source) Open(_ context.Context, spec string) (ocm.Repository, error) {
 	if s.AllowLocalArchive != nil {
 		if sp, err := oci.ParseSpec(spec); err == nil && sp.Type == oci.TypeCTF {
 			if err := s.AllowLocalArchive(); err != nil {
@@ -43,11 +42,11 @@ func (s *RegistrySource) Open(_ context.Context, spec string) (ocm.Repository, e
 			}
 		}
 	}
-	return resolve.Open(spec, oci.WithClient(s.Client))
+	return Open(spec, oci.WithClient(s.Client))
 }
 
 // Artifact implements access.ArtifactSource.
-func (s *RegistrySource) Artifact(ctx context.Context, cv ocm.ComponentVersion, acc ocm.Access) (*access.Content, error) {
+func (s *Source) Artifact(ctx context.Context, cv ocm.ComponentVersion, acc ocm.Access) (*access.Content, error) {
 	b, manifestDigest, err := s.OpenArtifact(ctx, cv, acc)
 	if err != nil {
 		return nil, err
@@ -63,7 +62,7 @@ func (s *RegistrySource) Artifact(ctx context.Context, cv ocm.ComponentVersion, 
 // OpenArtifact implements access.ArtifactOpener, so that a large remote
 // directory resource is unpacked as it arrives rather than read whole first.
 // The blob is bounded by MaxBlobSize as Artifact's content is.
-func (s *RegistrySource) OpenArtifact(ctx context.Context, cv ocm.ComponentVersion, acc ocm.Access) (ocm.Blob, string, error) {
+func (s *Source) OpenArtifact(ctx context.Context, cv ocm.ComponentVersion, acc ocm.Access) (ocm.Blob, string, error) {
 	var resolver oci.ArtifactResolver = s.Client
 	if r, ok := cv.Repository().(oci.ArtifactResolver); ok {
 		resolver = r // resolves relativeOciReference against its registry
@@ -80,7 +79,7 @@ func (s *RegistrySource) OpenArtifact(ctx context.Context, cv ocm.ComponentVersi
 	return &limitedBlob{Blob: b, limit: limit, left: limit}, manifestDigest, nil
 }
 
-func (s *RegistrySource) limit() int64 {
+func (s *Source) limit() int64 {
 	if s.MaxBlobSize <= 0 {
 		return access.DefaultMaxBlobSize
 	}
