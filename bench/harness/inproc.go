@@ -23,8 +23,6 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -56,8 +54,7 @@ func (b *bench) inProcess(ctx context.Context) {
 	cdir := b.dir("cache-inproc")
 	// One engine, as a command builds it: a new registry client per
 	// generation, nothing shared between them.
-	engine := pipeline.NewEngine(pipeline.WithBlobCache(cache.Open(cdir, cache.WithLogger(lg))),
-		pipeline.WithRegistryOptions(registry.WithPlainHTTP(b.reg.Host), registry.WithoutDockerConfig(), registry.WithLogger(lg)))
+	engine := pipeline.NewEngine(pipeline.WithBlobCacheDir(cdir), pipeline.WithPlainHTTP(b.reg.Host), pipeline.WithoutDockerConfig())
 	newRenderer := func() *pipeline.Renderer {
 		r, err := engine.Renderer(pipeline.Generation{Logger: lg, Notes: io.Discard})
 		if err != nil {

@@ -20,7 +20,6 @@ import (
 	"runtime"
 	"runtime/pprof"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -49,9 +48,9 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	var out bytes.Buffer
-	var ropts []registry.Option
+	var plainHTTP []pipeline.EngineOption
 	if plain != "" {
-		ropts = append(ropts, registry.WithPlainHTTP(plain))
+		plainHTTP = append(plainHTTP, pipeline.WithPlainHTTP(plain))
 	}
 	encode := manifests.Encode
 	if *jsonOut {
@@ -60,7 +59,7 @@ func main() {
 	// -server: one engine that shares what a render-server worker keeps;
 	// else an engine per render, as a generate process has.
 	newEngine := func() *pipeline.Engine {
-		opts := []pipeline.EngineOption{pipeline.WithRegistryOptions(ropts...)}
+		opts := plainHTTP
 		if *asServer {
 			opts = append(opts, pipeline.WithSharing(0))
 		}

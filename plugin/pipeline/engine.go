@@ -41,10 +41,10 @@ import (
 type Engine struct {
 	shared   *registry.Shared    // nil: connections and tokens per generation
 	tags     *oci.TagResolutions // nil: a tag is resolved by each generation
-	cache    *cache.Cache        // set by WithBlobCache
-	cacheSet bool
-	cacheDir string // else: where each generation opens the cache ("": disabled)
+	cacheDir string              // where each generation opens the blob cache ("": disabled)
+	cacheSet bool                // by WithBlobCacheDir; else cache.DefaultDir
 	cacheErr error
+	// of WithPlainHTTP and WithoutDockerConfig, after the rule's
 	regOpts  []registry.Option
 	crds     *helm.CRDCache // decoded CRDs of charts (WithSharing); nil: decoded per render
 	unpacker *ctf.Unpacker  // CTF tgz archives unpacked into the blob cache, with their indexes
@@ -76,18 +76,29 @@ func WithSharing(tagTTL time.Duration) EngineOption {
 	}
 }
 
-// WithBlobCache makes every generation use c (nil: no cache). Default: the
-// directory cache.DefaultDir names, opened by each generation with its own
-// logger, so that a cache warning reaches the notes of the generation that
-// met it and no other tenant's.
-func WithBlobCache(c *cache.Cache) EngineOption {
-	return func(e *Engine) { e.cache, e.cacheSet = c, true }
+// WithBlobCacheDir makes every generation keep blobs (descriptors,
+// charts, trees) in the cache directory dir; "" disables the cache. Each
+// generation opens it with its own logger, so that a cache warning reaches
+// the notes of the generation that met it and no other tenant's. Default:
+// $ARGOCD_OCM_CACHE_DIR, else $XDG_CACHE_HOME/argocd-ocm-plugin, else
+// ~/.cache/argocd-ocm-plugin (disabled, with a warning, without a home).
+func WithBlobCacheDir(dir string) EngineOption {
+	return func(e *Engine) { e.cacheDir, e.cacheSet = dir, true }
 }
 
-// WithRegistryOptions adds options to every generation's registry client,
-// after those of its sidecar rule (the bench: plain HTTP to its registry).
-func WithRegistryOptions(opts ...registry.Option) EngineOption {
-	return func(e *Engine) { e.regOpts = append(e.regOpts, opts...) }
+// WithPlainHTTP lets every generation reach these registry hosts
+// (host[:port]) over plain HTTP, in addition to the plain-HTTP hosts of its
+// sidecar rule: for a program that owns the registry (a test, the bench).
+// Default: none beyond the rule's.
+func WithPlainHTTP(hosts ...string) EngineOption {
+	return func(e *Engine) { e.regOpts = append(e.regOpts, registry.WithPlainHTTP(hosts...)) }
+}
+
+// WithoutDockerConfig makes every generation's registry client read no
+// Docker config file, whatever its rule allows. Default: a rule that uses
+// the sidecar's own credentials reads the Docker config.
+func WithoutDockerConfig() EngineOption {
+	return func(e *Engine) { e.regOpts = append(e.regOpts, registry.WithoutDockerConfig()) }
 }
 
 // NewEngine builds an Engine; see the options for defaults.
@@ -193,10 +204,10 @@ func (e *Engine) source(g Generation) (*resolve.Source, error) {
 // blobCache is the cache of one generation, its warnings to logger.
 func (e *Engine) blobCache(logger *slog.Logger) *cache.Cache {
 	switch {
-	case e.cacheSet:
-		return e.cache
 	case e.cacheErr != nil:
 		logger.Warn("blob cache disabled", "cause", e.cacheErr.Error())
+		return nil
+	case e.cacheDir == "":
 		return nil
 	}
 	return cache.Open(e.cacheDir, cache.WithLogger(logger))

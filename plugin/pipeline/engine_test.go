@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -42,7 +41,7 @@ func TestEngineSharesTagResolutionsOnlyWhenAsked(t *testing.T) {
 		{"server", []pipeline.EngineOption{pipeline.WithSharing(time.Minute)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := pipeline.NewEngine(append(tc.opts, pipeline.WithBlobCache(cache.Open(t.TempDir())))...)
+			e := pipeline.NewEngine(append(tc.opts, pipeline.WithBlobCacheDir(t.TempDir()))...)
 			render := func() {
 				r, err := e.Renderer(pipeline.Generation{})
 				if err != nil {
@@ -71,7 +70,7 @@ func TestEngineRendererFollowsTheRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := registrytest.Start(t)
-	e := pipeline.NewEngine(pipeline.WithBlobCache(nil))
+	e := pipeline.NewEngine(pipeline.WithBlobCacheDir(""))
 	rule, err := e.Rule(func(k string) string {
 		if k == "ARGOCD_OCM_POLICY" {
 			return policyFile
@@ -97,7 +96,7 @@ func TestEngineRendererFollowsTheRule(t *testing.T) {
 // Keys are read every time (a rotated key applies at once) and parsed
 // again only when the file changed.
 func TestEngineVerifier(t *testing.T) {
-	e := pipeline.NewEngine(pipeline.WithBlobCache(nil))
+	e := pipeline.NewEngine(pipeline.WithBlobCacheDir(""))
 	if v, err := e.Verifier(nil, nil); v != nil || err != nil {
 		t.Fatalf("no signatures: %v, %v", v, err)
 	}
@@ -113,4 +112,92 @@ func TestEngineVerifier(t *testing.T) {
 	if _, err := e.Verifier([]string{"acme"}, []string{filepath.Join(t.TempDir(), "missing.pem")}); !errors.Is(err, errdef.ErrInvalidInput) {
 		t.Errorf("missing key file: %v", err)
 	}
+}
+
+// WithBlobCacheDir puts every generation's blobs in its directory, and ""
+// caches nothing, not even in the default directory.
+func TestEngineBlobCacheDir(t *testing.T) {
+	comps, err := examples.Demo("../../testdata/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	reg.Push(t, "ocm", comps...)
+	req := pipeline.Request{Repository: "http://" + reg.Host + "/ocm", Component: examples.Podinfo, Version: "1.0.0"}
+	defaultDir := t.TempDir()
+	t.Setenv("ARGOCD_OCM_CACHE_DIR", defaultDir)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, dir string
+	}{
+		{"disabled", ""},
+		{"dir", dir},
+	} {
+		r, err := pipeline.NewEngine(pipeline.WithBlobCacheDir(tc.dir)).Renderer(pipeline.Generation{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Render(context.Background(), req); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got, want := !isEmptyDir(t, dir), tc.dir != ""; got != want {
+			t.Errorf("%s: blobs in the option's directory: %v, want %v", tc.name, got, want)
+		}
+		if !isEmptyDir(t, defaultDir) {
+			t.Errorf("%s: blobs in the default directory", tc.name)
+		}
+	}
+}
+
+// WithPlainHTTP reaches a registry over plain HTTP that a strict rule
+// alone would refuse: the program owns that registry, not the Application.
+func TestEngineWithPlainHTTP(t *testing.T) {
+	comps, err := examples.Demo("../../testdata/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	reg.Push(t, "ocm", comps...)
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte("apiVersion: argocd-ocm-plugin.io/v1alpha1\nkind: SidecarPolicy\ndefault:\n  repositories: [{host: '"+reg.Host+"'}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	getenv := func(k string) string {
+		if k == "ARGOCD_OCM_POLICY" {
+			return policyFile
+		}
+		return ""
+	}
+	req := pipeline.Request{Repository: "http://" + reg.Host + "/ocm", Component: examples.Podinfo, Version: "1.0.0"}
+	for _, tc := range []struct {
+		name   string
+		opts   []pipeline.EngineOption
+		wantOK bool
+	}{
+		{"rule alone", nil, false},
+		{"WithPlainHTTP", []pipeline.EngineOption{pipeline.WithPlainHTTP(reg.Host)}, true},
+	} {
+		e := pipeline.NewEngine(append(tc.opts, pipeline.WithBlobCacheDir(""), pipeline.WithoutDockerConfig())...)
+		rule, err := e.Rule(getenv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Renderer(pipeline.Generation{Rule: rule})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Render(context.Background(), req)
+		if (err == nil) != tc.wantOK {
+			t.Errorf("%s: %v, want success %v", tc.name, err, tc.wantOK)
+		}
+	}
+}
+
+func isEmptyDir(t *testing.T, dir string) bool {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries) == 0
 }

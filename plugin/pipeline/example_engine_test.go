@@ -13,7 +13,7 @@ import (
 // bundled with the repository; a registry is named the same way
 // ("ghcr.io/acme/ocm", "http://127.0.0.1:5000/ocm").
 func ExampleEngine_Render() {
-	engine := pipeline.NewEngine(pipeline.WithBlobCache(nil)) // a CTF needs no cache
+	engine := pipeline.NewEngine(pipeline.WithBlobCacheDir("")) // a CTF needs no cache
 	res, err := engine.Render(context.Background(), pipeline.Request{
 		Repository:  "../../testdata/demo/ctf",
 		Component:   "example.com/demo/podinfo",
@@ -43,7 +43,7 @@ func ExampleEngine_Render() {
 // Renderer.Resolve is the first stage alone: the component version found,
 // as the parameters announcement reads it.
 func ExampleEngine_Renderer() {
-	engine := pipeline.NewEngine(pipeline.WithBlobCache(nil))
+	engine := pipeline.NewEngine(pipeline.WithBlobCacheDir(""))
 	rule, err := engine.Rule(func(string) string { return "" }) // no sidecar policy
 	if err != nil {
 		log.Fatal(err)
