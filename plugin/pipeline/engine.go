@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
@@ -48,6 +49,8 @@ type Engine struct {
 	regOpts  []registry.Option
 	crds     *helm.CRDCache // decoded CRDs of charts (WithSharing); nil: decoded per render
 	unpacker *ctf.Unpacker  // CTF tgz archives unpacked into the blob cache, with their indexes
+
+	archiveOpts []archive.Option // of WithArchiveLimits
 
 	keysMu sync.Mutex
 	keys   map[string]publicKey // by key file
@@ -101,6 +104,17 @@ func WithoutDockerConfig() EngineOption {
 	return func(e *Engine) { e.regOpts = append(e.regOpts, registry.WithoutDockerConfig()) }
 }
 
+// WithArchiveLimits bounds every directoryTree resource as it is unpacked:
+// at most maxSize bytes of file content and maxFiles entries in all. A
+// value of 0 or less keeps its default, so a limit cannot be switched off:
+// 256 MiB and 10 000 files (package archive's DefaultMaxSize and
+// DefaultMaxFiles).
+func WithArchiveLimits(maxSize int64, maxFiles int) EngineOption {
+	return func(e *Engine) {
+		e.archiveOpts = []archive.Option{archive.WithMaxSize(maxSize), archive.WithMaxFiles(maxFiles)}
+	}
+}
+
 // NewEngine builds an Engine; see the options for defaults.
 func NewEngine(opts ...EngineOption) *Engine {
 	e := &Engine{keys: map[string]publicKey{}, unpacker: ctf.NewUnpacker()}
@@ -152,8 +166,8 @@ func (e *Engine) Renderer(g Generation) (*Renderer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Renderer{OpenRepository: src.Open, Access: access.Resolver{Artifacts: src}, Log: g.Notes,
-		HelmCRDs: e.crds, CTFOptions: []ctf.Option{ctf.WithUnpacker(e.unpacker), ctf.WithCache(src.Client.Cache())}}, nil
+	return &Renderer{OpenRepository: src.Open, access: access.Resolver{Artifacts: src}, Log: g.Notes, archiveOptions: e.archiveOpts,
+		helmCRDs: e.crds, ctfOptions: []ctf.Option{ctf.WithUnpacker(e.unpacker), ctf.WithCache(src.Client.Cache())}}, nil
 }
 
 // Render renders one request with a renderer of its own under the

@@ -201,3 +201,28 @@ func isEmptyDir(t *testing.T, dir string) bool {
 	}
 	return len(entries) == 0
 }
+
+// WithArchiveLimits bounds the directoryTree resources of every
+// generation; 0 keeps a default, it never switches a limit off.
+func TestEngineWithArchiveLimits(t *testing.T) {
+	req := pipeline.Request{Repository: demoCTF(t), Component: examples.Extras, Version: "1.0.0"}
+	for _, tc := range []struct {
+		name    string
+		size    int64
+		files   int
+		wantErr bool
+	}{
+		{"defaults", 0, 0, false},
+		{"size", 16, 0, true},
+		{"files", 0, 1, true},
+	} {
+		r, err := pipeline.NewEngine(pipeline.WithBlobCacheDir(""), pipeline.WithArchiveLimits(tc.size, tc.files)).Renderer(pipeline.Generation{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Render(context.Background(), req)
+		if tc.wantErr != errors.Is(err, errdef.ErrLimitExceeded) || (!tc.wantErr && err != nil) {
+			t.Errorf("%s: %v, want a limit error %v", tc.name, err, tc.wantErr)
+		}
+	}
+}

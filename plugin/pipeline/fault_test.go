@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
@@ -124,7 +123,7 @@ func faultRenderer(t testing.TB, c *cache.Cache, extra ...oci.Option) *pipeline.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &pipeline.Renderer{OpenRepository: src.Open, Access: access.Resolver{Artifacts: src}}
+	return pipeline.NewSourceRenderer(src)
 }
 
 // outcome checks the rule for every fault: the exact manifests, or an error

@@ -461,7 +461,7 @@ func (h *hostileFixture) cases(t *testing.T) []hostileCase {
 		r.ValueFiles = []string{f}
 		return r
 	}
-	tight := &pipeline.Renderer{ArchiveOptions: []archive.Option{archive.WithMaxSize(16 * MiB)}}
+	tight := pipeline.NewOfflineRenderer(archive.WithMaxSize(16 * MiB))
 	unsafe, limit, render, invalid := errdef.ErrUnsafeArchive, errdef.ErrLimitExceeded, errdef.ErrRender, errdef.ErrInvalidInput
 	badDesc := errdef.ErrInvalidDescriptor
 	e := func(errs ...error) []error { return errs }

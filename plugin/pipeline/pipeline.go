@@ -173,13 +173,8 @@ type Renderer struct {
 	// remote, under the name the request gave it, and may wrap it (debug
 	// logging, keeping it for error hints); nil keeps it as opened.
 	Opened func(name string, repo ocm.Repository) ocm.Repository
-	// Access reads resource content; its Artifacts source is nil offline.
-	Access access.Resolver
 	// Log receives notes for people (e.g. the resolved version); default io.Discard.
 	Log io.Writer
-	// ArchiveOptions bound directory resources when they are unpacked (defaults
-	// of package archive: 256 MiB, 10 000 files).
-	ArchiveOptions []archive.Option
 	// Planner decides what to render; default RequestPlanner (the request alone).
 	Planner Planner
 	// PostProcessors run in order over all rendered objects, after the
@@ -198,14 +193,22 @@ type Renderer struct {
 	// resource of the component is refused (package imageguard; it runs last,
 	// after localisation and hooks). Off by default.
 	RequireComponentImages bool
-	// HelmCRDs keeps charts' decoded CRDs between renders (the render
+
+	// Set by Engine.Renderer; the zero values render offline.
+
+	// access reads resource content; its Artifacts source is nil offline.
+	access access.Resolver
+	// archiveOptions bound directory resources when they are unpacked
+	// (WithArchiveLimits; nil: the defaults of package archive).
+	archiveOptions []archive.Option
+	// helmCRDs keeps charts' decoded CRDs between renders (the render
 	// server's, see helm.CRDCache); nil decodes them in every render.
-	HelmCRDs *helm.CRDCache
-	// CTFOptions open a CTF or component archive file of the Application's
+	helmCRDs *helm.CRDCache
+	// ctfOptions open a CTF or component archive file of the Application's
 	// checkout: an unpack cache (ctf.WithUnpacker, ctf.WithCache); nil
 	// unpacks a tgz into a temporary file. Either way within the render's
 	// context.
-	CTFOptions []ctf.Option
+	ctfOptions []ctf.Option
 }
 
 // Step is one render of a plan: one resource with its inputs.
@@ -540,7 +543,7 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 			return nil, fmt.Errorf("%w: path %q: resource %s is a helmChart; a path (--path, parameter path) selects an entry in a directoryTree resource",
 				errdef.ErrInvalidInput, step.Path, res.Identity())
 		}
-		c, err := r.Access.Read(ctx, cv, res)
+		c, err := r.access.Read(ctx, cv, res)
 		if err != nil {
 			return nil, err
 		}
@@ -554,7 +557,7 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 			KubeVersion: req.KubeVersion,
 			APIVersions: req.APIVersions,
 			Values:      step.Values,
-			CRDs:        r.HelmCRDs,
+			CRDs:        r.helmCRDs,
 		})
 	default: // directoryTree
 		// Streamed from where the blob lives, unpacked as it is read and
@@ -564,7 +567,7 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 		if err != nil {
 			return nil, err
 		}
-		tree, err := r.Access.ReadTree(ctx, cv, res, r.ArchiveOptions...)
+		tree, err := r.access.ReadTree(ctx, cv, res, r.archiveOptions...)
 		if err != nil {
 			return nil, err
 		}

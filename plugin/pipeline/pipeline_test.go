@@ -205,7 +205,7 @@ func TestHostileInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := &pipeline.Renderer{ArchiveOptions: []archive.Option{archive.WithMaxSize(1 << 10)}}
+	r := pipeline.NewOfflineRenderer(archive.WithMaxSize(1 << 10))
 	for _, tc := range []struct {
 		name     string
 		req      pipeline.Request

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
@@ -22,7 +21,7 @@ func registryRenderer(t *testing.T, cacheDir string) *pipeline.Renderer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &pipeline.Renderer{OpenRepository: src.Open, Access: access.Resolver{Artifacts: src}}
+	return pipeline.NewSourceRenderer(src)
 }
 
 // The same component versions render identically from a CTF, from a registry

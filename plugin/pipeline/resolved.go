@@ -32,7 +32,7 @@ func (r *Renderer) Open(ctx context.Context, req Request) (ocm.Repository, error
 	if open == nil {
 		open = OpenOffline
 	}
-	repo, err := req.OpenRepository(ctx, open, r.CTFOptions...)
+	repo, err := req.OpenRepository(ctx, open, r.ctfOptions...)
 	if err != nil {
 		return nil, err
 	}

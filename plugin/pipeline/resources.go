@@ -20,7 +20,7 @@ type Overlay = kustomize.Overlay
 // Resources reads what a planner needs to see of a component version's
 // resources before anything renders: small documents (definitions, config
 // resources), the default values of a chart, the files of a tree. It reads
-// through the Renderer's Access and ArchiveOptions, verified like a render,
+// through the Renderer's access and archive limits, verified like a render,
 // so a planner never fetches on its own. Get one from Renderer.Resources.
 type Resources struct {
 	r *Renderer
@@ -34,14 +34,14 @@ func (rs Resources) access() access.Resolver {
 	if rs.r == nil {
 		return access.Resolver{}
 	}
-	return rs.r.Access
+	return rs.r.access
 }
 
 func (rs Resources) archiveOptions() []archive.Option {
 	if rs.r == nil {
 		return nil
 	}
-	return rs.r.ArchiveOptions
+	return rs.r.archiveOptions
 }
 
 // ReadDocument reads a small document resource of at most max bytes (max
@@ -95,7 +95,7 @@ func (t Tree) GeneratedConfigMaps(entry string) (bool, []string, error) {
 
 // ReadTree reads a directoryTree resource, streamed and verified as it is
 // unpacked (see access.Resolver.ReadTree), within the Renderer's
-// ArchiveOptions: the blob is never held beside the tree.
+// archive limits: the blob is never held beside the tree.
 func (rs Resources) ReadTree(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (Tree, error) {
 	a := rs.access()
 	t, err := a.ReadTree(ctx, cv, res, rs.archiveOptions()...)

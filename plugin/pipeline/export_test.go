@@ -1,0 +1,21 @@
+package pipeline
+
+import (
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/resolve"
+)
+
+// NewSourceRenderer is a renderer that opens repositories and reads remote
+// content through src, for tests that build a source of their own (a
+// proxy's faults, quick retries) rather than the Engine's.
+func NewSourceRenderer(src *resolve.Source) *Renderer {
+	return &Renderer{OpenRepository: src.Open, access: access.Resolver{Artifacts: src}}
+}
+
+// NewOfflineRenderer is the zero Renderer (offline: CTFs and component
+// archives) with archive limits, which Engine.Renderer sets from
+// WithArchiveLimits.
+func NewOfflineRenderer(opts ...archive.Option) *Renderer {
+	return &Renderer{archiveOptions: opts}
+}
