@@ -12,7 +12,6 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -180,11 +179,11 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 // openApplicationDir opens the Application's directory as the root of its
 // files: dir (the render server's client's), else the working directory
 // (argocd-cmp-server runs generate in the Application's path).
-func openApplicationDir(dir string) (*confine.Root, error) {
+func openApplicationDir(dir string) (*pipeline.Root, error) {
 	if dir == "" {
 		dir = "."
 	}
-	return confine.Open(dir)
+	return pipeline.OpenRoot(dir)
 }
 
 func newVersionCommand(stdout io.Writer) *cobra.Command {

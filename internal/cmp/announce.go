@@ -9,7 +9,6 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -77,7 +76,7 @@ type Announcer struct {
 	// policy's localArchives); nil allows.
 	AllowLocalArchive func() error
 	// Root confines the files the Application names (pipeline.Request.Root).
-	Root *confine.Root
+	Root *pipeline.Root
 }
 
 // maxListedVersions bounds the versions a tooltip lists.

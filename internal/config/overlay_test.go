@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
@@ -370,7 +369,7 @@ func TestKustomizeFieldOverApplicationOverlay(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(app, "def.yaml"), []byte(def), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root, err := confine.Open(app)
+	root, err := pipeline.OpenRoot(app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +402,7 @@ func TestKustomizeConfigMapPatchOverApplicationOverlay(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(app, "def.yaml"), []byte(def), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root, err := confine.Open(app)
+	root, err := pipeline.OpenRoot(app)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -27,7 +26,7 @@ func TestConfinedRepositoryNeverReachesTheProcessDisk(t *testing.T) {
 	}
 	t.Chdir(cwd)
 	app := t.TempDir()
-	root, err := confine.Open(app)
+	root, err := pipeline.OpenRoot(app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +70,7 @@ func TestConfinedRenderMatchesUnconfined(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(app, "values.yaml"), []byte("replicaCount: 3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root, err := confine.Open(app)
+	root, err := pipeline.OpenRoot(app)
 	if err != nil {
 		t.Fatal(err)
 	}

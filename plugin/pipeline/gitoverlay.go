@@ -20,7 +20,7 @@ func ApplicationOverlay(req Request) (bool, []string, error) {
 	if req.Root == nil {
 		return false, nil, nil
 	}
-	return kustomize.NamedResources(kustomize.ApplicationDir(req.Root))
+	return kustomize.NamedResources(kustomize.ApplicationDir(req.Root.root))
 }
 
 // checkApplicationOverlay refuses an Application overlay that names no
@@ -61,7 +61,7 @@ func applicationOverlayOption(req Request, res *ocm.Resource) (kustomize.Option,
 	if err != nil || !ok || !slices.Contains(named, res.Name) {
 		return nil, err
 	}
-	return kustomize.WithApplicationOverlay(kustomize.ApplicationDir(req.Root), res.Name), nil
+	return kustomize.WithApplicationOverlay(kustomize.ApplicationDir(req.Root.root), res.Name), nil
 }
 
 // ApplicationOverlayDir is the reserved directory of the Application's

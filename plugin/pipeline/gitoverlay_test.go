@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -41,7 +40,7 @@ func gitOverlayApp(t *testing.T) (string, pipeline.Request) {
 	if err := ocmbuild.WriteCTF(filepath.Join(app, "ctf"), c); err != nil {
 		t.Fatal(err)
 	}
-	root, err := confine.Open(app)
+	root, err := pipeline.OpenRoot(app)
 	if err != nil {
 		t.Fatal(err)
 	}

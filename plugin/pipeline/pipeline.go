@@ -48,8 +48,8 @@ type Request struct {
 	// Root, when set, confines every file the request names (repository,
 	// value files, platform configs, definition) to the Application's
 	// directory: generate and the render server set it, render (for people)
-	// does not. The caller opens and closes it. See package confine.
-	Root *confine.Root `json:"-"`
+	// does not. The caller opens it (OpenRoot) and closes it.
+	Root *Root `json:"-"`
 	// AllowLocalArchive, when set, is asked before a confined request opens
 	// a CTF or component archive of its checkout (the sidecar policy's
 	// localArchives); like Root, the sidecar front end sets it.
@@ -128,7 +128,7 @@ func (r Request) OpenRepository(ctx context.Context, open func(context.Context, 
 	if r.Root == nil {
 		return open(ctx, r.RepositoryLocation())
 	}
-	sp, err := oci.ParseSpecIn(r.Repository, r.Root.Exists)
+	sp, err := oci.ParseSpecIn(r.Repository, r.Root.root.Exists)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func (r Request) OpenRepository(ctx context.Context, open func(context.Context, 
 		}
 	}
 	name := sp.FilePath
-	f, d, err := r.Root.Open(param.Repository, name)
+	f, d, err := r.Root.root.Open(param.Repository, name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err

@@ -73,7 +73,7 @@ func (r Request) ReadFile(param, name string) ([]byte, error) {
 		}
 		return b, nil
 	}
-	f, err := r.Root.OpenFile(param, name)
+	f, err := r.Root.root.OpenFile(param, name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %w", errdef.ErrInvalidInput, err)
