@@ -38,7 +38,7 @@ func TestConfinedRepositoryNeverReachesTheProcessDisk(t *testing.T) {
 		return nil, errdef.ErrNotFound
 	}
 	req := pipeline.Request{Repository: "registry.example.test/ocm", Dir: app, Root: root}
-	if _, err := req.OpenRepository(context.Background(), open); !errors.Is(err, errdef.ErrNotFound) {
+	if _, err := (&pipeline.Renderer{OpenRepository: open}).Open(context.Background(), req); !errors.Is(err, errdef.ErrNotFound) {
 		t.Fatalf("open: %v", err)
 	}
 	if len(opened) != 1 {
@@ -53,7 +53,7 @@ func TestConfinedRepositoryNeverReachesTheProcessDisk(t *testing.T) {
 	opened = nil
 	for _, repo := range []string{"ctf", "./ctf", "file://ctf", "ctf::ctf", "{type: CTF, filePath: ctf}", cwd + "/registry.example.test"} {
 		req.Repository = repo
-		_, err := req.OpenRepository(context.Background(), open)
+		_, err := (&pipeline.Renderer{OpenRepository: open}).Open(context.Background(), req)
 		if err == nil || len(opened) != 0 {
 			t.Fatalf("%s: %v, opened %q", repo, err, opened)
 		}

@@ -116,7 +116,7 @@ func (r Request) RepositoryLocation() string {
 	return r.Repository
 }
 
-// OpenRepository opens the request's repository. Unconfined (Root nil), open
+// openRepository opens the request's repository. Unconfined (Root nil), open
 // gets RepositoryLocation. Confined, a local repository in any form (a path,
 // file://, ctf::, an OCM spec's filePath) is opened inside Root and read
 // through that handle; only a registry reaches open, as an explicit spec
@@ -124,7 +124,7 @@ func (r Request) RepositoryLocation() string {
 //
 // A CTF or component archive file is opened with opts (an unpack cache:
 // ctf.WithUnpacker, ctf.WithCache) and unpacked within ctx.
-func (r Request) OpenRepository(ctx context.Context, open func(context.Context, string) (ocm.Repository, error), opts ...ctf.Option) (ocm.Repository, error) {
+func (r Request) openRepository(ctx context.Context, open func(context.Context, string) (ocm.Repository, error), opts ...ctf.Option) (ocm.Repository, error) {
 	if r.Root == nil {
 		return open(ctx, r.RepositoryLocation())
 	}

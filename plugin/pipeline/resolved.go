@@ -25,14 +25,14 @@ type Resolved struct {
 func (c *Resolved) Close() error { return c.Repository.Close() }
 
 // Open opens the request's repository as Render does: through
-// Request.OpenRepository with the renderer's OpenRepository (default
+// Request.openRepository with the renderer's OpenRepository (default
 // OpenOffline), then Opened.
 func (r *Renderer) Open(ctx context.Context, req Request) (ocm.Repository, error) {
 	open := r.OpenRepository
 	if open == nil {
 		open = OpenOffline
 	}
-	repo, err := req.OpenRepository(ctx, open, r.ctfOptions...)
+	repo, err := req.openRepository(ctx, open, r.ctfOptions...)
 	if err != nil {
 		return nil, err
 	}
