@@ -10,7 +10,6 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -174,7 +173,7 @@ func Request(getenv func(string) string) (pipeline.Request, error) {
 			Force:       strings.EqualFold(strings.TrimSpace(e.str(param.Platform)), "true"),
 			ConfigFiles: e.list(param.PlatformConfig),
 			Project:     getenv(EnvProjectName),
-			Source: platform.Source{
+			Source: pipeline.PlatformSource{
 				RepoURL:        getenv(EnvSourceRepoURL),
 				Path:           getenv(EnvSourcePath),
 				TargetRevision: getenv(EnvSourceRevision),

@@ -9,7 +9,6 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -35,7 +34,7 @@ func TestPlatformValidatesPackageParameters(t *testing.T) {
 	}
 	req := func(values map[string]any) pipeline.Request {
 		return pipeline.Request{Repository: dir, Component: parent.Name, Version: "1.0.0", ReleaseName: "idp", Values: values,
-			Platform: pipeline.PlatformRequest{Source: platform.Source{RepoURL: "https://git.example.com/idp.git"}, Project: "team"}}
+			Platform: pipeline.PlatformRequest{Source: pipeline.PlatformSource{RepoURL: "https://git.example.com/idp.git"}, Project: "team"}}
 	}
 	pkgs := func(p map[string]any) map[string]any { return map[string]any{"packages": p} }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -65,7 +64,7 @@ func kindsOf(objs []manifests.Object) map[string]int {
 func TestDistroFromOfflineBundle(t *testing.T) {
 	ctx := context.Background()
 	r := &pipeline.Renderer{}
-	src := platform.Source{RepoURL: "https://git.example.com/idp.git", Path: "prod", TargetRevision: "main"}
+	src := pipeline.PlatformSource{RepoURL: "https://git.example.com/idp.git", Path: "prod", TargetRevision: "main"}
 	render := func(component, version string) *pipeline.Result {
 		t.Helper()
 		res, err := r.Render(ctx, pipeline.Request{Repository: distroBundle, Component: component, Version: version,

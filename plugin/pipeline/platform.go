@@ -18,7 +18,9 @@ type PlatformRequest struct {
 	// ConfigFiles are platform configs (per-package settings), later ones win;
 	// Request.Values, when set, is applied last as an inline platform config.
 	ConfigFiles []string
-	Source      platform.Source
+	// Source is where the parent Application comes from, which children
+	// point back at.
+	Source PlatformSource
 	// Project is the parent Application's Argo CD project
 	// (ARGOCD_APP_PROJECT_NAME), which its children inherit.
 	Project string
@@ -28,6 +30,19 @@ type PlatformRequest struct {
 	// policy for the parent's project; `render` for people sets both. Off by
 	// default.
 	AllowOtherProjects, AllowOtherDestinations bool
+}
+
+// PlatformSource is the git source of a platform's parent Application,
+// which its children share. It has the fields of the platform package's
+// Source, so that converting one into the other keeps them in step.
+type PlatformSource struct {
+	RepoURL, TargetRevision, Path string
+	// Repository is the OCM repository spec the parent used (a path relative
+	// to Path stays valid for the children, which share Path); default
+	// Request.Repository.
+	Repository string
+	// PluginName is the plugin children name (default: this plugin's).
+	PluginName string
 }
 
 // PackageChecker is a Planner that can validate a platform package's
@@ -44,7 +59,7 @@ func isPlatform(d *ocm.Descriptor, req Request) bool {
 }
 
 func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVersion, req Request) ([]manifests.Object, error) {
-	src := req.Platform.Source
+	src := platform.Source(req.Platform.Source)
 	if src.Repository == "" {
 		src.Repository = req.Repository
 	}

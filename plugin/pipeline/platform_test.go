@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -22,7 +21,7 @@ import (
 func TestNestedPlatformChildrenCannotEscape(t *testing.T) {
 	ctx := context.Background()
 	r := &pipeline.Renderer{}
-	src := platform.Source{RepoURL: "https://git.example.com/idp.git", Path: "prod", TargetRevision: "main"}
+	src := pipeline.PlatformSource{RepoURL: "https://git.example.com/idp.git", Path: "prod", TargetRevision: "main"}
 	base := pipeline.Request{Application: "idp", Repository: distroBundle, Component: examples.Distro, Version: "1.0.0",
 		ReleaseName: "idp", Namespace: "argocd", Platform: pipeline.PlatformRequest{Source: src, Project: "team-a"}}
 
