@@ -12,6 +12,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -265,12 +266,12 @@ func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout
 	// Deployment definitions, config resources and localisation (package
 	// config) plan every render and the work that finishes its output; the
 	// planner reads resources through the renderer.
-	planner := &config.Planner{Resources: r.Resources(), Log: &notes, RequireDigests: r.Signatures != nil}
+	planner := &config.Planner{Resources: plan.ResourcesOf(r), Log: &notes, RequireDigests: r.Signatures != nil}
 	var report *config.Report
 	if opts.explain {
 		planner.Explain = func(rep *config.Report) { report = rep }
 	}
-	r.Planner = planner
+	plan.SetPlanner(r, planner)
 	res, err := r.Render(ctx, req)
 	prog.done()
 	if err != nil {

@@ -12,7 +12,7 @@
 //     "resource:NAME" for a definition resource of the component;
 //  2. the component's one resource of type deploymentDefinition;
 //  3. none: the request alone decides what to render, as
-//     pipeline.RequestPlanner does.
+//     the pipeline does without a planner.
 //
 // Values of a render are layered, lowest first; maps merge deeply, lists and
 // scalars replace:
@@ -29,7 +29,7 @@
 //
 // The planner is pure: it reads what it needs of the component's resources
 // through a ResourceReader the pipeline implements, and returns a
-// pipeline.Plan that carries the work finishing the output (patches on the
+// plan.Plan that carries the work finishing the output (patches on the
 // steps, automatic localisation and the report on the plan), which the
 // pipeline runs once every step is rendered.
 //

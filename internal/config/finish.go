@@ -9,13 +9,13 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
-// The finishing work a plan carries (pipeline.Finisher): it runs once, over
+// The finishing work a plan carries (plan.Finisher): it runs once, over
 // the whole output, after every step is rendered and placed.
 
 // patchSet is the patches of one render, applied to the whole output (a
@@ -99,8 +99,8 @@ func (e explanation) Finish(_ context.Context, objs []manifests.Object) ([]manif
 
 // finish is the plan's own finishing work, after the patches of its steps:
 // automatic localisation, then the report.
-func (rs *resolver) finish() []pipeline.Finisher {
-	var out []pipeline.Finisher
+func (rs *resolver) finish() []plan.Finisher {
+	var out []plan.Finisher
 	if rs.autoLocalize {
 		out = append(out, localization{d: rs.cv.Descriptor(), requireAll: rs.requireAll, log: rs.p.Log, report: rs.report})
 	}

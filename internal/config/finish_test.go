@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
@@ -29,11 +30,11 @@ func TestOnePlannerConcurrentRenders(t *testing.T) {
 	var mu sync.Mutex
 	reports := map[string]*config.Report{}
 	r := &pipeline.Renderer{}
-	r.Planner = &config.Planner{Resources: r.Resources(), Explain: func(rep *config.Report) {
+	plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r), Explain: func(rep *config.Report) {
 		mu.Lock()
 		defer mu.Unlock()
 		reports[rep.Parameters[0].Value.(string)] = rep
-	}}
+	}})
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make([]error, n)

@@ -13,6 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -64,7 +65,7 @@ func TestMain(m *testing.M) {
 // renderer wires the config Planner in as the CLI does.
 func renderer(explain func(*config.Report)) *pipeline.Renderer {
 	r := &pipeline.Renderer{}
-	r.Planner = &config.Planner{Resources: r.Resources(), Explain: explain}
+	plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r), Explain: explain})
 	return r
 }
 

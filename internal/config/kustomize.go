@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/overlay"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -16,7 +17,7 @@ const kustomizeField = "kustomize"
 
 // definitionOverlay evaluates the kustomize field of rp's render into an
 // overlay; nil when there is none.
-func (rs *resolver) definitionOverlay(ctx context.Context, rp renderPlan) (*pipeline.Overlay, error) {
+func (rs *resolver) definitionOverlay(ctx context.Context, rp renderPlan) (*kustomize.Overlay, error) {
 	if rp.render == nil || len(rp.render.Kustomize) == 0 {
 		return nil, nil
 	}

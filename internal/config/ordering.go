@@ -9,9 +9,9 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/ordering"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // The sync waves, hooks and jobs of a definition are package ordering's;
@@ -69,11 +69,11 @@ func JobImageRef(img localize.Image) (string, error) {
 // of a render is part of the output when the render is (plans are the
 // renders that run), a job of no render when every render may run (no
 // resource selection).
-func (rs *resolver) jobs(ctx context.Context, plans []renderPlan) ([]pipeline.Step, error) {
+func (rs *resolver) jobs(ctx context.Context, plans []renderPlan) ([]plan.Step, error) {
 	if rs.def == nil {
 		return nil, nil
 	}
-	var steps []pipeline.Step
+	var steps []plan.Step
 	names := map[string]bool{}
 	for i := range rs.def.Spec.Jobs {
 		j := &rs.def.Spec.Jobs[i]
@@ -131,52 +131,52 @@ func (rs *resolver) jobRuns(ctx context.Context, j *Job, where string, plans []r
 
 // jobStep builds the Job of a job that runs, as a step placed as a hook
 // (PreSync by default); names holds the names of the jobs built so far.
-func (rs *resolver) jobStep(ctx context.Context, j *Job, where, ns string, names map[string]bool, rep *JobReport) (pipeline.Step, error) {
+func (rs *resolver) jobStep(ctx context.Context, j *Job, where, ns string, names map[string]bool, rep *JobReport) (plan.Step, error) {
 	name, err := ordering.Text(ctx, rs.fields(rs.vars), where+".name", j.Name)
 	if err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
 	if err := ordering.CheckDNSLabel(name); err != nil {
-		return pipeline.Step{}, fmt.Errorf("%w: %s.name: %v", errdef.ErrInvalidInput, where, err)
+		return plan.Step{}, fmt.Errorf("%w: %s.name: %v", errdef.ErrInvalidInput, where, err)
 	}
 	if names[name] {
-		return pipeline.Step{}, fmt.Errorf("%w: %s.name: another job is named %q too", errdef.ErrInvalidInput, where, name)
+		return plan.Step{}, fmt.Errorf("%w: %s.name: another job is named %q too", errdef.ErrInvalidInput, where, name)
 	}
 	names[name] = true
 	rep.Name = name
 	res, err := rs.cv.Descriptor().Resource(j.Image.Resource)
 	if err != nil {
-		return pipeline.Step{}, fmt.Errorf("%s.image.resource: %w", where, err)
+		return plan.Step{}, fmt.Errorf("%s.image.resource: %w", where, err)
 	}
 	img, err := rs.image(j.Image.Resource)
 	if err != nil {
-		return pipeline.Step{}, fmt.Errorf("%s.image.resource: %w", where, err)
+		return plan.Step{}, fmt.Errorf("%s.image.resource: %w", where, err)
 	}
 	ref, err := JobImageRef(img)
 	if err != nil {
-		return pipeline.Step{}, fmt.Errorf("%s.image: %w", where, err)
+		return plan.Step{}, fmt.Errorf("%s.image: %w", where, err)
 	}
 	rep.Resource, rep.Image = res.Identity().String(), ref
 	if j.Namespace != "" {
 		if ns, err = ordering.Text(ctx, rs.fields(rs.vars), where+".namespace", j.Namespace); err != nil {
-			return pipeline.Step{}, err
+			return plan.Step{}, err
 		}
 		if err := ordering.CheckDNSLabel(ns); err != nil {
-			return pipeline.Step{}, fmt.Errorf("%w: %s.namespace: %v", errdef.ErrInvalidInput, where, err)
+			return plan.Step{}, fmt.Errorf("%w: %s.namespace: %v", errdef.ErrInvalidInput, where, err)
 		}
 	}
 	obj, err := ordering.JobObject(ctx, rs.fields(rs.vars), j, where, name, ns, ref)
 	if err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
 
 	h := ordering.HookOf(j.Hook, hooks.PreSync)
 	wave, err := ordering.Wave(ctx, rs.fields(rs.vars), where+".syncWave", j.SyncWave)
 	if err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
 	rep.Hook, rep.Wave = h.Type+", delete policy "+h.DeletePolicy, wave
-	return pipeline.Step{
+	return plan.Step{
 		Resource: res, ReleaseName: rs.req.ReleaseName, Namespace: ns,
 		Objects:  []manifests.Object{obj},
 		Ordering: &hooks.Ordering{Placement: hooks.Placement{SyncWave: wave, Hook: h}},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/overlay"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
@@ -71,7 +72,7 @@ func asGeneratedKey(bp boundPatch) (generatedKey, bool) {
 // tree is read at plan time only when something could move.
 //
 // The render's kustomize field (see overlay.Spec) is the overlay's start.
-func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *pipeline.Overlay, error) {
+func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundPatch) ([]boundPatch, *kustomize.Overlay, error) {
 	defined, err := rs.definitionOverlay(ctx, rp)
 	if err != nil {
 		return nil, nil, err
@@ -101,7 +102,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 }
 
 // derivedNote says what the planner added to a definition's overlay.
-func derivedNote(derived *pipeline.Overlay) string {
+func derivedNote(derived *kustomize.Overlay) string {
 	if derived == nil {
 		return ""
 	}
@@ -110,7 +111,7 @@ func derivedNote(derived *pipeline.Overlay) string {
 
 // derivedOverlay is the part of overlay that the planner derives from
 // patches and localisation; it returns the patches left and the entry.
-func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches []boundPatch, appOverlay bool) ([]boundPatch, *pipeline.Overlay, string) {
+func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches []boundPatch, appOverlay bool) ([]boundPatch, *kustomize.Overlay, string) {
 	d := rs.cv.Descriptor()
 	auto := rs.req.Localize || (rs.def != nil && rs.def.Spec.Localization != nil && rs.def.Spec.Localization.Automatic)
 	candidate := auto
@@ -126,7 +127,7 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 	// An entry or a tree that cannot be read here cannot be rendered either:
 	// the render reports it, with its own context (the entry path hint, the
 	// resource), so the overlay is then left out rather than failing first.
-	entry, err := pipeline.EntryPath(pipeline.Step{Path: rp.path}, *rp.res)
+	entry, err := pipeline.EntryPath(rp.path, *rp.res)
 	if err != nil {
 		return patches, nil, ""
 	}
@@ -135,7 +136,7 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 		return patches, nil, ""
 	}
 	var isKustomization bool
-	var gen pipeline.Generated
+	var gen kustomize.Generated
 	if appOverlay {
 		// The Application's kustomization chooses the tree's directories:
 		// any generator of the tree may be the one it builds.
@@ -163,7 +164,7 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 // generatorMerges moves the patches that set a key of what gen's
 // generators generate into generator merges of an overlay (reporting each
 // moved patch, a Secret's value hidden), and returns the other patches.
-func (rs *resolver) generatorMerges(patches []boundPatch, gen pipeline.Generated) ([]boundPatch, *pipeline.Overlay) {
+func (rs *resolver) generatorMerges(patches []boundPatch, gen kustomize.Generated) ([]boundPatch, *kustomize.Overlay) {
 	generated := map[generatedKind]bool{}
 	for _, n := range gen.ConfigMaps {
 		generated[generatedKind{false, n}] = true
@@ -198,7 +199,7 @@ func (rs *resolver) generatorMerges(patches []boundPatch, gen pipeline.Generated
 		}
 		rs.report.Patches = append(rs.report.Patches, pr)
 	}
-	ov := &pipeline.Overlay{}
+	ov := &kustomize.Overlay{}
 	for _, gk := range order {
 		var lits []string
 		for _, k := range keys[gk] {

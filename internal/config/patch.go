@@ -10,9 +10,9 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/ordering"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // patches evaluates the definition's patches of a render and turns the file
@@ -112,7 +112,7 @@ type fileTargets struct {
 	ctx  context.Context
 	rs   *resolver
 	rp   renderPlan
-	tree *pipeline.Tree
+	tree *plan.Tree
 }
 
 // targets are the objects file holds, as patch targets by kind and name.

@@ -12,6 +12,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -23,12 +24,12 @@ import (
 // localisation, the --explain report), which the plan carries: each step
 // its own patches, the plan what concerns the whole output. Register it as
 // the Renderer's Planner, with the Renderer's Resources. Without a
-// definition it plans like pipeline.RequestPlanner, with the component's
+// definition it plans like the pipeline without a planner, with the component's
 // config resources as the lowest value layer.
 type Planner struct {
 	// Resources reads shipped definitions, config resources and (for rules,
 	// overlays and --explain) charts and trees: the Renderer's
-	// (pipeline.Renderer.Resources). Nil reads offline.
+	// (plan.ResourcesOf a renderer). Nil reads offline.
 	Resources ResourceReader
 	// Log receives notes for people (images left alone by localisation).
 	Log io.Writer
@@ -45,11 +46,11 @@ type Planner struct {
 	RequireDigests bool
 }
 
-var _ pipeline.Planner = (*Planner)(nil)
+var _ plan.Planner[pipeline.Request] = (*Planner)(nil)
 
-// Plan implements pipeline.Planner: one step per render that runs, then
+// Plan implements plan.Planner: one step per render that runs, then
 // one per job; the finishing work rides on the plan.
-func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*pipeline.Plan, error) {
+func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*plan.Plan, error) {
 	rs, err := p.newResolver(ctx, cv, req)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req pipelin
 	if err != nil {
 		return nil, err
 	}
-	out := &pipeline.Plan{}
+	out := &plan.Plan{}
 	for _, rp := range plans {
 		step, err := rs.plan(ctx, rp)
 		if err != nil {
@@ -114,7 +115,7 @@ type resolver struct {
 	vars    map[string]any
 	configs map[string]*configResource
 	images  map[string]localize.Image
-	trees   map[string]pipeline.Tree // of the render being planned
+	trees   map[string]plan.Tree // of the render being planned
 	report  *Report
 	// autoLocalize and requireAll: automatic localisation of the output,
 	// asked for by the request or the definition.
@@ -364,8 +365,8 @@ type layerOp func(v *Values) error
 // plan builds the step of one render: its values layered (config
 // resources < localisation < definition values < the instance's), its
 // patches, kustomize overlay and placement in Argo CD's sync.
-func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, error) {
-	rs.trees = map[string]pipeline.Tree{} // read for this render only
+func (rs *resolver) plan(ctx context.Context, rp renderPlan) (plan.Step, error) {
+	rs.trees = map[string]plan.Tree{} // read for this render only
 	defer func() { rs.trees = nil }()
 	where := "render " + rp.name
 	if rp.index >= 0 {
@@ -373,50 +374,50 @@ func (rs *resolver) plan(ctx context.Context, rp renderPlan) (pipeline.Step, err
 	}
 	configs, ops, err := rs.configLayers(ctx, rp, where)
 	if err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
 	localization, err := rs.localizationLayer(rp, where, configs)
 	if err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
 	ops = append(ops, localization...)
 	if op, err := rs.definitionLayer(ctx, rp, where); err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	} else if op != nil {
 		ops = append(ops, op)
 	}
 	inst, origin, err := rs.instanceValues()
 	if err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
 	ops = append(ops, func(v *Values) error { v.Merge(inst, origin); return nil })
 	final, err := layered(ops)
 	if err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
 	if err := checkSchemas(final, configs, rp); err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
 	if err := rs.reportRender(ctx, rp, ops); err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
 	// patches and file rules; what kustomize can apply itself becomes an
 	// overlay over the entry, the rest finishes the output
 	patches, err := rs.patches(ctx, rp, where, configs, final)
 	if err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
 	patches, overlay, err := rs.overlay(ctx, rp, patches)
 	if err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
 	placement, err := rs.placement(ctx, rp, where)
 	if err != nil {
-		return pipeline.Step{}, err
+		return plan.Step{}, err
 	}
-	step := pipeline.Step{Resource: rp.res, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path, Values: final, Ordering: placement, Overlay: overlay}
+	step := plan.Step{Resource: rp.res, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path, Values: final, Ordering: placement, Overlay: overlay}
 	if len(patches) > 0 {
-		step.Finish = []pipeline.Finisher{patchSet{patches: patches, report: rs.report}}
+		step.Finish = []plan.Finisher{patchSet{patches: patches, report: rs.report}}
 	}
 	return step, nil
 }

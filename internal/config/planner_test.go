@@ -255,7 +255,7 @@ func TestPlanErrors(t *testing.T) {
 }
 
 // Without a definition, --resource and the request's values work as with
-// the plain RequestPlanner, and config resources of the component apply.
+// the pipeline without a planner, and config resources of the component apply.
 func TestNoDefinitionBehavesLikeRequestPlanner(t *testing.T) {
 	repo := testCTF(t)
 	req := pipeline.Request{Repository: repo, Component: testComponent, Version: "1.0.0", ReleaseName: "demo", Namespace: "demo",

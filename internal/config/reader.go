@@ -4,17 +4,17 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // ResourceReader is what the planner reads of a component version's
 // resources: shipped definitions and config resources, a chart's default
 // values (for --explain) and the files of a tree (for file rules and
-// kustomize overlays). The pipeline implements it (pipeline.Resources,
-// from Renderer.Resources), so that the planner reads through the same
+// kustomize overlays). The pipeline implements it (plan.Resources,
+// from plan.ResourcesOf a renderer), so that the planner reads through the same
 // verified access as the render and never fetches on its own.
 type ResourceReader interface {
 	// ReadDocument reads a small document resource of at most max bytes,
@@ -23,14 +23,14 @@ type ResourceReader interface {
 	// ChartValues returns the default values of a helmChart resource.
 	ChartValues(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (map[string]any, error)
 	// ReadTree reads a directoryTree resource, verified.
-	ReadTree(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (pipeline.Tree, error)
+	ReadTree(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (plan.Tree, error)
 }
 
-var _ ResourceReader = pipeline.Resources{}
+var _ ResourceReader = plan.Resources{}
 
 func (p *Planner) resources() ResourceReader {
 	if p.Resources == nil {
-		return pipeline.Resources{} // offline: CTFs and component archives
+		return plan.Resources{} // offline: CTFs and component archives
 	}
 	return p.Resources
 }
@@ -58,17 +58,17 @@ func (rs *resolver) chartDefaults(ctx context.Context, res *ocm.Resource) (map[s
 // tree reads a directory resource once per render planned: its file rules
 // and its kustomize overlay look at the same tree (it is not kept for the
 // next render: trees may be large).
-func (rs *resolver) tree(ctx context.Context, res *ocm.Resource) (pipeline.Tree, error) {
+func (rs *resolver) tree(ctx context.Context, res *ocm.Resource) (plan.Tree, error) {
 	key := res.Identity().String() + "@" + res.Version
 	if t, ok := rs.trees[key]; ok {
 		return t, nil
 	}
 	t, err := rs.p.resources().ReadTree(ctx, rs.cv, res)
 	if err != nil {
-		return pipeline.Tree{}, err
+		return plan.Tree{}, err
 	}
 	if rs.trees == nil {
-		rs.trees = map[string]pipeline.Tree{}
+		rs.trees = map[string]plan.Tree{}
 	}
 	rs.trees[key] = t
 	return t, nil

@@ -78,7 +78,7 @@ func (p *Planner) definitionFromResource(ctx context.Context, cv ocm.ComponentVe
 }
 
 // CheckPackage validates a platform package's instance parameters against
-// the deployment definition its child will use (pipeline.PackageChecker):
+// the deployment definition its child will use (plan.PackageChecker):
 // resource:NAME or the one the child ships. A definition file in git is the
 // child's to read (its render reads it confined to the Application's
 // directory); those parameters are checked there.

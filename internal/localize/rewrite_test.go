@@ -13,6 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -216,7 +217,7 @@ func TestPostProcessorRelocatedGoldens(t *testing.T) {
 	// As the CLI wires it: the config planner plans the render and its
 	// finishing work (localisation).
 	r := &pipeline.Renderer{}
-	r.Planner = &config.Planner{Resources: r.Resources(), Explain: func(r *config.Report) { reported = r.Images }}
+	plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r), Explain: func(r *config.Report) { reported = r.Images }})
 	req := pipeline.Request{Repository: dir, Component: c.Name, Version: c.Version, Resources: []string{"chart"},
 		ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0",
 		Set: []string{"replicaCount=2", "ui.message=hello from the relocated registry"}}

@@ -15,12 +15,12 @@ import (
 // chooses (--path, parameter path, a definition's path) takes precedence.
 const EntryPathLabel = "argocd-ocm-plugin.io/entry-path"
 
-// EntryPath is the entry path a step renders res at: the step's own, else
-// the resource's EntryPathLabel, else "" (the no-path rules of
-// kustomize.Entry).
-func EntryPath(step Step, res ocm.Resource) (string, error) {
-	if step.Path != "" {
-		return step.Path, nil
+// EntryPath is the entry path res renders at: path (the request's or a
+// definition's), else the resource's EntryPathLabel, else "" (the no-path
+// rules of kustomize.Entry).
+func EntryPath(path string, res ocm.Resource) (string, error) {
+	if path != "" {
+		return path, nil
 	}
 	l, ok := res.Label(EntryPathLabel)
 	if !ok {

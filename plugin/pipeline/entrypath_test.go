@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -114,11 +115,11 @@ func TestStepOverlay(t *testing.T) {
 		{Name: "tree", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: overlayTree(t)}}}); err != nil {
 		t.Fatal(err)
 	}
-	planner := stepsPlanner(func(d *ocm.Descriptor) []pipeline.Step {
-		return []pipeline.Step{{Resource: &d.Resources[0], Path: "overlays/prod", Overlay: &kustomize.Overlay{
+	planner := stepsPlanner(func(d *ocm.Descriptor) []plan.Step {
+		return []plan.Step{{Resource: &d.Resources[0], Path: "overlays/prod", Overlay: &kustomize.Overlay{
 			NameSuffix: "-x", Replicas: []types.Replica{{Name: "prod-web", Count: 5}}}}}
 	})
-	res, err := (&pipeline.Renderer{Planner: planner}).Render(context.Background(), pipeline.Request{Repository: dir, Component: comp, Version: "1.0.0"})
+	res, err := plannedRenderer(planner).Render(context.Background(), pipeline.Request{Repository: dir, Component: comp, Version: "1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}

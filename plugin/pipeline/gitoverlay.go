@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -26,13 +27,13 @@ func ApplicationOverlay(req Request) (bool, []string, error) {
 // checkApplicationOverlay refuses an Application overlay that names no
 // resource the plan renders as a directoryTree, or one it does not render:
 // built anyway, it would do nothing, or fail in kustomize's words.
-func checkApplicationOverlay(req Request, plan *Plan) error {
+func checkApplicationOverlay(req Request, p *plan.Plan) error {
 	ok, named, err := ApplicationOverlay(req)
 	if err != nil || !ok {
 		return err
 	}
 	var trees []string
-	for _, s := range plan.Steps {
+	for _, s := range p.Steps {
 		if s.Resource != nil && s.Objects == nil && s.Resource.Type != TypeHelmChart && !slices.Contains(trees, s.Resource.Name) {
 			trees = append(trees, s.Resource.Name)
 		}
@@ -68,19 +69,3 @@ func applicationOverlayOption(req Request, res *ocm.Resource) (kustomize.Option,
 // directory under which its kustomization names the component's trees
 // (kustomize.MountDir).
 const ApplicationOverlayDir = kustomize.MountDir
-
-// Generated names what a tree's generators generate (kustomize.Generated).
-type Generated = kustomize.Generated
-
-// Generators reports whether entry is a kustomization and what its
-// generators (its own, its local bases' and components') generate (see
-// kustomize.Generators).
-func (t Tree) Generators(entry string) (bool, Generated, error) {
-	return kustomize.Generators(t.Tree, entry)
-}
-
-// TreeGenerators is what the generators of every kustomization of the
-// tree generate (see kustomize.TreeGenerators).
-func (t Tree) TreeGenerators() Generated {
-	return kustomize.TreeGenerators(t.Tree)
-}

@@ -10,6 +10,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -29,17 +30,20 @@ func hooksRepo(t *testing.T) string {
 	return dir
 }
 
-type stepsPlanner func(d *ocm.Descriptor) []pipeline.Step
+type stepsPlanner func(d *ocm.Descriptor) []plan.Step
 
-func (p stepsPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, _ pipeline.Request) (*pipeline.Plan, error) {
-	return &pipeline.Plan{Steps: p(cv.Descriptor())}, nil
+func (p stepsPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, _ pipeline.Request) (*plan.Plan, error) {
+	return &plan.Plan{Steps: p(cv.Descriptor())}, nil
 }
 
-type postProcessor func(objs []manifests.Object)
+// planFinisher plans steps and finishes the plan with finish.
+type planFinisher struct {
+	steps  func(d *ocm.Descriptor) []plan.Step
+	finish finishFunc
+}
 
-func (p postProcessor) Process(_ context.Context, _ ocm.ComponentVersion, _ pipeline.Request, objs []manifests.Object) ([]manifests.Object, error) {
-	p(objs)
-	return objs, nil
+func (p planFinisher) Plan(_ context.Context, cv ocm.ComponentVersion, _ pipeline.Request) (*plan.Plan, error) {
+	return &plan.Plan{Steps: p.steps(cv.Descriptor()), Finish: []plan.Finisher{p.finish}}, nil
 }
 
 func annotationsOf(o manifests.Object) map[string]any {
@@ -61,29 +65,30 @@ func byName(t *testing.T, objs []manifests.Object, kind, name string) manifests.
 
 // The render loop places each step's objects as its Ordering says, takes a
 // step's prebuilt objects as they are (copied), and applies the defaults
-// last, after the post-processors.
+// last, after the plan's finishing work.
 func TestRenderLoopOrdering(t *testing.T) {
 	three := 3
 	job := manifests.Object{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "migrate"}}
-	r := &pipeline.Renderer{
-		Provenance: true,
-		Planner: stepsPlanner(func(d *ocm.Descriptor) []pipeline.Step {
+	r := plannedRenderer(planFinisher{
+		steps: func(d *ocm.Descriptor) []plan.Step {
 			widgets, _ := d.Resource(ocm.Identity{"name": "widgets"})
 			image, _ := d.Resource(ocm.Identity{"name": "api-image"})
-			return []pipeline.Step{
+			return []plan.Step{
 				{Resource: widgets, Ordering: &hooks.Ordering{Placement: hooks.Placement{SyncWave: &three}}},
 				{Resource: image, Objects: []manifests.Object{job},
 					Ordering: &hooks.Ordering{Placement: hooks.Placement{Hook: &hooks.Hook{Type: hooks.PreSync, DeletePolicy: hooks.BeforeHookCreation}}}},
 			}
-		}),
-		PostProcessors: []pipeline.PostProcessor{postProcessor(func(objs []manifests.Object) {
+		},
+		finish: func(objs []manifests.Object) error {
 			for _, o := range objs {
 				if o["kind"] == "ConfigMap" {
 					annotationsOf(o)[hooks.AnnotationSyncWave] = "-4"
 				}
 			}
-		})},
-	}
+			return nil
+		},
+	})
+	r.Provenance = true
 	res, err := r.Render(context.Background(), pipeline.Request{Repository: hooksRepo(t), Component: examples.Hooks, Version: "1.0.0"})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +96,7 @@ func TestRenderLoopOrdering(t *testing.T) {
 	if w := annotationsOf(byName(t, res.Objects, "Widget", "default-widget"))[hooks.AnnotationSyncWave]; w != "3" {
 		t.Errorf("Widget wave %v", w)
 	}
-	// The post-processor's wave -4 is the lowest: the CRD goes to -5.
+	// The finisher's wave -4 is the lowest: the CRD goes to -5.
 	if w := annotationsOf(byName(t, res.Objects, "CustomResourceDefinition", "widgets.platform.example.com"))[hooks.AnnotationSyncWave]; w != "-5" {
 		t.Errorf("CRD wave %v, want -5", w)
 	}

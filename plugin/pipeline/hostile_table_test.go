@@ -27,6 +27,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -442,7 +443,7 @@ func (h *hostileFixture) cases(t *testing.T) []hostileCase {
 	}
 	celRenderer := func() *pipeline.Renderer {
 		r := &pipeline.Renderer{}
-		r.Planner = &config.Planner{Resources: r.Resources()}
+		plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r)})
 		return r
 	}
 	celReq := func(def string) pipeline.Request {

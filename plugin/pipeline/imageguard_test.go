@@ -13,6 +13,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -92,7 +93,7 @@ func guardedCTF(t *testing.T, key *rsa.PrivateKey, images bool) string {
 // last.
 func guardedRenderer(key *rsa.PrivateKey) *pipeline.Renderer {
 	r := &pipeline.Renderer{}
-	r.Planner = &config.Planner{Resources: r.Resources()}
+	plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r)})
 	if key != nil {
 		r.Signatures = &signing.Verifier{Keys: map[string]crypto.PublicKey{"release": &key.PublicKey}}
 	}

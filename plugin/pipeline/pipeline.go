@@ -20,6 +20,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
@@ -175,11 +176,6 @@ type Renderer struct {
 	Opened func(name string, repo ocm.Repository) ocm.Repository
 	// Log receives notes for people (e.g. the resolved version); default io.Discard.
 	Log io.Writer
-	// Planner decides what to render; default RequestPlanner (the request alone).
-	Planner Planner
-	// PostProcessors run in order over all rendered objects, after the
-	// plan's finishing work.
-	PostProcessors []PostProcessor
 	// Signatures, when set, must verify before anything renders (keys by
 	// signature name; references are verified recursively), and every rendered
 	// resource must carry a digest the signature covers.
@@ -194,7 +190,11 @@ type Renderer struct {
 	// after localisation and hooks). Off by default.
 	RequireComponentImages bool
 
-	// Set by Engine.Renderer; the zero values render offline.
+	// Set by Engine.Renderer (planner: by plan.SetPlanner); the zero
+	// values render offline, planned from the request alone.
+
+	// planner decides what to render; nil: requestPlanner.
+	planner plan.Planner[Request]
 
 	// access reads resource content; its Artifacts source is nil offline.
 	access access.Resolver
@@ -211,65 +211,11 @@ type Renderer struct {
 	ctfOptions []ctf.Option
 }
 
-// Step is one render of a plan: one resource with its inputs.
-type Step struct {
-	Resource    *ocm.Resource
-	ReleaseName string
-	Namespace   string
-	Path        string         // entry path inside a directory resource
-	Values      map[string]any // final Helm values
-	// Overlay, for a directoryTree whose entry is a kustomization, is
-	// configuration kustomize builds over the entry (see kustomize.Overlay);
-	// nil builds the entry as it is.
-	Overlay *Overlay
-	// Ordering places the step's objects in Argo CD's sync (waves, hooks;
-	// see hooks.Apply); nil leaves them as rendered.
-	Ordering *hooks.Ordering
-	// Objects, when not nil, are the step's output as they are, and nothing
-	// is rendered: objects the planner built, such as a Job running an image
-	// resource (Resource). They are copied, then placed like rendered ones.
-	Objects []manifests.Object
-	// Finish is the finishing work this step asked for (a definition's
-	// patches of the render): it runs over the whole output, since a patch
-	// may target another step's objects, once every step is rendered and
-	// placed, in step order, before Plan.Finish.
-	Finish []Finisher
-}
-
-// Plan is what a component version renders into, in output order, with the
-// work that finishes the output.
-type Plan struct {
-	Steps []Step
-	// Finish is the finishing work of the whole output (automatic
-	// localisation, a report), run after the steps' own.
-	Finish []Finisher
-}
-
-// Finisher is finishing work of a plan: it sees all objects of the plan's
-// steps, rendered and placed, and returns them changed.
-type Finisher interface {
-	Finish(ctx context.Context, objs []manifests.Object) ([]manifests.Object, error)
-}
-
-// Planner decides the plan for a component version: cv is the resolved
-// version (req.Version is the request's constraint, as it was given).
-type Planner interface {
-	Plan(ctx context.Context, cv ocm.ComponentVersion, req Request) (*Plan, error)
-}
-
-// PostProcessor transforms the rendered objects of a request, after the
-// plan's finishing work; for programs that add their own (the CLI's
-// planner carries its work in the plan).
-type PostProcessor interface {
-	Process(ctx context.Context, cv ocm.ComponentVersion, req Request, objs []manifests.Object) ([]manifests.Object, error)
-}
-
-// RequestPlanner plans from the request alone: the selected resources (or the
+// requestPlanner plans from the request alone: the selected resources (or the
 // only renderable one), all with the request's values, release and path.
-type RequestPlanner struct{}
+type requestPlanner struct{}
 
-// Plan implements Planner.
-func (RequestPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, req Request) (*Plan, error) {
+func (requestPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, req Request) (*plan.Plan, error) {
 	targets, err := SelectResources(cv.Descriptor(), req.Resources)
 	if err != nil {
 		return nil, err
@@ -278,9 +224,9 @@ func (RequestPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, req Reque
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{}
+	p := &plan.Plan{}
 	for _, res := range targets {
-		p.Steps = append(p.Steps, Step{Resource: res, ReleaseName: req.ReleaseName, Namespace: req.Namespace, Path: req.Path, Values: values})
+		p.Steps = append(p.Steps, plan.Step{Resource: res, ReleaseName: req.ReleaseName, Namespace: req.Namespace, Path: req.Path, Values: values})
 	}
 	return p, nil
 }
@@ -349,19 +295,19 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		}
 		return out, nil
 	}
-	plan, err := r.planner().Plan(ctx, cv, req)
+	p, err := r.plannerOrDefault().Plan(ctx, cv, req)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkApplicationOverlay(req, plan); err != nil {
+	if err := checkApplicationOverlay(req, p); err != nil {
 		return nil, err
 	}
-	from, err := r.renderSteps(ctx, cv, req, plan, out, ectx)
+	from, err := r.renderSteps(ctx, cv, req, p, out, ectx)
 	if err != nil {
 		return nil, err
 	}
 	ectx.Resource = ""
-	if out.Objects, err = r.finish(ctx, cv, req, plan, out.Objects); err != nil {
+	if out.Objects, err = finish(ctx, p, out.Objects); err != nil {
 		return nil, err
 	}
 	if r.requireImages(req) {
@@ -372,22 +318,32 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	return out, nil
 }
 
-func (r *Renderer) planner() Planner {
-	if r.Planner == nil {
-		return RequestPlanner{}
+func (r *Renderer) plannerOrDefault() plan.Planner[Request] {
+	if r.planner == nil {
+		return requestPlanner{}
 	}
-	return r.Planner
+	return r.planner
+}
+
+// resources is how r's planner reads resources (plan.ResourcesOf).
+func (r *Renderer) resources() plan.Resources {
+	return plan.NewResources(r.access, r.archiveOptions...)
+}
+
+func init() {
+	plan.Bind(func(r, p any) { r.(*Renderer).planner = p.(plan.Planner[Request]) },
+		func(r any) plan.Resources { return r.(*Renderer).resources() })
 }
 
 // renderSteps fetches, verifies, renders and places each step of the plan
 // into out, in order, and returns where each object came from for the
 // image guard (nil when it is off).
-func (r *Renderer) renderSteps(ctx context.Context, cv ocm.ComponentVersion, req Request, plan *Plan, out *Result, ectx *errdef.Error) (origins, error) {
+func (r *Renderer) renderSteps(ctx context.Context, cv ocm.ComponentVersion, req Request, p *plan.Plan, out *Result, ectx *errdef.Error) (origins, error) {
 	var from origins
 	if r.requireImages(req) {
 		from = origins{}
 	}
-	for _, step := range plan.Steps {
+	for _, step := range p.Steps {
 		ectx.Resource = step.Resource.Identity().String()
 		if r.Signatures != nil {
 			if err := requireSignedDigest(step.Resource); err != nil {
@@ -418,27 +374,21 @@ func (r *Renderer) renderSteps(ctx context.Context, cv ocm.ComponentVersion, req
 }
 
 // finish runs the plan's finishing work over the whole output (the steps'
-// in step order, then the plan's), then the PostProcessors, then gives
-// Namespaces and CRDs their default place: last, so that patches are taken
-// into account. When the output uses sync waves, Namespaces and CRDs
-// without a wave of their own go before every wave (a no-op otherwise;
-// see hooks.ApplyDefaults).
-func (r *Renderer) finish(ctx context.Context, cv ocm.ComponentVersion, req Request, plan *Plan, objs []manifests.Object) ([]manifests.Object, error) {
+// in step order, then the plan's), then gives Namespaces and CRDs their
+// default place: last, so that patches are taken into account. When the
+// output uses sync waves, Namespaces and CRDs without a wave of their own
+// go before every wave (a no-op otherwise; see hooks.ApplyDefaults).
+func finish(ctx context.Context, p *plan.Plan, objs []manifests.Object) ([]manifests.Object, error) {
 	var err error
-	for _, step := range plan.Steps {
+	for _, step := range p.Steps {
 		for _, f := range step.Finish {
 			if objs, err = f.Finish(ctx, objs); err != nil {
 				return nil, err
 			}
 		}
 	}
-	for _, f := range plan.Finish {
+	for _, f := range p.Finish {
 		if objs, err = f.Finish(ctx, objs); err != nil {
-			return nil, err
-		}
-	}
-	for _, pp := range r.PostProcessors {
-		if objs, err = pp.Process(ctx, cv, req, objs); err != nil {
 			return nil, err
 		}
 	}
@@ -529,7 +479,7 @@ func orNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step Step, req Request) ([]manifests.Object, error) {
+func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step plan.Step, req Request) ([]manifests.Object, error) {
 	res := step.Resource
 	if !Renderable(res.Type) {
 		return nil, fmt.Errorf("%w: resource %s has type %s; the plugin renders helmChart and directoryTree resources",
@@ -563,7 +513,7 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 		// Streamed from where the blob lives, unpacked as it is read and
 		// verified at its end (see access.Resolver.ReadTree): a large tree
 		// is never held twice.
-		entry, err := EntryPath(step, *res)
+		entry, err := EntryPath(step.Path, *res)
 		if err != nil {
 			return nil, err
 		}

@@ -9,12 +9,13 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
-// finishFunc is a function as a pipeline.Finisher.
+// finishFunc is a function as a plan.Finisher.
 type finishFunc func(objs []manifests.Object) error
 
 func (f finishFunc) Finish(_ context.Context, objs []manifests.Object) ([]manifests.Object, error) {
@@ -23,7 +24,7 @@ func (f finishFunc) Finish(_ context.Context, objs []manifests.Object) ([]manife
 
 // The finishing work a plan carries runs once, after every step is
 // rendered and placed, over the whole output: the steps' in step order,
-// then the plan's, then the PostProcessors; the defaults come last.
+// then the plan's; the defaults come last.
 func TestPlanFinishRunsOnceInOrder(t *testing.T) {
 	var ran []string
 	var saw []int
@@ -40,29 +41,23 @@ func TestPlanFinishRunsOnceInOrder(t *testing.T) {
 		}
 	}
 	job := manifests.Object{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "migrate"}}
-	r := &pipeline.Renderer{
-		Planner: planFunc(func(d *ocm.Descriptor) *pipeline.Plan {
-			widgets, _ := d.Resource(ocm.Identity{"name": "widgets"})
-			image, _ := d.Resource(ocm.Identity{"name": "api-image"})
-			return &pipeline.Plan{
-				Steps: []pipeline.Step{
-					{Resource: widgets, Finish: []pipeline.Finisher{record("step 0 a"), record("step 0 b")}},
-					{Resource: image, Objects: []manifests.Object{job}, Finish: []pipeline.Finisher{record("step 1")},
-						Ordering: &hooks.Ordering{Placement: hooks.Placement{Hook: &hooks.Hook{Type: hooks.PreSync, DeletePolicy: hooks.BeforeHookCreation}}}},
-				},
-				Finish: []pipeline.Finisher{record("plan")},
-			}
-		}),
-		PostProcessors: []pipeline.PostProcessor{postProcessor(func(objs []manifests.Object) {
-			ran = append(ran, "post-processor")
-			saw = append(saw, len(objs))
-		})},
-	}
+	r := plannedRenderer(planFunc(func(d *ocm.Descriptor) *plan.Plan {
+		widgets, _ := d.Resource(ocm.Identity{"name": "widgets"})
+		image, _ := d.Resource(ocm.Identity{"name": "api-image"})
+		return &plan.Plan{
+			Steps: []plan.Step{
+				{Resource: widgets, Finish: []plan.Finisher{record("step 0 a"), record("step 0 b")}},
+				{Resource: image, Objects: []manifests.Object{job}, Finish: []plan.Finisher{record("step 1")},
+					Ordering: &hooks.Ordering{Placement: hooks.Placement{Hook: &hooks.Hook{Type: hooks.PreSync, DeletePolicy: hooks.BeforeHookCreation}}}},
+			},
+			Finish: []plan.Finisher{record("plan")},
+		}
+	}))
 	res, err := r.Render(context.Background(), pipeline.Request{Repository: hooksRepo(t), Component: examples.Hooks, Version: "1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"step 0 a", "step 0 b", "step 1", "plan", "post-processor"}; !reflect.DeepEqual(ran, want) {
+	if want := []string{"step 0 a", "step 0 b", "step 1", "plan"}; !reflect.DeepEqual(ran, want) {
 		t.Errorf("finishing work ran %q, want %q", ran, want)
 	}
 	for i, n := range saw {
@@ -74,11 +69,11 @@ func TestPlanFinishRunsOnceInOrder(t *testing.T) {
 
 // A failing finisher fails the render: nothing is returned.
 func TestPlanFinishError(t *testing.T) {
-	r := &pipeline.Renderer{Planner: planFunc(func(d *ocm.Descriptor) *pipeline.Plan {
+	r := plannedRenderer(planFunc(func(d *ocm.Descriptor) *plan.Plan {
 		widgets, _ := d.Resource(ocm.Identity{"name": "widgets"})
-		return &pipeline.Plan{Steps: []pipeline.Step{{Resource: widgets}},
-			Finish: []pipeline.Finisher{finishFunc(func([]manifests.Object) error { return fmt.Errorf("no rendered object matches") })}}
-	})}
+		return &plan.Plan{Steps: []plan.Step{{Resource: widgets}},
+			Finish: []plan.Finisher{finishFunc(func([]manifests.Object) error { return fmt.Errorf("no rendered object matches") })}}
+	}))
 	res, err := r.Render(context.Background(), pipeline.Request{Repository: hooksRepo(t), Component: examples.Hooks, Version: "1.0.0"})
 	if err == nil || res != nil {
 		t.Fatalf("got %v, %v; want the finisher's error and no result", res, err)
@@ -91,10 +86,12 @@ func TestPlanFinishError(t *testing.T) {
 func TestResolvedVersionIsNotWrittenBack(t *testing.T) {
 	var seen pipeline.Request
 	var planned string
-	r := &pipeline.Renderer{Planner: plannerFunc(func(cv ocm.ComponentVersion, req pipeline.Request) (*pipeline.Plan, error) {
+	r := plannedRenderer(plannerFunc(func(cv ocm.ComponentVersion, req pipeline.Request) (*plan.Plan, error) {
 		seen, planned = req, cv.Descriptor().Version
-		return pipeline.RequestPlanner{}.Plan(context.Background(), cv, req)
-	})}
+		d := cv.Descriptor()
+		chart, _ := d.Resource(ocm.Identity{"name": "chart"})
+		return &plan.Plan{Steps: []plan.Step{{Resource: chart, ReleaseName: req.ReleaseName, Namespace: req.Namespace}}}, nil
+	}))
 	req := pipeline.Request{Repository: fixtures.Path(t, "ctf"), Component: "example.com/fixtures/podinfo-app", Version: ">=1.0.0",
 		Resources: []string{"chart"}, ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0"}
 	res, err := r.Render(context.Background(), req)
@@ -109,14 +106,21 @@ func TestResolvedVersionIsNotWrittenBack(t *testing.T) {
 	}
 }
 
-type planFunc func(d *ocm.Descriptor) *pipeline.Plan
+type planFunc func(d *ocm.Descriptor) *plan.Plan
 
-func (p planFunc) Plan(_ context.Context, cv ocm.ComponentVersion, _ pipeline.Request) (*pipeline.Plan, error) {
+func (p planFunc) Plan(_ context.Context, cv ocm.ComponentVersion, _ pipeline.Request) (*plan.Plan, error) {
 	return p(cv.Descriptor()), nil
 }
 
-type plannerFunc func(cv ocm.ComponentVersion, req pipeline.Request) (*pipeline.Plan, error)
+type plannerFunc func(cv ocm.ComponentVersion, req pipeline.Request) (*plan.Plan, error)
 
-func (p plannerFunc) Plan(_ context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*pipeline.Plan, error) {
+func (p plannerFunc) Plan(_ context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*plan.Plan, error) {
 	return p(cv, req)
+}
+
+// plannedRenderer is an offline renderer with planner p.
+func plannedRenderer(p plan.Planner[pipeline.Request]) *pipeline.Renderer {
+	r := &pipeline.Renderer{}
+	plan.SetPlanner(r, p)
+	return r
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -45,13 +46,6 @@ type PlatformSource struct {
 	PluginName string
 }
 
-// PackageChecker is a Planner that can validate a platform package's
-// settings against its child component version (see
-// platform.Options.CheckPackage).
-type PackageChecker interface {
-	CheckPackage(ctx context.Context, child ocm.ComponentVersion, definition string, parameters map[string]string) error
-}
-
 // isPlatform: forced, or a component with references and no renderable
 // resource of its own when no resource was asked for.
 func isPlatform(d *ocm.Descriptor, req Request) bool {
@@ -90,7 +84,7 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 		}
 		opts.ApplyConfig(c)
 	}
-	if pc, ok := r.Planner.(PackageChecker); ok {
+	if pc, ok := r.planner.(plan.PackageChecker); ok {
 		opts.CheckPackage = func(ctx context.Context, child ocm.ComponentVersion, pkg platform.Package) error {
 			return pc.CheckPackage(ctx, child, pkg.Definition, pkg.Parameters)
 		}

@@ -14,10 +14,11 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // SecretValueShown is what --explain shows for a value that goes into a
@@ -69,7 +70,7 @@ func CheckFields(where string, fields map[string]any) error {
 
 // Decode reads an evaluated kustomize field (v, the field with its ${…}
 // evaluated) as the overlay to build.
-func Decode(where string, v any) (*pipeline.Overlay, error) {
+func Decode(where string, v any) (*kustomize.Overlay, error) {
 	js, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, where, err)
@@ -81,7 +82,7 @@ func Decode(where string, v any) (*pipeline.Overlay, error) {
 		// json's messages name fields and types, never values.
 		return nil, fmt.Errorf("%w: %s: %s", errdef.ErrInvalidInput, where, strings.TrimPrefix(err.Error(), "json: "))
 	}
-	return &pipeline.Overlay{
+	return &kustomize.Overlay{
 		Namespace:          spec.Namespace,
 		NamePrefix:         spec.NamePrefix,
 		NameSuffix:         spec.NameSuffix,
@@ -100,7 +101,7 @@ func Decode(where string, v any) (*pipeline.Overlay, error) {
 // patches, images from localisation) to the definition's overlay: the
 // definition's fields first, so that a derived merge of the same generator
 // comes after them.
-func Join(def, derived *pipeline.Overlay) *pipeline.Overlay {
+func Join(def, derived *kustomize.Overlay) *kustomize.Overlay {
 	switch {
 	case def == nil:
 		return derived
@@ -123,7 +124,7 @@ func Join(def, derived *pipeline.Overlay) *pipeline.Overlay {
 // rendering: it finds these images at their location already, and
 // rewrites what kustomize could not name before rendering (images set by
 // the tree's own transformers, by generators).
-func Images(tree pipeline.Tree, images []localize.Image) []types.Image {
+func Images(tree plan.Tree, images []localize.Image) []types.Image {
 	if len(images) == 0 {
 		return nil
 	}
@@ -215,7 +216,7 @@ func writtenName(ref string) string {
 
 // Text is ov as the kustomization the renderer builds over base,
 // for --explain; secret literals show their keys only.
-func Text(ov *pipeline.Overlay, base string) string {
+func Text(ov *kustomize.Overlay, base string) string {
 	var secrets []types.SecretArgs
 	for _, g := range ov.SecretGenerator {
 		g.LiteralSources = slices.Clone(g.LiteralSources)

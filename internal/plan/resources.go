@@ -1,4 +1,4 @@
-package pipeline
+package plan
 
 import (
 	"context"
@@ -12,43 +12,28 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
 
-// Overlay is kustomize configuration built over a directoryTree's entry
-// (see kustomize.Overlay); a planner sets it on a Step without importing
-// the renderer.
-type Overlay = kustomize.Overlay
-
 // Resources reads what a planner needs to see of a component version's
 // resources before anything renders: small documents (definitions, config
 // resources), the default values of a chart, the files of a tree. It reads
-// through the Renderer's access and archive limits, verified like a render,
-// so a planner never fetches on its own. Get one from Renderer.Resources.
+// through a renderer's access and archive limits (ResourcesOf), verified
+// like a render. The zero value reads offline (CTFs and component
+// archives) within the defaults of package archive.
 type Resources struct {
-	r *Renderer
+	access         access.Resolver
+	archiveOptions []archive.Option
 }
 
-// Resources is how a planner reads resources through r (read when called:
-// fields set on r later are seen).
-func (r *Renderer) Resources() Resources { return Resources{r: r} }
-
-func (rs Resources) access() access.Resolver {
-	if rs.r == nil {
-		return access.Resolver{}
-	}
-	return rs.r.access
-}
-
-func (rs Resources) archiveOptions() []archive.Option {
-	if rs.r == nil {
-		return nil
-	}
-	return rs.r.archiveOptions
+// NewResources reads through a and unpacks trees within opts: for package
+// pipeline, which gives a renderer's (ResourcesOf).
+func NewResources(a access.Resolver, opts ...archive.Option) Resources {
+	return Resources{access: a, archiveOptions: opts}
 }
 
 // ReadDocument reads a small document resource of at most max bytes (max
-// <= 0: the Access limit), verified. An archive is refused: a document is
+// <= 0: the access limit), verified. An archive is refused: a document is
 // one YAML or JSON file.
 func (rs Resources) ReadDocument(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource, max int64) ([]byte, error) {
-	limited := rs.access()
+	limited := rs.access
 	if max > 0 && (limited.MaxBlobSize <= 0 || limited.MaxBlobSize > max) {
 		limited.MaxBlobSize = max
 	}
@@ -65,8 +50,7 @@ func (rs Resources) ReadDocument(ctx context.Context, cv ocm.ComponentVersion, r
 // ChartValues returns the default values (values.yaml) of a helmChart
 // resource, as the chart loader decodes them.
 func (rs Resources) ChartValues(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (map[string]any, error) {
-	a := rs.access()
-	c, err := a.Read(ctx, cv, res)
+	c, err := rs.access.Read(ctx, cv, res)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +65,18 @@ func (rs Resources) ChartValues(ctx context.Context, cv ocm.ComponentVersion, re
 	return ch.Values, nil
 }
 
+// ReadTree reads a directoryTree resource, streamed and verified as it is
+// unpacked (see access.Resolver.ReadTree), within the archive limits: the
+// blob is never held beside the tree.
+func (rs Resources) ReadTree(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (Tree, error) {
+	a := rs.access
+	t, err := a.ReadTree(ctx, cv, res, rs.archiveOptions...)
+	if err != nil {
+		return Tree{}, err
+	}
+	return Tree{t}, nil
+}
+
 // Tree is the files of a directoryTree resource, read for planning.
 type Tree struct {
 	*archive.Tree
@@ -93,14 +89,15 @@ func (t Tree) GeneratedConfigMaps(entry string) (bool, []string, error) {
 	return kustomize.GeneratedConfigMaps(t.Tree, entry)
 }
 
-// ReadTree reads a directoryTree resource, streamed and verified as it is
-// unpacked (see access.Resolver.ReadTree), within the Renderer's
-// archive limits: the blob is never held beside the tree.
-func (rs Resources) ReadTree(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (Tree, error) {
-	a := rs.access()
-	t, err := a.ReadTree(ctx, cv, res, rs.archiveOptions()...)
-	if err != nil {
-		return Tree{}, err
-	}
-	return Tree{t}, nil
+// Generators reports whether entry is a kustomization and what its
+// generators (its own, its local bases' and components') generate (see
+// kustomize.Generators).
+func (t Tree) Generators(entry string) (bool, kustomize.Generated, error) {
+	return kustomize.Generators(t.Tree, entry)
+}
+
+// TreeGenerators is what the generators of every kustomization of the
+// tree generate (see kustomize.TreeGenerators).
+func (t Tree) TreeGenerators() kustomize.Generated {
+	return kustomize.TreeGenerators(t.Tree)
 }
