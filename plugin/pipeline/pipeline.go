@@ -249,7 +249,10 @@ type Result struct {
 	Component, Version string
 	DescriptorDigest   string
 	Signatures         []string // verified signature names
-	Objects            []manifests.Object
+	// Objects are the manifests in output order, each a Kubernetes object
+	// as decoded JSON (values string, float64 or int64, bool, nil, []any
+	// and map[string]any).
+	Objects []map[string]any
 }
 
 // Render runs one request, each stage once and in order: resolve the
