@@ -13,6 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 )
 
 // The generations of a sharing engine (a render-server worker) resolve a
@@ -20,12 +21,7 @@ import (
 // each ask the registry again. Either way each generation has a client of
 // its own.
 func TestEngineSharesTagResolutionsOnlyWhenAsked(t *testing.T) {
-	comps, err := examples.Demo("../../testdata/src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := registrytest.Start(t)
-	reg.Push(t, "ocm", comps...)
+	reg := demoRegistry(t)
 	req := pipeline.Request{Repository: "http://" + reg.Host + "/ocm", Component: examples.Podinfo, Version: "1.0.0"}
 	tagGETs := func() int {
 		return reg.Count(func(q registrytest.Request) bool {
@@ -65,22 +61,9 @@ func TestEngineSharesTagResolutionsOnlyWhenAsked(t *testing.T) {
 
 // A generation's rule gates its registry client before any connection.
 func TestEngineRendererFollowsTheRule(t *testing.T) {
-	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(policyFile, []byte("apiVersion: argocd-ocm-plugin.io/v1alpha1\nkind: SidecarPolicy\ndefault:\n  repositories: [{host: registry.example.com}]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	reg := registrytest.Start(t)
 	e := pipeline.NewEngine(pipeline.WithBlobCacheDir(""))
-	rule, err := e.Rule(func(k string) string {
-		if k == "ARGOCD_OCM_POLICY" {
-			return policyFile
-		}
-		return ""
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := e.Renderer(pipeline.Generation{Rule: rule})
+	r, err := e.Renderer(pipeline.Generation{Rule: policyRule(t, e, "registry.example.com")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,12 +100,7 @@ func TestEngineVerifier(t *testing.T) {
 // WithBlobCacheDir puts every generation's blobs in its directory, and ""
 // caches nothing, not even in the default directory.
 func TestEngineBlobCacheDir(t *testing.T) {
-	comps, err := examples.Demo("../../testdata/src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := registrytest.Start(t)
-	reg.Push(t, "ocm", comps...)
+	reg := demoRegistry(t)
 	req := pipeline.Request{Repository: "http://" + reg.Host + "/ocm", Component: examples.Podinfo, Version: "1.0.0"}
 	defaultDir := t.TempDir()
 	t.Setenv("ARGOCD_OCM_CACHE_DIR", defaultDir)
@@ -152,22 +130,7 @@ func TestEngineBlobCacheDir(t *testing.T) {
 // WithPlainHTTP reaches a registry over plain HTTP that a strict rule
 // alone would refuse: the program owns that registry, not the Application.
 func TestEngineWithPlainHTTP(t *testing.T) {
-	comps, err := examples.Demo("../../testdata/src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := registrytest.Start(t)
-	reg.Push(t, "ocm", comps...)
-	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(policyFile, []byte("apiVersion: argocd-ocm-plugin.io/v1alpha1\nkind: SidecarPolicy\ndefault:\n  repositories: [{host: '"+reg.Host+"'}]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	getenv := func(k string) string {
-		if k == "ARGOCD_OCM_POLICY" {
-			return policyFile
-		}
-		return ""
-	}
+	reg := demoRegistry(t)
 	req := pipeline.Request{Repository: "http://" + reg.Host + "/ocm", Component: examples.Podinfo, Version: "1.0.0"}
 	for _, tc := range []struct {
 		name   string
@@ -178,11 +141,7 @@ func TestEngineWithPlainHTTP(t *testing.T) {
 		{"WithPlainHTTP", []pipeline.EngineOption{pipeline.WithPlainHTTP(reg.Host)}, true},
 	} {
 		e := pipeline.NewEngine(append(tc.opts, pipeline.WithBlobCacheDir(""), pipeline.WithoutDockerConfig())...)
-		rule, err := e.Rule(getenv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := e.Renderer(pipeline.Generation{Rule: rule})
+		r, err := e.Renderer(pipeline.Generation{Rule: policyRule(t, e, reg.Host)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,4 +184,36 @@ func TestEngineWithArchiveLimits(t *testing.T) {
 			t.Errorf("%s: %v, want a limit error %v", tc.name, err, tc.wantErr)
 		}
 	}
+}
+
+// demoRegistry serves the demo components under ocm/.
+func demoRegistry(t *testing.T) *registrytest.Registry {
+	t.Helper()
+	comps, err := examples.Demo("../../testdata/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	reg.Push(t, "ocm", comps...)
+	return reg
+}
+
+// policyRule is e's rule under a sidecar policy whose default rule allows
+// the registry host alone.
+func policyRule(t *testing.T, e *pipeline.Engine, host string) *policy.Rule {
+	t.Helper()
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte("apiVersion: argocd-ocm-plugin.io/v1alpha1\nkind: SidecarPolicy\ndefault:\n  repositories: [{host: '"+host+"'}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rule, err := e.Rule(func(k string) string {
+		if k == "ARGOCD_OCM_POLICY" {
+			return policyFile
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rule
 }
