@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/bytesize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
@@ -166,7 +167,7 @@ func (p *progress) add(n int) {
 		return
 	}
 	p.printed, p.shown = now, true
-	fmt.Fprintf(p.w, "\rdownloading: %s", humanBytes(p.bytes))
+	fmt.Fprintf(p.w, "\rdownloading: %s", bytesize.Format(p.bytes))
 }
 
 // done clears the line (the manifests or the error come next).
@@ -180,16 +181,4 @@ func (p *progress) done() {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.shown = false
 	}
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/bytesize"
 )
 
 // progress writes what a transfer does to stderr: a line per version,
@@ -41,7 +43,7 @@ func (p *progress) start(blobs, bytes int64) {
 	p.blobs, p.totalBlobs, p.bytes, p.totalBytes, p.last = 0, blobs, 0, bytes, time.Now()
 	p.mu.Unlock()
 	if blobs > 0 {
-		p.line("  ...copying %d blobs, %s", blobs, humanBytes(bytes))
+		p.line("  ...copying %d blobs, %s", blobs, bytesize.Format(bytes))
 	}
 }
 
@@ -68,7 +70,7 @@ func (p *progress) report() {
 	p.mu.Lock()
 	b, tb, n, tn := p.blobs, p.totalBlobs, p.bytes, p.totalBytes
 	p.mu.Unlock()
-	p.line("  ...%d/%d blobs, %s/%s", b, tb, humanBytes(n), humanBytes(tn))
+	p.line("  ...%d/%d blobs, %s/%s", b, tb, bytesize.Format(n), bytesize.Format(tn))
 }
 
 func (p *progress) finish() {

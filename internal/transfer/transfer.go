@@ -18,6 +18,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/bytesize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
@@ -111,7 +112,7 @@ func (s *Summary) String() string {
 		verb = "would copy"
 	}
 	return fmt.Sprintf("%s %d component version(s) (%d blobs, %s); %d already present; %d blobs were in the target already",
-		verb, copied, s.Blobs, humanBytes(s.Bytes), present, s.Present)
+		verb, copied, s.Blobs, bytesize.Format(s.Bytes), present, s.Present)
 }
 
 // Run performs the transfer. Errors name the component, version and
@@ -360,7 +361,7 @@ func (r *run) version(ctx context.Context, name, version string) error {
 		r.sum.Bytes += p.bytes
 		r.sum.Present += p.present
 		for _, b := range p.blobs {
-			r.prog.line("  would copy %s %s (%s)", b.repo, b.desc.Digest, humanBytes(b.desc.Size))
+			r.prog.line("  would copy %s %s (%s)", b.repo, b.desc.Digest, bytesize.Format(b.desc.Size))
 		}
 		for _, m := range p.manifests {
 			r.prog.line("  would push manifest %s:%s %s", m.repo, m.tag, m.desc.Digest)
@@ -1091,16 +1092,4 @@ func layerResource(d *ocm.Descriptor, l ocispec.Descriptor) string {
 		}
 	}
 	return path.Base(l.Digest.String())
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
