@@ -21,6 +21,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testutil"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 )
 
@@ -70,7 +71,7 @@ func tarpit(t *testing.T) string {
 // startWorkerServer runs serve with its worker pool (the test binary
 // re-executed as serve-worker) on a fresh socket, with the sidecar settings
 // in settings (the workers read them from their environment).
-func startWorkerServer(t *testing.T, settings map[string]string) (socket string, log *syncBuffer) {
+func startWorkerServer(t *testing.T, settings map[string]string) (socket string, log *testutil.SyncBuffer) {
 	t.Helper()
 	for k, v := range settings {
 		t.Setenv(k, v)
@@ -81,7 +82,7 @@ func startWorkerServer(t *testing.T, settings map[string]string) (socket string,
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	socket = filepath.Join(dir, "r.sock")
-	log = &syncBuffer{}
+	log = &testutil.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, socket, 0, nil, log, os.Getenv) }()
@@ -99,24 +100,6 @@ func startWorkerServer(t *testing.T, settings map[string]string) (socket string,
 	}
 	t.Fatalf("no socket; log: %s", log.String())
 	return "", nil
-}
-
-// syncBuffer is a log or stderr shared by goroutines and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // children lists this process's child processes (the render workers).

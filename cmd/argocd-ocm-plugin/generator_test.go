@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testutil"
 	"io"
 	"math/big"
 	"net"
@@ -93,7 +94,7 @@ func TestGeneratorCommand(t *testing.T) {
 				client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 			}
 			ctx, cancel := context.WithCancel(context.Background())
-			var stderr syncBuffer
+			var stderr testutil.SyncBuffer
 			code := make(chan int, 1)
 			go func() { code <- execute(ctx, newProcess(), args, io.Discard, &stderr, getenv, "") }()
 			base := tc.scheme + "://" + addr

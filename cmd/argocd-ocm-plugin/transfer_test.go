@@ -21,6 +21,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testutil"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
 
@@ -282,34 +283,17 @@ func exampleDocs(t *testing.T, name string) []map[string]any {
 	return out
 }
 
-func dig(v any, path ...any) any {
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, _ := v.(map[string]any)
-			v = m[k]
-		case int:
-			l, _ := v.([]any)
-			if k >= len(l) {
-				return nil
-			}
-			v = l[k]
-		}
-	}
-	return v
-}
-
 func containerArgs(t *testing.T, obj map[string]any) []string {
 	t.Helper()
-	spec := dig(obj, "spec", "template", "spec")
+	spec := testutil.Dig(obj, "spec", "template", "spec")
 	if obj["kind"] == "CronJob" {
-		spec = dig(obj, "spec", "jobTemplate", "spec", "template", "spec")
+		spec = testutil.Dig(obj, "spec", "jobTemplate", "spec", "template", "spec")
 	}
-	if cmd := dig(spec, "containers", 0, "command", 0); cmd != "/usr/local/bin/argocd-ocm-plugin" {
+	if cmd := testutil.Dig(spec, "containers", 0, "command", 0); cmd != "/usr/local/bin/argocd-ocm-plugin" {
 		t.Fatalf("%s: command %v", obj["kind"], cmd)
 	}
 	var out []string
-	for _, a := range dig(spec, "containers", 0, "args").([]any) {
+	for _, a := range testutil.Dig(spec, "containers", 0, "args").([]any) {
 		out = append(out, a.(string))
 	}
 	return out
@@ -345,14 +329,14 @@ func TestReplicationExample(t *testing.T) {
 	apps := map[string]map[string]any{}
 	for _, f := range []string{"apps/replication.yaml", "apps/podinfo.yaml"} {
 		a := exampleDocs(t, f)[0]
-		apps[dig(a, "metadata", "name").(string)] = a
+		apps[testutil.Dig(a, "metadata", "name").(string)] = a
 	}
-	if w1, w2 := dig(apps["ocm-replication"], "metadata", "annotations", "argocd.argoproj.io/sync-wave"), dig(apps["podinfo"], "metadata", "annotations", "argocd.argoproj.io/sync-wave"); w1 != "-1" || w2 != "0" {
+	if w1, w2 := testutil.Dig(apps["ocm-replication"], "metadata", "annotations", "argocd.argoproj.io/sync-wave"), testutil.Dig(apps["podinfo"], "metadata", "annotations", "argocd.argoproj.io/sync-wave"); w1 != "-1" || w2 != "0" {
 		t.Errorf("sync waves %v, %v: the copy must come first", w1, w2)
 	}
 	params := map[string]string{}
-	for _, p := range dig(apps["podinfo"], "spec", "source", "plugin", "parameters").([]any) {
-		params[dig(p, "name").(string)] = dig(p, "string").(string)
+	for _, p := range testutil.Dig(apps["podinfo"], "spec", "source", "plugin", "parameters").([]any) {
+		params[testutil.Dig(p, "name").(string)] = testutil.Dig(p, "string").(string)
 	}
 	jobs := exampleDocs(t, "job/replicate.yaml")
 	jobArgs, cronArgs := containerArgs(t, jobs[0]), containerArgs(t, jobs[1])

@@ -17,6 +17,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testutil"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/transfer"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/verify"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -421,11 +422,11 @@ func TestChartsTravelThroughABundle(t *testing.T) {
 	}
 	var d map[string]any
 	yaml.Unmarshal(readCTF(t, unpacked).descriptor(t, "component-descriptors/example.com/fixtures/podinfo-app", "1.0.0"), &d)
-	chart := dig(d, "component", "resources", 0, "access").(map[string]any)
+	chart := testutil.Dig(d, "component", "resources", 0, "access").(map[string]any)
 	if chart["type"] != "localBlob" || chart["mediaType"] != "application/vnd.oci.image.manifest.v1+tar+gzip" || chart["referenceName"] != "example.com/fixtures/podinfo-app/podinfo-mini:0.1.0" {
 		t.Errorf("chart in the bundle: %v", chart)
 	}
-	if img := dig(d, "component", "resources", 1, "access", "imageReference"); img != "ghcr.io/stefanprodan/podinfo:6.7.0" {
+	if img := testutil.Dig(d, "component", "resources", 1, "access", "imageReference"); img != "ghcr.io/stefanprodan/podinfo:6.7.0" {
 		t.Errorf("the external image was touched without --copy-images: %v", img)
 	}
 	repo := openRegistry(t, second, "base/ocm")
@@ -448,23 +449,6 @@ func TestChartsTravelThroughABundle(t *testing.T) {
 	if n := len(app.Descriptor().RepositoryContexts); n != 2 {
 		t.Errorf("%d repository contexts, want 2 (both registries; the CTF is intermediate)", n)
 	}
-}
-
-func dig(v any, path ...any) any {
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, _ := v.(map[string]any)
-			v = m[k]
-		case int:
-			l, _ := v.([]any)
-			if k >= len(l) {
-				return nil
-			}
-			v = l[k]
-		}
-	}
-	return v
 }
 
 // Into a tgz: an interrupted transfer leaves its staging directory (the
