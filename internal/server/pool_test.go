@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testutil"
 	"io"
 	"log/slog"
 	"net"
@@ -449,7 +450,7 @@ func TestPoolAddressSpaceLimit(t *testing.T) {
 	if raceEnabled {
 		t.Skip("a worker built with -race runs without an address-space limit")
 	}
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	p := testPool(t, &Pool{Size: 1, MaxMemory: 96 << 20, Poll: time.Hour, Stderr: &stderr})
 	for _, arg := range []string{"huge", "grow"} {
 		start := time.Now()
@@ -540,24 +541,6 @@ func TestServerRequestBudget(t *testing.T) {
 	if _, err := Do(context.Background(), sock, huge); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("request over MaxRequestSize: %v, want ErrUnavailable", err)
 	}
-}
-
-// syncBuffer is a worker stderr the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // One warm worker; a second starts at once for a request that finds it busy
