@@ -12,6 +12,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
@@ -267,9 +268,9 @@ func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout
 	// config) plan every render and the work that finishes its output; the
 	// planner reads resources through the renderer.
 	planner := &config.Planner{Resources: plan.ResourcesOf(r), Log: &notes, RequireDigests: r.Signatures != nil}
-	var report *config.Report
+	var report *explain.Report
 	if opts.explain {
-		planner.Explain = func(rep *config.Report) { report = rep }
+		planner.Explain = func(rep *explain.Report) { report = rep }
 	}
 	plan.SetPlanner(r, planner)
 	res, err := r.Render(ctx, req)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -39,9 +40,9 @@ localization:
     - {resource: {name: webshop}, registry: cli.registry, repository: cli.repository, tag: cli.tag}
     - {resource: {name: webshop}, repository: clirepo.repository, tag: clirepo.tag}
 `
-	var report *config.Report
+	var report *explain.Report
 	req := pipeline.Request{Repository: testCTF(t, webshop, cd), Component: testComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def)}
-	if _, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), req); err != nil {
+	if _, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]any{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -126,7 +127,7 @@ func referenceVars(ctx context.Context, cv ocm.ComponentVersion) (map[string]any
 }
 
 // baseVars are the variables every expression sees.
-func baseVars(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request, params []ParamValue, withRefs bool) (map[string]any, error) {
+func baseVars(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request, params []explain.ParamValue, withRefs bool) (map[string]any, error) {
 	d := cv.Descriptor()
 	pm := map[string]any{}
 	for _, p := range params {

@@ -54,7 +54,7 @@ type Spec struct {
 	Localization *Localization `json:"localization,omitempty"`
 	// Jobs are imperative steps: Jobs running an image resource of the
 	// component, as Argo CD hooks (after the renders in the output).
-	Jobs []Job `json:"jobs,omitempty"`
+	Jobs []ordering.Job `json:"jobs,omitempty"`
 }
 
 // Parameter types.
@@ -129,10 +129,10 @@ type Render struct {
 	SyncWave any `json:"syncWave,omitempty"`
 	// Hook makes the render's objects Argo CD resource hooks (objects that
 	// are hooks already, Namespaces and CRDs excepted).
-	Hook *Hook `json:"hook,omitempty"`
+	Hook *ordering.Hook `json:"hook,omitempty"`
 	// Ordering places individual objects of the render, overwriting what
 	// they carry.
-	Ordering []OrderingRule `json:"ordering,omitempty"`
+	Ordering []ordering.OrderingRule `json:"ordering,omitempty"`
 }
 
 // ValuesFrom names a config resource.
@@ -149,7 +149,7 @@ type ImageMapping struct {
 
 // Patch sets one field in the rendered objects a target selects.
 type Patch struct {
-	Target Target `json:"target"`
+	Target ordering.Target `json:"target"`
 	// Path of the field (see package fieldpath); [-] appends to a list.
 	Path string `json:"path"`
 	// Value may hold ${…}; the render's final values are available as `values`.

@@ -36,8 +36,8 @@
 // Concerns with a shape of their own live in sub-packages that import
 // nothing of config: expr (the ${…} evaluator), ordering (sync waves, hooks
 // and jobs), overlay (the kustomize overlay of a directoryTree render) and
-// explain (the --explain report and the provenance of values). config keeps
-// their types under its own names as aliases.
+// explain (the --explain report and the provenance of values); callers
+// name their types there (explain.Report, ordering.Job).
 //
 // See docs/deployment-definition.md for the format.
 package config

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
@@ -22,7 +23,7 @@ import (
 // patch may target what another render produced), recorded in the report.
 type patchSet struct {
 	patches []boundPatch
-	report  *Report
+	report  *explain.Report
 }
 
 func (ps patchSet) Finish(_ context.Context, objs []manifests.Object) ([]manifests.Object, error) {
@@ -31,7 +32,7 @@ func (ps patchSet) Finish(_ context.Context, objs []manifests.Object) ([]manifes
 		if err != nil {
 			return nil, err
 		}
-		ps.report.Patches = append(ps.report.Patches, PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value, Objects: objects})
+		ps.report.Patches = append(ps.report.Patches, explain.PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value, Objects: objects})
 	}
 	return objs, nil
 }
@@ -71,7 +72,7 @@ type localization struct {
 	d          *ocm.Descriptor
 	requireAll bool
 	log        io.Writer
-	report     *Report
+	report     *explain.Report
 }
 
 func (l localization) Finish(_ context.Context, objs []manifests.Object) ([]manifests.Object, error) {
@@ -87,8 +88,8 @@ func (l localization) Finish(_ context.Context, objs []manifests.Object) ([]mani
 // explanation hands the finished report to Planner.Explain, with the sync
 // order of the output.
 type explanation struct {
-	report  *Report
-	explain func(*Report)
+	report  *explain.Report
+	explain func(*explain.Report)
 }
 
 func (e explanation) Finish(_ context.Context, objs []manifests.Object) ([]manifests.Object, error) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -28,9 +29,9 @@ func TestOnePlannerConcurrentRenders(t *testing.T) {
       value: '${parameters.msg}'
 `)
 	var mu sync.Mutex
-	reports := map[string]*config.Report{}
+	reports := map[string]*explain.Report{}
 	r := &pipeline.Renderer{}
-	plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r), Explain: func(rep *config.Report) {
+	plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r), Explain: func(rep *explain.Report) {
 		mu.Lock()
 		defer mu.Unlock()
 		reports[rep.Parameters[0].Value.(string)] = rep

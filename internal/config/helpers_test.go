@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
@@ -63,7 +64,7 @@ func TestMain(m *testing.M) {
 }
 
 // renderer wires the config Planner in as the CLI does.
-func renderer(explain func(*config.Report)) *pipeline.Renderer {
+func renderer(explain func(*explain.Report)) *pipeline.Renderer {
 	r := &pipeline.Renderer{}
 	plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r), Explain: explain})
 	return r

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
@@ -233,8 +234,8 @@ func TestHooksDeterministic(t *testing.T) {
 	req := hooksRequest(repo, filepath.Join(examplesDir, "hooks.yaml"))
 	var first, firstReport string
 	for i := 0; i < 20; i++ {
-		var report *config.Report
-		res, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), req)
+		var report *explain.Report
+		res, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,8 +287,8 @@ func TestHooksDeterministic(t *testing.T) {
 // --explain lists the sync order and the jobs.
 func TestExplainOrdering(t *testing.T) {
 	repo := hooksCTF(t)
-	var report *config.Report
-	res, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), hooksRequest(repo, filepath.Join(examplesDir, "hooks.yaml")))
+	var report *explain.Report
+	res, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), hooksRequest(repo, filepath.Join(examplesDir, "hooks.yaml")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/overlay"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -37,7 +38,7 @@ func (rs *resolver) definitionOverlay(ctx context.Context, rp renderPlan) (*kust
 
 // redactKustomizeSecrets hides the results of the expressions of a
 // kustomize field's secretGenerator.
-func redactKustomizeSecrets(r *Report) {
+func redactKustomizeSecrets(r *explain.Report) {
 	for i, e := range r.Expressions {
 		if _, rest, ok := strings.Cut(e.Where, "."+kustomizeField+"."); ok && strings.HasPrefix(rest, "secretGenerator") {
 			r.Expressions[i].Result = overlay.SecretValueShown

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -64,8 +64,8 @@ func TestDirectoryDestinationNamespace(t *testing.T) {
 		{"plain", map[string]string{"a": "", "b": "own"}},
 	} {
 		t.Run(tc.resource, func(t *testing.T) {
-			var report *config.Report
-			out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+			var report *explain.Report
+			out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
 				Repository: dir, Component: comp, Version: "1.0.0", Resources: []string{tc.resource}, Namespace: "dest"})
 			if err != nil {
 				t.Fatal(err)

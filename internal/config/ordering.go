@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/ordering"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
@@ -12,18 +13,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-)
-
-// The sync waves, hooks and jobs of a definition are package ordering's;
-// these names keep the definition's types where its readers look for them.
-type (
-	Hook         = ordering.Hook
-	OrderingRule = ordering.OrderingRule
-	Job          = ordering.Job
-	JobImage     = ordering.JobImage
-	EnvVar       = ordering.EnvVar
-	SecretKeyRef = ordering.SecretKeyRef
-	Target       = ordering.Target
 )
 
 // boundFields evaluates fields over the variables vars.
@@ -78,7 +67,7 @@ func (rs *resolver) jobs(ctx context.Context, plans []renderPlan) ([]plan.Step, 
 	for i := range rs.def.Spec.Jobs {
 		j := &rs.def.Spec.Jobs[i]
 		where := fmt.Sprintf("%s: spec.jobs[%d]", rs.def.Source, i)
-		rep := JobReport{Name: j.Name, Resource: j.Image.Resource.String()}
+		rep := explain.JobReport{Name: j.Name, Resource: j.Image.Resource.String()}
 		ns, skipped, err := rs.jobRuns(ctx, j, where, plans)
 		if err != nil {
 			return nil, err
@@ -101,7 +90,7 @@ func (rs *resolver) jobs(ctx context.Context, plans []renderPlan) ([]plan.Step, 
 // jobRuns decides whether a job is part of the output: why not when it is
 // not, else the namespace it runs in by default (its render's, or the
 // request's).
-func (rs *resolver) jobRuns(ctx context.Context, j *Job, where string, plans []renderPlan) (ns, skipped string, err error) {
+func (rs *resolver) jobRuns(ctx context.Context, j *ordering.Job, where string, plans []renderPlan) (ns, skipped string, err error) {
 	ns = rs.req.Namespace
 	if j.Render != "" {
 		var rp *renderPlan
@@ -131,7 +120,7 @@ func (rs *resolver) jobRuns(ctx context.Context, j *Job, where string, plans []r
 
 // jobStep builds the Job of a job that runs, as a step placed as a hook
 // (PreSync by default); names holds the names of the jobs built so far.
-func (rs *resolver) jobStep(ctx context.Context, j *Job, where, ns string, names map[string]bool, rep *JobReport) (plan.Step, error) {
+func (rs *resolver) jobStep(ctx context.Context, j *ordering.Job, where, ns string, names map[string]bool, rep *explain.JobReport) (plan.Step, error) {
 	name, err := ordering.Text(ctx, rs.fields(rs.vars), where+".name", j.Name)
 	if err != nil {
 		return plan.Step{}, err

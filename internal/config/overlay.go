@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/kustomize/api/types"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/overlay"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
@@ -191,7 +192,7 @@ func (rs *resolver) generatorMerges(patches []boundPatch, gen kustomize.Generate
 			keys[gk] = append(keys[gk], g.key)
 		}
 		values[gk][g.key] = g.value
-		pr := PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
+		pr := explain.PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
 			Objects: []string{"kustomize overlay: configMapGenerator " + g.name + " (behavior merge)"}}
 		if g.secret {
 			pr.Value, pr.Secret = overlay.SecretValueShown, true
@@ -238,7 +239,7 @@ func (rs *resolver) applicationOverlay(rp renderPlan) bool {
 // redactSecretExpressions hides the results of the expressions of patches
 // that went into a Secret (their values are in the output, as kustomize
 // encodes them, and nowhere else).
-func redactSecretExpressions(r *Report) {
+func redactSecretExpressions(r *explain.Report) {
 	for _, p := range r.Patches {
 		if !p.Secret {
 			continue

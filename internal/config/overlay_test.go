@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
@@ -72,8 +72,8 @@ const overlayDefinition = header + `spec:
 // applied after rendering, as before, and --explain shows the overlay.
 func TestKustomizeConfigMapPatchAsOverlay(t *testing.T) {
 	repo := overlayCTF(t, ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, overlayTree)})
-	var report *config.Report
-	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	var report *explain.Report
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
 		Repository: repo, Component: overlayComponent, Version: "1.0.0",
 		DefinitionFile: writeFile(t, overlayDefinition), Parameters: map[string]string{"logLevel": "debug"}})
 	if err != nil {
@@ -126,8 +126,8 @@ func TestPlainManifestsPatchAfterRendering(t *testing.T) {
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  LOG_LEVEL: info\n"
 	repo := overlayCTF(t, ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: tarFiles(t, map[string]string{"cm.yaml": cm})})
 	def := header + "spec:\n  renders:\n  - resource: {name: app}\n    patches:\n    - target: {kind: ConfigMap, name: app-config}\n      path: data.LOG_LEVEL\n      value: debug\n"
-	var report *config.Report
-	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	var report *explain.Report
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
 		Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def)})
 	if err != nil {
 		t.Fatal(err)
@@ -153,9 +153,9 @@ func TestKustomizeImagesAsOverlay(t *testing.T) {
 		ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, overlayTree)},
 		ocmbuild.Resource{Name: "web", Type: "ociImage", Version: "1.0.0", Access: map[string]any{"type": "ociArtifact", "imageReference": "mirror.example:5000/copy/web:1.0.0"}},
 		ocmbuild.Resource{Name: "worker", Type: "ociImage", Version: "1.0.0", Access: map[string]any{"type": "ociArtifact", "imageReference": "mirror.example:5000/copy/worker:1.0.0@" + digest}})
-	var report *config.Report
+	var report *explain.Report
 	def := header + "spec:\n  localization: {automatic: true}\n  renders:\n  - resource: {name: app}\n    path: overlays/prod\n"
-	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
 		Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def)})
 	if err != nil {
 		t.Fatal(err)
@@ -251,8 +251,8 @@ func TestKustomizeSecretPatchAsOverlay(t *testing.T) {
       path: stringData.PASSWORD
       value: '${parameters.dbPassword}'
 `
-	var report *config.Report
-	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	var report *explain.Report
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
 		Repository: repo, Component: overlayComponent, Version: "1.0.0",
 		DefinitionFile: writeFile(t, def), Parameters: map[string]string{"dbPassword": password}})
 	if err != nil {
@@ -310,8 +310,8 @@ func TestKustomizeFieldOfARender(t *testing.T) {
       configMapGenerator:
       - {name: app-config, behavior: merge, literals: [LOG_LEVEL=debug]}
 `
-	var report *config.Report
-	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	var report *explain.Report
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
 		Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def),
 		Parameters: map[string]string{"ns": "shop", "password": "from-the-definition"}})
 	if err != nil {
@@ -374,8 +374,8 @@ func TestKustomizeFieldOverApplicationOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	var report *config.Report
-	out, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	var report *explain.Report
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
 		Repository: filepath.Base(repo), Dir: app, Root: root, Component: overlayComponent, Version: "1.0.0", DefinitionFile: "def.yaml"})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chartutil"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -113,7 +114,7 @@ func parseYAMLValue(s string) (any, error) {
 // parameters, values of the wrong type, failed constraints and literal values
 // for secret parameters are errors naming the parameter; the errors of a
 // secret parameter never include what was passed.
-func (d *Definition) ResolveParameters(given map[string]string) ([]ParamValue, error) {
+func (d *Definition) ResolveParameters(given map[string]string) ([]explain.ParamValue, error) {
 	fail := func(name, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: parameter %s: %s", errdef.ErrInvalidInput, d.Source, name, fmt.Sprintf(format, args...))
 	}
@@ -126,10 +127,10 @@ func (d *Definition) ResolveParameters(given map[string]string) ([]ParamValue, e
 			return nil, fail(name, "not declared (declared: %s)", strings.Join(declared, ", "))
 		}
 	}
-	var out []ParamValue
+	var out []explain.ParamValue
 	for _, name := range sortedKeys(d.Spec.Parameters) {
 		p := d.Spec.Parameters[name]
-		pv := ParamValue{Name: name, Type: p.Type, Secret: p.Secret}
+		pv := explain.ParamValue{Name: name, Type: p.Type, Secret: p.Secret}
 		text, ok := given[name]
 		switch {
 		case ok:

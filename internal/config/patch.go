@@ -62,7 +62,7 @@ func (rs *resolver) definitionPatches(ctx context.Context, rp renderPlan, where 
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s.path: %v", errdef.ErrInvalidInput, w, err)
 		}
-		out = append(out, boundPatch{source: strings.TrimPrefix(w, rs.def.Source+": "), render: rp.name, targets: []Target{t}, path: fp, value: value})
+		out = append(out, boundPatch{source: strings.TrimPrefix(w, rs.def.Source+": "), render: rp.name, targets: []ordering.Target{t}, path: fp, value: value})
 	}
 	return out, nil
 }
@@ -116,7 +116,7 @@ type fileTargets struct {
 }
 
 // targets are the objects file holds, as patch targets by kind and name.
-func (f *fileTargets) targets(src, file string) ([]Target, error) {
+func (f *fileTargets) targets(src, file string) ([]ordering.Target, error) {
 	if f.tree == nil {
 		t, err := f.rs.tree(f.ctx, f.rp.res)
 		if err != nil {
@@ -136,12 +136,12 @@ func (f *fileTargets) targets(src, file string) ([]Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
-	var ts []Target
+	var ts []ordering.Target
 	for _, o := range objs {
 		kind, _ := o["kind"].(string)
 		md, _ := o["metadata"].(map[string]any)
 		n, _ := md["name"].(string)
-		ts = append(ts, Target{Kind: kind, Name: n})
+		ts = append(ts, ordering.Target{Kind: kind, Name: n})
 	}
 	if len(ts) == 0 {
 		return nil, fmt.Errorf("%w: %s: file %s holds no objects", errdef.ErrInvalidInput, src, file)

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/ordering"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
@@ -35,7 +37,7 @@ type Planner struct {
 	Log io.Writer
 	// Explain, when set, receives the report of each render once its
 	// output is finished.
-	Explain func(*Report)
+	Explain func(*explain.Report)
 	// CostLimit and ExprTimeout bound each CEL expression (defaults
 	// expr.DefaultCostLimit, expr.DefaultExprTimeout).
 	CostLimit   uint64
@@ -88,7 +90,7 @@ func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req pipelin
 type boundPatch struct {
 	source  string // where it was declared, for messages
 	render  string
-	targets []Target // any of them
+	targets []ordering.Target // any of them
 	path    fieldpath.Path
 	value   any
 }
@@ -116,13 +118,13 @@ type resolver struct {
 	configs map[string]*configResource
 	images  map[string]localize.Image
 	trees   map[string]plan.Tree // of the render being planned
-	report  *Report
+	report  *explain.Report
 	// autoLocalize and requireAll: automatic localisation of the output,
 	// asked for by the request or the definition.
 	autoLocalize, requireAll bool
 	// instance values, computed once for all renders (see instanceValues)
 	inst       map[string]any
-	instOrigin func(fieldpath.Path, any) Origin
+	instOrigin func(fieldpath.Path, any) explain.Origin
 }
 
 // newResolver loads the definition of a request and prepares what its
@@ -134,7 +136,7 @@ func (p *Planner) newResolver(ctx context.Context, cv ocm.ComponentVersion, req 
 		return nil, err
 	}
 	rs := &resolver{p: p, cv: cv, req: req, def: def, configs: map[string]*configResource{}, images: map[string]localize.Image{},
-		report:       &Report{Component: d.Name, Version: d.Version, Definition: "none (the request alone, with the component's config resources)"},
+		report:       &explain.Report{Component: d.Name, Version: d.Version, Definition: "none (the request alone, with the component's config resources)"},
 		autoLocalize: req.Localize}
 	if def == nil {
 		if len(req.Parameters) > 0 {
@@ -296,7 +298,7 @@ func (rs *resolver) definitionPlan(ctx context.Context, i int, sel *selection) (
 			return renderPlan{}, false, err
 		}
 		if !ok {
-			rs.report.Renders = append(rs.report.Renders, RenderReport{Name: r.Name, Resource: res.Identity().String(), Type: res.Type, Skipped: "when " + r.When + " is false"})
+			rs.report.Renders = append(rs.report.Renders, explain.RenderReport{Name: r.Name, Resource: res.Identity().String(), Type: res.Type, Skipped: "when " + r.When + " is false"})
 			return renderPlan{}, false, nil
 		}
 	}
@@ -495,7 +497,7 @@ func (rs *resolver) configLayers(ctx context.Context, rp renderPlan, where strin
 		}
 		configs = append(configs, c)
 		vals, src := c.values, c.describe()
-		ops = append(ops, func(v *Values) error { v.Merge(vals, layerFrom(LayerConfig, src)); return nil })
+		ops = append(ops, func(v *Values) error { v.Merge(vals, layerFrom(explain.LayerConfig, src)); return nil })
 	}
 	return configs, ops, nil
 }
@@ -558,7 +560,7 @@ func (rs *resolver) localizationLayer(rp renderPlan, where string, configs []*co
 	ops := make([]layerOp, len(assigns))
 	for i, as := range assigns {
 		ops[i] = func(v *Values) error {
-			if err := v.Set(as.Path, as.Value, Origin{Layer: LayerLocalization, Source: as.src}); err != nil {
+			if err := v.Set(as.Path, as.Value, explain.Origin{Layer: explain.LayerLocalization, Source: as.src}); err != nil {
 				return fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, as.src, err)
 			}
 			return nil
@@ -599,8 +601,8 @@ func (rs *resolver) definitionLayer(ctx context.Context, rp renderPlan, where st
 	em := evaluated.(map[string]any)
 	relWhere := strings.TrimPrefix(base, rs.def.Source+": ")
 	return func(v *Values) error {
-		v.Merge(em, func(p fieldpath.Path, value any) Origin {
-			o := Origin{Layer: LayerDefinition, Source: relWhere + "." + p.String(), Value: value}
+		v.Merge(em, func(p fieldpath.Path, value any) explain.Origin {
+			o := explain.Origin{Layer: explain.LayerDefinition, Source: relWhere + "." + p.String(), Value: value}
 			if s, ok := fieldpath.Get(raw, p); ok {
 				if str, ok := s.(string); ok && expr.HasExpression(str) {
 					o.Expr = str
@@ -614,7 +616,7 @@ func (rs *resolver) definitionLayer(ctx context.Context, rp renderPlan, where st
 
 // instanceValues are the request's values (the top layer), read once for
 // every render of the plan.
-func (rs *resolver) instanceValues() (map[string]any, func(fieldpath.Path, any) Origin, error) {
+func (rs *resolver) instanceValues() (map[string]any, func(fieldpath.Path, any) explain.Origin, error) {
 	if rs.inst == nil {
 		inst, origin, err := instanceValues(rs.req)
 		if err != nil {
@@ -628,12 +630,12 @@ func (rs *resolver) instanceValues() (map[string]any, func(fieldpath.Path, any) 
 // reportRender records a render in the report; with --explain, with every
 // value and the layers that set it, the chart's defaults underneath.
 func (rs *resolver) reportRender(ctx context.Context, rp renderPlan, ops []layerOp) error {
-	rr := RenderReport{Name: rp.name, Resource: rp.res.Identity().String(), Type: rp.res.Type, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path}
+	rr := explain.RenderReport{Name: rp.name, Resource: rp.res.Identity().String(), Type: rp.res.Type, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path}
 	if rs.p.Explain != nil {
 		shown := NewValues()
 		if rp.res.Type == pipeline.TypeHelmChart {
 			if defaults, err := rs.chartDefaults(ctx, rp.res); err == nil {
-				shown.Merge(defaults, layerFrom(LayerChart, "values.yaml of the chart"))
+				shown.Merge(defaults, layerFrom(explain.LayerChart, "values.yaml of the chart"))
 			} else {
 				rs.report.Notes = append(rs.report.Notes, fmt.Sprintf("%s: chart defaults not shown: %v", rp.name, err))
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
@@ -98,10 +99,10 @@ func TestValueLayering(t *testing.T) {
     localization:
     - {resource: {name: image}, repository: image.repository, tag: image.tag}
 `
-	var report *config.Report
+	var report *explain.Report
 	req := pipeline.Request{Repository: repo, Component: testComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def),
 		Set: []string{"replicaCount=5"}}
-	res, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), req)
+	res, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestValueLayering(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
 	}
-	leaves := map[string]config.Leaf{}
+	leaves := map[string]explain.Leaf{}
 	for _, l := range report.Renders[0].Values {
 		leaves[l.Path] = l
 	}
@@ -149,13 +150,13 @@ func TestValueLayering(t *testing.T) {
 // `render --explain`'s report: every value with its layers, every expression
 // with its result, and what localisation did.
 func TestExplainReport(t *testing.T) {
-	var report *config.Report
+	var report *explain.Report
 	req := pipeline.Request{
 		Application: "shop", Namespace: "shop", Repository: configCTF(t), Component: examples.Shop, Version: "1.0.0",
 		Parameters: map[string]string{"database": "{secretName: shop-db, key: password}", "tier": "premium"},
 		Values:     map[string]any{"ingress": map[string]any{"host": "override.example.com"}},
 	}
-	if _, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), req); err != nil {
+	if _, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer

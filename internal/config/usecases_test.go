@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
@@ -100,8 +100,8 @@ func TestUseCaseShop(t *testing.T) {
 			"database": "{secretName: shop-db, key: password}",
 		},
 	}
-	var report *config.Report
-	res, err := renderer(func(r *config.Report) { report = r }).Render(context.Background(), req)
+	var report *explain.Report
+	res, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

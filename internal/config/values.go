@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -16,20 +17,20 @@ import (
 // and empty maps).
 type Values struct {
 	Map     map[string]any
-	history map[string][]Origin
+	history map[string][]explain.Origin
 }
 
 // NewValues returns empty values.
 func NewValues() *Values {
-	return &Values{Map: map[string]any{}, history: map[string][]Origin{}}
+	return &Values{Map: map[string]any{}, history: map[string][]explain.Origin{}}
 }
 
 // Merge layers src over the values; origin describes each leaf of src.
-func (v *Values) Merge(src map[string]any, origin func(p fieldpath.Path, value any) Origin) {
+func (v *Values) Merge(src map[string]any, origin func(p fieldpath.Path, value any) explain.Origin) {
 	v.merge(v.Map, src, nil, origin)
 }
 
-func (v *Values) merge(dst, src map[string]any, prefix fieldpath.Path, origin func(fieldpath.Path, any) Origin) {
+func (v *Values) merge(dst, src map[string]any, prefix fieldpath.Path, origin func(fieldpath.Path, any) explain.Origin) {
 	for _, k := range sortedKeys(src) {
 		sv := src[k]
 		p := prefix.Child(k)
@@ -58,7 +59,7 @@ func (v *Values) merge(dst, src map[string]any, prefix fieldpath.Path, origin fu
 	}
 }
 
-func (v *Values) record(p fieldpath.Path, o Origin) {
+func (v *Values) record(p fieldpath.Path, o explain.Origin) {
 	k := p.String()
 	v.history[k] = append(v.history[k], o)
 }
@@ -80,7 +81,7 @@ func (v *Values) drop(p fieldpath.Path, keepSelf bool) {
 }
 
 // Set stores one value at p (creating maps), recording its origin.
-func (v *Values) Set(p fieldpath.Path, value any, o Origin) error {
+func (v *Values) Set(p fieldpath.Path, value any, o explain.Origin) error {
 	if err := fieldpath.Set(v.Map, p, value); err != nil {
 		return err
 	}
@@ -91,8 +92,8 @@ func (v *Values) Set(p fieldpath.Path, value any, o Origin) error {
 }
 
 // Leaves lists every leaf of the values with its history, sorted by path.
-func (v *Values) Leaves() []Leaf {
-	var out []Leaf
+func (v *Values) Leaves() []explain.Leaf {
+	var out []explain.Leaf
 	var walk func(m map[string]any, prefix fieldpath.Path)
 	walk = func(m map[string]any, prefix fieldpath.Path) {
 		for _, k := range sortedKeys(m) {
@@ -102,7 +103,7 @@ func (v *Values) Leaves() []Leaf {
 				continue
 			}
 			key := p.String()
-			out = append(out, Leaf{Path: key, Value: m[k], History: append([]Origin(nil), v.history[key]...)})
+			out = append(out, explain.Leaf{Path: key, Value: m[k], History: append([]explain.Origin(nil), v.history[key]...)})
 		}
 	}
 	walk(v.Map, nil)
@@ -116,16 +117,16 @@ func (v *Values) Copy() map[string]any {
 }
 
 // layerFrom is an origin function for a whole layer from one source.
-func layerFrom(layer, source string) func(fieldpath.Path, any) Origin {
-	return func(_ fieldpath.Path, value any) Origin {
-		return Origin{Layer: layer, Source: source, Value: value}
+func layerFrom(layer, source string) func(fieldpath.Path, any) explain.Origin {
+	return func(_ fieldpath.Path, value any) explain.Origin {
+		return explain.Origin{Layer: layer, Source: source, Value: value}
 	}
 }
 
 // instanceValues computes the request's values exactly as the pipeline does
 // (values files < inline values < --set), reading each values file once,
 // and says, per leaf, which of them set it.
-func instanceValues(req pipeline.Request) (map[string]any, func(fieldpath.Path, any) Origin, error) {
+func instanceValues(req pipeline.Request) (map[string]any, func(fieldpath.Path, any) explain.Origin, error) {
 	var files [][]byte // as read, in order
 	final, err := pipeline.HelmValuesFrom(req, func(name string) ([]byte, error) {
 		b, err := req.ReadFile(param.ValueFiles, name)
@@ -155,15 +156,15 @@ func instanceValues(req pipeline.Request) (map[string]any, func(fieldpath.Path, 
 			pieces = append(pieces, piece{"values file " + req.ValueFiles[i], m})
 		}
 	}
-	origin := func(p fieldpath.Path, value any) Origin {
+	origin := func(p fieldpath.Path, value any) explain.Origin {
 		for _, pc := range pieces {
 			for q := p; len(q) > 0; q = q[:len(q)-1] {
 				if _, ok := fieldpath.Get(pc.m, q); ok {
-					return Origin{Layer: LayerInstance, Source: pc.source, Value: value}
+					return explain.Origin{Layer: explain.LayerInstance, Source: pc.source, Value: value}
 				}
 			}
 		}
-		return Origin{Layer: LayerInstance, Source: "values", Value: value}
+		return explain.Origin{Layer: explain.LayerInstance, Source: "values", Value: value}
 	}
 	return normalize(final).(map[string]any), origin, nil
 }
