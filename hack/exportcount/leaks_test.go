@@ -16,13 +16,9 @@ import (
 // by a type of the public package (see docs/api.md); a type alias of an
 // internal type is a leak too.
 func TestPublicAPINamesNoInternalType(t *testing.T) {
-	t.Chdir(filepath.Join("..", ".."))
-	module, err := modulePath("go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
+	module := atRepoRoot(t)
 	pub := map[string]bool{}
-	err = filepath.WalkDir("plugin", func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir("plugin", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -56,21 +52,11 @@ func TestPublicAPINamesNoInternalType(t *testing.T) {
 // types, type parameter constraint) and nothing else: unexported names,
 // bodies, test files and public packages are not leaks.
 func TestLeakCheckerFindsEveryForm(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, src string) {
-		t.Helper()
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("go.mod", "module example.com/m\n\ngo 1.24\n")
-	write("internal/x/x.go", "package x\n\ntype T int\ntype C interface{ M() }\n")
-	write("pub/other/other.go", "package other\n\ntype O struct{}\n")
-	write("pub/p/p.go", `package p
+	inModule(t, map[string]string{
+		"internal/x/x.go":    "package x\n\ntype T int\ntype C interface{ M() }\n",
+		"pub/other/other.go": "package other\n\ntype O struct{}\n",
+		"pub/p/p_test.go":    "package p\n\nimport \"example.com/m/internal/x\"\n\nfunc Test(x.T) {}\n",
+		"pub/p/p.go": `package p
 
 import (
 	"example.com/m/internal/x"
@@ -95,9 +81,8 @@ var V x.T
 const K x.T = 0
 type hidden struct{ F x.T }
 func (hidden) Exported(x.T) {}
-`)
-	write("pub/p/p_test.go", "package p\n\nimport \"example.com/m/internal/x\"\n\nfunc Test(x.T) {}\n")
-	t.Chdir(dir)
+`,
+	})
 	counts, err := countTrees([]string{"pub"}, "example.com/m", map[string]bool{"pub/p": true, "pub/other": true})
 	if err != nil {
 		t.Fatal(err)
@@ -121,4 +106,34 @@ func (hidden) Exported(x.T) {}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("leaks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// atRepoRoot makes the repository's root the working directory and
+// returns its module path.
+func atRepoRoot(t *testing.T) string {
+	t.Helper()
+	t.Chdir(filepath.Join("..", ".."))
+	module, err := modulePath("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return module
+}
+
+// inModule writes files (by slash path) into a new module example.com/m
+// and makes it the working directory.
+func inModule(t *testing.T, files map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	files["go.mod"] = "module example.com/m\n\ngo 1.24\n"
+	for name, src := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
 }

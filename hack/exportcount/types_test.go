@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -21,11 +20,7 @@ import (
 // does not name, such as the type of `var X = internal.New()` or the fields
 // and methods promoted from an unexported embedded type.
 func TestPublicAPITypesNameNoInternalType(t *testing.T) {
-	t.Chdir(filepath.Join("..", ".."))
-	module, err := modulePath("go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
+	module := atRepoRoot(t)
 	for _, l := range exportedTypeLeaks(t, module, "plugin") {
 		t.Errorf("leak: %s", l)
 	}
@@ -33,9 +28,7 @@ func TestPublicAPITypesNameNoInternalType(t *testing.T) {
 
 // The type check finds what the text hides, and only that.
 func TestTypeLeaksFindsWhatTheTextMisses(t *testing.T) {
-	dir := t.TempDir()
-	for name, src := range map[string]string{
-		"go.mod":          "module example.com/m\n\ngo 1.24\n",
+	inModule(t, map[string]string{
 		"internal/x/x.go": "package x\n\ntype T struct{ N int }\n\nfunc New() *T { return &T{} }\n",
 		"pub/p/p.go": `package p
 
@@ -57,16 +50,7 @@ var private = x.New()
 
 func Fine() int { return private.N }
 `,
-	} {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Chdir(dir)
+	})
 	got := exportedTypeLeaks(t, "example.com/m", "pub")
 	want := []string{
 		"p.Hidden.G names example.com/m/internal/x.T",
