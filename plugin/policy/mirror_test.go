@@ -90,7 +90,7 @@ default:
 	}
 	for _, project := range []string{"a", "other"} {
 		r := p.Rule(project)
-		if len(r.Mirrors) != 1 || r.Mirrors[0].Upstream != "ghcr.io" || r.MirrorCredentials["m"].Host != "harbor.example" {
+		if len(r.Mirrors) != 1 || r.Mirrors[0].Upstream != "ghcr.io" || len(r.MirrorCredentials) != 1 || r.MirrorCredentials["m"].Host != "harbor.example" {
 			t.Errorf("%s: mirrors %+v with credentials %+v, want the policy's mirror of ghcr.io and its credential m", project, r.Mirrors, r.MirrorCredentials)
 		}
 		if len(plain.Rule(project).Mirrors) != 0 {

@@ -332,7 +332,17 @@ func (p *Policy) Rule(project string) *Rule {
 	for _, n := range spec.Credentials {
 		r.Credentials = append(r.Credentials, p.creds[n])
 	}
-	r.Mirrors, r.MirrorCredentials = p.file.Mirrors, p.creds
+	r.Mirrors = p.file.Mirrors
+	for _, m := range r.Mirrors {
+		for _, e := range m.Endpoints {
+			if c, ok := p.creds[e.Credential]; ok && e.Credential != "" {
+				if r.MirrorCredentials == nil {
+					r.MirrorCredentials = map[string]Credential{}
+				}
+				r.MirrorCredentials[e.Credential] = c
+			}
+		}
+	}
 	return r
 }
 

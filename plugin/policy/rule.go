@@ -39,7 +39,8 @@ type Rule struct {
 	Platform Platform
 
 	// Mirrors are the policy's registry mirrors, for every rule, and
-	// MirrorCredentials the credentials they name, by name.
+	// MirrorCredentials the credentials their endpoints name, by name
+	// (whatever the rule's own Credentials).
 	Mirrors           []MirrorSpec
 	MirrorCredentials map[string]Credential
 
