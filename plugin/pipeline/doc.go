@@ -7,9 +7,13 @@
 // a stable order for the caller to emit. The request is only read: the
 // resolved version travels in the component version and the Result.
 //
-// A planner reads what it needs of the resources through Resources, the
-// same verified access the render uses. The CLI's `render` (people) and
-// `generate` (Argo CD) are two front ends of it.
+// Without a planner the request alone decides (its resources, values,
+// release and path); the deployment definitions' planner is set by this
+// module's front ends through internal/plan, the planner's contract, and
+// reads what it needs of the resources through the same verified access the
+// render uses. Build renderers with an Engine (NewEngine and its options);
+// the CLI's `render` (people) and `generate` (Argo CD) are two front ends
+// of it.
 //
 // Every error it returns is an *errdef.Error naming the Application, component,
 // version and resource, so the caller can print it as one line.
