@@ -15,9 +15,11 @@
 //
 // How: the package's init (which runs before the heavy packages' inits, as
 // Go initialises packages in import-path order once their imports are done;
-// see TestInitRunsBeforeHelmAndKubernetes) raises GOGC so that the heap's
-// minimum is MinHeap, and a cleanup on an unreachable object restores the
-// default percentage (100) right after the first collection. So a process
+// see TestStartHeapRaisedBeforeHeavyInitsAndNoCollectionDuringInit in
+// cmd/argocd-ocm-plugin) raises GOGC so that the heap's minimum is MinHeap,
+// and a cleanup on an unreachable object restores the default percentage
+// (100) right after the first collection, unless the program has set its own
+// in between (serve's supervisor: 20), which is kept. So a process
 // that outgrows MinHeap is collected as before: its heap goal is twice its
 // live heap again from the first cycle on, and its peak memory is at most
 // max(MinHeap, what it was).

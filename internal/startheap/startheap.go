@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 )
 
 // MinHeap is the heap size (bytes) below which the process does not collect
@@ -45,4 +46,14 @@ func raise() {
 // block, whose cleanups may never run.
 type sentinel struct{ _ *byte }
 
-func restore(struct{}) { debug.SetGCPercent(defaultPercent) }
+// restores counts the runs of restore (for tests).
+var restores atomic.Int32
+
+// restore sets GOGC back to the default, unless the program chose its own
+// since (serve's supervisor sets 20): that one is kept.
+func restore(struct{}) {
+	if prev := debug.SetGCPercent(defaultPercent); prev != startPercent {
+		debug.SetGCPercent(prev)
+	}
+	restores.Add(1)
+}
