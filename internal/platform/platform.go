@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 
@@ -320,14 +321,15 @@ func referenceNames(d *ocm.Descriptor) []string {
 	return n
 }
 
+// Compiled on first use, not in every process's start-up.
 var (
-	invalidName = regexp.MustCompile(`[^a-z0-9-]+`)
-	dnsName     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+	invalidName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9-]+`) })
+	dnsName     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`) })
 )
 
 // appName makes a DNS-1123 name from parent and reference name.
 func appName(parent, ref string) string {
-	n := invalidName.ReplaceAllString(strings.ToLower(parent+"-"+ref), "-")
+	n := invalidName().ReplaceAllString(strings.ToLower(parent+"-"+ref), "-")
 	n = strings.Trim(n, "-")
 	if len(n) > 253 {
 		n = strings.TrimRight(n[:253], "-")
@@ -396,7 +398,7 @@ func childName(opts Options, ref ocm.Reference, pkg Package) (string, error) {
 	if pkg.Name == "" {
 		return appName(opts.Parent, ref.Name), nil
 	}
-	if len(pkg.Name) > 253 || !dnsName.MatchString(pkg.Name) {
+	if len(pkg.Name) > 253 || !dnsName().MatchString(pkg.Name) {
 		return "", fmt.Errorf("%w: name %s is not a valid Application name (lower-case letters, digits, '-' and '.', at most 253 characters)",
 			errdef.ErrInvalidInput, quote(pkg.Name))
 	}
@@ -445,7 +447,7 @@ func childParams(src Source, ref ocm.Reference, pkg Package) ([]any, error) {
 // other destinations.
 func childDestination(opts Options, ref ocm.Reference, pkg Package) (map[string]any, error) {
 	// Namespace: the package's, else the platform default, else the reference name.
-	inherited := Destination{Server: DefaultServer, Namespace: strings.Trim(invalidName.ReplaceAllString(strings.ToLower(ref.Name), "-"), "-")}
+	inherited := Destination{Server: DefaultServer, Namespace: strings.Trim(invalidName().ReplaceAllString(strings.ToLower(ref.Name), "-"), "-")}
 	dest := mergeDest(Destination{Server: DefaultServer}, opts.Destination)
 	if pkg.Destination != nil {
 		dest = mergeDest(dest, *pkg.Destination)
