@@ -38,10 +38,36 @@ const maxAliasNodes = 1 << 16
 // duplicate keys, several documents and values of the wrong kind, with the
 // field path and line of the offence.
 func DecodeStrict(name string, data []byte, out any) error {
-	generic, lines, err := ParseStrict(name, data)
+	_, err := DecodeStrictPositions(name, data, out)
+	return err
+}
+
+// Position is where a field path is written in a document: the line and
+// column (1-based) of its key, of the item's first character in a list.
+type Position struct {
+	Line, Column int
+}
+
+// String is "line L, column C".
+func (p Position) String() string {
+	return fmt.Sprintf("line %d, column %d", p.Line, p.Column)
+}
+
+// DecodeStrictPositions is DecodeStrict that also returns where each field
+// path (fieldpath.Path.String(), e.g. "spec.renders[0].kustomize") is
+// written, for messages and reports that point into the document.
+func DecodeStrictPositions(name string, data []byte, out any) (map[string]Position, error) {
+	generic, c, err := parseStrict(name, data)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if err := decodeStrict(name, generic, c.lines, out); err != nil {
+		return nil, err
+	}
+	return c.positions, nil
+}
+
+func decodeStrict(name string, generic any, lines map[string]int, out any) error {
 	if _, ok := generic.(map[string]any); !ok {
 		return fmt.Errorf("%w: %s is not a YAML map", errdef.ErrInvalidInput, name)
 	}
@@ -72,6 +98,14 @@ func DecodeStrict(name string, data []byte, out any) error {
 // ParseStrict reads exactly one YAML document into JSON-compatible values
 // (numbers as json.Number) and the line of every field path.
 func ParseStrict(name string, data []byte) (any, map[string]int, error) {
+	v, c, err := parseStrict(name, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, c.lines, nil
+}
+
+func parseStrict(name string, data []byte) (any, *converter, error) {
 	if len(data) > MaxDocumentSize {
 		return nil, nil, fmt.Errorf("%w: %s is %d bytes, more than the limit of %d: %w", errdef.ErrInvalidInput, name, len(data), MaxDocumentSize, errdef.ErrLimitExceeded)
 	}
@@ -94,12 +128,12 @@ func ParseStrict(name string, data []byte) (any, map[string]int, error) {
 	if err := checkExpansion(&doc); err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v: %w", errdef.ErrInvalidInput, name, err, errdef.ErrLimitExceeded)
 	}
-	c := &converter{lines: map[string]int{}}
+	c := &converter{lines: map[string]int{}, positions: map[string]Position{}}
 	v, err := c.convert(&doc, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, name, err)
 	}
-	return v, c.lines, nil
+	return v, c, nil
 }
 
 // checkExpansion counts the nodes doc expands to, each anchored node's
@@ -157,8 +191,19 @@ func checkExpansion(doc *yaml.Node) error {
 }
 
 type converter struct {
-	lines map[string]int
-	nodes int
+	lines     map[string]int      // of the value
+	positions map[string]Position // of the key, or of the list item
+	nodes     int
+}
+
+// at records where path is written, the first time only (an explicit key
+// before what << merges under it).
+func (c *converter) at(path fieldpath.Path, n *yaml.Node) {
+	if k := path.String(); path != nil {
+		if _, ok := c.positions[k]; !ok {
+			c.positions[k] = Position{Line: n.Line, Column: n.Column}
+		}
+	}
 }
 
 func (c *converter) convert(n *yaml.Node, path fieldpath.Path) (any, error) {
@@ -182,6 +227,7 @@ func (c *converter) convert(n *yaml.Node, path fieldpath.Path) (any, error) {
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
 		for i, e := range n.Content {
+			c.at(path.Index(i), e)
 			v, err := c.convert(e, path.Index(i))
 			if err != nil {
 				return nil, err
@@ -224,6 +270,7 @@ func (c *converter) mapping(n *yaml.Node, path fieldpath.Path) (any, error) {
 			return nil, fmt.Errorf("line %d: key %q is defined twice in %s", k.Line, key, orRoot(path))
 		}
 		explicit[key] = true
+		c.at(path.Child(key), k)
 		val, err := c.convert(v, path.Child(key))
 		if err != nil {
 			return nil, err
