@@ -13,6 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/overlay"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
@@ -339,9 +340,14 @@ func (rs *resolver) applicationOverlay(rp renderPlan) bool {
 	if err != nil || !ok || !slices.Contains(named, rp.res.Name) {
 		return false
 	}
-	rs.report.Renders[len(rs.report.Renders)-1].ApplicationOverlay = fmt.Sprintf(
-		"kustomization.yaml of the Application's directory, with this resource shown as %s/%s; it names the directories it builds, the entry path is not used",
+	text := fmt.Sprintf("kustomization.yaml of the Application's directory, with this resource shown as %s/%s; it names the directories it builds, the entry path is not used",
 		pipeline.ApplicationOverlayDir, rp.res.Name)
+	if rs.p.Explain != nil {
+		if at := kustomize.NamedAt(kustomize.ApplicationDir(rs.req.Root), rp.res.Name); at != "" {
+			text += "; named first at " + at
+		}
+	}
+	rs.report.Renders[len(rs.report.Renders)-1].ApplicationOverlay = text
 	return true
 }
 
