@@ -38,8 +38,11 @@ const maxAliasNodes = 1 << 16
 // duplicate keys, several documents and values of the wrong kind, with the
 // field path and line of the offence.
 func DecodeStrict(name string, data []byte, out any) error {
-	_, err := DecodeStrictPositions(name, data, out)
-	return err
+	generic, c, err := parseStrict(name, data, false)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(name, generic, c.lines, out)
 }
 
 // Position is where a field path is written in a document: the line and
@@ -57,7 +60,7 @@ func (p Position) String() string {
 // path (fieldpath.Path.String(), e.g. "spec.renders[0].kustomize") is
 // written, for messages and reports that point into the document.
 func DecodeStrictPositions(name string, data []byte, out any) (map[string]Position, error) {
-	generic, c, err := parseStrict(name, data)
+	generic, c, err := parseStrict(name, data, true)
 	if err != nil {
 		return nil, err
 	}
@@ -98,14 +101,16 @@ func decodeStrict(name string, generic any, lines map[string]int, out any) error
 // ParseStrict reads exactly one YAML document into JSON-compatible values
 // (numbers as json.Number) and the line of every field path.
 func ParseStrict(name string, data []byte) (any, map[string]int, error) {
-	v, c, err := parseStrict(name, data)
+	v, c, err := parseStrict(name, data, false)
 	if err != nil {
 		return nil, nil, err
 	}
 	return v, c.lines, nil
 }
 
-func parseStrict(name string, data []byte) (any, *converter, error) {
+// parseStrict is ParseStrict; with positions, the converter also records
+// where each field path is written.
+func parseStrict(name string, data []byte, positions bool) (any, *converter, error) {
 	if len(data) > MaxDocumentSize {
 		return nil, nil, fmt.Errorf("%w: %s is %d bytes, more than the limit of %d: %w", errdef.ErrInvalidInput, name, len(data), MaxDocumentSize, errdef.ErrLimitExceeded)
 	}
@@ -128,8 +133,11 @@ func parseStrict(name string, data []byte) (any, *converter, error) {
 	if err := checkExpansion(&doc); err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v: %w", errdef.ErrInvalidInput, name, err, errdef.ErrLimitExceeded)
 	}
-	c := &converter{lines: map[string]int{}, positions: map[string]Position{}}
-	v, err := c.convert(&doc, nil)
+	c := &converter{lines: map[string]int{}}
+	if positions {
+		c.positions = map[string]Position{}
+	}
+	v, err := c.convert(&doc, nil, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, name, err)
 	}
@@ -192,28 +200,30 @@ func checkExpansion(doc *yaml.Node) error {
 
 type converter struct {
 	lines     map[string]int      // of the value
-	positions map[string]Position // of the key, or of the list item
+	positions map[string]Position // of the key, or of the list item; nil: not recorded
 	nodes     int
 }
 
-// at records where path is written, the first time only (an explicit key
-// before what << merges under it).
-func (c *converter) at(path fieldpath.Path, n *yaml.Node) {
-	if k := path.String(); path != nil {
-		if _, ok := c.positions[k]; !ok {
-			c.positions[k] = Position{Line: n.Line, Column: n.Column}
-		}
+// at records that the field path key is written at n, the first time
+// only (an explicit key before what << merges under it).
+func (c *converter) at(key string, n *yaml.Node) {
+	if c.positions == nil {
+		return
+	}
+	if _, ok := c.positions[key]; !ok {
+		c.positions[key] = Position{Line: n.Line, Column: n.Column}
 	}
 }
 
-func (c *converter) convert(n *yaml.Node, path fieldpath.Path) (any, error) {
+// convert converts n, found at path (key is path.String()).
+func (c *converter) convert(n *yaml.Node, path fieldpath.Path, key string) (any, error) {
 	c.nodes++
 	if c.nodes > maxNodes {
 		return nil, fmt.Errorf("line %d: more than %d YAML nodes (aliases expand)", n.Line, maxNodes)
 	}
 	if path != nil {
-		if _, ok := c.lines[path.String()]; !ok {
-			c.lines[path.String()] = n.Line
+		if _, ok := c.lines[key]; !ok {
+			c.lines[key] = n.Line
 		}
 	}
 	switch n.Kind {
@@ -221,14 +231,16 @@ func (c *converter) convert(n *yaml.Node, path fieldpath.Path) (any, error) {
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return c.convert(n.Content[0], path)
+		return c.convert(n.Content[0], path, key)
 	case yaml.AliasNode:
-		return c.convert(n.Alias, path)
+		return c.convert(n.Alias, path, key)
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
 		for i, e := range n.Content {
-			c.at(path.Index(i), e)
-			v, err := c.convert(e, path.Index(i))
+			p := path.Index(i)
+			k := p.String()
+			c.at(k, e)
+			v, err := c.convert(e, p, k)
 			if err != nil {
 				return nil, err
 			}
@@ -236,7 +248,7 @@ func (c *converter) convert(n *yaml.Node, path fieldpath.Path) (any, error) {
 		}
 		return out, nil
 	case yaml.MappingNode:
-		return c.mapping(n, path)
+		return c.mapping(n, path, key)
 	case yaml.ScalarNode:
 		return scalar(n)
 	}
@@ -245,7 +257,7 @@ func (c *converter) convert(n *yaml.Node, path fieldpath.Path) (any, error) {
 
 // mapping converts a map node; keys are unique, << merges maps under the
 // keys given explicitly.
-func (c *converter) mapping(n *yaml.Node, path fieldpath.Path) (any, error) {
+func (c *converter) mapping(n *yaml.Node, path fieldpath.Path, pathKey string) (any, error) {
 	out := map[string]any{}
 	explicit := map[string]bool{}
 	var merges []*yaml.Node
@@ -270,8 +282,10 @@ func (c *converter) mapping(n *yaml.Node, path fieldpath.Path) (any, error) {
 			return nil, fmt.Errorf("line %d: key %q is defined twice in %s", k.Line, key, orRoot(path))
 		}
 		explicit[key] = true
-		c.at(path.Child(key), k)
-		val, err := c.convert(v, path.Child(key))
+		p := path.Child(key)
+		pk := p.String()
+		c.at(pk, k)
+		val, err := c.convert(v, p, pk)
 		if err != nil {
 			return nil, err
 		}
@@ -283,7 +297,7 @@ func (c *converter) mapping(n *yaml.Node, path fieldpath.Path) (any, error) {
 			srcs = m.Content
 		}
 		for _, s := range srcs {
-			mv, err := c.convert(s, path)
+			mv, err := c.convert(s, path, pathKey)
 			if err != nil {
 				return nil, err
 			}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode"
 
 	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/types"
@@ -312,7 +313,13 @@ func annotate(doc []byte, origins Origins) ([]byte, error) {
 		return doc, nil
 	}
 	comment := func(n *yaml3.Node, text string) {
-		text = "# " + strings.ReplaceAll(text, "\n", " ")
+		// one comment line, whatever a file name of the tree holds
+		text = "# " + strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return ' '
+			}
+			return r
+		}, text)
 		if n.Kind == yaml3.ScalarNode {
 			n.LineComment = text
 		} else {
