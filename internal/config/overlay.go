@@ -147,13 +147,13 @@ func (rs *resolver) overlayOrigins(rp renderPlan, defined *pipeline.Overlay, fro
 
 // definitionAt says where p is written in the definition ("definition
 // line 14, column 9"), or, for a value that an expression made, the
-// nearest field above it written there, down to min elements of p; "" when
-// none is known.
-func (rs *resolver) definitionAt(p fieldpath.Path, min int) string {
+// nearest field above it written there, down to floor elements of p; ""
+// when none is known.
+func (rs *resolver) definitionAt(p fieldpath.Path, floor int) string {
 	if rs.def == nil {
 		return ""
 	}
-	for q := p; len(q) >= max(min, 1); q = q[:len(q)-1] {
+	for q := p; len(q) >= max(floor, 1); q = q[:len(q)-1] {
 		if pos, ok := rs.def.Positions[q.String()]; ok {
 			at := "definition " + pos.String()
 			if len(q) < len(p) {
