@@ -87,6 +87,16 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 	if ov == nil {
 		return rest, nil, nil
 	}
+	if rs.p.Explain != nil {
+		rs.explainOverlay(rp, ov, defined, derived, from, entry, appOverlay)
+	}
+	return rest, ov, nil
+}
+
+// explainOverlay records ov for --explain: the kustomization over the
+// entry (entry, "" when the planner did not read it) or over the
+// Application's overlay, each entry with its origin.
+func (rs *resolver) explainOverlay(rp renderPlan, ov, defined, derived *pipeline.Overlay, from derivedFrom, entry string, appOverlay bool) {
 	if entry == "" && !appOverlay {
 		// an entry that cannot be read is the render's to report
 		entry, _ = pipeline.EntryPath(pipeline.Step{Path: rp.path}, *rp.res)
@@ -111,7 +121,6 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 	rr := &rs.report.Renders[len(rs.report.Renders)-1]
 	rr.Overlay = text
 	rr.OverlayNamespace, rr.OverlayNamespaceAt = ov.Namespace, origins["namespace"]
-	return rest, ov, nil
 }
 
 // overlayOrigins says where each entry of the overlay comes from: the
