@@ -36,6 +36,10 @@ type Definition struct {
 
 	// Source says where the definition was read, for messages.
 	Source string `json:"-"`
+	// Positions are where its fields are written in Source, by field path
+	// ("spec.renders[0].kustomize.images[1]"), for --explain; empty for a
+	// definition not read by Decode.
+	Positions map[string]yamlfile.Position `json:"-"`
 }
 
 // Metadata names a definition.
@@ -172,10 +176,11 @@ var paramNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 // the definition is validated (see Validate). source names it in messages.
 func Decode(source string, data []byte) (*Definition, error) {
 	var d Definition
-	if err := yamlfile.DecodeStrict(source, data, &d); err != nil {
+	pos, err := yamlfile.DecodeStrictPositions(source, data, &d)
+	if err != nil {
 		return nil, err
 	}
-	d.Source = source
+	d.Source, d.Positions = source, pos
 	d.normalize()
 	if err := d.Validate(); err != nil {
 		return nil, err

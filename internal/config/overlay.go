@@ -12,6 +12,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/overlay"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -82,10 +83,24 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 		return patches, nil, nil
 	}
 	appOverlay := rs.applicationOverlay(rp)
-	rest, derived, entry := rs.derivedOverlay(ctx, rp, patches, appOverlay)
+	rest, derived, from, entry := rs.derivedOverlay(ctx, rp, patches, appOverlay)
 	ov := overlay.Join(defined, derived)
 	if ov == nil {
 		return rest, nil, nil
+	}
+	if rs.p.Explain != nil {
+		rs.explainOverlay(rp, ov, defined, derived, from, entry, appOverlay)
+	}
+	return rest, ov, nil
+}
+
+// explainOverlay records ov for --explain: the kustomization over the
+// entry (entry, "" when the planner did not read it) or over the
+// Application's overlay, each entry with its origin.
+func (rs *resolver) explainOverlay(rp renderPlan, ov, defined, derived *kustomize.Overlay, from derivedFrom, entry string, appOverlay bool) {
+	if entry == "" && !appOverlay {
+		// an entry that cannot be read is the render's to report
+		entry, _ = pipeline.EntryPath(rp.path, *rp.res)
 	}
 	if entry == "" {
 		entry = "."
@@ -94,12 +109,102 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 	if appOverlay {
 		base = "<the Application's kustomization.yaml>"
 	}
-	text := overlay.Text(ov, base)
+	origins := rs.overlayOrigins(rp, defined, from)
+	if !appOverlay {
+		if o := rs.entryOrigin(rp); o != "" {
+			origins["resources[0]"] = o
+		}
+	}
+	text := overlay.Text(ov, base, origins)
 	if defined != nil {
 		text = fmt.Sprintf("# from %s: spec.renders[%d].%s", rs.def.Source, rp.index, kustomizeField) + derivedNote(derived) + "\n" + text
 	}
-	rs.report.Renders[len(rs.report.Renders)-1].Overlay = text
-	return rest, ov, nil
+	rr := &rs.report.Renders[len(rs.report.Renders)-1]
+	rr.Overlay = text
+	rr.OverlayNamespace, rr.OverlayNamespaceAt = ov.Namespace, origins["namespace"]
+}
+
+// overlayOrigins says where each entry of the overlay comes from: the
+// definition's line for the kustomize field's (for a value an expression
+// made whole, the line of the nearest field above it), the patches and the
+// image resources for what the planner derived (from, in the order
+// overlay.Join appends it).
+func (rs *resolver) overlayOrigins(rp renderPlan, defined *kustomize.Overlay, from derivedFrom) overlay.Origins {
+	origins := overlay.Origins{}
+	if defined != nil {
+		field := fieldpath.Key("spec", "renders").Index(rp.index).Child(kustomizeField)
+		for _, e := range overlay.Entries(defined) {
+			if at := rs.definitionAt(append(field[:len(field):len(field)], e...), len(field)); at != "" {
+				origins[e.String()] = at
+			}
+		}
+	}
+	var defCM, defSecret, defImages int
+	if defined != nil {
+		defCM, defSecret, defImages = len(defined.ConfigMapGenerator), len(defined.SecretGenerator), len(defined.Images)
+	}
+	for i, srcs := range from.configMaps {
+		origins[fieldpath.Key("configMapGenerator").Index(defCM+i).String()] = rs.patchesAt(srcs)
+	}
+	for i, srcs := range from.secrets {
+		origins[fieldpath.Key("secretGenerator").Index(defSecret+i).String()] = rs.patchesAt(srcs)
+	}
+	for i, o := range from.images {
+		origins[fieldpath.Key("images").Index(defImages+i).String()] = o
+	}
+	return origins
+}
+
+// definitionAt says where p is written in the definition ("definition
+// line 14, column 9"), or, for a value that an expression made, the
+// nearest field above it written there, down to floor elements of p; ""
+// when none is known.
+func (rs *resolver) definitionAt(p fieldpath.Path, floor int) string {
+	if rs.def == nil {
+		return ""
+	}
+	for q := p; len(q) >= max(floor, 1); q = q[:len(q)-1] {
+		if pos, ok := rs.def.Positions[q.String()]; ok {
+			at := "definition " + pos.String()
+			if len(q) < len(p) {
+				at += " (" + q.String() + ")"
+			}
+			return at
+		}
+	}
+	return ""
+}
+
+// patchesAt names the patches a generator merge comes from, with their
+// lines when the definition declares them.
+func (rs *resolver) patchesAt(sources []string) string {
+	parts := make([]string, len(sources))
+	for i, src := range sources {
+		parts[i] = src
+		if rs.def != nil {
+			if pos, ok := rs.def.Positions[src]; ok {
+				parts[i] += " (definition " + pos.String() + ")"
+			}
+		}
+	}
+	return "from " + strings.Join(parts, "; ")
+}
+
+// entryOrigin says where the entry path of rp comes from, "" for the root.
+func (rs *resolver) entryOrigin(rp renderPlan) string {
+	switch {
+	case rp.render != nil && rp.render.Path != "":
+		if at := rs.definitionAt(fieldpath.Key("spec", "renders").Index(rp.index).Child("path"), 3); at != "" {
+			return "entry path: " + at
+		}
+		return "entry path: the definition's path"
+	case rp.path != "":
+		return "entry path: the Application's path"
+	}
+	if _, ok := rp.res.Label(pipeline.EntryPathLabel); ok {
+		return "entry path: the resource's label " + pipeline.EntryPathLabel
+	}
+	return ""
 }
 
 // derivedNote says what the planner added to a definition's overlay.
@@ -110,9 +215,18 @@ func derivedNote(derived *kustomize.Overlay) string {
 	return ", with generator merges from patches and images from localisation (see patches and automatic localization)"
 }
 
+// derivedFrom says where the entries of a derived overlay come from: per
+// generator merge the sources of its patches, per image its origin (see
+// overlay.Images).
+type derivedFrom struct {
+	configMaps, secrets [][]string
+	images              []string
+}
+
 // derivedOverlay is the part of overlay that the planner derives from
-// patches and localisation; it returns the patches left and the entry.
-func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches []boundPatch, appOverlay bool) ([]boundPatch, *kustomize.Overlay, string) {
+// patches and localisation; it returns the patches left, where the
+// overlay's entries come from, and the entry.
+func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches []boundPatch, appOverlay bool) ([]boundPatch, *kustomize.Overlay, derivedFrom, string) {
 	d := rs.cv.Descriptor()
 	auto := rs.req.Localize || (rs.def != nil && rs.def.Spec.Localization != nil && rs.def.Spec.Localization.Automatic)
 	candidate := auto
@@ -123,18 +237,18 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 		}
 	}
 	if !candidate {
-		return patches, nil, ""
+		return patches, nil, derivedFrom{}, ""
 	}
 	// An entry or a tree that cannot be read here cannot be rendered either:
 	// the render reports it, with its own context (the entry path hint, the
 	// resource), so the overlay is then left out rather than failing first.
 	entry, err := pipeline.EntryPath(rp.path, *rp.res)
 	if err != nil {
-		return patches, nil, ""
+		return patches, nil, derivedFrom{}, ""
 	}
 	tree, err := rs.tree(ctx, rp.res)
 	if err != nil {
-		return patches, nil, ""
+		return patches, nil, derivedFrom{}, ""
 	}
 	var isKustomization bool
 	var gen kustomize.Generated
@@ -146,26 +260,27 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 		isKustomization, gen, err = tree.Generators(entry)
 	}
 	if err != nil {
-		return patches, nil, ""
+		return patches, nil, derivedFrom{}, ""
 	}
 	if !isKustomization {
-		return patches, nil, ""
+		return patches, nil, derivedFrom{}, ""
 	}
-	rest, ov := rs.generatorMerges(patches, gen)
+	rest, ov, from := rs.generatorMerges(patches, gen)
 	if auto {
 		images, _ := localize.Images(d)
-		ov.Images = overlay.Images(tree, images)
+		ov.Images, from.images = overlay.Images(tree, images)
 	}
 	if len(ov.ConfigMapGenerator) == 0 && len(ov.SecretGenerator) == 0 && len(ov.Images) == 0 {
-		return patches, nil, entry
+		return patches, nil, derivedFrom{}, entry
 	}
-	return rest, ov, entry
+	return rest, ov, from, entry
 }
 
 // generatorMerges moves the patches that set a key of what gen's
 // generators generate into generator merges of an overlay (reporting each
-// moved patch, a Secret's value hidden), and returns the other patches.
-func (rs *resolver) generatorMerges(patches []boundPatch, gen kustomize.Generated) ([]boundPatch, *kustomize.Overlay) {
+// moved patch, a Secret's value hidden), and returns the other patches
+// and, per merge, the sources of its patches.
+func (rs *resolver) generatorMerges(patches []boundPatch, gen kustomize.Generated) ([]boundPatch, *kustomize.Overlay, derivedFrom) {
 	generated := map[generatedKind]bool{}
 	for _, n := range gen.ConfigMaps {
 		generated[generatedKind{false, n}] = true
@@ -177,6 +292,7 @@ func (rs *resolver) generatorMerges(patches []boundPatch, gen kustomize.Generate
 	var order []generatedKind                       // generators, first use first
 	keys := map[generatedKind][]string{}            // generator -> keys, first set first
 	values := map[generatedKind]map[string]string{} // the last patch of a key wins, as after rendering
+	sources := map[generatedKind][]string{}         // generator -> its patches
 	for _, bp := range patches {
 		g, ok := asGeneratedKey(bp)
 		gk := generatedKind{g.secret, g.name}
@@ -192,6 +308,7 @@ func (rs *resolver) generatorMerges(patches []boundPatch, gen kustomize.Generate
 			keys[gk] = append(keys[gk], g.key)
 		}
 		values[gk][g.key] = g.value
+		sources[gk] = append(sources[gk], bp.source)
 		pr := explain.PatchReport{Render: bp.render, Source: bp.source, Path: bp.path.String(), Value: bp.value,
 			Objects: []string{"kustomize overlay: configMapGenerator " + g.name + " (behavior merge)"}}
 		if g.secret {
@@ -201,6 +318,7 @@ func (rs *resolver) generatorMerges(patches []boundPatch, gen kustomize.Generate
 		rs.report.Patches = append(rs.report.Patches, pr)
 	}
 	ov := &kustomize.Overlay{}
+	var from derivedFrom
 	for _, gk := range order {
 		var lits []string
 		for _, k := range keys[gk] {
@@ -209,11 +327,13 @@ func (rs *resolver) generatorMerges(patches []boundPatch, gen kustomize.Generate
 		args := types.GeneratorArgs{Name: gk.name, Behavior: "merge", KvPairSources: types.KvPairSources{LiteralSources: lits}}
 		if gk.secret {
 			ov.SecretGenerator = append(ov.SecretGenerator, types.SecretArgs{GeneratorArgs: args})
+			from.secrets = append(from.secrets, sources[gk])
 		} else {
 			ov.ConfigMapGenerator = append(ov.ConfigMapGenerator, types.ConfigMapArgs{GeneratorArgs: args})
+			from.configMaps = append(from.configMaps, sources[gk])
 		}
 	}
-	return rest, ov
+	return rest, ov, from
 }
 
 // generatedKind is a generator of the tree: a Secret's or a ConfigMap's.
@@ -230,9 +350,14 @@ func (rs *resolver) applicationOverlay(rp renderPlan) bool {
 	if err != nil || !ok || !slices.Contains(named, rp.res.Name) {
 		return false
 	}
-	rs.report.Renders[len(rs.report.Renders)-1].ApplicationOverlay = fmt.Sprintf(
-		"kustomization.yaml of the Application's directory, with this resource shown as %s/%s; it names the directories it builds, the entry path is not used",
+	text := fmt.Sprintf("kustomization.yaml of the Application's directory, with this resource shown as %s/%s; it names the directories it builds, the entry path is not used",
 		pipeline.ApplicationOverlayDir, rp.res.Name)
+	if rs.p.Explain != nil {
+		if at := pipeline.ApplicationOverlayNamedAt(rs.req, rp.res.Name); at != "" {
+			text += "; named first at " + at
+		}
+	}
+	rs.report.Renders[len(rs.report.Renders)-1].ApplicationOverlay = text
 	return true
 }
 

@@ -385,6 +385,13 @@ func TestKustomizeFieldOverApplicationOverlay(t *testing.T) {
 	if !strings.Contains(rr.ApplicationOverlay, ".ocm/manifests") || !strings.Contains(rr.Overlay, "<the Application's kustomization.yaml>") || strings.Contains(rr.Overlay, "from-the-definition") {
 		t.Errorf("--explain: application overlay %q, overlay:\n%s", rr.ApplicationOverlay, rr.Overlay)
 	}
+	// the line of the Application's kustomization.yaml that names the resource
+	if want := "named first at kustomization.yaml line 6, column 5: .ocm/manifests/overlays/prod"; !strings.HasSuffix(rr.ApplicationOverlay, want) {
+		t.Errorf("--explain: application overlay %q, want it to end with %q", rr.ApplicationOverlay, want)
+	}
+	if data, err := os.ReadFile(filepath.Join(kdata, "gitoverlay", "app", "kustomization.yaml")); err != nil || strings.Split(string(data), "\n")[5] != "  - .ocm/manifests/overlays/prod" {
+		t.Errorf("line 6 of the Application's kustomization.yaml is not the one naming the resource (%v)", err)
+	}
 }
 
 // With the Application's overlay, a definition patch of a data key of a

@@ -631,6 +631,15 @@ func (rs *resolver) instanceValues() (map[string]any, func(fieldpath.Path, any) 
 // value and the layers that set it, the chart's defaults underneath.
 func (rs *resolver) reportRender(ctx context.Context, rp renderPlan, ops []layerOp) error {
 	rr := explain.RenderReport{Name: rp.name, Resource: rp.res.Identity().String(), Type: rp.res.Type, ReleaseName: rp.release, Namespace: rp.ns, Path: rp.path}
+	if rp.render != nil {
+		field := fieldpath.Key("spec", "renders").Index(rp.index)
+		if rp.render.Path != "" {
+			rr.PathAt = rs.definitionAt(field.Child("path"), 3)
+		}
+		if rp.render.Namespace != "" {
+			rr.NamespaceAt = rs.definitionAt(field.Child("namespace"), 3)
+		}
+	}
 	if rs.p.Explain != nil {
 		shown := NewValues()
 		if rp.res.Type == pipeline.TypeHelmChart {

@@ -38,10 +38,39 @@ const maxAliasNodes = 1 << 16
 // duplicate keys, several documents and values of the wrong kind, with the
 // field path and line of the offence.
 func DecodeStrict(name string, data []byte, out any) error {
-	generic, lines, err := ParseStrict(name, data)
+	generic, c, err := parseStrict(name, data, false)
 	if err != nil {
 		return err
 	}
+	return decodeStrict(name, generic, c.lines, out)
+}
+
+// Position is where a field path is written in a document: the line and
+// column (1-based) of its key, of the item's first character in a list.
+type Position struct {
+	Line, Column int
+}
+
+// String is "line L, column C".
+func (p Position) String() string {
+	return fmt.Sprintf("line %d, column %d", p.Line, p.Column)
+}
+
+// DecodeStrictPositions is DecodeStrict that also returns where each field
+// path (fieldpath.Path.String(), e.g. "spec.renders[0].kustomize") is
+// written, for messages and reports that point into the document.
+func DecodeStrictPositions(name string, data []byte, out any) (map[string]Position, error) {
+	generic, c, err := parseStrict(name, data, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeStrict(name, generic, c.lines, out); err != nil {
+		return nil, err
+	}
+	return c.positions, nil
+}
+
+func decodeStrict(name string, generic any, lines map[string]int, out any) error {
 	if _, ok := generic.(map[string]any); !ok {
 		return fmt.Errorf("%w: %s is not a YAML map", errdef.ErrInvalidInput, name)
 	}
@@ -72,6 +101,16 @@ func DecodeStrict(name string, data []byte, out any) error {
 // ParseStrict reads exactly one YAML document into JSON-compatible values
 // (numbers as json.Number) and the line of every field path.
 func ParseStrict(name string, data []byte) (any, map[string]int, error) {
+	v, c, err := parseStrict(name, data, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, c.lines, nil
+}
+
+// parseStrict is ParseStrict; with positions, the converter also records
+// where each field path is written.
+func parseStrict(name string, data []byte, positions bool) (any, *converter, error) {
 	if len(data) > MaxDocumentSize {
 		return nil, nil, fmt.Errorf("%w: %s is %d bytes, more than the limit of %d: %w", errdef.ErrInvalidInput, name, len(data), MaxDocumentSize, errdef.ErrLimitExceeded)
 	}
@@ -95,11 +134,14 @@ func ParseStrict(name string, data []byte) (any, map[string]int, error) {
 		return nil, nil, fmt.Errorf("%w: %s: %v: %w", errdef.ErrInvalidInput, name, err, errdef.ErrLimitExceeded)
 	}
 	c := &converter{lines: map[string]int{}}
-	v, err := c.convert(&doc, nil)
+	if positions {
+		c.positions = map[string]Position{}
+	}
+	v, err := c.convert(&doc, nil, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, name, err)
 	}
-	return v, c.lines, nil
+	return v, c, nil
 }
 
 // checkExpansion counts the nodes doc expands to, each anchored node's
@@ -157,18 +199,31 @@ func checkExpansion(doc *yaml.Node) error {
 }
 
 type converter struct {
-	lines map[string]int
-	nodes int
+	lines     map[string]int      // of the value
+	positions map[string]Position // of the key, or of the list item; nil: not recorded
+	nodes     int
 }
 
-func (c *converter) convert(n *yaml.Node, path fieldpath.Path) (any, error) {
+// at records that the field path key is written at n, the first time
+// only (an explicit key before what << merges under it).
+func (c *converter) at(key string, n *yaml.Node) {
+	if c.positions == nil {
+		return
+	}
+	if _, ok := c.positions[key]; !ok {
+		c.positions[key] = Position{Line: n.Line, Column: n.Column}
+	}
+}
+
+// convert converts n, found at path (key is path.String()).
+func (c *converter) convert(n *yaml.Node, path fieldpath.Path, key string) (any, error) {
 	c.nodes++
 	if c.nodes > maxNodes {
 		return nil, fmt.Errorf("line %d: more than %d YAML nodes (aliases expand)", n.Line, maxNodes)
 	}
 	if path != nil {
-		if _, ok := c.lines[path.String()]; !ok {
-			c.lines[path.String()] = n.Line
+		if _, ok := c.lines[key]; !ok {
+			c.lines[key] = n.Line
 		}
 	}
 	switch n.Kind {
@@ -176,13 +231,16 @@ func (c *converter) convert(n *yaml.Node, path fieldpath.Path) (any, error) {
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return c.convert(n.Content[0], path)
+		return c.convert(n.Content[0], path, key)
 	case yaml.AliasNode:
-		return c.convert(n.Alias, path)
+		return c.convert(n.Alias, path, key)
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
 		for i, e := range n.Content {
-			v, err := c.convert(e, path.Index(i))
+			p := path.Index(i)
+			k := p.String()
+			c.at(k, e)
+			v, err := c.convert(e, p, k)
 			if err != nil {
 				return nil, err
 			}
@@ -190,7 +248,7 @@ func (c *converter) convert(n *yaml.Node, path fieldpath.Path) (any, error) {
 		}
 		return out, nil
 	case yaml.MappingNode:
-		return c.mapping(n, path)
+		return c.mapping(n, path, key)
 	case yaml.ScalarNode:
 		return scalar(n)
 	}
@@ -199,7 +257,7 @@ func (c *converter) convert(n *yaml.Node, path fieldpath.Path) (any, error) {
 
 // mapping converts a map node; keys are unique, << merges maps under the
 // keys given explicitly.
-func (c *converter) mapping(n *yaml.Node, path fieldpath.Path) (any, error) {
+func (c *converter) mapping(n *yaml.Node, path fieldpath.Path, pathKey string) (any, error) {
 	out := map[string]any{}
 	explicit := map[string]bool{}
 	var merges []*yaml.Node
@@ -224,7 +282,10 @@ func (c *converter) mapping(n *yaml.Node, path fieldpath.Path) (any, error) {
 			return nil, fmt.Errorf("line %d: key %q is defined twice in %s", k.Line, key, orRoot(path))
 		}
 		explicit[key] = true
-		val, err := c.convert(v, path.Child(key))
+		p := path.Child(key)
+		pk := p.String()
+		c.at(pk, k)
+		val, err := c.convert(v, p, pk)
 		if err != nil {
 			return nil, err
 		}
@@ -236,7 +297,7 @@ func (c *converter) mapping(n *yaml.Node, path fieldpath.Path) (any, error) {
 			srcs = m.Content
 		}
 		for _, s := range srcs {
-			mv, err := c.convert(s, path)
+			mv, err := c.convert(s, path, pathKey)
 			if err != nil {
 				return nil, err
 			}

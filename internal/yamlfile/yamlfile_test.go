@@ -73,3 +73,56 @@ func TestStructureCount(t *testing.T) {
 		t.Errorf("StructureCount = %d, want 8", n)
 	}
 }
+
+// DecodeStrictPositions names where each field is written: a key's line
+// and column, a list item's first character (block, flow, alias), and an
+// explicit key before the one << merges under it.
+func TestDecodeStrictPositions(t *testing.T) {
+	type item struct {
+		Name string `json:"name"`
+		Size int    `json:"size,omitempty"`
+	}
+	var doc struct {
+		A     string          `json:"a"`
+		Items []item          `json:"items"`
+		Flow  []item          `json:"flow"`
+		Base  map[string]any  `json:"base"`
+		Over  map[string]any  `json:"over"`
+		Alias []item          `json:"alias"`
+		Map   map[string]item `json:"map"`
+	}
+	src := "a: x\n" + // 1
+		"items:\n" + // 2
+		"  - name: one\n" + // 3
+		"    size: 1\n" + // 4
+		"  - name: two\n" + // 5
+		"flow: [{name: f}]\n" + // 6
+		"base: &b {k: 1, j: 2}\n" + // 7
+		"over:\n" + // 8
+		"  k: 3\n" + // 9
+		"  <<: *b\n" + // 10
+		"alias: [&i {name: a}, *i]\n" + // 11
+		"map:\n" + // 12
+		"  \"x.y\": {name: m}\n" // 13
+	pos, err := yamlfile.DecodeStrictPositions("t.yaml", []byte(src), &doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]yamlfile.Position{
+		"a":             {1, 1},
+		"items":         {2, 1},
+		"items[0]":      {3, 5},
+		"items[0].size": {4, 5},
+		"items[1].name": {5, 5},
+		"flow[0]":       {6, 8},
+		"flow[0].name":  {6, 9},
+		"over.k":        {9, 3},
+		"over.j":        {7, 17}, // only the anchor writes it
+		"alias[1]":      {11, 23},
+		`map["x.y"]`:    {13, 3},
+	} {
+		if got, ok := pos[path]; !ok || got != want {
+			t.Errorf("%s: %v (found %v), want %v", path, got, ok, want)
+		}
+	}
+}

@@ -24,6 +24,17 @@ func ApplicationOverlay(req Request) (bool, []string, error) {
 	return kustomize.NamedResources(kustomize.ApplicationDir(req.Root.root))
 }
 
+// ApplicationOverlayNamedAt says where the Application's kustomization
+// first names the resource name ("kustomization.yaml line 6, column 5:
+// .ocm/NAME/..."), for --explain; "" when it does not, or for an
+// unconfined request.
+func ApplicationOverlayNamedAt(req Request, name string) string {
+	if req.Root == nil {
+		return ""
+	}
+	return kustomize.NamedAt(kustomize.ApplicationDir(req.Root.root), name)
+}
+
 // checkApplicationOverlay refuses an Application overlay that names no
 // resource the plan renders as a directoryTree, or one it does not render:
 // built anyway, it would do nothing, or fail in kustomize's words.

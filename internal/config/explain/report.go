@@ -88,10 +88,16 @@ type RenderReport struct {
 	ReleaseName          string
 	Namespace            string
 	Path                 string
-	Skipped              string // why the render was skipped, "" when it ran
+	// PathAt and NamespaceAt say where the definition sets Path and
+	// Namespace ("definition line 9, column 5"), "" when it does not.
+	PathAt, NamespaceAt string
+	Skipped             string // why the render was skipped, "" when it ran
 	// Overlay is the kustomization generated over a kustomize entry (see
 	// kustomize.Overlay), "" when the render has none.
 	Overlay string
+	// OverlayNamespace is the namespace field of Overlay, OverlayNamespaceAt
+	// where it comes from; "" when the overlay sets none.
+	OverlayNamespace, OverlayNamespaceAt string
 	// ApplicationOverlay says that the render builds the Application's own
 	// kustomization over the resource, "" when it does not.
 	ApplicationOverlay string
@@ -285,18 +291,30 @@ func (r *Report) writeSyncOrder(b *strings.Builder) {
 }
 
 // writeDirectoryRules explains the entry path and the destination namespace
-// of a directoryTree render (see docs/kustomize.md).
+// of a directoryTree render (see docs/kustomize.md), with the definition's
+// lines that set them.
 func writeDirectoryRules(b *strings.Builder, rr RenderReport) {
 	if rr.Path != "" {
-		fmt.Fprintf(b, "  path: %s\n", rr.Path)
+		fmt.Fprintf(b, "  path: %s%s\n", rr.Path, at(rr.PathAt))
 	} else {
 		fmt.Fprintf(b, "  path: (not set) the resource label %s, else the root kustomization, else plain manifests if the tree has no kustomization; refused if its kustomizations are all below the root\n", pipeline.EntryPathLabel)
 	}
 	ns := "the Application's destination namespace"
 	if rr.Namespace != "" {
-		ns = fmt.Sprintf("the destination namespace %q", rr.Namespace)
+		ns = fmt.Sprintf("the destination namespace %q%s", rr.Namespace, at(rr.NamespaceAt))
 	}
 	fmt.Fprintf(b, "  namespace: not written into the output, as Argo CD does for kustomize and directory sources: objects without a namespace are put into %s by Argo CD at sync; objects the kustomization or manifests place keep theirs\n", ns)
+	if rr.OverlayNamespace != "" {
+		fmt.Fprintf(b, "  namespace of the overlay: %q%s, set by kustomize on every object of the entry that is not cluster-scoped, so none of them gets the destination namespace\n", rr.OverlayNamespace, at(rr.OverlayNamespaceAt))
+	}
+}
+
+// at is " (where)", or "" when where is.
+func at(where string) string {
+	if where == "" {
+		return ""
+	}
+	return " (" + where + ")"
 }
 
 func orDefault(s, d string) string {

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"reflect"
 	"slices"
 	"strings"
+	"unicode"
 
+	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
@@ -123,12 +126,14 @@ func Join(def, derived *kustomize.Overlay) *kustomize.Overlay {
 // that does not parse, is left out. Localisation still runs after
 // rendering: it finds these images at their location already, and
 // rewrites what kustomize could not name before rendering (images set by
-// the tree's own transformers, by generators).
-func Images(tree plan.Tree, images []localize.Image) []types.Image {
+// the tree's own transformers, by generators). origins says, per image,
+// which image resource it localises and the file that first writes it.
+func Images(tree plan.Tree, images []localize.Image) (out []types.Image, origins []string) {
 	if len(images) == 0 {
-		return nil
+		return nil, nil
 	}
 	byName := map[string]*types.Image{}
+	from := map[string]string{}
 	conflict := map[string]bool{}
 	var order []string
 	for _, name := range tree.Files() {
@@ -168,17 +173,18 @@ func Images(tree plan.Tree, images []localize.Image) []types.Image {
 					continue
 				}
 				byName[n] = &want
+				from[n] = fmt.Sprintf("automatic localisation: image resource %s, written in %s", img.Resource.Identity(), errdef.Truncate(name, 120))
 				order = append(order, n)
 			}
 		}
 	}
-	var out []types.Image
 	for _, n := range order {
 		if !conflict[n] {
 			out = append(out, *byName[n])
+			origins = append(origins, from[n])
 		}
 	}
-	return out
+	return out, origins
 }
 
 // containerImages returns the container images of a workload object.
@@ -214,9 +220,51 @@ func writtenName(ref string) string {
 	return ref
 }
 
+// Origins says where entries of an overlay come from, for Text: a short
+// text ("definition line 14, column 9") by the entry's path in the
+// kustomization, in fieldpath syntax: a field ("namespace"), an item of a
+// list field ("images[0]", "resources[0]") or a key of a map field
+// (commonAnnotations["example.com/team"]); see Entries.
+type Origins map[string]string
+
+// Entries are the paths of ov's entries as Origins names them: the list
+// fields by item, the map fields by key, the others by field; in the
+// order of Spec's fields.
+func Entries(ov *kustomize.Overlay) []fieldpath.Path {
+	if ov == nil {
+		return nil
+	}
+	var out []fieldpath.Path
+	field := func(name string, set bool) {
+		if set {
+			out = append(out, fieldpath.Key(name))
+		}
+	}
+	items := func(name string, n int) {
+		for i := range n {
+			out = append(out, fieldpath.Key(name).Index(i))
+		}
+	}
+	field("namespace", ov.Namespace != "")
+	field("namePrefix", ov.NamePrefix != "")
+	field("nameSuffix", ov.NameSuffix != "")
+	items("labels", len(ov.Labels))
+	for _, k := range slices.Sorted(maps.Keys(ov.CommonAnnotations)) {
+		out = append(out, fieldpath.Key("commonAnnotations").Child(k))
+	}
+	items("images", len(ov.Images))
+	items("replicas", len(ov.Replicas))
+	items("patches", len(ov.Patches))
+	items("configMapGenerator", len(ov.ConfigMapGenerator))
+	items("secretGenerator", len(ov.SecretGenerator))
+	items("components", len(ov.Components))
+	return out
+}
+
 // Text is ov as the kustomization the renderer builds over base,
-// for --explain; secret literals show their keys only.
-func Text(ov *kustomize.Overlay, base string) string {
+// for --explain, each entry that origins names with a comment saying
+// where it comes from; secret literals show their keys only.
+func Text(ov *kustomize.Overlay, base string, origins Origins) string {
 	var secrets []types.SecretArgs
 	for _, g := range ov.SecretGenerator {
 		g.LiteralSources = slices.Clone(g.LiteralSources)
@@ -246,8 +294,73 @@ func Text(ov *kustomize.Overlay, base string) string {
 		Patches:            ov.Patches,
 	}
 	b, err := yaml.Marshal(k)
+	if err == nil && len(origins) > 0 {
+		b, err = annotate(b, origins)
+	}
 	if err != nil {
 		return "(the overlay cannot be shown: " + err.Error() + ")"
 	}
 	return string(b)
+}
+
+// annotate adds the origins to a kustomization's YAML as comments: after
+// a scalar, above a list item that is a map.
+func annotate(doc []byte, origins Origins) ([]byte, error) {
+	var n yaml3.Node
+	if err := yaml3.Unmarshal(doc, &n); err != nil {
+		return nil, err
+	}
+	if n.Kind != yaml3.DocumentNode || len(n.Content) != 1 || n.Content[0].Kind != yaml3.MappingNode {
+		return doc, nil
+	}
+	comment := func(n *yaml3.Node, text string) {
+		// one comment line, whatever a file name of the tree holds
+		text = "# " + strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return ' '
+			}
+			return r
+		}, text)
+		if n.Kind == yaml3.ScalarNode {
+			n.LineComment = text
+		} else {
+			n.HeadComment = text
+		}
+	}
+	root := n.Content[0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		p := fieldpath.Key(k.Value)
+		if o, ok := origins[p.String()]; ok {
+			if v.Kind == yaml3.ScalarNode {
+				comment(v, o)
+			} else {
+				comment(k, o) // the key's line: "images: # ..."
+			}
+		}
+		switch v.Kind {
+		case yaml3.SequenceNode:
+			for j, e := range v.Content {
+				if o, ok := origins[p.Index(j).String()]; ok {
+					comment(e, o)
+				}
+			}
+		case yaml3.MappingNode:
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				if o, ok := origins[p.Child(v.Content[j].Value).String()]; ok {
+					comment(v.Content[j+1], o)
+				}
+			}
+		}
+	}
+	var out bytes.Buffer
+	enc := yaml3.NewEncoder(&out)
+	enc.SetIndent(2)
+	if err := enc.Encode(&n); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }

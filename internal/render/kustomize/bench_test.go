@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 )
 
@@ -114,4 +116,59 @@ func BenchmarkRealWorldKrustyOnDisk(b *testing.B) {
 			}
 		})
 	}
+}
+
+// largeServices is the size of the bench harness's large synthetic tree
+// (its default -kustomize-apps 30: 90 services).
+const largeServices = 90
+
+func largeTree(b *testing.B) *archive.Tree {
+	b.Helper()
+	tgz, err := ocmbuild.TarFiles(examples.LargeKustomizeTree(largeServices), true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tree, err := archive.ReadTree(bytes.NewReader(tgz))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tree
+}
+
+// BenchmarkRenderLarge renders the bench harness's large synthetic tree
+// (examples.LargeKustomizeTree) as the plugin does; compare with
+// BenchmarkLargeKrustyOnDisk, `kustomize build` minus process start.
+func BenchmarkRenderLarge(b *testing.B) {
+	tree := largeTree(b)
+	b.ReportAllocs()
+	start := cpuNanos()
+	for b.Loop() {
+		if _, err := Render(context.Background(), tree, "overlays/prod"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuNanos()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkLargeKrustyOnDisk is BenchmarkRenderLarge's reference: plain
+// krusty over an on-disk copy of the tree, producing YAML text.
+func BenchmarkLargeKrustyOnDisk(b *testing.B) {
+	dir := b.TempDir()
+	if err := largeTree(b).WriteTo(dir); err != nil {
+		b.Fatal(err)
+	}
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy
+	b.ReportAllocs()
+	start := cpuNanos()
+	for b.Loop() {
+		m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(dir, "overlays", "prod"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.AsYaml(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuNanos()-start)/float64(b.N), "cpu-ns/op")
 }

@@ -3,11 +3,13 @@ package kustomize
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/types"
 
@@ -62,6 +64,26 @@ const maxAppScan = 64
 // so is an existing MountDir in app. The reading is lexical and bounded;
 // the build checks everything again.
 func NamedResources(app fs.FS) (bool, []string, error) {
+	ok, named, err := namedResources(app)
+	if err != nil || !ok {
+		return ok, nil, err
+	}
+	out := make([]string, 0, len(named))
+	for n := range named {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return true, out, nil
+}
+
+// namedRef is where a kustomization of the Application's directory first
+// names a resource under MountDir: the file and the reference as written.
+type namedRef struct {
+	file, ref string
+}
+
+// namedResources is NamedResources, with where each name is first named.
+func namedResources(app fs.FS) (bool, map[string]namedRef, error) {
 	kf, err := kustomizationFile(app, ".")
 	if err != nil || kf == "" {
 		return false, nil, err
@@ -69,7 +91,7 @@ func NamedResources(app fs.FS) (bool, []string, error) {
 	if err := reserved(app); err != nil {
 		return true, nil, err
 	}
-	named := map[string]bool{}
+	named := map[string]namedRef{}
 	seen := map[string]bool{}
 	var walk func(dir string) error
 	walk = func(dir string) error {
@@ -90,8 +112,8 @@ func NamedResources(app fs.FS) (bool, []string, error) {
 			return fail(errdef.ErrInvalidInput, "kustomize: %s in %s: %s", kf, confine.Where, errdef.OneLine(err.Error()))
 		}
 		//lint:ignore SA1019 kustomize still reads the deprecated field
-		for _, r := range append(append(append([]string(nil), k.Resources...), k.Bases...), k.Components...) {
-			r = strings.TrimSpace(r)
+		for _, written := range append(append(append([]string(nil), k.Resources...), k.Bases...), k.Components...) {
+			r := strings.TrimSpace(written)
 			if looksRemote(r) || path.IsAbs(r) {
 				continue // the build's pre-scan refuses it
 			}
@@ -101,7 +123,9 @@ func NamedResources(app fs.FS) (bool, []string, error) {
 			}
 			if rest, ok := strings.CutPrefix(p, MountDir+"/"); ok {
 				name, _, _ := strings.Cut(rest, "/")
-				named[name] = true
+				if _, ok := named[name]; !ok {
+					named[name] = namedRef{file: kf, ref: written}
+				}
 				continue
 			}
 			if p == MountDir {
@@ -118,12 +142,48 @@ func NamedResources(app fs.FS) (bool, []string, error) {
 	if err := walk("."); err != nil {
 		return true, nil, err
 	}
-	out := make([]string, 0, len(named))
-	for n := range named {
-		out = append(out, n)
+	return true, named, nil
+}
+
+// NamedAt says where a kustomization of app (see NamedResources) first
+// names the resource name under MountDir, for --explain: "overlays/kustomization.yaml
+// line 5, column 5: .ocm/manifests/base"; "" when none does, or app
+// cannot be read (the build reports that).
+func NamedAt(app fs.FS, name string) string {
+	ok, named, err := namedResources(app)
+	if err != nil || !ok {
+		return ""
 	}
-	sort.Strings(out)
-	return true, out, nil
+	ref, ok := named[name]
+	if !ok {
+		return ""
+	}
+	at := ref.file
+	if data, err := fs.ReadFile(app, ref.file); err == nil {
+		var doc yaml.Node
+		if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 && doc.Content[0].Kind == yaml.MappingNode {
+			if n := listEntry(doc.Content[0], ref.ref, "resources", "bases", "components"); n != nil {
+				at += fmt.Sprintf(" line %d, column %d", n.Line, n.Column)
+			}
+		}
+	}
+	return at + ": " + errdef.Truncate(strings.TrimSpace(ref.ref), 120)
+}
+
+// listEntry is the first item equal to value of the list fields of m.
+func listEntry(m *yaml.Node, value string, fields ...string) *yaml.Node {
+	for _, f := range fields {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if k, v := m.Content[i], m.Content[i+1]; k.Value == f && v.Kind == yaml.SequenceNode {
+				for _, e := range v.Content {
+					if e.Kind == yaml.ScalarNode && e.Value == value {
+						return e
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // reserved refuses an Application's directory that has MountDir.
