@@ -127,14 +127,10 @@ func (s serveSettings) pool(stderr io.Writer, log *slog.Logger, metrics *server.
 		// with much garbage is not killed for memory it could free.
 		env = append(env, fmt.Sprintf("GOMEMLIMIT=%dMiB", s.maxMemory/5*4>>20))
 	}
-	if os.Getenv("GOMAXPROCS") == "" {
-		// A worker renders one generation at a time, and the pool runs one
-		// worker per core at once before it grows (Pool.Eager): a worker
-		// with one P spends no CPU on idle Ps looking for work, and its
-		// garbage collector does not compete with the other workers for the
-		// cores (measured: 10-15 % less CPU for 100 generations at once).
-		env = append(env, "GOMAXPROCS=1")
-	}
+	// GOMAXPROCS is not set here: workers start with every core (or the
+	// sidecar's GOMAXPROCS), and the pool tells each generation how many
+	// of them to use (Pool.Procs, server.ProcsFor): all for a render alone,
+	// one each in a burst.
 	return &server.Pool{
 		Command: func() *exec.Cmd {
 			cmd := exec.Command(argv[0], argv[1:]...)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -93,6 +94,13 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 			stdout.Write(chunk)
 		}
 		return 0
+	case "procs": // the Ps this generation renders with
+		fmt.Fprintf(stdout, "%d\n", runtime.GOMAXPROCS(0))
+		return 0
+	case "nap": // a generation that runs N ms
+		n, _ := strconv.Atoi(req.Args[1])
+		time.Sleep(time.Duration(n) * time.Millisecond)
+		return 0
 	case "sleep": // waits for a registry that does not answer
 		time.Sleep(3 * time.Second)
 		return 0
@@ -108,7 +116,7 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 	return 2
 }
 
-func testPool(t *testing.T, p *Pool) *Pool {
+func testPool(t *testing.T, p *Pool, env ...string) *Pool {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -116,7 +124,7 @@ func testPool(t *testing.T, p *Pool) *Pool {
 	}
 	p.Command = func() *exec.Cmd {
 		cmd := exec.Command(self)
-		cmd.Env = append(os.Environ(), envTestWorker+"=1")
+		cmd.Env = append(append(os.Environ(), envTestWorker+"=1"), env...)
 		return cmd
 	}
 	if p.Deadline == 0 {
@@ -624,5 +632,76 @@ func TestWorkerKilledWhileDelivering(t *testing.T) {
 	t.Logf("client: %v", err)
 	if res, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{"echo", "after"}, Fingerprint: "fp"}); err != nil || res.Exit != 0 {
 		t.Fatalf("after: %v %+v", err, res)
+	}
+}
+
+// The pool tells each generation's worker how many Ps to render with: all
+// the cores when it renders alone, a share when others run or wait, and
+// nothing (the worker's own GOMAXPROCS) when Procs is negative. The
+// workers start with GOMAXPROCS=3, which no share here equals.
+func TestPoolSharesCores(t *testing.T) {
+	procs := func(t *testing.T, p *Pool) (int, Outcome) {
+		t.Helper()
+		res, out := do(p, "procs")
+		if res == nil || res.Exit != 0 {
+			t.Fatalf("procs: %+v %+v", res, out)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
+		if err != nil {
+			t.Fatalf("procs printed %q", res.Stdout)
+		}
+		return n, out
+	}
+	t.Run("share", func(t *testing.T) {
+		p := testPool(t, &Pool{Size: 4, Warm: 1, Eager: 4, Procs: 4, Deadline: 20 * time.Second}, "GOMAXPROCS=3")
+		if n, out := procs(t, p); n != 4 || out.Procs != 4 {
+			t.Errorf("alone: worker rendered with %d Ps (outcome %d), want all 4", n, out.Procs)
+		}
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for i := 1; i <= 2; i++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); do(p, "nap", "3000") }()
+			waitRunning(t, p, i)
+			want := 4 / (i + 1) // i napping + this one
+			if n, out := procs(t, p); n != want || out.Procs != want {
+				t.Errorf("beside %d running: worker rendered with %d Ps (outcome %d), want %d", i, n, out.Procs, want)
+			}
+		}
+	})
+	t.Run("off", func(t *testing.T) {
+		p := testPool(t, &Pool{Size: 1, Procs: -1, Deadline: 10 * time.Second}, "GOMAXPROCS=3")
+		if n, out := procs(t, p); n != 3 || out.Procs != 0 {
+			t.Errorf("Procs -1: worker rendered with %d Ps (outcome %d), want its own 3", n, out.Procs)
+		}
+	})
+}
+
+// waitRunning waits until n workers render.
+func waitRunning(t *testing.T, p *Pool, n int) {
+	t.Helper()
+	for range 500 {
+		if p.Stats().Busy >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d workers busy after 5 s, want %d", p.Stats().Busy, n)
+}
+
+func TestProcsFor(t *testing.T) {
+	for _, c := range []struct{ cores, running, waiting, want int }{
+		{2, 1, 0, 2},   // alone: every core
+		{2, 2, 0, 1},   // two at once on two cores
+		{2, 1, 5, 1},   // alone in the workers, a queue behind: the burst's share
+		{8, 2, 0, 4},   // a share of a larger machine
+		{8, 3, 0, 2},   // rounded down: never more Ps than cores in all
+		{1, 1, 0, 1},   // one core
+		{2, 0, 0, 2},   // nothing counted (defensive): all
+		{2, 50, 50, 1}, // never 0
+	} {
+		if got := ProcsFor(c.cores, c.running, c.waiting); got != c.want {
+			t.Errorf("ProcsFor(%d cores, %d running, %d waiting) = %d, want %d", c.cores, c.running, c.waiting, got, c.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 )
@@ -40,13 +41,14 @@ func ServeWorker(ctx context.Context, conn io.ReadWriter, h Handler, log *slog.L
 	}
 	br := bufio.NewReaderSize(conn, 64<<10)
 	for {
-		req, err := readJob(br)
+		req, job, err := readJob(br)
 		if errors.Is(err, io.EOF) {
 			return nil // the supervisor closed the connection: retire
 		}
 		if err != nil {
 			return err
 		}
+		setProcs(job.Procs)
 		rctx, cancel := ctx, context.CancelFunc(func() {})
 		if !req.Deadline.IsZero() {
 			rctx, cancel = context.WithDeadline(ctx, req.Deadline)
@@ -62,6 +64,19 @@ func ServeWorker(ctx context.Context, conn io.ReadWriter, h Handler, log *slog.L
 		if ms.read() > 64<<20 {
 			debug.FreeOSMemory()
 		}
+	}
+}
+
+// setProcs gives the worker n Ps for the next generation (n ≤ 0: as it
+// is). The supervisor decides: all cores for a generation that renders
+// alone, so that the parallel parts of a render (CRD decoding beside Helm,
+// decoding and encoding manifests) use them; one when the other workers
+// keep the cores busy, so that idle Ps and a garbage collector per core do
+// not compete with them. Changing it stops the world for a few
+// microseconds, between generations.
+func setProcs(n int) {
+	if n > 0 && n != runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(n)
 	}
 }
 
