@@ -759,8 +759,18 @@ func (p *Pool) watch() {
 		p.mu.Lock()
 		var sum int64
 		var largest *worker
+		sweep := time.Since(lastSweep) >= time.Second
 		for w := range p.workers {
 			if !w.busy || w.killed != "" || w.delivering {
+				if sweep && !w.busy && w.killed == "" {
+					// An idle worker returns its freed heap a while after its
+					// generation (ServeWorker): without a fresh figure, the
+					// peak it no longer holds would count against
+					// TotalMemory and get a busy generation killed.
+					if rss, err := privateRSS(w.pid); err == nil {
+						w.rss = rss
+					}
+				}
 				sum += w.rss
 				continue
 			}
@@ -780,7 +790,7 @@ func (p *Pool) watch() {
 			p.killLocked(largest, CauseTotalMemory)
 		}
 		p.growLocked()
-		if time.Since(lastSweep) >= time.Second {
+		if sweep {
 			lastSweep = time.Now()
 			p.retireIdleLocked()
 		}

@@ -80,6 +80,14 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 		hold = append(hold, b)
 		fmt.Fprintln(stdout, "used")
 		return 0
+	case "usefree": // a generation that used N MiB, all garbage once it ends
+		n, _ := strconv.Atoi(req.Args[1])
+		b := make([]byte, n<<20)
+		for i := range b {
+			b[i] = 1
+		}
+		fmt.Fprintln(stdout, "used", len(b))
+		return 0
 	case "huge": // one allocation far past any limit, touched at once
 		b := make([]byte, 2<<30)
 		for i := 0; i < len(b); i += 4096 {
@@ -703,5 +711,25 @@ func TestProcsFor(t *testing.T) {
 		if got := ProcsFor(c.cores, c.running, c.waiting); got != c.want {
 			t.Errorf("ProcsFor(%d cores, %d running, %d waiting) = %d, want %d", c.cores, c.running, c.waiting, got, c.want)
 		}
+	}
+}
+
+// A worker returns the heap of a large generation once it is idle, and the
+// pool's figure of its memory follows: the peak it no longer holds does not
+// stay counted against TotalMemory.
+func TestPoolIdleWorkerReturnsMemory(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1, Deadline: 10 * time.Second, MaxMemory: 512 << 20})
+	if res, out := do(p, "usefree", "160"); res == nil || res.Exit != 0 {
+		t.Fatalf("usefree: %+v %+v", res, out)
+	}
+	if got := p.Stats().PrivateBytes; got < 100<<20 {
+		t.Logf("private memory right after the generation: %d MiB (already returned)", got>>20)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().PrivateBytes > 64<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle worker still counted with %d MiB 10 s after a generation whose 160 MiB were garbage", p.Stats().PrivateBytes>>20)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
