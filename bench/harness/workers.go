@@ -140,7 +140,7 @@ func (b *bench) workerBurst(ctx context.Context, r int, bd sidecarBuild, n int, 
 	specs := make([]cmdSpec, n)
 	for i := range specs {
 		specs[i] = b.sidecarOf(bd, b.generate(fmt.Sprintf("generate app-%d", i), fmt.Sprintf("app-%d", i), b.repo, compPodinfo, "", cache))
-		specs[i].concurrent = true
+		specs[i].concurrent, specs[i].direct = true, true
 	}
 	srv := specs[0].server
 	srv.resetPeak()

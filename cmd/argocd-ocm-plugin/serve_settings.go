@@ -105,6 +105,9 @@ func readServeSettings(getenv func(string) string) (serveSettings, error) {
 	return s, nil
 }
 
+// workerGOGC is the workers' GOGC unless the sidecar sets one.
+const workerGOGC = 200
+
 // workerArgv is how a worker is started: this executable, re-executed, with
 // extra environment variables. Tests replace it (the test binary is not the
 // plugin).
@@ -126,6 +129,15 @@ func (s serveSettings) pool(stderr io.Writer, log *slog.Logger, metrics *server.
 		// The garbage collector works harder near the limit, so a render
 		// with much garbage is not killed for memory it could free.
 		env = append(env, fmt.Sprintf("GOMEMLIMIT=%dMiB", s.maxMemory/5*4>>20))
+	}
+	if os.Getenv("GOGC") == "" {
+		// A large chart's render is mostly garbage (decoded and encoded
+		// YAML): collecting at 200 % growth instead of 100 % cut the
+		// worker's CPU for kube-prometheus-stack by 6 % (321 → 301 and
+		// 312 → 294 ms, 2 alternated rounds) for 8 % more peak memory (136
+		// → 146 MiB). GOMEMLIMIT above still makes the collector work
+		// harder near the worker's limit, so the limits hold as before.
+		env = append(env, fmt.Sprintf("GOGC=%d", workerGOGC))
 	}
 	// GOMAXPROCS is not set here: workers start with every core (or the
 	// sidecar's GOMAXPROCS), and the pool tells each generation how many

@@ -220,3 +220,50 @@ func TestServeSupervisesCommand(t *testing.T) {
 		t.Errorf("a bad ARGOCD_OCM_TAG_TTL: %v", err)
 	}
 }
+
+// The workers' runtime settings: every core (the pool gives each
+// generation its share, not GOMAXPROCS=1 in the environment), GOGC=200 and
+// GOMEMLIMIT at 80 % of the worker's limit, unless the sidecar sets them.
+func TestWorkerEnvironment(t *testing.T) {
+	envOf := func(t *testing.T) map[string]string {
+		t.Helper()
+		s, err := readServeSettings(func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.maxMemory = 500 << 20
+		p, err := s.pool(nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{}
+		for _, kv := range p.Command().Env {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v // the last one wins, as for a process
+		}
+		return env
+	}
+	t.Run("defaults", func(t *testing.T) {
+		t.Setenv("GOGC", "")
+		os.Unsetenv("GOGC")
+		t.Setenv("GOMEMLIMIT", "")
+		os.Unsetenv("GOMEMLIMIT")
+		t.Setenv("GOMAXPROCS", "")
+		os.Unsetenv("GOMAXPROCS")
+		env := envOf(t)
+		if v, ok := env["GOMAXPROCS"]; ok {
+			t.Errorf("workers start with GOMAXPROCS=%s, want every core", v)
+		}
+		if env["GOGC"] != "200" || env["GOMEMLIMIT"] != "400MiB" {
+			t.Errorf("GOGC=%q GOMEMLIMIT=%q, want 200 and 400MiB", env["GOGC"], env["GOMEMLIMIT"])
+		}
+	})
+	t.Run("sidecar's own", func(t *testing.T) {
+		t.Setenv("GOGC", "50")
+		t.Setenv("GOMAXPROCS", "3")
+		env := envOf(t)
+		if env["GOGC"] != "50" || env["GOMAXPROCS"] != "3" {
+			t.Errorf("GOGC=%q GOMAXPROCS=%q, want the sidecar's 50 and 3", env["GOGC"], env["GOMAXPROCS"])
+		}
+	})
+}
