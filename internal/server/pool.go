@@ -81,6 +81,11 @@ type Pool struct {
 	// container's CPU limit, or the sidecar's GOMAXPROCS). Negative: never
 	// set; workers keep the GOMAXPROCS they started with.
 	Procs int
+	// GCAlone, when positive, is the GOGC of a generation that starts
+	// alone (no other generation running or waiting): it may use the
+	// sidecar's memory that the others would otherwise need, for less
+	// collection work. Others run with the worker's own GOGC. 0: never set.
+	GCAlone int
 	// Deadline of a generation, counted from its arrival (queue included).
 	// Default DefaultDeadline.
 	Deadline time.Duration
@@ -137,8 +142,9 @@ type worker struct {
 	idleSince time.Time
 	busySince time.Time
 	rss       int64 // private memory at the last poll
-	// procs: the Ps the worker was told to render its generation with.
-	procs int
+	// procs, gc: the Ps and the GOGC the worker was told to render its
+	// generation with (0: its own).
+	procs, gc int
 	// Scheduler statistics at markAt (see growLocked): time its threads
 	// waited for a CPU.
 	markAt   time.Time
@@ -298,7 +304,7 @@ func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver D
 		return out
 	}
 	out.Worker, out.Procs = w.pid, w.procs
-	h, err := p.await(ctx, w, raw, jobHeader{Deadline: deadline, Procs: w.procs})
+	h, err := p.await(ctx, w, raw, jobHeader{Deadline: deadline, Procs: w.procs, GC: w.gc})
 	if err == nil && !p.startDelivery(w) {
 		err = errors.New("killed") // a limit was hit just as the result came
 	}
@@ -504,19 +510,22 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 // share of the cores; p.mu is held.
 func (p *Pool) takeLocked(w *worker) {
 	w.busy, w.busySince, w.markAt = true, time.Now(), time.Time{}
-	w.procs = 0
+	w.procs, w.gc = 0, 0
+	running := 0
+	for o := range p.workers {
+		if o.busy && o.killed == "" && !o.delivering {
+			running++ // w included
+		}
+	}
+	if p.GCAlone > 0 && running+len(p.waiters) <= 1 {
+		w.gc = p.GCAlone
+	}
 	cores := p.Procs
 	if cores < 0 {
 		return
 	}
 	if cores == 0 {
 		cores = runtime.GOMAXPROCS(0)
-	}
-	running := 0
-	for o := range p.workers {
-		if o.busy && o.killed == "" && !o.delivering {
-			running++ // w included
-		}
 	}
 	w.procs = ProcsFor(cores, running, len(p.waiters))
 }

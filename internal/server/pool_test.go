@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -102,8 +103,10 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 			stdout.Write(chunk)
 		}
 		return 0
-	case "procs": // the Ps this generation renders with
-		fmt.Fprintf(stdout, "%d\n", runtime.GOMAXPROCS(0))
+	case "procs": // the Ps and the GOGC this generation renders with
+		gc := debug.SetGCPercent(100)
+		debug.SetGCPercent(gc)
+		fmt.Fprintf(stdout, "%d %d\n", runtime.GOMAXPROCS(0), gc)
 		return 0
 	case "nap": // a generation that runs N ms
 		n, _ := strconv.Atoi(req.Args[1])
@@ -645,25 +648,28 @@ func TestWorkerKilledWhileDelivering(t *testing.T) {
 
 // The pool tells each generation's worker how many Ps to render with: all
 // the cores when it renders alone, a share when others run or wait, and
-// nothing (the worker's own GOMAXPROCS) when Procs is negative. The
-// workers start with GOMAXPROCS=3, which no share here equals.
+// nothing (the worker's own GOMAXPROCS) when Procs is negative; and GCAlone
+// as GOGC to a generation alone only. The workers start with GOMAXPROCS=3
+// and GOGC=90, which no share here equals.
 func TestPoolSharesCores(t *testing.T) {
+	gcOf := map[*Pool]int{}
 	procs := func(t *testing.T, p *Pool) (int, Outcome) {
 		t.Helper()
 		res, out := do(p, "procs")
 		if res == nil || res.Exit != 0 {
 			t.Fatalf("procs: %+v %+v", res, out)
 		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
-		if err != nil {
+		var n, gc int
+		if _, err := fmt.Sscanf(string(res.Stdout), "%d %d", &n, &gc); err != nil {
 			t.Fatalf("procs printed %q", res.Stdout)
 		}
+		gcOf[p] = gc
 		return n, out
 	}
 	t.Run("share", func(t *testing.T) {
-		p := testPool(t, &Pool{Size: 4, Warm: 1, Eager: 4, Procs: 4, Deadline: 20 * time.Second}, "GOMAXPROCS=3")
-		if n, out := procs(t, p); n != 4 || out.Procs != 4 {
-			t.Errorf("alone: worker rendered with %d Ps (outcome %d), want all 4", n, out.Procs)
+		p := testPool(t, &Pool{Size: 4, Warm: 1, Eager: 4, Procs: 4, GCAlone: 250, Deadline: 20 * time.Second}, "GOMAXPROCS=3", "GOGC=90")
+		if n, out := procs(t, p); n != 4 || out.Procs != 4 || gcOf[p] != 250 {
+			t.Errorf("alone: worker rendered with %d Ps (outcome %d) and GOGC %d, want all 4 and 250", n, out.Procs, gcOf[p])
 		}
 		var wg sync.WaitGroup
 		defer wg.Wait()
@@ -672,8 +678,8 @@ func TestPoolSharesCores(t *testing.T) {
 			go func() { defer wg.Done(); do(p, "nap", "3000") }()
 			waitRunning(t, p, i)
 			want := 4 / (i + 1) // i napping + this one
-			if n, out := procs(t, p); n != want || out.Procs != want {
-				t.Errorf("beside %d running: worker rendered with %d Ps (outcome %d), want %d", i, n, out.Procs, want)
+			if n, out := procs(t, p); n != want || out.Procs != want || gcOf[p] != 90 {
+				t.Errorf("beside %d running: worker rendered with %d Ps (outcome %d) and GOGC %d, want %d and its own 90", i, n, out.Procs, gcOf[p], want)
 			}
 		}
 	})

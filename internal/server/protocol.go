@@ -202,6 +202,9 @@ type jobHeader struct {
 	// generation with: the supervisor's share of the cores for it (see
 	// Pool.Procs). 0: keep the worker's current setting.
 	Procs int `json:"procs,omitempty"`
+	// GC is the GOGC the worker renders this generation with (see
+	// Pool.GCAlone). 0: the worker's own (its environment's).
+	GC int `json:"gc,omitempty"`
 }
 
 // writeJob sends a worker one request: the job header, then the client's

@@ -40,6 +40,7 @@ func ServeWorker(ctx context.Context, conn io.ReadWriter, h Handler, log *slog.L
 		return err
 	}
 	br := bufio.NewReaderSize(conn, 64<<10)
+	gc := newGCSetting()
 	for {
 		req, job, err := readJob(br)
 		if errors.Is(err, io.EOF) {
@@ -49,6 +50,7 @@ func ServeWorker(ctx context.Context, conn io.ReadWriter, h Handler, log *slog.L
 			return err
 		}
 		setProcs(job.Procs)
+		gc.set(job.GC)
 		rctx, cancel := ctx, context.CancelFunc(func() {})
 		if !req.Deadline.IsZero() {
 			rctx, cancel = context.WithDeadline(ctx, req.Deadline)
@@ -77,6 +79,26 @@ func ServeWorker(ctx context.Context, conn io.ReadWriter, h Handler, log *slog.L
 func setProcs(n int) {
 	if n > 0 && n != runtime.GOMAXPROCS(0) {
 		runtime.GOMAXPROCS(n)
+	}
+}
+
+// gcSetting switches a worker's GOGC between generations: the
+// supervisor's value for one (Pool.GCAlone), else the worker's own.
+type gcSetting struct{ own, now int }
+
+func newGCSetting() *gcSetting {
+	own := debug.SetGCPercent(100)
+	debug.SetGCPercent(own)
+	return &gcSetting{own: own, now: own}
+}
+
+func (g *gcSetting) set(n int) {
+	if n <= 0 {
+		n = g.own
+	}
+	if n != g.now {
+		debug.SetGCPercent(n)
+		g.now = n
 	}
 }
 
