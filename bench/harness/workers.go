@@ -33,6 +33,7 @@ var (
 	beforePlugin = flag.String("before-plugin", "", "workers section: the plugin binary whose render server this tree's is compared with")
 	beforeClient = flag.String("before-client", "", "workers section: the argocd-ocm-client of -before-plugin (same protocol)")
 	burstRounds  = flag.Int("burst-rounds", 5, "workers section: alternated bursts of each build")
+	workersLarge = flag.String("workers-large", "", "workers section: also compare warm generations of the realworld charts and kustomize trees whose label contains one of these comma-separated texts (e.g. kube-prometheus-stack-default,cluster-install), against helm template / kustomize build in the same rounds")
 )
 
 type sidecarBuild struct {
@@ -105,6 +106,9 @@ func (b *bench) workers(ctx context.Context) {
 	b.modeGoal("sidecar", goal{ID: "G15 no regress", What: fmt.Sprintf("sidecar peak RSS over %d warm generations (supervisor + workers' private)", 2*(b.cfg.Runs+1)), Value: round(peak["after"]), Unit: "MiB",
 		Reference: round(peak["before"]), RefWhat: "MiB before", Ratio: round(peak["after"] / peak["before"]), Limit: 1.2, LimitWhat: "≤ 1.2", Met: boolp(peak["after"] <= 1.2*peak["before"])})
 	sec["warm"] = map[string]any{"before": bw.summary(), "after": aw.summary(), "peak_mib": peak}
+	if *workersLarge != "" {
+		sec["large"] = b.workersLarge(ctx, builds)
+	}
 
 	// Bursts, alternated by round.
 	n := b.cfg.Concurrency
@@ -136,7 +140,7 @@ func (b *bench) workerBurst(ctx context.Context, r int, bd sidecarBuild, n int, 
 	specs := make([]cmdSpec, n)
 	for i := range specs {
 		specs[i] = b.sidecarOf(bd, b.generate(fmt.Sprintf("generate app-%d", i), fmt.Sprintf("app-%d", i), b.repo, compPodinfo, "", cache))
-		specs[i].concurrent = true
+		specs[i].concurrent, specs[i].direct = true, true
 	}
 	srv := specs[0].server
 	srv.resetPeak()
@@ -196,4 +200,58 @@ func (b *bench) burstOf(ctx context.Context, cache string, specs []cmdSpec) (tim
 	d := time.Since(t0)
 	b.settle()
 	return d, samples
+}
+
+// workersLarge compares the builds on large single renders: the realworld
+// charts and kustomize trees whose label contains one of -workers-large's
+// texts, each
+// build's sidecar and the reference CLI in the same alternated rounds
+// (where one build's worker uses more cores than the other's, this is
+// where it shows).
+func (b *bench) workersLarge(ctx context.Context, builds []sidecarBuild) []map[string]any {
+	type large struct {
+		label string
+		ref   cmdSpec
+		gen   func(cache string) cmdSpec
+	}
+	var cases []large
+	wanted := func(label string) bool {
+		return slices.ContainsFunc(strings.Split(*workersLarge, ","), func(t string) bool { return t != "" && strings.Contains(label, t) })
+	}
+	for _, c := range b.realWorldCases() {
+		if wanted(c.Label) {
+			cases = append(cases, large{c.Label, b.helmCase(c), func(cache string) cmdSpec { return b.generateCase("generate warm (registry)", c, cache) }})
+		}
+	}
+	for _, t := range b.kustFx {
+		if wanted(t.Label) {
+			cases = append(cases, large{t.Label, cmdSpec{Name: "kustomize build", Bin: b.bins.Kustomize, Args: []string{"build", t.Dir}, Env: b.baseEnv, Dir: b.appDir},
+				func(cache string) cmdSpec {
+					return b.generate("generate warm (registry)", "bench", b.repo, t.Component, t.Path, cache)
+				}})
+		}
+	}
+	if len(cases) == 0 {
+		logf("workers: no realworld chart or kustomize tree label contains any of %q", *workersLarge)
+	}
+	var all []map[string]any
+	for _, c := range cases {
+		logf("workers: %s, %d alternated runs of %s and each build's sidecar", c.label, b.cfg.Runs, c.ref.Name)
+		ref := newJob(c.ref)
+		jobs := []*job{ref}
+		side := map[string]*job{}
+		for _, bd := range builds {
+			side[bd.Name] = newJob(b.sidecarOf(bd, c.gen(b.dir("cache-warm-"+bd.Name))))
+			jobs = append(jobs, side[bd.Name])
+		}
+		load := loadAvg()
+		interleave(ctx, b.cfg.Runs, jobs...)
+		sameBytesMasked(c.label, side["before"].s, side["after"].s)
+		bs, as := side["before"].s, side["after"].s
+		b.modeGoal("sidecar", goal{ID: "info", What: fmt.Sprintf("warm generate through the client, %s: after / before", c.label), Value: round(as.wall()), Unit: "ms",
+			Reference: round(bs.wall()), RefWhat: "ms before", Ratio: round(as.wall() / bs.wall()),
+			Note: fmt.Sprintf("against %s %.0f ms: after %s; before %s; load %.2f", c.ref.Name, ref.s.wall(), minNote(as, ref.s), minNote(bs, ref.s), load)})
+		all = append(all, map[string]any{"label": c.label, "reference": ref.s.summary(), "before": bs.summary(), "after": as.summary(), "loadavg_1m": load})
+	}
+	return all
 }

@@ -220,3 +220,51 @@ func TestServeSupervisesCommand(t *testing.T) {
 		t.Errorf("a bad ARGOCD_OCM_TAG_TTL: %v", err)
 	}
 }
+
+// The workers' runtime settings: every core (the pool gives each
+// generation its share, not GOMAXPROCS=1 in the environment), GOGC 200 for
+// a generation alone (the pool's GCAlone) and GOMEMLIMIT at 80 % of the
+// worker's limit, unless the sidecar sets them.
+func TestWorkerEnvironment(t *testing.T) {
+	envOf := func(t *testing.T) (map[string]string, int) {
+		t.Helper()
+		s, err := readServeSettings(func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.maxMemory = 500 << 20
+		p, err := s.pool(nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{}
+		for _, kv := range p.Command().Env {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v // the last one wins, as for a process
+		}
+		return env, p.GCAlone
+	}
+	t.Run("defaults", func(t *testing.T) {
+		t.Setenv("GOGC", "")
+		os.Unsetenv("GOGC")
+		t.Setenv("GOMEMLIMIT", "")
+		os.Unsetenv("GOMEMLIMIT")
+		t.Setenv("GOMAXPROCS", "")
+		os.Unsetenv("GOMAXPROCS")
+		env, gcAlone := envOf(t)
+		if v, ok := env["GOMAXPROCS"]; ok {
+			t.Errorf("workers start with GOMAXPROCS=%s, want every core", v)
+		}
+		if v, ok := env["GOGC"]; ok || gcAlone != 200 || env["GOMEMLIMIT"] != "400MiB" {
+			t.Errorf("GOGC=%q (set %v), GCAlone %d, GOMEMLIMIT=%q; want none, 200 and 400MiB", v, ok, gcAlone, env["GOMEMLIMIT"])
+		}
+	})
+	t.Run("sidecar's own", func(t *testing.T) {
+		t.Setenv("GOGC", "50")
+		t.Setenv("GOMAXPROCS", "3")
+		env, gcAlone := envOf(t)
+		if env["GOGC"] != "50" || env["GOMAXPROCS"] != "3" || gcAlone != 0 {
+			t.Errorf("GOGC=%q GOMAXPROCS=%q GCAlone %d, want the sidecar's 50 and 3 and no GCAlone", env["GOGC"], env["GOMAXPROCS"], gcAlone)
+		}
+	})
+}

@@ -16,6 +16,7 @@ const (
 // Outcome says how the pool ran a request.
 type Outcome struct {
 	Worker int           // process id of the worker (0: none)
+	Procs  int           // Ps the worker rendered with (0: not set by the pool)
 	Queue  time.Duration // from arrival to a worker taking the request
 	// Cause is empty when the worker returned a result, else one of the
 	// Cause constants.

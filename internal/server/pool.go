@@ -72,6 +72,20 @@ type Pool struct {
 	Eager int
 	// GrowAfter: see DefaultGrowAfter (the default).
 	GrowAfter time.Duration
+	// Procs is the number of cores the workers share. Each generation is
+	// given its share when it starts (ProcsFor: all of them for a
+	// generation that renders alone, one each when at least as many
+	// generations run or wait as there are cores), and its worker sets
+	// runtime.GOMAXPROCS to that before it renders. 0 (the default): the
+	// supervisor's own GOMAXPROCS, read at every generation (the
+	// container's CPU limit, or the sidecar's GOMAXPROCS). Negative: never
+	// set; workers keep the GOMAXPROCS they started with.
+	Procs int
+	// GCAlone, when positive, is the GOGC of a generation that starts
+	// alone (no other generation running or waiting): it may use the
+	// sidecar's memory that the others would otherwise need, for less
+	// collection work. Others run with the worker's own GOGC. 0: never set.
+	GCAlone int
 	// Deadline of a generation, counted from its arrival (queue included).
 	// Default DefaultDeadline.
 	Deadline time.Duration
@@ -128,6 +142,9 @@ type worker struct {
 	idleSince time.Time
 	busySince time.Time
 	rss       int64 // private memory at the last poll
+	// procs, gc: the Ps and the GOGC the worker was told to render its
+	// generation with (0: its own).
+	procs, gc int
 	// Scheduler statistics at markAt (see growLocked): time its threads
 	// waited for a CPU.
 	markAt   time.Time
@@ -286,8 +303,8 @@ func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver D
 		out.Cause, out.Detail = CauseNoWorker, err.Error()
 		return out
 	}
-	out.Worker = w.pid
-	h, err := p.await(ctx, w, raw, deadline)
+	out.Worker, out.Procs = w.pid, w.procs
+	h, err := p.await(ctx, w, raw, jobHeader{Deadline: deadline, Procs: w.procs, GC: w.gc})
 	if err == nil && !p.startDelivery(w) {
 		err = errors.New("killed") // a limit was hit just as the result came
 	}
@@ -301,12 +318,13 @@ func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver D
 
 // await sends the job to w and waits for its result's header, killing w
 // when the deadline (and its grace) passes or ctx ends first.
-func (p *Pool) await(ctx context.Context, w *worker, raw []byte, deadline time.Time) (header, error) {
+func (p *Pool) await(ctx context.Context, w *worker, raw []byte, job jobHeader) (header, error) {
+	deadline := job.Deadline
 	headers := make(chan error, 1)
 	var h header
 	go func() {
 		_ = w.conn.SetWriteDeadline(deadline.Add(p.Grace))
-		if err := writeJob(w.conn, jobHeader{Deadline: deadline}, raw); err != nil {
+		if err := writeJob(w.conn, job, raw); err != nil {
 			headers <- err
 			return
 		}
@@ -452,7 +470,7 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 			p.removeLocked(w)
 			continue
 		}
-		w.busy, w.busySince, w.markAt = true, time.Now(), time.Time{}
+		p.takeLocked(w)
 		p.mu.Unlock()
 		return w, nil
 	}
@@ -488,6 +506,30 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 	}
 }
 
+// takeLocked marks w busy with a generation and gives that generation its
+// share of the cores; p.mu is held.
+func (p *Pool) takeLocked(w *worker) {
+	w.busy, w.busySince, w.markAt = true, time.Now(), time.Time{}
+	w.procs, w.gc = 0, 0
+	running := 0
+	for o := range p.workers {
+		if o.busy && o.killed == "" && !o.delivering {
+			running++ // w included
+		}
+	}
+	if p.GCAlone > 0 && running+len(p.waiters) <= 1 {
+		w.gc = p.GCAlone
+	}
+	cores := p.Procs
+	if cores < 0 {
+		return
+	}
+	if cores == 0 {
+		cores = runtime.GOMAXPROCS(0)
+	}
+	w.procs = ProcsFor(cores, running, len(p.waiters))
+}
+
 // putIdle hands w to the first waiter or parks it; p.mu is held.
 func (p *Pool) putIdle(w *worker) {
 	p.workers[w] = struct{}{}
@@ -498,7 +540,7 @@ func (p *Pool) putIdle(w *worker) {
 	if len(p.waiters) > 0 {
 		ch := p.waiters[0]
 		p.waiters = p.waiters[1:]
-		w.busy, w.busySince = true, time.Now()
+		p.takeLocked(w)
 		ch <- w
 		return
 	}
@@ -726,8 +768,18 @@ func (p *Pool) watch() {
 		p.mu.Lock()
 		var sum int64
 		var largest *worker
+		sweep := time.Since(lastSweep) >= time.Second
 		for w := range p.workers {
 			if !w.busy || w.killed != "" || w.delivering {
+				if sweep && !w.busy && w.killed == "" {
+					// An idle worker returns its freed heap a while after its
+					// generation (ServeWorker): without a fresh figure, the
+					// peak it no longer holds would count against
+					// TotalMemory and get a busy generation killed.
+					if rss, err := privateRSS(w.pid); err == nil {
+						w.rss = rss
+					}
+				}
 				sum += w.rss
 				continue
 			}
@@ -747,7 +799,7 @@ func (p *Pool) watch() {
 			p.killLocked(largest, CauseTotalMemory)
 		}
 		p.growLocked()
-		if time.Since(lastSweep) >= time.Second {
+		if sweep {
 			lastSweep = time.Now()
 			p.retireIdleLocked()
 		}

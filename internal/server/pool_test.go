@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -80,6 +82,14 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 		hold = append(hold, b)
 		fmt.Fprintln(stdout, "used")
 		return 0
+	case "usefree": // a generation that used N MiB, all garbage once it ends
+		n, _ := strconv.Atoi(req.Args[1])
+		b := make([]byte, n<<20)
+		for i := range b {
+			b[i] = 1
+		}
+		fmt.Fprintln(stdout, "used", len(b))
+		return 0
 	case "huge": // one allocation far past any limit, touched at once
 		b := make([]byte, 2<<30)
 		for i := 0; i < len(b); i += 4096 {
@@ -93,6 +103,15 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 		for range n {
 			stdout.Write(chunk)
 		}
+		return 0
+	case "procs": // the Ps and the GOGC this generation renders with
+		gc := debug.SetGCPercent(100)
+		debug.SetGCPercent(gc)
+		fmt.Fprintf(stdout, "%d %d\n", runtime.GOMAXPROCS(0), gc)
+		return 0
+	case "nap": // a generation that runs N ms
+		n, _ := strconv.Atoi(req.Args[1])
+		time.Sleep(time.Duration(n) * time.Millisecond)
 		return 0
 	case "sleep": // waits for a registry that does not answer
 		time.Sleep(3 * time.Second)
@@ -109,7 +128,7 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 	return 2
 }
 
-func testPool(t *testing.T, p *Pool) *Pool {
+func testPool(t *testing.T, p *Pool, env ...string) *Pool {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -117,7 +136,7 @@ func testPool(t *testing.T, p *Pool) *Pool {
 	}
 	p.Command = func() *exec.Cmd {
 		cmd := exec.Command(self)
-		cmd.Env = append(os.Environ(), envTestWorker+"=1")
+		cmd.Env = append(append(os.Environ(), envTestWorker+"=1"), env...)
 		return cmd
 	}
 	if p.Deadline == 0 {
@@ -607,5 +626,99 @@ func TestWorkerKilledWhileDelivering(t *testing.T) {
 	t.Logf("client: %v", err)
 	if res, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{"echo", "after"}, Fingerprint: "fp"}); err != nil || res.Exit != 0 {
 		t.Fatalf("after: %v %+v", err, res)
+	}
+}
+
+// The pool tells each generation's worker how many Ps to render with: all
+// the cores when it renders alone, a share when others run or wait, and
+// nothing (the worker's own GOMAXPROCS) when Procs is negative; and GCAlone
+// as GOGC to a generation alone only. The workers start with GOMAXPROCS=3
+// and GOGC=90, which no share here equals.
+func TestPoolSharesCores(t *testing.T) {
+	gcOf := map[*Pool]int{}
+	procs := func(t *testing.T, p *Pool) (int, Outcome) {
+		t.Helper()
+		res, out := do(p, "procs")
+		if res == nil || res.Exit != 0 {
+			t.Fatalf("procs: %+v %+v", res, out)
+		}
+		var n, gc int
+		if _, err := fmt.Sscanf(string(res.Stdout), "%d %d", &n, &gc); err != nil {
+			t.Fatalf("procs printed %q", res.Stdout)
+		}
+		gcOf[p] = gc
+		return n, out
+	}
+	t.Run("share", func(t *testing.T) {
+		p := testPool(t, &Pool{Size: 4, Warm: 1, Eager: 4, Procs: 4, GCAlone: 250, Deadline: 20 * time.Second}, "GOMAXPROCS=3", "GOGC=90")
+		if n, out := procs(t, p); n != 4 || out.Procs != 4 || gcOf[p] != 250 {
+			t.Errorf("alone: worker rendered with %d Ps (outcome %d) and GOGC %d, want all 4 and 250", n, out.Procs, gcOf[p])
+		}
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for i := 1; i <= 2; i++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); do(p, "nap", "3000") }()
+			waitRunning(t, p, i)
+			want := 4 / (i + 1) // i napping + this one
+			if n, out := procs(t, p); n != want || out.Procs != want || gcOf[p] != 90 {
+				t.Errorf("beside %d running: worker rendered with %d Ps (outcome %d) and GOGC %d, want %d and its own 90", i, n, out.Procs, gcOf[p], want)
+			}
+		}
+	})
+	t.Run("off", func(t *testing.T) {
+		p := testPool(t, &Pool{Size: 1, Procs: -1, Deadline: 10 * time.Second}, "GOMAXPROCS=3")
+		if n, out := procs(t, p); n != 3 || out.Procs != 0 {
+			t.Errorf("Procs -1: worker rendered with %d Ps (outcome %d), want its own 3", n, out.Procs)
+		}
+	})
+}
+
+// waitRunning waits until n workers render.
+func waitRunning(t *testing.T, p *Pool, n int) {
+	t.Helper()
+	for range 500 {
+		if p.Stats().Busy >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d workers busy after 5 s, want %d", p.Stats().Busy, n)
+}
+
+func TestProcsFor(t *testing.T) {
+	for _, c := range []struct{ cores, running, waiting, want int }{
+		{2, 1, 0, 2},   // alone: every core
+		{2, 2, 0, 1},   // two at once on two cores
+		{2, 1, 5, 1},   // alone in the workers, a queue behind: the burst's share
+		{8, 2, 0, 4},   // a share of a larger machine
+		{8, 3, 0, 2},   // rounded down: never more Ps than cores in all
+		{1, 1, 0, 1},   // one core
+		{2, 0, 0, 2},   // nothing counted (defensive): all
+		{2, 50, 50, 1}, // never 0
+	} {
+		if got := ProcsFor(c.cores, c.running, c.waiting); got != c.want {
+			t.Errorf("ProcsFor(%d cores, %d running, %d waiting) = %d, want %d", c.cores, c.running, c.waiting, got, c.want)
+		}
+	}
+}
+
+// A worker returns the heap of a large generation once it is idle, and the
+// pool's figure of its memory follows: the peak it no longer holds does not
+// stay counted against TotalMemory.
+func TestPoolIdleWorkerReturnsMemory(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1, Deadline: 10 * time.Second, MaxMemory: 512 << 20})
+	if res, out := do(p, "usefree", "160"); res == nil || res.Exit != 0 {
+		t.Fatalf("usefree: %+v %+v", res, out)
+	}
+	if got := p.Stats().PrivateBytes; got < 100<<20 {
+		t.Logf("private memory right after the generation: %d MiB (already returned)", got>>20)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().PrivateBytes > 64<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle worker still counted with %d MiB 10 s after a generation whose 160 MiB were garbage", p.Stats().PrivateBytes>>20)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -192,9 +192,19 @@ func readRequestLine(r *bufio.Reader, take func(int) bool) (*Request, []byte, er
 var errBudget = errors.New("request budget exhausted")
 
 // jobHeader precedes a request line from a supervisor to its worker.
+// Supervisor and worker are the same binary; a field added here is
+// optional (omitempty, zero means "as before"), so that a worker ignores
+// what it does not know and a missing field changes nothing.
 type jobHeader struct {
 	// Deadline is when the generation must be done (arrival + the deadline).
 	Deadline time.Time `json:"deadline"`
+	// Procs is how many Ps (runtime.GOMAXPROCS) the worker renders this
+	// generation with: the supervisor's share of the cores for it (see
+	// Pool.Procs). 0: keep the worker's current setting.
+	Procs int `json:"procs,omitempty"`
+	// GC is the GOGC the worker renders this generation with (see
+	// Pool.GCAlone). 0: the worker's own (its environment's).
+	GC int `json:"gc,omitempty"`
 }
 
 // writeJob sends a worker one request: the job header, then the client's
@@ -215,21 +225,21 @@ func writeJob(w io.Writer, h jobHeader, raw []byte) error {
 }
 
 // readJob is the worker's side of writeJob.
-func readJob(r *bufio.Reader) (*Request, error) {
+func readJob(r *bufio.Reader) (*Request, jobHeader, error) {
+	var h jobHeader
 	line, err := readLine(r, 4096)
 	if err != nil {
-		return nil, err
+		return nil, h, err
 	}
-	var h jobHeader
 	if err := json.Unmarshal(line, &h); err != nil {
-		return nil, fmt.Errorf("malformed job: %v", err)
+		return nil, h, fmt.Errorf("malformed job: %v", err)
 	}
 	req, err := readRequest(r)
 	if err != nil {
-		return nil, err
+		return nil, h, err
 	}
 	req.Deadline = h.Deadline
-	return req, nil
+	return req, h, nil
 }
 
 func writeResult(w io.Writer, h header, stdout, stderr []byte) error {

@@ -357,7 +357,7 @@ func (s *Server) finish(conn net.Conn, d Description, command string, res *Resul
 	}
 	s.Log.Info("command done", "command", command, "application", d.Application, "project", d.Project,
 		"component", d.Component, "version", d.Version, "ms", took.Milliseconds(), "queue_ms", out.Queue.Milliseconds(),
-		"worker", out.Worker, "outcome", outcome, "exit", exit)
+		"worker", out.Worker, "procs", out.Procs, "outcome", outcome, "exit", exit)
 	if out.Cause == CauseCanceled {
 		return // the client is gone
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -397,5 +398,36 @@ func TestReleaseMemoryWhenIdle(t *testing.T) {
 	}
 	if n := s.releases.Load(); n != 1 {
 		t.Fatalf("memory released %d times after going idle, want 1", n)
+	}
+}
+
+// The job header between supervisor and worker grows by optional fields: a
+// header without procs (an older supervisor) reads as 0 (the worker keeps
+// its GOMAXPROCS), one with a field the worker does not know still reads.
+func TestJobHeaderCompatible(t *testing.T) {
+	raw := []byte(`{"protocol":2,"args":["generate"],"dir":"/app"}`)
+	deadline := time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	if err := writeJob(&buf, jobHeader{Deadline: deadline, Procs: 2}, raw); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"procs":2`) {
+		t.Fatalf("job header without procs: %q", buf.String())
+	}
+	for _, c := range []struct {
+		name, wire string
+		procs      int
+	}{
+		{"current", buf.String(), 2},
+		{"without procs", `{"deadline":"2026-12-01T15:00:00Z"}` + "\n" + string(raw) + "\n", 0},
+		{"unknown field", `{"deadline":"2026-12-01T15:00:00Z","procs":1,"later":true}` + "\n" + string(raw) + "\n", 1},
+	} {
+		req, h, err := readJob(bufio.NewReader(strings.NewReader(c.wire)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if h.Procs != c.procs || !req.Deadline.Equal(deadline) || req.Dir != "/app" {
+			t.Errorf("%s: procs %d deadline %v dir %q, want %d %v /app", c.name, h.Procs, req.Deadline, req.Dir, c.procs, deadline)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 )
@@ -39,14 +40,17 @@ func ServeWorker(ctx context.Context, conn io.ReadWriter, h Handler, log *slog.L
 		return err
 	}
 	br := bufio.NewReaderSize(conn, 64<<10)
+	gc := newGCSetting()
 	for {
-		req, err := readJob(br)
+		req, job, err := readJob(br)
 		if errors.Is(err, io.EOF) {
 			return nil // the supervisor closed the connection: retire
 		}
 		if err != nil {
 			return err
 		}
+		setProcs(job.Procs)
+		gc.set(job.GC)
 		rctx, cancel := ctx, context.CancelFunc(func() {})
 		if !req.Deadline.IsZero() {
 			rctx, cancel = context.WithDeadline(ctx, req.Deadline)
@@ -62,6 +66,39 @@ func ServeWorker(ctx context.Context, conn io.ReadWriter, h Handler, log *slog.L
 		if ms.read() > 64<<20 {
 			debug.FreeOSMemory()
 		}
+	}
+}
+
+// setProcs gives the worker n Ps for the next generation (n ≤ 0: as it
+// is). The supervisor decides: all cores for a generation that renders
+// alone, so that the parallel parts of a render (CRD decoding beside Helm,
+// decoding and encoding manifests) use them; one when the other workers
+// keep the cores busy, so that idle Ps and a garbage collector per core do
+// not compete with them. Changing it stops the world for a few
+// microseconds, between generations.
+func setProcs(n int) {
+	if n > 0 && n != runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(n)
+	}
+}
+
+// gcSetting switches a worker's GOGC between generations: the
+// supervisor's value for one (Pool.GCAlone), else the worker's own.
+type gcSetting struct{ own, now int }
+
+func newGCSetting() *gcSetting {
+	own := debug.SetGCPercent(100)
+	debug.SetGCPercent(own)
+	return &gcSetting{own: own, now: own}
+}
+
+func (g *gcSetting) set(n int) {
+	if n <= 0 {
+		n = g.own
+	}
+	if n != g.now {
+		debug.SetGCPercent(n)
+		g.now = n
 	}
 }
 
