@@ -208,33 +208,14 @@ func (p *predecoded) wait() map[*chart.File][]manifests.Object {
 // used once, by this render.
 func releaseObjects(c *chart.Chart, manifest string, skipCRDs bool, crds *CRDCache, pre map[*chart.File][]manifests.Object) ([]manifests.Object, error) {
 	name := "chart " + c.Name()
-	var texts [][]byte
-	var files []*chart.File
-	if !skipCRDs {
-		for _, crd := range c.CRDObjects() {
-			texts = append(texts, crdText(crd))
-			files = append(files, crd.File)
-		}
-	}
-	nodes := yamlfile.StructureCount([]byte(manifest))
-	for _, t := range texts {
-		nodes += yamlfile.StructureCount(t)
-	}
-	if nodes > manifests.MaxStreamNodes {
+	printed := chartCRDs(c, skipCRDs)
+	if nodes := printed.nodes + yamlfile.StructureCount([]byte(manifest)); nodes > manifests.MaxStreamNodes {
 		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",
 			name, nodes, manifests.MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
-	var objs []manifests.Object
-	for i, t := range texts {
-		o, ok := pre[files[i]]
-		if !ok {
-			var err error
-			if o, err = crds.decode(name, t); err != nil {
-				return nil, err
-			}
-		}
-		delete(pre, files[i]) // a file included twice gets objects of its own
-		objs = append(objs, o...)
+	objs, err := printed.decode(name, crds, pre)
+	if err != nil {
+		return nil, err
 	}
 	var hook manifests.DocumentHook
 	if crds != nil {
@@ -246,6 +227,48 @@ func releaseObjects(c *chart.Chart, manifest string, skipCRDs bool, crds *CRDCac
 	}
 	if objs = append(objs, rest...); len(objs) > manifests.MaxObjects {
 		return nil, fmt.Errorf("%s: more than %d objects: %w: %w", name, manifests.MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+	}
+	return objs, nil
+}
+
+// printedCRDs are the crds/ files of a chart as helm template
+// --include-crds prints them.
+type printedCRDs struct {
+	texts [][]byte
+	files []*chart.File
+	nodes int // structural characters of texts
+}
+
+// chartCRDs are the crds/ files of c and its enabled subcharts in Helm's
+// order (none with skip).
+func chartCRDs(c *chart.Chart, skip bool) printedCRDs {
+	var p printedCRDs
+	if skip {
+		return p
+	}
+	for _, crd := range c.CRDObjects() {
+		t := crdText(crd)
+		p.texts = append(p.texts, t)
+		p.files = append(p.files, crd.File)
+		p.nodes += yamlfile.StructureCount(t)
+	}
+	return p
+}
+
+// decode decodes the files, taking those in pre (predecodeCRDs): each
+// object is used once, by this render.
+func (p printedCRDs) decode(name string, crds *CRDCache, pre map[*chart.File][]manifests.Object) ([]manifests.Object, error) {
+	var objs []manifests.Object
+	for i, t := range p.texts {
+		o, ok := pre[p.files[i]]
+		if !ok {
+			var err error
+			if o, err = crds.decode(name, t); err != nil {
+				return nil, err
+			}
+		}
+		delete(pre, p.files[i]) // a file included twice gets objects of its own
+		objs = append(objs, o...)
 	}
 	return objs, nil
 }

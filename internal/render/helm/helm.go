@@ -173,10 +173,49 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	// --include-crds prints them, but from the chart (see releaseObjects):
 	// Helm would only copy their text into the release manifest, which the
 	// plugin would then decode again.
-	rel, err := installClientOnly(c, vals, opts, kv)
+	files, err := renderTemplates(c, vals, opts, kv)
 	if tooMany := (tooManyObjectsError{}); errors.As(err, &tooMany) {
 		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
+	}
+	return renderedObjects(c, files, opts, pre)
+}
+
+// renderedObjects are the objects of the rendered files of c: the CRDs,
+// the release manifest and the hooks (unless opts leaves them out), in
+// Helm's order, decoded once and sorted by the plugin (sortedRelease), or
+// else sorted by Helm and decoded from its release manifest.
+func renderedObjects(c *chart.Chart, files map[string]string, opts Options, pre *predecoded) ([]manifests.Object, error) {
+	name := "chart " + c.Name()
+	var hook manifests.DocumentHook
+	if opts.CRDs != nil {
+		hook = opts.CRDs.document
+	}
+	crds := chartCRDs(c, opts.SkipCRDs)
+	if sorted, ok := sortedRelease(name, files, crds.nodes, hook); ok {
+		objs, err := crds.decode(name, opts.CRDs, pre.wait())
+		if err != nil {
+			return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
+		}
+		for _, d := range sorted.generic {
+			objs = append(objs, d.objs...)
+		}
+		if len(objs) > manifests.MaxObjects {
+			err := fmt.Errorf("%s: more than %d objects: %w: %w", name, manifests.MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+			return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err) // as releaseObjects'
+		}
+		if !opts.SkipHooks {
+			for _, h := range sorted.hooks {
+				if !(opts.SkipTests && isTestHook(h.hook)) {
+					objs = append(objs, h.objs...)
+				}
+			}
+		}
+		return objs, nil
+	}
+	rel, err := sortRelease(files)
 	if err != nil {
 		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
 	}

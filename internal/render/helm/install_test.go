@@ -210,7 +210,8 @@ func TestObjectLimitBeforeSorting(t *testing.T) {
 		})
 	}
 	// MaxObjects documents, partials, NOTES.txt and comment-only separators
-	// beside them: rendered (and sorted once).
+	// beside them: rendered (and sorted by the plugin, without Helm's
+	// sort: see sortedRelease).
 	before := sorts()
 	objs, err := helm.Render(context.Background(), objectsChart(t,
 		"{{- range until 9999 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x{{ . }}\n{{- end }}\n---\n"+hook),
@@ -221,8 +222,8 @@ func TestObjectLimitBeforeSorting(t *testing.T) {
 	if len(objs) != manifests.MaxObjects {
 		t.Errorf("%d objects, want %d", len(objs), manifests.MaxObjects)
 	}
-	if n := sorts() - before; n != 1 {
-		t.Errorf("%d sorts, want 1", n)
+	if n := sorts() - before; n != 0 {
+		t.Errorf("%d sorts by Helm, want 0", n)
 	}
 }
 
@@ -237,12 +238,19 @@ func BenchmarkRefuseManyObjects(b *testing.B) {
 	}
 }
 
-// splitCount counts the documents Helm's SplitManifests splits a file into.
+// splitCount counts the documents Helm's SplitManifests splits a file into,
+// and splitDocs gives them in order.
 func TestSplitCount(t *testing.T) {
 	check := func(s string) {
 		t.Helper()
-		if got, want := helm.SplitCount(s), len(releaseutil.SplitManifests(s)); got != want {
-			t.Fatalf("%q: %d documents, Helm's %d", s, got, want)
+		want := releaseutil.SplitManifests(s)
+		if got := helm.SplitCount(s); got != len(want) {
+			t.Fatalf("%q: %d documents, Helm's %d", s, got, len(want))
+		}
+		for i, d := range helm.SplitDocs(s) {
+			if w := want[fmt.Sprintf("manifest-%d", i)]; d != w {
+				t.Fatalf("%q: document %d is %q, Helm's %q", s, i, d, w)
+			}
 		}
 	}
 	for _, s := range []string{"", "---", "a", "---\na", "a\n---", "a\n---\nb", "a\n---\n---\nb", "a\n---\n---\n---\nb",

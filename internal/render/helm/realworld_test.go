@@ -3,6 +3,7 @@ package helm_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -144,9 +145,19 @@ func withoutRandomNames(objs []manifests.Object) {
 // Unmodified third-party charts render the objects `helm template` renders
 // (compared as sets of objects), in Helm's order, and encode to the same
 // bytes each run.
+//
+// They are sorted by the plugin, never by Helm's SortManifests (which
+// would give the same objects, slower: see sortedRelease).
 func TestRenderRealWorldCharts(t *testing.T) {
+	sorts, restore := helm.CountSorts()
+	defer restore()
 	for _, c := range realWorldCases(t) {
 		t.Run(c.name, func(t *testing.T) {
+			defer func(before int) {
+				if n := sorts() - before; n != 0 {
+					t.Errorf("sorted by Helm (%d sorts): the plugin's sort gave up", n)
+				}
+			}(sorts())
 			chart, err := os.ReadFile(c.chart)
 			if err != nil {
 				t.Fatal(err)
@@ -245,6 +256,33 @@ func TestCRDCacheRealWorld(t *testing.T) {
 					if spec, ok := o["spec"].(map[string]any); ok {
 						spec["changed"] = []any{"by", "render", i}
 					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRenderRealWorldServer renders each real-world chart as the
+// render server does: one CRDCache for all renders, JSON out (generate's
+// output).
+func BenchmarkRenderRealWorldServer(b *testing.B) {
+	crds := helm.NewCRDCache(0)
+	for _, c := range realWorldCases(b) {
+		chart, err := os.ReadFile(c.chart)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts := c.opts
+		opts.Values = c.values(b)
+		opts.CRDs = crds
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				objs, err := helm.Render(context.Background(), chart, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := manifests.EncodeJSON(io.Discard, objs); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
