@@ -275,13 +275,10 @@ func eachDoc(n, workers int, do func(i int) bool) bool {
 //
 //   - objs must be the document's top-level mapping: one object, from a
 //     document whose first line of content (after a "---" line, see
-//     withoutStartMarker) starts with an ASCII letter in
-//     the first column (a block mapping or a scalar, which does not
-//     decode; not a sequence, whose items would be the objects, nor flow
-//     style or JSON), and whose kind is not List (a List's items are its
-//     objects). "List" could be spelt without those letters only by a
-//     double-quoted escape (\x, \u, \U, or an escaped line break) or a
-//     !!binary scalar: documents with either are left to Helm's parse too.
+//     withoutStartMarker) starts with an ASCII letter in the first column
+//     (a block mapping or a scalar, which does not decode; not a sequence,
+//     whose items would be the objects, nor flow style or JSON), and whose
+//     kind is not List (a List's items are its objects; see mayBeList).
 //   - encoding/json matches keys case-insensitively ("Kind" sets Kind):
 //     keys of the mapping and of metadata that equal a field's name but for
 //     case are left to Helm's parse.
@@ -291,8 +288,7 @@ func eachDoc(n, workers int, do func(i int) bool) bool {
 //     annotations, only mappings (and null) for metadata and annotations.
 func headOf(content string, objs []manifests.Object) (releaseutil.SimpleHead, bool) {
 	var h releaseutil.SimpleHead
-	if len(objs) != 1 || !startsWithLetter(withoutStartMarker(content)) || strings.Contains(content, "List") ||
-		strings.Contains(content, "binary") || hasLetterEscape(content) {
+	if body := withoutStartMarker(content); len(objs) != 1 || !startsWithLetter(body) || mayBeList(body) {
 		return h, false
 	}
 	o := objs[0]
@@ -370,6 +366,60 @@ func startsWithLetter(s string) bool {
 		}
 		c := line[0]
 		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	return false
+}
+
+// mayBeList reports whether the top-level mapping of s, a document whose
+// first line of content starts with a letter in the first column (a block
+// mapping whose keys are all in the first column), may have the kind List
+// (by whatever spelling: a List's objects are its items), reading only its
+// lines that start in the first column:
+//
+//   - every such line must start with a letter (a plain key), '-' (an entry
+//     of a sequence that is a key's value) or '#': a quoted, complex ("?"),
+//     tagged, anchored or aliased key, or a merge key ("<<"), might be kind
+//     or bring one;
+//   - the value of a key kind must be on its line and not contain "List",
+//     nor start as a block scalar ("|-" could hold "List"), alias, anchor,
+//     tag (!!binary), or comment (the value on the lines after); if it is
+//     double-quoted, s must have no escape that gives letters or joins
+//     lines (\x, \u, \U, an escaped line break).
+//
+// A plain or single-quoted scalar of several lines folds them with spaces
+// and has no escapes: on its first line it must hold "List" to be "List".
+// Lines inside multi-line scalars that start in the first column only make
+// the answer true more often.
+func mayBeList(s string) bool {
+	all := s
+	for s != "" {
+		line := s
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			line, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		if line == "" {
+			continue
+		}
+		switch c := line[0]; {
+		case c == ' ' || c == '\t' || c == '\r' || c == '#' || c == '-':
+			continue
+		case !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'):
+			return true
+		}
+		rest, ok := strings.CutPrefix(line, "kind")
+		if !ok {
+			continue
+		}
+		if rest = strings.TrimLeft(rest, " \t"); rest == "" || rest[0] != ':' {
+			continue // another key ("kinds: ", "kind x: ")
+		}
+		v := strings.TrimSpace(rest[1:])
+		if v == "" || strings.IndexByte("|>*&!#", v[0]) >= 0 || strings.Contains(v, "List") ||
+			v[0] == '"' && hasLetterEscape(all) {
+			return true
+		}
 	}
 	return false
 }

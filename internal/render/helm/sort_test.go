@@ -38,6 +38,8 @@ var wellFormedDocs = []string{
 	"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: cr\nrules:\n- apiGroups: [\"\"]\n  resources: [pods]\n",
 	"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: a.example.com\n",
 	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: re\ndata:\n  rule: 'a\\d+\\.b'\n",
+	"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: lists.example.com\nspec:\n  names:\n    listKind: WidgetList\n  versions:\n  - name: v1\n    schema: {description: \"a List of \\\"things\\\"\"}\nstatus:\n  kinds: List\n",
+	"kind: Role\napiVersion: rbac.authorization.k8s.io/v1\nmetadata:\n  name: r\nrules:\n- verbs: [List, watch]\n# kind: List\n",
 }
 
 // unusualDocs are documents whose decoded objects do not tell exactly
@@ -48,6 +50,13 @@ var unusualDocs = []string{
 	"apiVersion: v1\nkind: List\nmetadata:\n  annotations:\n    helm.sh/hook: pre-install\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: l2\n",
 	"apiVersion: v1\nkind: List\nitems: []\n",
 	"apiVersion: other/v1\nkind: List\nmetadata:\n  name: ol\n",
+	"apiVersion: v1\nkind:\n  List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: next-line\n",
+	"apiVersion: v1\nkind: |-\n  List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: block\n",
+	"apiVersion: v1\nx: &k List\nkind: *k\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: alias\n",
+	"apiVersion: v1\n<<: {kind: List}\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: merge\n",
+	"apiVersion: v1\n'kind': List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: quoted-key\n",
+	"apiVersion: v1\nkind: \"Li\\\n  st\"\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: joined\n",
+	"apiVersion: v1\nkind : List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: space\n",
 	"apiVersion: v1\nkind: \"Li\\x73t\"\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: esc\n",
 	"apiVersion: v1\nkind: !!binary TGlzdA==\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: bin\n",
 	"- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: seq\n",
