@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync/atomic"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -42,6 +43,9 @@ type Options struct {
 	// CRDs, when set, keeps the decoded crds/ files of charts between
 	// renders (the render server's); nil decodes them every time.
 	CRDs *CRDCache
+	// Charts, when set, keeps loaded charts between renders of Render
+	// (the render server's); nil loads the archive every time.
+	Charts *ChartCache
 }
 
 // LoadArchive loads a chart archive (tgz) with Helm's loader, which checks its
@@ -59,16 +63,8 @@ type Options struct {
 // The archive is unpacked once: Helm loads the files the check unpacked
 // (loader.LoadArchive is LoadArchiveFiles followed by LoadFiles).
 func LoadArchive(data []byte) (*chart.Chart, error) {
-	budget := loader.MaxDecompressedChartSize
-	files, err := checkArchive(data, "", 0, &budget)
-	if err != nil {
-		return nil, fmt.Errorf("%w: loading chart: %w", errdef.ErrRender, err)
-	}
-	c, err := loader.LoadFiles(files)
-	if err != nil {
-		return nil, fmt.Errorf("%w: loading chart: %v", errdef.ErrRender, err)
-	}
-	return c, nil
+	c, _, err := loadArchive(data)
+	return c, err
 }
 
 // isSubchartArchive reports whether Helm's loader unpacks the chart file
@@ -125,17 +121,28 @@ func checkArchive(data []byte, where string, depth int, budget *int64) ([]*loade
 	return files, nil
 }
 
-// Render renders a chart archive.
+// Render renders a chart archive, loaded by opts.Charts.
 func Render(ctx context.Context, chartArchive []byte, opts Options) ([]manifests.Object, error) {
-	c, err := LoadArchive(chartArchive)
+	c, kept, err := opts.Charts.load(chartArchive)
 	if err != nil {
 		return nil, err
 	}
-	return RenderChart(ctx, c, opts)
+	var schemasChecked *atomic.Bool
+	if kept != nil {
+		schemasChecked = &kept.schemasChecked
+	}
+	return renderChart(ctx, c, opts, schemasChecked)
 }
 
-// RenderChart renders a loaded chart.
+// RenderChart renders a loaded chart (and changes it, as Helm does).
 func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests.Object, error) {
+	return renderChart(ctx, c, opts, nil)
+}
+
+// renderChart is RenderChart; schemasChecked, when set, tells whether the
+// schemas of c passed checkSchemas before (a ChartCache's entry) and is set
+// when they pass.
+func renderChart(ctx context.Context, c *chart.Chart, opts Options, schemasChecked *atomic.Bool) ([]manifests.Object, error) {
 	if opts.ReleaseName == "" {
 		opts.ReleaseName = "release-name"
 	}
@@ -155,9 +162,12 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	if err := checkDependencies(c); err != nil {
 		return nil, err
 	}
-	if !opts.SkipSchemaValidation {
+	if !opts.SkipSchemaValidation && (schemasChecked == nil || !schemasChecked.Load()) {
 		if err := checkSchemas(c); err != nil {
 			return nil, fmt.Errorf("%w: helm chart %s-%s: %w", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
+		}
+		if schemasChecked != nil {
+			schemasChecked.Store(true)
 		}
 	}
 	vals := opts.Values

@@ -215,11 +215,13 @@ func BenchmarkRenderRealWorld(b *testing.B) {
 	}
 }
 
-// A CRDCache gives each render the objects a render without it gives, as
-// copies of their own: what one render's post-processing changes never
-// reaches the next.
+// A CRDCache and a ChartCache give each render the objects a render
+// without them gives, as copies of their own: what one render's
+// post-processing changes never reaches the next, nor do the values of one
+// case the next case of the same chart.
 func TestCRDCacheRealWorld(t *testing.T) {
 	crds := helm.NewCRDCache(0)
+	charts := helm.NewChartCache(0)
 	for _, c := range realWorldCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			chart, err := os.ReadFile(c.chart)
@@ -233,7 +235,7 @@ func TestCRDCacheRealWorld(t *testing.T) {
 				t.Fatal(err)
 			}
 			withoutRandomNames(want)
-			opts.CRDs = crds
+			opts.CRDs, opts.Charts = crds, charts
 			for i := 0; i < 3; i++ {
 				got, err := helm.Render(context.Background(), chart, opts)
 				if err != nil {
@@ -263,10 +265,10 @@ func TestCRDCacheRealWorld(t *testing.T) {
 }
 
 // BenchmarkRenderRealWorldServer renders each real-world chart as the
-// render server does: one CRDCache for all renders, JSON out (generate's
-// output).
+// render server does: one CRDCache and one ChartCache for all renders, JSON
+// out (generate's output).
 func BenchmarkRenderRealWorldServer(b *testing.B) {
-	crds := helm.NewCRDCache(0)
+	crds, charts := helm.NewCRDCache(0), helm.NewChartCache(0)
 	for _, c := range realWorldCases(b) {
 		chart, err := os.ReadFile(c.chart)
 		if err != nil {
@@ -274,7 +276,7 @@ func BenchmarkRenderRealWorldServer(b *testing.B) {
 		}
 		opts := c.opts
 		opts.Values = c.values(b)
-		opts.CRDs = crds
+		opts.CRDs, opts.Charts = crds, charts
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				objs, err := helm.Render(context.Background(), chart, opts)
