@@ -44,8 +44,9 @@ type Engine struct {
 	cacheDir string // else: where each generation opens the cache ("": disabled)
 	cacheErr error
 	regOpts  []registry.Option
-	crds     *helm.CRDCache // decoded CRDs of charts (WithSharing); nil: decoded per render
-	unpacker *ctf.Unpacker  // CTF tgz archives unpacked into the blob cache, with their indexes
+	crds     *helm.CRDCache   // decoded CRDs of charts (WithSharing); nil: decoded per render
+	charts   *helm.ChartCache // loaded charts (WithSharing); nil: loaded per render
+	unpacker *ctf.Unpacker    // CTF tgz archives unpacked into the blob cache, with their indexes
 
 	keysMu sync.Mutex
 	keys   map[string]publicKey // by key file
@@ -61,12 +62,14 @@ type EngineOption func(*Engine)
 
 // WithSharing makes the generations of a long-lived process (a render-server
 // worker, the ApplicationSet generator) share registry connections and
-// tokens, the decoded CRDs of charts (helm.CRDCache), and a tag's resolution for tagTTL (0 or less: not shared). Default:
+// tokens, the decoded CRDs of charts (helm.CRDCache), loaded charts by the digest of their archive
+// (helm.ChartCache, helm.DefaultChartCacheSize), and a tag's resolution for tagTTL (0 or less: not shared). Default:
 // nothing is shared, for a process that renders once.
 func WithSharing(tagTTL time.Duration) EngineOption {
 	return func(e *Engine) {
 		e.shared = &registry.Shared{}
 		e.crds = helm.NewCRDCache(0)
+		e.charts = helm.NewChartCache(0)
 		e.tags = nil
 		if tagTTL > 0 {
 			e.tags = oci.NewTagResolutions(tagTTL)
@@ -140,7 +143,7 @@ func (e *Engine) Renderer(g Generation) (*Renderer, error) {
 		return nil, err
 	}
 	return &Renderer{OpenRepository: src.Open, Access: access.Resolver{Artifacts: src}, Log: g.Notes,
-		HelmCRDs: e.crds, CTFOptions: []ctf.Option{ctf.WithUnpacker(e.unpacker), ctf.WithCache(src.Client.Cache())}}, nil
+		HelmCRDs: e.crds, HelmCharts: e.charts, CTFOptions: []ctf.Option{ctf.WithUnpacker(e.unpacker), ctf.WithCache(src.Client.Cache())}}, nil
 }
 
 // Render renders one request with a renderer of its own under the

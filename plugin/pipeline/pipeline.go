@@ -201,6 +201,9 @@ type Renderer struct {
 	// HelmCRDs keeps charts' decoded CRDs between renders (the render
 	// server's, see helm.CRDCache); nil decodes them in every render.
 	HelmCRDs *helm.CRDCache
+	// HelmCharts keeps loaded charts between renders (the render server's,
+	// see helm.ChartCache); nil loads each chart in every render.
+	HelmCharts *helm.ChartCache
 	// CTFOptions open a CTF or component archive file of the Application's
 	// checkout: an unpack cache (ctf.WithUnpacker, ctf.WithCache); nil
 	// unpacks a tgz into a temporary file. Either way within the render's
@@ -555,6 +558,7 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 			APIVersions: req.APIVersions,
 			Values:      step.Values,
 			CRDs:        r.HelmCRDs,
+			Charts:      r.HelmCharts,
 		})
 	default: // directoryTree
 		// Streamed from where the blob lives, unpacked as it is read and
