@@ -28,8 +28,8 @@ const DefaultChartCacheSize = 32 << 20
 // ChartCache keeps loaded charts, by the SHA-256 of their archive, for as
 // long as it lives (the render server's lifetime), within a bound on the
 // bytes their archives unpack to; the least recently used go first. Only
-// archives that load are kept, with whether their schemas passed
-// checkSchemas.
+// archives that load are kept, with their schemas once they passed
+// checkSchemas, compiled.
 //
 // Helm changes the chart it renders (processing dependencies removes the
 // disabled subcharts and rewrites Metadata.Dependencies; import-values
@@ -52,8 +52,9 @@ type ChartCache struct {
 type chartEntry struct {
 	chart *chart.Chart // never rendered: renders get copies
 	size  int64
-	// schemasChecked is set once checkSchemas passed for the chart.
-	schemasChecked atomic.Bool
+	// schemas are set once checkSchemas passed for the chart: its schemas,
+	// compiled.
+	schemas atomic.Pointer[compiledSchemas]
 }
 
 // NewChartCache returns a cache of at most maxBytes of unpacked charts

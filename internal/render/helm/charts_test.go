@@ -184,8 +184,8 @@ func TestChartCacheBound(t *testing.T) {
 		if ok != held {
 			t.Errorf("chart %d held: %v, want %v", i, ok, held)
 		}
-		if ok && !e.schemasChecked.Load() {
-			t.Errorf("chart %d: schemas not marked checked", i)
+		if ok && (e.schemas.Load() == nil || len(*e.schemas.Load()) != 1) {
+			t.Errorf("chart %d: schemas not kept compiled", i)
 		}
 	}
 	if cache.size > cache.max || len(cache.m) != 3 {

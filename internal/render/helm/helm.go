@@ -127,11 +127,11 @@ func Render(ctx context.Context, chartArchive []byte, opts Options) ([]manifests
 	if err != nil {
 		return nil, err
 	}
-	var schemasChecked *atomic.Bool
+	var schemas *atomic.Pointer[compiledSchemas]
 	if kept != nil {
-		schemasChecked = &kept.schemasChecked
+		schemas = &kept.schemas
 	}
-	return renderChart(ctx, c, opts, schemasChecked)
+	return renderChart(ctx, c, opts, schemas)
 }
 
 // RenderChart renders a loaded chart (and changes it, as Helm does).
@@ -139,10 +139,10 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	return renderChart(ctx, c, opts, nil)
 }
 
-// renderChart is RenderChart; schemasChecked, when set, tells whether the
-// schemas of c passed checkSchemas before (a ChartCache's entry) and is set
-// when they pass.
-func renderChart(ctx context.Context, c *chart.Chart, opts Options, schemasChecked *atomic.Bool) ([]manifests.Object, error) {
+// renderChart is RenderChart; kept, when set, holds the schemas of c
+// compiled when they passed checkSchemas in an earlier render (a
+// ChartCache's entry), or is set when they pass.
+func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *atomic.Pointer[compiledSchemas]) ([]manifests.Object, error) {
 	if opts.ReleaseName == "" {
 		opts.ReleaseName = "release-name"
 	}
@@ -162,12 +162,18 @@ func renderChart(ctx context.Context, c *chart.Chart, opts Options, schemasCheck
 	if err := checkDependencies(c); err != nil {
 		return nil, err
 	}
-	if !opts.SkipSchemaValidation && (schemasChecked == nil || !schemasChecked.Load()) {
-		if err := checkSchemas(c); err != nil {
+	var schemas compiledSchemas
+	if kept != nil {
+		if p := kept.Load(); p != nil {
+			schemas = *p
+		}
+	}
+	if !opts.SkipSchemaValidation && schemas == nil {
+		if schemas, err = checkSchemas(c); err != nil {
 			return nil, fmt.Errorf("%w: helm chart %s-%s: %w", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
 		}
-		if schemasChecked != nil {
-			schemasChecked.Store(true)
+		if kept != nil {
+			kept.Store(&schemas)
 		}
 	}
 	vals := opts.Values
@@ -183,7 +189,7 @@ func renderChart(ctx context.Context, c *chart.Chart, opts Options, schemasCheck
 	// --include-crds prints them, but from the chart (see releaseObjects):
 	// Helm would only copy their text into the release manifest, which the
 	// plugin would then decode again.
-	files, err := renderTemplates(c, vals, opts, kv)
+	files, err := renderTemplates(c, vals, opts, kv, schemas)
 	if tooMany := (tooManyObjectsError{}); errors.As(err, &tooMany) {
 		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
 	}

@@ -40,7 +40,11 @@ var sortManifests = releaseutil.SortManifests
 // included) are refused before sorting, with the error releaseObjects
 // gives for more than MaxObjects objects.
 func installClientOnly(c *chart.Chart, vals map[string]any, opts Options, kv *chartutil.KubeVersion) (*rendered, error) {
-	files, err := renderTemplates(c, vals, opts, kv)
+	var schemas compiledSchemas
+	if !opts.SkipSchemaValidation {
+		schemas, _ = checkSchemas(c) // nil on an error: Helm's validation
+	}
+	files, err := renderTemplates(c, vals, opts, kv, schemas)
 	if err != nil {
 		return nil, err
 	}
@@ -62,8 +66,10 @@ func sortRelease(files map[string]string) (*rendered, error) {
 }
 
 // renderTemplates is installClientOnly up to Helm's sort: the rendered
-// files, NOTES.txt left out, or the refusal of too many documents.
-func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *chartutil.KubeVersion) (map[string]string, error) {
+// files, NOTES.txt left out, or the refusal of too many documents. The
+// values are validated with schemas, compiled by checkSchemas (see
+// validateValues), or nil: by Helm, which compiles the schemas again.
+func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *chartutil.KubeVersion, schemas compiledSchemas) (map[string]string, error) {
 	if err := chartutil.ProcessDependenciesWithMerge(c, vals); err != nil {
 		return nil, err
 	}
@@ -72,9 +78,16 @@ func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *char
 	caps.APIVersions = append(caps.APIVersions, chartutil.VersionSet(opts.APIVersions)...)
 	valuesToRender, err := chartutil.ToRenderValuesWithSchemaValidation(c, vals, chartutil.ReleaseOptions{
 		Name: opts.ReleaseName, Namespace: opts.Namespace, Revision: 1, IsInstall: true,
-	}, caps, opts.SkipSchemaValidation)
+	}, caps, opts.SkipSchemaValidation || schemas != nil)
 	if err != nil {
 		return nil, err
+	}
+	if !opts.SkipSchemaValidation && schemas != nil {
+		values, _ := valuesToRender["Values"].(chartutil.Values)
+		if err := validateValues(c, values, schemas); err != nil {
+			// As chartutil.ToRenderValuesWithSchemaValidation words it.
+			return nil, fmt.Errorf("values don't meet the specifications of the schema(s) in the following chart(s):\n%s", err.Error())
+		}
 	}
 
 	// renderResources

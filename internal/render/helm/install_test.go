@@ -97,6 +97,18 @@ func TestInstallClientOnlyIsHelmInstall(t *testing.T) {
 			"  caps: {{ printf \"%v %v %v\" .Capabilities.KubeVersion (.Capabilities.APIVersions.Has \"policy/v1\") .Capabilities.HelmVersion.Version | quote }}\n" +
 			"  chart: {{ toJson .Chart | quote }}\n  template: {{ toJson .Template | quote }}\n"},
 		"schema": {"values.schema.json": `{"type":"object","properties":{"a":{"type":"integer"}}}`, "values.yaml": "a: x\n"},
+		"schema-subcharts": {
+			"Chart.yaml":         "apiVersion: v2\nname: schema-subcharts\nversion: 0.1.0\ndependencies:\n- name: sub\n  version: 0.1.0\n- name: sub\n  alias: again\n  version: 0.1.0\n- name: other\n  version: 0.1.0\n",
+			"values.schema.json": `{"type":"object","properties":{"a":{"type":"integer"},"b":{"enum":[1,2]}}}`, "values.yaml": "a: x\nb: 1\nsub:\n  n: y\nagain:\n  n: 2\nother: {}\n", // one error a schema: the order of several is random
+			"charts/sub/Chart.yaml": "apiVersion: v2\nname: sub\nversion: 0.1.0\n", "charts/sub/values.schema.json": `{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`,
+			"charts/other/Chart.yaml": "apiVersion: v2\nname: other\nversion: 0.1.0\n", "charts/other/values.schema.json": `{"type":"object"}`,
+		},
+		"schema-valid": {
+			"Chart.yaml":         "apiVersion: v2\nname: schema-valid\nversion: 0.1.0\ndependencies:\n- name: sub\n  version: 0.1.0\n",
+			"values.schema.json": `{"type":"object","properties":{"a":{"type":"integer"}}}`, "values.yaml": "a: 1\nsub:\n  n: 2\n",
+			"templates/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+			"charts/sub/Chart.yaml": "apiVersion: v2\nname: sub\nversion: 0.1.0\n", "charts/sub/values.schema.json": `{"type":"object","properties":{"n":{"type":"integer"}}}`,
+		},
 	} {
 		if files["Chart.yaml"] == "" {
 			files["Chart.yaml"] = "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n"
