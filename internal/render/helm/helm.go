@@ -209,7 +209,7 @@ func renderedObjects(c *chart.Chart, files map[string]string, opts Options, pre 
 	if opts.CRDs != nil {
 		hook = opts.CRDs.document
 	}
-	crds := chartCRDs(c, opts.SkipCRDs)
+	crds := chartCRDs(c, opts.SkipCRDs, pre)
 	if sorted, ok := sortedRelease(name, files, crds.nodes, hook); ok {
 		objs, err := crds.decode(name, opts.CRDs, pre.wait())
 		if err != nil {
@@ -235,7 +235,7 @@ func renderedObjects(c *chart.Chart, files map[string]string, opts Options, pre 
 	if err != nil {
 		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
 	}
-	objs, err := releaseObjects(c, rel.manifest, opts.SkipCRDs, opts.CRDs, pre.wait())
+	objs, err := releaseObjects(c, rel.manifest, opts.SkipCRDs, opts.CRDs, pre)
 	if err != nil {
 		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
 	}
