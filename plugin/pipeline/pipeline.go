@@ -204,6 +204,9 @@ type Renderer struct {
 	// helmCRDs keeps charts' decoded CRDs between renders (the render
 	// server's, see helm.CRDCache); nil decodes them in every render.
 	helmCRDs *helm.CRDCache
+	// helmCharts keeps loaded charts between renders (the render server's,
+	// see helm.ChartCache); nil loads each chart in every render.
+	helmCharts *helm.ChartCache
 	// ctfOptions open a CTF or component archive file of the Application's
 	// checkout: an unpack cache (ctf.WithUnpacker, ctf.WithCache); nil
 	// unpacks a tgz into a temporary file. Either way within the render's
@@ -511,6 +514,7 @@ func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step
 			APIVersions: req.APIVersions,
 			Values:      step.Values,
 			CRDs:        r.helmCRDs,
+			Charts:      r.helmCharts,
 		})
 	default: // directoryTree
 		// Streamed from where the blob lives, unpacked as it is read and

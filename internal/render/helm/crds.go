@@ -154,8 +154,23 @@ func crdText(crd chart.CRD) []byte {
 // predecoded is the outcome of decoding a chart's crds/ files while Helm
 // renders its templates (see predecodeCRDs).
 type predecoded struct {
-	done chan struct{}
-	objs map[*chart.File][]manifests.Object // files decoded without error
+	done  chan struct{}
+	objs  map[*chart.File][]manifests.Object // files decoded without error
+	texts map[crdKey]printedText             // every file as printed
+}
+
+// crdKey is a crds/ file as printed: a subchart's file is printed under
+// the name of each alias of the subchart.
+type crdKey struct {
+	file     *chart.File
+	filename string
+}
+
+// printedText is a crds/ file as printed (crdText) and its structural
+// characters.
+type printedText struct {
+	text  []byte
+	nodes int
 }
 
 // predecodeCRDs decodes the crds/ files of c and of all its subcharts in
@@ -165,22 +180,29 @@ type predecoded struct {
 // fails here is decoded again (for its error) only if the render uses it.
 // Nothing is decoded when the files hold more than a whole stream may
 // (MaxStreamNodes): releaseObjects then refuses or decodes what is used.
-// The result is ready when done is closed.
+// The result is ready when done is closed; the texts of the files and
+// their counts are kept for chartCRDs.
 func predecodeCRDs(c *chart.Chart, cache *CRDCache) *predecoded {
-	p := &predecoded{done: make(chan struct{}), objs: map[*chart.File][]manifests.Object{}}
+	p := &predecoded{done: make(chan struct{}), objs: map[*chart.File][]manifests.Object{}, texts: map[crdKey]printedText{}}
 	crds := c.CRDObjects()
-	nodes := 0
-	for _, crd := range crds {
-		nodes += yamlfile.StructureCount(crd.File.Data)
-	}
-	if len(crds) == 0 || nodes > manifests.MaxStreamNodes {
+	if len(crds) == 0 {
 		close(p.done)
 		return p
 	}
 	go func() {
 		defer close(p.done)
+		nodes := 0
 		for _, crd := range crds {
-			if objs, err := cache.decode("chart "+c.Name(), crdText(crd)); err == nil {
+			t := crdText(crd)
+			n := yamlfile.StructureCount(t)
+			p.texts[crdKey{crd.File, crd.Filename}] = printedText{t, n}
+			nodes += n
+		}
+		if nodes > manifests.MaxStreamNodes {
+			return
+		}
+		for _, crd := range crds {
+			if objs, err := cache.decode("chart "+c.Name(), p.texts[crdKey{crd.File, crd.Filename}].text); err == nil {
 				p.objs[crd.File] = objs
 			}
 		}
@@ -204,37 +226,18 @@ func (p *predecoded) wait() map[*chart.File][]manifests.Object {
 // bounds of one manifests.Decode of that whole stream: MaxStreamNodes
 // structural characters and MaxObjects objects in all.
 //
-// pre holds crds/ files already decoded (predecodeCRDs): each object is
-// used once, by this render.
-func releaseObjects(c *chart.Chart, manifest string, skipCRDs bool, crds *CRDCache, pre map[*chart.File][]manifests.Object) ([]manifests.Object, error) {
+// pre holds crds/ files already printed and decoded (predecodeCRDs): each
+// object is used once, by this render.
+func releaseObjects(c *chart.Chart, manifest string, skipCRDs bool, crds *CRDCache, pre *predecoded) ([]manifests.Object, error) {
 	name := "chart " + c.Name()
-	var texts [][]byte
-	var files []*chart.File
-	if !skipCRDs {
-		for _, crd := range c.CRDObjects() {
-			texts = append(texts, crdText(crd))
-			files = append(files, crd.File)
-		}
-	}
-	nodes := yamlfile.StructureCount([]byte(manifest))
-	for _, t := range texts {
-		nodes += yamlfile.StructureCount(t)
-	}
-	if nodes > manifests.MaxStreamNodes {
+	printed := chartCRDs(c, skipCRDs, pre)
+	if nodes := printed.nodes + yamlfile.StructureCount([]byte(manifest)); nodes > manifests.MaxStreamNodes {
 		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",
 			name, nodes, manifests.MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
-	var objs []manifests.Object
-	for i, t := range texts {
-		o, ok := pre[files[i]]
-		if !ok {
-			var err error
-			if o, err = crds.decode(name, t); err != nil {
-				return nil, err
-			}
-		}
-		delete(pre, files[i]) // a file included twice gets objects of its own
-		objs = append(objs, o...)
+	objs, err := printed.decode(name, crds, pre.wait())
+	if err != nil {
+		return nil, err
 	}
 	var hook manifests.DocumentHook
 	if crds != nil {
@@ -246,6 +249,58 @@ func releaseObjects(c *chart.Chart, manifest string, skipCRDs bool, crds *CRDCac
 	}
 	if objs = append(objs, rest...); len(objs) > manifests.MaxObjects {
 		return nil, fmt.Errorf("%s: more than %d objects: %w: %w", name, manifests.MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+	}
+	return objs, nil
+}
+
+// printedCRDs are the crds/ files of a chart as helm template
+// --include-crds prints them.
+type printedCRDs struct {
+	texts [][]byte
+	files []*chart.File
+	nodes int // structural characters of texts
+}
+
+// chartCRDs are the crds/ files of c and its enabled subcharts in Helm's
+// order (none with skip), as pre printed them (when it is done) or else
+// printed here.
+func chartCRDs(c *chart.Chart, skip bool, pre *predecoded) printedCRDs {
+	var p printedCRDs
+	if skip {
+		return p
+	}
+	var texts map[crdKey]printedText
+	if pre != nil {
+		pre.wait()
+		texts = pre.texts
+	}
+	for _, crd := range c.CRDObjects() {
+		t, ok := texts[crdKey{crd.File, crd.Filename}]
+		if !ok {
+			t.text = crdText(crd)
+			t.nodes = yamlfile.StructureCount(t.text)
+		}
+		p.texts = append(p.texts, t.text)
+		p.files = append(p.files, crd.File)
+		p.nodes += t.nodes
+	}
+	return p
+}
+
+// decode decodes the files, taking those in pre (predecodeCRDs): each
+// object is used once, by this render.
+func (p printedCRDs) decode(name string, crds *CRDCache, pre map[*chart.File][]manifests.Object) ([]manifests.Object, error) {
+	var objs []manifests.Object
+	for i, t := range p.texts {
+		o, ok := pre[p.files[i]]
+		if !ok {
+			var err error
+			if o, err = crds.decode(name, t); err != nil {
+				return nil, err
+			}
+		}
+		delete(pre, p.files[i]) // a file included twice gets objects of its own
+		objs = append(objs, o...)
 	}
 	return objs, nil
 }

@@ -8,5 +8,12 @@
 // is left out. `lookup` returns nothing because no cluster is contacted.
 //
 // More than manifests.MaxObjects documents out of Helm's template engine
-// (manifests and hooks) are refused before Helm sorts them.
+// (manifests and hooks) are refused before they are sorted. The rendered
+// documents are decoded once and sorted by their objects with Helm's rules
+// (sortedRelease); Helm's own SortManifests sorts what that does not read
+// exactly.
+//
+// A long-lived process keeps loaded charts (ChartCache, with their compiled
+// values schemas) and decoded CRDs (CRDCache) between renders; every render
+// gets copies of its own.
 package helm

@@ -42,3 +42,6 @@ func CountSorts() (calls func() int, restore func()) {
 
 // SplitCount is splitCount.
 var SplitCount = splitCount
+
+// SplitDocs is splitDocs.
+var SplitDocs = splitDocs

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync/atomic"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -42,6 +43,9 @@ type Options struct {
 	// CRDs, when set, keeps the decoded crds/ files of charts between
 	// renders (the render server's); nil decodes them every time.
 	CRDs *CRDCache
+	// Charts, when set, keeps loaded charts between renders of Render
+	// (the render server's); nil loads the archive every time.
+	Charts *ChartCache
 }
 
 // LoadArchive loads a chart archive (tgz) with Helm's loader, which checks its
@@ -59,16 +63,8 @@ type Options struct {
 // The archive is unpacked once: Helm loads the files the check unpacked
 // (loader.LoadArchive is LoadArchiveFiles followed by LoadFiles).
 func LoadArchive(data []byte) (*chart.Chart, error) {
-	budget := loader.MaxDecompressedChartSize
-	files, err := checkArchive(data, "", 0, &budget)
-	if err != nil {
-		return nil, fmt.Errorf("%w: loading chart: %w", errdef.ErrRender, err)
-	}
-	c, err := loader.LoadFiles(files)
-	if err != nil {
-		return nil, fmt.Errorf("%w: loading chart: %v", errdef.ErrRender, err)
-	}
-	return c, nil
+	c, _, err := loadArchive(data)
+	return c, err
 }
 
 // isSubchartArchive reports whether Helm's loader unpacks the chart file
@@ -125,17 +121,28 @@ func checkArchive(data []byte, where string, depth int, budget *int64) ([]*loade
 	return files, nil
 }
 
-// Render renders a chart archive.
+// Render renders a chart archive, loaded by opts.Charts.
 func Render(ctx context.Context, chartArchive []byte, opts Options) ([]manifests.Object, error) {
-	c, err := LoadArchive(chartArchive)
+	c, kept, err := opts.Charts.load(chartArchive)
 	if err != nil {
 		return nil, err
 	}
-	return RenderChart(ctx, c, opts)
+	var schemas *atomic.Pointer[compiledSchemas]
+	if kept != nil {
+		schemas = &kept.schemas
+	}
+	return renderChart(ctx, c, opts, schemas)
 }
 
-// RenderChart renders a loaded chart.
+// RenderChart renders a loaded chart (and changes it, as Helm does).
 func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests.Object, error) {
+	return renderChart(ctx, c, opts, nil)
+}
+
+// renderChart is RenderChart; kept, when set, holds the schemas of c
+// compiled when they passed checkSchemas in an earlier render (a
+// ChartCache's entry), or is set when they pass.
+func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *atomic.Pointer[compiledSchemas]) ([]manifests.Object, error) {
 	if opts.ReleaseName == "" {
 		opts.ReleaseName = "release-name"
 	}
@@ -155,9 +162,18 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	if err := checkDependencies(c); err != nil {
 		return nil, err
 	}
-	if !opts.SkipSchemaValidation {
-		if err := checkSchemas(c); err != nil {
+	var schemas compiledSchemas
+	if kept != nil {
+		if p := kept.Load(); p != nil {
+			schemas = *p
+		}
+	}
+	if !opts.SkipSchemaValidation && schemas == nil {
+		if schemas, err = checkSchemas(c); err != nil {
 			return nil, fmt.Errorf("%w: helm chart %s-%s: %w", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
+		}
+		if kept != nil {
+			kept.Store(&schemas)
 		}
 	}
 	vals := opts.Values
@@ -173,14 +189,53 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	// --include-crds prints them, but from the chart (see releaseObjects):
 	// Helm would only copy their text into the release manifest, which the
 	// plugin would then decode again.
-	rel, err := installClientOnly(c, vals, opts, kv)
+	files, err := renderTemplates(c, vals, opts, kv, schemas)
 	if tooMany := (tooManyObjectsError{}); errors.As(err, &tooMany) {
 		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
 	}
-	objs, err := releaseObjects(c, rel.manifest, opts.SkipCRDs, opts.CRDs, pre.wait())
+	return renderedObjects(c, files, opts, pre)
+}
+
+// renderedObjects are the objects of the rendered files of c: the CRDs,
+// the release manifest and the hooks (unless opts leaves them out), in
+// Helm's order, decoded once and sorted by the plugin (sortedRelease), or
+// else sorted by Helm and decoded from its release manifest.
+func renderedObjects(c *chart.Chart, files map[string]string, opts Options, pre *predecoded) ([]manifests.Object, error) {
+	name := "chart " + c.Name()
+	var hook manifests.DocumentHook
+	if opts.CRDs != nil {
+		hook = opts.CRDs.document
+	}
+	crds := chartCRDs(c, opts.SkipCRDs, pre)
+	if sorted, ok := sortedRelease(name, files, crds.nodes, hook); ok {
+		objs, err := crds.decode(name, opts.CRDs, pre.wait())
+		if err != nil {
+			return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
+		}
+		for _, d := range sorted.generic {
+			objs = append(objs, d.objs...)
+		}
+		if len(objs) > manifests.MaxObjects {
+			err := fmt.Errorf("%s: more than %d objects: %w: %w", name, manifests.MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+			return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err) // as releaseObjects'
+		}
+		if !opts.SkipHooks {
+			for _, h := range sorted.hooks {
+				if !(opts.SkipTests && isTestHook(h.hook)) {
+					objs = append(objs, h.objs...)
+				}
+			}
+		}
+		return objs, nil
+	}
+	rel, err := sortRelease(files)
+	if err != nil {
+		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
+	}
+	objs, err := releaseObjects(c, rel.manifest, opts.SkipCRDs, opts.CRDs, pre)
 	if err != nil {
 		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
 	}

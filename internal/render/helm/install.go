@@ -40,6 +40,36 @@ var sortManifests = releaseutil.SortManifests
 // included) are refused before sorting, with the error releaseObjects
 // gives for more than MaxObjects objects.
 func installClientOnly(c *chart.Chart, vals map[string]any, opts Options, kv *chartutil.KubeVersion) (*rendered, error) {
+	var schemas compiledSchemas
+	if !opts.SkipSchemaValidation {
+		schemas, _ = checkSchemas(c) // nil on an error: Helm's validation
+	}
+	files, err := renderTemplates(c, vals, opts, kv, schemas)
+	if err != nil {
+		return nil, err
+	}
+	return sortRelease(files)
+}
+
+// sortRelease is the end of installClientOnly: Helm's sort of the rendered
+// files into hooks and the release manifest.
+func sortRelease(files map[string]string) (*rendered, error) {
+	hooks, sorted, err := sortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	for _, m := range sorted {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	return &rendered{hooks: hooks, manifest: b.String()}, nil
+}
+
+// renderTemplates is installClientOnly up to Helm's sort: the rendered
+// files, NOTES.txt left out, or the refusal of too many documents. The
+// values are validated with schemas, compiled by checkSchemas (see
+// validateValues), or nil: by Helm, which compiles the schemas again.
+func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *chartutil.KubeVersion, schemas compiledSchemas) (map[string]string, error) {
 	if err := chartutil.ProcessDependenciesWithMerge(c, vals); err != nil {
 		return nil, err
 	}
@@ -48,9 +78,16 @@ func installClientOnly(c *chart.Chart, vals map[string]any, opts Options, kv *ch
 	caps.APIVersions = append(caps.APIVersions, chartutil.VersionSet(opts.APIVersions)...)
 	valuesToRender, err := chartutil.ToRenderValuesWithSchemaValidation(c, vals, chartutil.ReleaseOptions{
 		Name: opts.ReleaseName, Namespace: opts.Namespace, Revision: 1, IsInstall: true,
-	}, caps, opts.SkipSchemaValidation)
+	}, caps, opts.SkipSchemaValidation || schemas != nil)
 	if err != nil {
 		return nil, err
+	}
+	if !opts.SkipSchemaValidation && schemas != nil {
+		values, _ := valuesToRender["Values"].(chartutil.Values)
+		if err := validateValues(c, values, schemas); err != nil {
+			// As chartutil.ToRenderValuesWithSchemaValidation words it.
+			return nil, fmt.Errorf("values don't meet the specifications of the schema(s) in the following chart(s):\n%s", err.Error())
+		}
 	}
 
 	// renderResources
@@ -72,15 +109,7 @@ func installClientOnly(c *chart.Chart, vals map[string]any, opts Options, kv *ch
 	if countDocuments(files) > manifests.MaxObjects {
 		return nil, tooManyObjectsError{fmt.Errorf("chart %s: more than %d objects: %w: %w", c.Name(), manifests.MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)}
 	}
-	hooks, sorted, err := sortManifests(files, nil, releaseutil.InstallOrder)
-	if err != nil {
-		return nil, err
-	}
-	var b strings.Builder
-	for _, m := range sorted {
-		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
-	}
-	return &rendered{hooks: hooks, manifest: b.String()}, nil
+	return files, nil
 }
 
 // tooManyObjectsError is the refusal of more than MaxObjects documents:
@@ -105,44 +134,10 @@ func countDocuments(files map[string]string) int {
 
 // splitCount is len(releaseutil.SplitManifests(file)) without its regular
 // expression (?:^|\s*\n)---\s* and its map, which took 0.3 s for a file of
-// 100 000 documents. Every match of the expression holds one "---", which
-// starts the text or follows a newline that is not in the previous match
-// (that match's \s* takes the whitespace after its "---"); the leftmost
-// match for that "---" starts at the whitespace before the newline, and
-// ends after the whitespace after it. The documents are the non-empty
-// texts between matches. TestSplitCount compares both.
+// 100 000 documents (see eachSplit). TestSplitCount compares both.
 func splitCount(file string) int {
-	s := strings.TrimSpace(file)
-	n, beg := 0, 0 // beg: the end of the last match
-	for pos := 0; ; {
-		i := strings.Index(s[pos:], "---")
-		if i < 0 {
-			break
-		}
-		r := pos + i
-		if !(r == 0 || (r-1 >= pos && s[r-1] == '\n')) {
-			pos = r + 1
-			continue
-		}
-		start := r
-		if r > 0 {
-			start = r - 1
-			for start > pos && isRESpace(s[start-1]) {
-				start--
-			}
-		}
-		end := r + 3
-		for end < len(s) && isRESpace(s[end]) {
-			end++
-		}
-		if start > beg {
-			n++
-		}
-		beg, pos = end, end
-	}
-	if beg < len(s) {
-		n++
-	}
+	n := 0
+	eachSplit(file, func(string) { n++ })
 	return n
 }
 

@@ -3,6 +3,7 @@ package helm_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -144,9 +145,19 @@ func withoutRandomNames(objs []manifests.Object) {
 // Unmodified third-party charts render the objects `helm template` renders
 // (compared as sets of objects), in Helm's order, and encode to the same
 // bytes each run.
+//
+// They are sorted by the plugin, never by Helm's SortManifests (which
+// would give the same objects, slower: see sortedRelease).
 func TestRenderRealWorldCharts(t *testing.T) {
+	sorts, restore := helm.CountSorts()
+	defer restore()
 	for _, c := range realWorldCases(t) {
 		t.Run(c.name, func(t *testing.T) {
+			defer func(before int) {
+				if n := sorts() - before; n != 0 {
+					t.Errorf("sorted by Helm (%d sorts): the plugin's sort gave up", n)
+				}
+			}(sorts())
 			chart, err := os.ReadFile(c.chart)
 			if err != nil {
 				t.Fatal(err)
@@ -204,11 +215,13 @@ func BenchmarkRenderRealWorld(b *testing.B) {
 	}
 }
 
-// A CRDCache gives each render the objects a render without it gives, as
-// copies of their own: what one render's post-processing changes never
-// reaches the next.
+// A CRDCache and a ChartCache give each render the objects a render
+// without them gives, as copies of their own: what one render's
+// post-processing changes never reaches the next, nor do the values of one
+// case the next case of the same chart.
 func TestCRDCacheRealWorld(t *testing.T) {
 	crds := helm.NewCRDCache(0)
+	charts := helm.NewChartCache(0)
 	for _, c := range realWorldCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			chart, err := os.ReadFile(c.chart)
@@ -222,7 +235,7 @@ func TestCRDCacheRealWorld(t *testing.T) {
 				t.Fatal(err)
 			}
 			withoutRandomNames(want)
-			opts.CRDs = crds
+			opts.CRDs, opts.Charts = crds, charts
 			for i := 0; i < 3; i++ {
 				got, err := helm.Render(context.Background(), chart, opts)
 				if err != nil {
@@ -245,6 +258,33 @@ func TestCRDCacheRealWorld(t *testing.T) {
 					if spec, ok := o["spec"].(map[string]any); ok {
 						spec["changed"] = []any{"by", "render", i}
 					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRenderRealWorldServer renders each real-world chart as the
+// render server does: one CRDCache and one ChartCache for all renders, JSON
+// out (generate's output).
+func BenchmarkRenderRealWorldServer(b *testing.B) {
+	crds, charts := helm.NewCRDCache(0), helm.NewChartCache(0)
+	for _, c := range realWorldCases(b) {
+		chart, err := os.ReadFile(c.chart)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts := c.opts
+		opts.Values = c.values(b)
+		opts.CRDs, opts.Charts = crds, charts
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				objs, err := helm.Render(context.Background(), chart, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := manifests.EncodeJSON(io.Discard, objs); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})

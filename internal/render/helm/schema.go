@@ -32,16 +32,21 @@ const schemaURL = "file:///values.schema.json"
 // urn: references are resolved as Helm resolves them (chartutil.URNResolver,
 // else a permissive schema). A schema that does not compile is refused here
 // too, as Helm would refuse it.
-func checkSchemas(c *chart.Chart) error {
+//
+// The compiled schemas are returned, by their text, for validateValues.
+func checkSchemas(c *chart.Chart) (compiledSchemas, error) {
+	compiled := compiledSchemas{}
 	var walk func(c *chart.Chart, where string, depth int) error
 	walk = func(c *chart.Chart, where string, depth int) error {
 		if depth > maxChartDepth {
 			return fmt.Errorf("%s: subcharts nested more than %d levels: %w", where, maxChartDepth, errdef.ErrLimitExceeded)
 		}
-		if len(c.Schema) > 0 {
-			if err := compileSchema(c.Schema); err != nil {
+		if _, done := compiled[string(c.Schema)]; len(c.Schema) > 0 && !done {
+			s, err := compileSchema(c.Schema)
+			if err != nil {
 				return fmt.Errorf("%s: %w", path.Join(where, "values.schema.json"), err)
 			}
+			compiled[string(c.Schema)] = s
 		}
 		for _, d := range c.Dependencies() {
 			if err := walk(d, path.Join(where, "charts", d.Name()), depth+1); err != nil {
@@ -50,7 +55,64 @@ func checkSchemas(c *chart.Chart) error {
 		}
 		return nil
 	}
-	return walk(c, c.Name(), 0)
+	if err := walk(c, c.Name(), 0); err != nil {
+		return nil, err
+	}
+	return compiled, nil
+}
+
+// compiledSchemas are values schemas compiled as Helm compiles them, by
+// their text.
+type compiledSchemas map[string]*jsonschema.Schema
+
+// validateValues is chartutil.ValidateAgainstSchema (Helm v3.22.0, the same
+// messages) with the schemas compiled by checkSchemas: Helm compiles every
+// schema again for every render. A schema not in schemas is validated by
+// Helm's chartutil.ValidateAgainstSingleSchema.
+func validateValues(c *chart.Chart, values map[string]any, schemas compiledSchemas) error {
+	var sb strings.Builder
+	if c.Schema != nil {
+		if err := validateSingle(values, c.Schema, schemas); err != nil {
+			fmt.Fprintf(&sb, "%s:\n", c.Name())
+			sb.WriteString(err.Error())
+		}
+	}
+	for _, sub := range c.Dependencies() {
+		raw, exists := values[sub.Name()]
+		if !exists || raw == nil {
+			continue
+		}
+		subValues, ok := raw.(map[string]any)
+		if !ok {
+			fmt.Fprintf(&sb, "%s:\ninvalid type for values: expected object (map), got %T\n", sub.Name(), raw)
+			continue
+		}
+		if err := validateValues(sub, subValues, schemas); err != nil {
+			sb.WriteString(err.Error())
+		}
+	}
+	if sb.Len() > 0 {
+		return errors.New(sb.String())
+	}
+	return nil
+}
+
+// validateSingle is chartutil.ValidateAgainstSingleSchema with schemas.
+func validateSingle(values map[string]any, schemaJSON []byte, schemas compiledSchemas) (err error) {
+	s, ok := schemas[string(schemaJSON)]
+	if !ok {
+		return chartutil.ValidateAgainstSingleSchema(values, schemaJSON)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("unable to validate schema: %s", r)
+		}
+	}()
+	if err := s.Validate(values); err != nil {
+		// chartutil.JSONSchemaValidationError's message.
+		return errors.New(strings.TrimPrefix(err.Error(), "jsonschema validation failed with 'file:///values.schema.json#'\n") + "\n")
+	}
+	return nil
 }
 
 func init() {
@@ -87,7 +149,7 @@ func (l *chartLoader) Load(url string) (any, error) {
 	return nil, errRefused
 }
 
-func compileSchema(schemaJSON []byte) (err error) {
+func compileSchema(schemaJSON []byte) (_ *jsonschema.Schema, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("cannot be compiled: %v", r)
@@ -95,21 +157,21 @@ func compileSchema(schemaJSON []byte) (err error) {
 	}()
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
 	if err != nil {
-		return fmt.Errorf("is not JSON: %v", err)
+		return nil, fmt.Errorf("is not JSON: %v", err)
 	}
 	l := &chartLoader{}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(l)
 	if err := c.AddResource(schemaURL, doc); err != nil {
-		return fmt.Errorf("cannot be compiled: %v", err)
+		return nil, fmt.Errorf("cannot be compiled: %v", err)
 	}
-	_, cerr := c.Compile(schemaURL)
+	compiled, cerr := c.Compile(schemaURL)
 	if len(l.refused) > 0 {
-		return fmt.Errorf("refers to %q, outside the schema: remote and file references in a values schema are not supported (only references inside the document, such as \"#/$defs/x\", and urn: references): %w",
+		return nil, fmt.Errorf("refers to %q, outside the schema: remote and file references in a values schema are not supported (only references inside the document, such as \"#/$defs/x\", and urn: references): %w",
 			l.refused[0], errdef.ErrUnsafeArchive)
 	}
 	if cerr != nil {
-		return fmt.Errorf("cannot be compiled: %v", errdef.OneLine(cerr.Error()))
+		return nil, fmt.Errorf("cannot be compiled: %v", errdef.OneLine(cerr.Error()))
 	}
-	return nil
+	return compiled, nil
 }

@@ -1,0 +1,197 @@
+package helm
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// Loading a chart archive (gunzip, untar, the checks of LoadArchive, YAML
+// of Chart.yaml and values.yaml, subchart archives again) and checking its
+// schemas is a tenth of a render of kube-prometheus-stack, the same every
+// time for the same archive: a ChartCache loads each once.
+
+// DefaultChartCacheSize is the unpacked chart content a ChartCache holds by
+// default: a few large charts (kube-prometheus-stack's archive unpacks to
+// 6.5 MiB, 4 of them CRDs; a loaded chart holds about 1.4 times its
+// unpacked size), within a render worker's memory.
+const DefaultChartCacheSize = 32 << 20
+
+// ChartCache keeps loaded charts, by the SHA-256 of their archive, for as
+// long as it lives (the render server's lifetime), within a bound on the
+// bytes their archives unpack to; the least recently used go first. Only
+// archives that load are kept, with their schemas once they passed
+// checkSchemas, compiled.
+//
+// Helm changes the chart it renders (processing dependencies removes the
+// disabled subcharts and rewrites Metadata.Dependencies; import-values
+// replace Values), and templates see parts of it (.Chart is a copy of the
+// Metadata struct whose slices are the chart's; sortAlpha sorts a []string
+// in place): every render gets its own copy of every Chart, Metadata,
+// Dependency and Maintainer, of every slice and map of them, and of the
+// values (see copyChart). What they share is only what neither Helm nor a
+// template changes: the files' bytes, the Lock, the schema's bytes. A nil
+// *ChartCache loads every time. It is safe for concurrent use.
+type ChartCache struct {
+	max int64
+
+	mu    sync.Mutex
+	m     map[[32]byte]*chartEntry
+	order [][32]byte // least recently used first
+	size  int64
+}
+
+type chartEntry struct {
+	chart *chart.Chart // never rendered: renders get copies
+	size  int64
+	// schemas are set once checkSchemas passed for the chart: its schemas,
+	// compiled.
+	schemas atomic.Pointer[compiledSchemas]
+}
+
+// NewChartCache returns a cache of at most maxBytes of unpacked charts
+// (<= 0: DefaultChartCacheSize).
+func NewChartCache(maxBytes int64) *ChartCache {
+	if maxBytes <= 0 {
+		maxBytes = DefaultChartCacheSize
+	}
+	return &ChartCache{max: maxBytes, m: map[[32]byte]*chartEntry{}}
+}
+
+// load returns a copy of the chart of archive and the entry it is kept in
+// (nil if it is not kept), loading it on a miss.
+func (cc *ChartCache) load(archive []byte) (*chart.Chart, *chartEntry, error) {
+	if cc == nil {
+		c, err := LoadArchive(archive)
+		return c, nil, err
+	}
+	key := sha256.Sum256(archive)
+	cc.mu.Lock()
+	e := cc.m[key]
+	if e != nil {
+		cc.touch(key)
+	}
+	cc.mu.Unlock()
+	if e != nil {
+		return copyChart(e.chart, nil), e, nil
+	}
+	c, size, err := loadArchive(archive)
+	if err != nil {
+		return nil, nil, err
+	}
+	if size > cc.max {
+		return c, nil, nil
+	}
+	e = &chartEntry{chart: copyChart(c, nil), size: size}
+	return c, cc.put(key, e), nil
+}
+
+// put keeps e under key (or returns the entry already there), dropping
+// the least recently used entries past the bound.
+func (cc *ChartCache) put(key [32]byte, e *chartEntry) *chartEntry {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if old, ok := cc.m[key]; ok {
+		return old
+	}
+	cc.m[key] = e
+	cc.order = append(cc.order, key)
+	cc.size += e.size
+	for cc.size > cc.max && len(cc.order) > 0 {
+		old := cc.order[0]
+		cc.order = cc.order[1:]
+		cc.size -= cc.m[old].size
+		delete(cc.m, old)
+	}
+	return e
+}
+
+// touch moves key to the most recently used end (cc.mu held).
+func (cc *ChartCache) touch(key [32]byte) {
+	for i, k := range cc.order {
+		if k == key {
+			copy(cc.order[i:], cc.order[i+1:])
+			cc.order[len(cc.order)-1] = key
+			return
+		}
+	}
+}
+
+// loadArchive is LoadArchive, and the bytes the archive and its subchart
+// archives unpack to.
+func loadArchive(data []byte) (*chart.Chart, int64, error) {
+	budget := loader.MaxDecompressedChartSize
+	files, err := checkArchive(data, "", 0, &budget)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: loading chart: %w", errdef.ErrRender, err)
+	}
+	c, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: loading chart: %v", errdef.ErrRender, err)
+	}
+	return c, loader.MaxDecompressedChartSize - budget, nil
+}
+
+// copyChart copies c and its subcharts (parent: the copy's parent) so that
+// nothing a render of the copy changes reaches c (see ChartCache).
+func copyChart(c *chart.Chart, parent *chart.Chart) *chart.Chart {
+	out := &chart.Chart{
+		Raw:       slices.Clone(c.Raw),
+		Metadata:  copyMetadata(c.Metadata),
+		Lock:      c.Lock,
+		Templates: slices.Clone(c.Templates),
+		Schema:    c.Schema,
+		Files:     slices.Clone(c.Files),
+	}
+	if c.Values != nil {
+		out.Values = cloneValue(c.Values).(map[string]any)
+	}
+	if parent != nil {
+		parent.AddDependency(out)
+	}
+	for _, d := range c.Dependencies() {
+		copyChart(d, out)
+	}
+	return out
+}
+
+func copyMetadata(md *chart.Metadata) *chart.Metadata {
+	if md == nil {
+		return nil
+	}
+	out := *md
+	out.Sources = slices.Clone(md.Sources)
+	out.Keywords = slices.Clone(md.Keywords)
+	out.Annotations = maps.Clone(md.Annotations)
+	if md.Maintainers != nil {
+		out.Maintainers = make([]*chart.Maintainer, len(md.Maintainers))
+		for i, m := range md.Maintainers {
+			if m != nil {
+				c := *m
+				out.Maintainers[i] = &c
+			}
+		}
+	}
+	if md.Dependencies != nil {
+		out.Dependencies = make([]*chart.Dependency, len(md.Dependencies))
+		for i, d := range md.Dependencies {
+			if d != nil {
+				c := *d
+				c.Tags = slices.Clone(d.Tags)
+				if d.ImportValues != nil {
+					c.ImportValues = cloneValue(d.ImportValues).([]any)
+				}
+				out.Dependencies[i] = &c
+			}
+		}
+	}
+	return &out
+}
