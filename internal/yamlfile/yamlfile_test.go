@@ -3,6 +3,7 @@ package yamlfile_test
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -71,5 +72,19 @@ func TestKeyLikeSigsYAML(t *testing.T) {
 func TestStructureCount(t *testing.T) {
 	if n := yamlfile.StructureCount([]byte("a: [1, 2]\n- {b: c}\n")); n != 8 {
 		t.Errorf("StructureCount = %d, want 8", n)
+	}
+}
+
+// StructureCount counts exactly the seven structural bytes, each byte value
+// checked.
+func TestStructureCountEveryByte(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		want := 0
+		if strings.IndexByte(",[{-:?\n", byte(c)) >= 0 {
+			want = 3
+		}
+		if n := yamlfile.StructureCount([]byte{byte(c), 'x', byte(c), byte(c)}); n != want {
+			t.Errorf("byte %#x: StructureCount = %d, want %d", c, n, want)
+		}
 	}
 }

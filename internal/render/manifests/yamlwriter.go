@@ -6,9 +6,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 )
 
 // writeYAML writes o as go.yaml.in/yaml/v2's Marshal writes it (indent 2,
@@ -218,7 +219,7 @@ func stringStyle(s string) scalarStyle {
 	switch {
 	case strings.IndexByte(s, '\n') >= 0:
 		return styleLiteral
-	case resolvesAsString(s) && !isBase60Float(s):
+	case yamlfile.PlainString(s) && !isBase60Float(s):
 		return stylePlain
 	default:
 		return styleDoubleQuoted
@@ -768,101 +769,6 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
-}
-
-// resolvesAsString reports whether yaml.v2 resolves s, as a plain scalar,
-// to a string (resolve.go's resolve with no tag): not a null, a boolean, a
-// number, a timestamp or the merge key.
-func resolvesAsString(s string) bool {
-	if s == "" {
-		return false // null
-	}
-	switch c := s[0]; {
-	case c == '+' || c == '-' || c >= '0' && c <= '9':
-		if yamlSpecial(s) {
-			return false
-		}
-		if isTimestamp(s) {
-			return false
-		}
-		plain := strings.ReplaceAll(s, "_", "")
-		if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
-			return false
-		}
-		if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
-			return false
-		}
-		if yamlStyleFloat.MatchString(plain) {
-			if _, err := strconv.ParseFloat(plain, 64); err == nil {
-				return false
-			}
-		}
-		if strings.HasPrefix(plain, "0b") {
-			if _, err := strconv.ParseInt(plain[2:], 2, 64); err == nil {
-				return false
-			}
-			if _, err := strconv.ParseUint(plain[2:], 2, 64); err == nil {
-				return false
-			}
-		} else if strings.HasPrefix(plain, "-0b") {
-			if _, err := strconv.ParseInt("-"+plain[3:], 2, 64); err == nil {
-				return false
-			}
-		}
-		return true
-	case c == '.':
-		if yamlSpecial(s) {
-			return false
-		}
-		_, err := strconv.ParseFloat(s, 64)
-		return err != nil
-	case strings.IndexByte("yYnNtTfFoO~", c) >= 0:
-		return !yamlSpecial(s)
-	default:
-		// No hint in resolveTable ("<<", the merge key, among them: it
-		// is only looked up after a hint).
-		return true
-	}
-}
-
-// yamlSpecial reports whether s is in resolve.go's resolveMap.
-func yamlSpecial(s string) bool {
-	switch s {
-	case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON",
-		"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF",
-		"~", "null", "Null", "NULL",
-		".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF":
-		return true
-	}
-	return false
-}
-
-// yamlStyleFloat and isTimestamp are resolve.go's.
-var yamlStyleFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
-
-var timestampFormats = []string{
-	"2006-1-2T15:4:5.999999999Z07:00",
-	"2006-1-2t15:4:5.999999999Z07:00",
-	"2006-1-2 15:4:5.999999999",
-	"2006-1-2",
-}
-
-func isTimestamp(s string) bool {
-	i := 0
-	for ; i < len(s); i++ {
-		if c := s[i]; c < '0' || c > '9' {
-			break
-		}
-	}
-	if i != 4 || i == len(s) || s[i] != '-' {
-		return false
-	}
-	for _, f := range timestampFormats {
-		if _, err := time.Parse(f, s); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // isBase60Float is encode.go's: such strings are quoted for other YAML 1.1
