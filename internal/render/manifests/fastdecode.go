@@ -137,6 +137,9 @@ func (p *fastParser) sequence(indent, depth int) (any, bool) {
 			v, ok = p.nested(indent, false, depth)
 		case isSeqEntry(rest) || rest[0] == '#':
 			return nil, false
+		case rest[0] == '{' || rest[0] == '[':
+			p.pos++
+			v, ok = p.inline(rest, indent)
 		case isKeyLine(rest):
 			// A compact mapping: its column is where the key starts.
 			l.indent += len(l.content) - len(rest)
@@ -197,7 +200,7 @@ func (p *fastParser) nested(indent int, inMapping bool, depth int) (any, bool) {
 	switch {
 	case l == nil:
 		return nil, true
-	case l.indent > indent && (l.content == "{}" || l.content[0] == '['):
+	case l.indent > indent && (l.content[0] == '{' || l.content[0] == '['):
 		// A flow collection on a line of its own.
 		p.pos++
 		return p.inline(l.content, indent)
@@ -229,6 +232,12 @@ func (p *fastParser) inline(rest string, indent int) (any, bool) {
 			return nil, false
 		}
 		v = l
+	case c == '{':
+		m, ok := parseFlowMapping(rest)
+		if !ok {
+			return nil, false
+		}
+		v = m
 	case c == '-' && len(rest) > 1 && rest[1] != ' ', strings.IndexByte("-?:,[]{}#&*!|>'\"%@`", c) < 0:
 		// ("-1", "--flag": a plain scalar.)
 		return p.plain(rest, indent)
@@ -294,10 +303,8 @@ func plainLine(s string) bool {
 	return !strings.Contains(s, ": ") && !strings.HasSuffix(s, ":") && !strings.Contains(s, " #")
 }
 
-// parseFlowSequence reads a flow sequence on one line of double-quoted
-// scalars and of plain ones of letters, digits, '.', '/' and '-' (not
-// first), which mean the same in flow and block context: ["a", "b/c"],
-// [1, 2], [].
+// parseFlowSequence reads a flow sequence on one line of flow scalars (see
+// flowScalar): ["a", "b/c"], [1, 2], [].
 func parseFlowSequence(s string) ([]any, bool) {
 	out := []any{}
 	s = strings.TrimLeft(s[1:], " ")
@@ -305,40 +312,84 @@ func parseFlowSequence(s string) ([]any, bool) {
 		return out, s == "]"
 	}
 	for {
-		var v any
-		if s == "" {
+		v, after, ok := flowScalar(s)
+		if !ok {
 			return nil, false
-		}
-		if s[0] == '"' {
-			q, after, ok := parseQuoted(s)
-			if !ok {
-				return nil, false
-			}
-			v, s = q, after
-		} else {
-			i := 0
-			for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || s[i] >= '0' && s[i] <= '9' || s[i] == '.' || s[i] == '/' || s[i] == '-' && i > 0) {
-				i++
-			}
-			if i == 0 {
-				return nil, false
-			}
-			pv, ok := plainValue(s[:i])
-			if !ok {
-				return nil, false
-			}
-			v, s = pv, strings.TrimLeft(s[i:], " ")
 		}
 		out = append(out, v)
 		switch {
-		case s == "]":
+		case after == "]":
 			return out, true
-		case strings.HasPrefix(s, ","):
-			s = strings.TrimLeft(s[1:], " ")
+		case strings.HasPrefix(after, ","):
+			s = strings.TrimLeft(after[1:], " ")
 		default:
 			return nil, false
 		}
 	}
+}
+
+// parseFlowMapping reads a flow mapping on one line whose keys are flow
+// scalars that are strings and whose values are flow scalars, [] or {}:
+// {path: /healthz, port: http}, {name: tmp, emptyDir: {}}, {}.
+func parseFlowMapping(s string) (map[string]any, bool) {
+	m := map[string]any{}
+	s = strings.TrimLeft(s[1:], " ")
+	if strings.HasPrefix(s, "}") {
+		return m, s == "}"
+	}
+	for {
+		k, after, ok := flowScalar(s)
+		key, isString := k.(string)
+		if !ok || !isString || !strings.HasPrefix(after, ": ") || key == "<<" {
+			return nil, false
+		}
+		if _, dup := m[key]; dup {
+			return nil, false
+		}
+		s = strings.TrimLeft(after[2:], " ")
+		var v any
+		switch {
+		case strings.HasPrefix(s, "{}"):
+			v, after = map[string]any{}, strings.TrimLeft(s[2:], " ")
+		case strings.HasPrefix(s, "[]"):
+			v, after = []any{}, strings.TrimLeft(s[2:], " ")
+		default:
+			if v, after, ok = flowScalar(s); !ok {
+				return nil, false
+			}
+		}
+		m[key] = v
+		switch {
+		case after == "}":
+			return m, true
+		case strings.HasPrefix(after, ","):
+			s = strings.TrimLeft(after[1:], " ")
+		default:
+			return nil, false
+		}
+	}
+}
+
+// flowScalar reads a scalar at the start of s inside a flow collection: a
+// double-quoted one, or a plain one of letters, digits, '.', '/', '_' and
+// '-' (not first), which reads the same in flow and block context. It
+// returns the value and what follows (without leading spaces).
+func flowScalar(s string) (any, string, bool) {
+	if s == "" {
+		return nil, "", false
+	}
+	if s[0] == '"' {
+		return parseQuoted(s)
+	}
+	i := 0
+	for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || s[i] >= '0' && s[i] <= '9' || s[i] == '.' || s[i] == '/' || s[i] == '_' || s[i] == '-' && i > 0) {
+		i++
+	}
+	if i == 0 {
+		return nil, "", false
+	}
+	v, ok := plainValue(s[:i])
+	return v, strings.TrimLeft(s[i:], " "), ok
 }
 
 // plainValue resolves a single-line plain scalar as yaml.v2 does.

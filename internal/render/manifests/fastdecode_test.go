@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	yamlv2 "go.yaml.in/yaml/v2"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 )
 
 // checkFastDecode fails t unless fastDecode gives what the reference path
@@ -50,6 +52,8 @@ var fastDecodeCorpus = []string{
 	"a: \"x\\\n  y\"\n", "a: \"x \n\n   y \"\n", "a: \"x\ny\"\n", "- \"a\n  b\"\n- 'c\n\n\n  d'\n", "a: 'x''\n  ''y'\n", "a: \"x\\  \n  y\"\n", "a: \"x\\", "a: \"x\n",
 	"a: x\n  - y\n", "a: x\n  # c\n", "a: x\n  y\n\n\n  z\nb: 1\n", "a: x\n  y: z\n", "a: x\n  y #z\n", "a: x\n  `y`\n", "- x\n  y\n- z\n", "a:\n  {}\nb:\n  [1, \"x\"]\n",
 	"a: [a, b-c, 1.5, \"d\"]\n", "a: [ \"x\" , y ]\n", "a: [x,]\n", "a: [-x]\n", "a: [yes, null, 017]\n", "a: [\"x\"] y\n", "a: [x\n", "a: \"x\" y\n  z\"\n",
+	"a: {b: 1, c: x/y, d: \"q\", e: {}, f: []}\n", "a: {b: 1,c: 2}\n", "a: { b: 1 }\n", "a: {b:1}\n", "a: {b: 1, b: 2}\n", "a: {yes: 1}\n", "a: {b: {c: 1}}\n", "a: {b: yes, c: null, d: 1e3}\n",
+	"- {name: tmp, emptyDir: {}}\n- [a, b]\n", "a:\n  {b: c}\n", "a: {b: c} x\n", "a: {b: c\n", "a: {\"b\": c}\n", "a: {b: c,}\n", "a: {<<: x}\n", "a: {b: -1, c: a_b}\n", "a: {b: 'c'}\n",
 	"a: " + strings.Repeat("k", 1100) + "\n", strings.Repeat("k", 1100) + ": 1\n", "a: \"\\N\\_\\L\\P\\0\\a\\b\\v\\f\\r\\ \"\n", "a: 2001-12-14t21:59:43.10-05:00\n", "a: 1e400\n", "a: .nan\n",
 }
 
@@ -65,6 +69,10 @@ func TestFastDecodeSameAsYAMLv2(t *testing.T) {
 		checkFastDecode(t, []byte("root:\n"+indented))
 		checkFastDecode(t, []byte("- k: v\n"+indented))
 		checkFastDecode(t, []byte("seq:\n- "+strings.TrimPrefix(indented, "  ")))
+	}
+	// The bench's synthetic CRD (a flow mapping among block ones).
+	if !checkFastDecode(t, examples.LargeCRD(4, 3)) {
+		t.Error("fastDecode declined examples.LargeCRD")
 	}
 	r := rand.New(rand.NewPCG(9, 10))
 	decoded, total := 0, 0
