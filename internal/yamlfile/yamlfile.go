@@ -43,55 +43,64 @@ var yamlStyleFloat = sync.OnceValue(func() *regexp.Regexp {
 // it), a float64 (±Inf and NaN included: the caller decides), or the text.
 // A timestamp stays its text, as sigs.k8s.io/yaml keeps it.
 func Plain(s string) any {
+	if v, str := resolvePlain(s); !str {
+		return v
+	}
+	return s
+}
+
+// resolvePlain is Plain, reporting a string as str (true) rather than as a
+// value: boxing the text in an any allocates, and most scalars are text.
+func resolvePlain(s string) (v any, str bool) {
 	switch s {
 	case "", "~", "null", "Null", "NULL":
-		return nil
+		return nil, false
 	case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON":
-		return true
+		return true, false
 	case "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF":
-		return false
+		return false, false
 	case ".nan", ".NaN", ".NAN":
-		return math.NaN()
+		return math.NaN(), false
 	case ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF":
-		return math.Inf(1)
+		return math.Inf(1), false
 	case "-.inf", "-.Inf", "-.INF":
-		return math.Inf(-1)
+		return math.Inf(-1), false
 	}
 	switch c := s[0]; {
 	case c == '.':
 		if f, err := strconv.ParseFloat(s, 64); err == nil {
-			return f
+			return f, false
 		}
 	case c == '+' || c == '-' || ('0' <= c && c <= '9'):
 		if isTimestamp(s) {
-			return s
+			return nil, true
 		}
 		plain := strings.ReplaceAll(s, "_", "")
 		if i, err := strconv.ParseInt(plain, 0, 64); err == nil {
-			return i
+			return i, false
 		}
 		if u, err := strconv.ParseUint(plain, 0, 64); err == nil {
-			return u
+			return u, false
 		}
 		if yamlStyleFloat().MatchString(plain) {
 			if f, err := strconv.ParseFloat(plain, 64); err == nil {
-				return f
+				return f, false
 			}
 		}
 		if b, ok := strings.CutPrefix(plain, "0b"); ok {
 			if i, err := strconv.ParseInt(b, 2, 64); err == nil {
-				return i
+				return i, false
 			}
 			if u, err := strconv.ParseUint(b, 2, 64); err == nil {
-				return u
+				return u, false
 			}
 		} else if b, ok := strings.CutPrefix(plain, "-0b"); ok {
 			if i, err := strconv.ParseInt("-"+b, 2, 64); err == nil {
-				return i
+				return i, false
 			}
 		}
 	}
-	return s
+	return nil, true
 }
 
 // PlainString reports whether go.yaml.in/yaml/v2 resolves s, as a plain
@@ -99,7 +108,7 @@ func Plain(s string) any {
 // (which Plain keeps as its text). A string for which it is false must be
 // quoted to be read back as a string.
 func PlainString(s string) bool {
-	if _, ok := Plain(s).(string); !ok {
+	if _, str := resolvePlain(s); !str {
 		return false
 	}
 	c := s[0]
