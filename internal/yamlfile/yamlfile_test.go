@@ -3,6 +3,7 @@ package yamlfile_test
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -123,6 +124,20 @@ func TestDecodeStrictPositions(t *testing.T) {
 	} {
 		if got, ok := pos[path]; !ok || got != want {
 			t.Errorf("%s: %v (found %v), want %v", path, got, ok, want)
+		}
+	}
+}
+
+// StructureCount counts exactly the seven structural bytes, each byte value
+// checked.
+func TestStructureCountEveryByte(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		want := 0
+		if strings.IndexByte(",[{-:?\n", byte(c)) >= 0 {
+			want = 3
+		}
+		if n := yamlfile.StructureCount([]byte{byte(c), 'x', byte(c), byte(c)}); n != want {
+			t.Errorf("byte %#x: StructureCount = %d, want %d", c, n, want)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -204,4 +206,36 @@ func BenchmarkEncode(b *testing.B) {
 func BenchmarkEncodeJSON(b *testing.B) {
 	_, objs := benchObjects(b)
 	benchLoop(b, func() error { return manifests.EncodeJSON(io.Discard, objs) })
+}
+
+// realworldObjects decodes a golden of ../shared/fixtures/realworld (what
+// helm template prints for a real chart), or skips.
+func realworldObjects(b *testing.B, name string) ([]byte, []manifests.Object) {
+	data, err := os.ReadFile(filepath.Join("../../../../shared/fixtures/realworld/golden", name))
+	if err != nil {
+		b.Skip(err)
+	}
+	objs, err := manifests.Decode(name, data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data, objs
+}
+
+// BenchmarkEncodeKubePrometheusStack writes kube-prometheus-stack's 5 MB
+// (4 MB of CustomResourceDefinitions) as YAML.
+func BenchmarkEncodeKubePrometheusStack(b *testing.B) {
+	data, objs := realworldObjects(b, "kube-prometheus-stack-default.yaml")
+	b.SetBytes(int64(len(data)))
+	benchLoop(b, func() error { return manifests.Encode(io.Discard, objs) })
+}
+
+// BenchmarkDecodeKubePrometheusStack decodes the same text.
+func BenchmarkDecodeKubePrometheusStack(b *testing.B) {
+	data, _ := realworldObjects(b, "kube-prometheus-stack-default.yaml")
+	b.SetBytes(int64(len(data)))
+	benchLoop(b, func() error {
+		_, err := manifests.Decode("kps", data)
+		return err
+	})
 }

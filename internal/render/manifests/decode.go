@@ -59,10 +59,16 @@ func decodeDocs(name string, docs []yamlDoc, decode func(name string, i int, doc
 // that (the reference semantics, as kubectl and Argo CD read manifests),
 // without writing and parsing the JSON. The rare documents the direct
 // conversion does not cover (see jsonValue) take that reference path.
+// Documents of the block-style subset Helm and CRD files are written in
+// are read by fastDecode first, which gives the same values several times
+// faster and leaves everything else (and every error) to yaml.v2.
 func decodeDoc(name string, i int, doc yamlDoc) ([]Object, error) {
 	if n := yamlfile.StructureCount(doc.data); n > MaxDocumentNodes {
 		return nil, fmt.Errorf("%w: %w", docErr(name, i+1, "document starting at line %d has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d",
 			doc.line, n, MaxDocumentNodes), errdef.ErrLimitExceeded)
+	}
+	if v, ok := fastDecode(doc.data); ok {
+		return flatten(name, i+1, v)
 	}
 	var v any
 	if err := yamlv2.Unmarshal(doc.data, &v); err != nil {

@@ -366,8 +366,13 @@ func Encode(w io.Writer, objs []Object) error {
 // An object of the values Decode produces (see directYAML) is written by
 // the YAML writer straight away: reading the JSON back gives the very same
 // values, so the detour through JSON only cost time (half of encoding a
-// large chart). Anything else takes the detour.
+// large chart). Anything else takes the detour. The writer is writeYAML,
+// which writes yaml.v2's text several times faster, or yaml.v2 itself for
+// what writeYAML leaves to it (long or multi-line keys).
 func marshalYAML(o Object) ([]byte, error) {
+	if b, ok := writeYAML(o); ok {
+		return b, nil
+	}
 	if directYAML(o, 0) {
 		if b, err := yamlv2.Marshal(o); err == nil {
 			return b, nil

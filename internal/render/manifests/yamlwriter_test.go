@@ -1,0 +1,209 @@
+package manifests
+
+import (
+	"bytes"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	yamlv2 "go.yaml.in/yaml/v2"
+)
+
+// checkWriteYAML fails t unless writeYAML gives what yaml.v2's Marshal gives
+// for o, or declines; it reports whether writeYAML wrote o.
+func checkWriteYAML(t testing.TB, o Object) bool {
+	t.Helper()
+	got, ok := writeYAML(o)
+	if !ok {
+		return false
+	}
+	want, err := yamlv2.Marshal(o)
+	if err != nil {
+		t.Fatalf("object %#v: yaml.v2 fails (%v), writeYAML wrote:\n%s", o, err, got)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("object %#v:\nwriteYAML:\n%s\nyaml.v2:\n%s", o, got, want)
+	}
+	return true
+}
+
+// scalarCorpus: trickyStrings plus strings around the line width, with
+// runs of spaces, quotes, escapes and characters outside ASCII at the
+// points where the emitter folds.
+func scalarCorpus() []string {
+	out := append([]string{}, trickyStrings...)
+	words := []string{"a", "bb", "ccc", "dddddddddd", "  ", "   ", "'q'", `"d"`, "\\", "é", "日本", "🎉", "\t", "\u00a0", "\u0085", "\u2028",
+		"\r", "\n", "\n\n", ": ", " #", "-", "x:", "\ufeff", "\x01", "\x7f", "0", "1.5", "true"}
+	r := rand.New(rand.NewPCG(7, 8))
+	for n := 0; n < 3000; n++ {
+		var b strings.Builder
+		for l := 20 + r.IntN(200); b.Len() < l; {
+			b.WriteString(words[r.IntN(len(words))])
+			if r.IntN(3) > 0 {
+				b.WriteByte(' ')
+			}
+		}
+		out = append(out, b.String())
+	}
+	for _, p := range []string{"", " ", "\n", "a\n", " a", "\ufeff"} {
+		for _, s := range []string{"x", "x\n", "x\n\n", "\n", "é\n", "🎉"} {
+			out = append(out, p+s)
+		}
+	}
+	return out
+}
+
+// writeYAML writes byte for byte what yaml.v2 writes: for every scalar of
+// the corpus as a key and as a value at several depths (in mappings, in
+// sequences, in sequences of mappings, so that folding starts at different
+// columns), for random nesting, and for every object of the fixtures and of
+// the real-world goldens (../shared/fixtures/realworld), which must all
+// take this path.
+func TestWriteYAMLSameAsYAMLv2(t *testing.T) {
+	written := 0
+	for _, s := range scalarCorpus() {
+		for _, o := range []Object{
+			{"v": s},
+			{s: s},
+			{"a": map[string]any{"bb": map[string]any{s: []any{s, map[string]any{s: s, "k": []any{[]any{s}}}}}}},
+			{"l": []any{s, []any{map[string]any{"x": s}}}},
+			{strings.Repeat("k", 40): map[string]any{strings.Repeat("k", 30): s}},
+		} {
+			if checkWriteYAML(t, o) {
+				written++
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 5000; i++ {
+		if checkWriteYAML(t, Object{"apiVersion": "v1", "kind": "ConfigMap", "data": randomValue(r, 0)}) {
+			written++
+		}
+	}
+	// Sorting: keys that differ in letters, digits, runs of digits, leading
+	// zeros and characters outside ASCII.
+	ambiguous := 0
+	keys := []string{"a", "b", "A", "Z", "a1", "a2", "a10", "a01", "a001", "a0", "a00", "1", "2", "10", "01", "0", "00", "x1y", "x10y", "x2y",
+		"_a", "-a", ".a", "é", "e", "f", "日", "٣", "a٣", "a3", "1a", "a1b2", "a1b10", "a10b1", "", " ", "aa", "aA", "Aa", "v1beta1", "v1alpha2", "v2", "v10"}
+	for i := 0; i < 500; i++ {
+		m := map[string]any{}
+		for j := r.IntN(len(keys)); j >= 0; j-- {
+			m[keys[r.IntN(len(keys))]] = j
+		}
+		// Compare only where yaml.v2's order is unique (see mappingKeys):
+		// every pair of the sorted keys in order.
+		sorted := mappingKeys(slices.Collect(maps.Keys(m)))
+		sort.Sort(sorted)
+		total := true
+		for i := range sorted {
+			for j := i + 1; j < len(sorted); j++ {
+				total = total && keyLess(sorted[i], sorted[j])
+			}
+		}
+		if !total {
+			ambiguous++
+			continue
+		}
+		if checkWriteYAML(t, Object{"m": m}) {
+			written++
+		}
+	}
+	if ambiguous > 400 {
+		t.Fatalf("%d of 500 key sets have no unique order", ambiguous)
+	}
+	if written < 12000 {
+		t.Fatalf("only %d objects written by writeYAML", written)
+	}
+
+	var files []string
+	for _, pattern := range []string{"../../../testdata/src/*/*/*.yaml", "../../../../shared/fixtures/realworld/golden/*.yaml"} {
+		m, _ := filepath.Glob(pattern)
+		files = append(files, m...)
+	}
+	objects := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := Decode(f, data)
+		if err != nil {
+			continue // not manifests
+		}
+		for _, o := range objs {
+			if !checkWriteYAML(t, o) {
+				t.Errorf("%s: %s is not written by writeYAML", f, Key(o))
+			}
+			objects++
+		}
+	}
+	if objects < 500 {
+		t.Fatalf("only %d fixture objects", objects)
+	}
+	t.Logf("%d corpus and random objects, %d fixture objects, %d key sets without a unique order", written, objects, ambiguous)
+}
+
+// What writeYAML declines, marshalYAML leaves to yaml.v2 or the JSON
+// detour: keys the emitter writes as "? " complex keys, invalid UTF-8,
+// integral floats, nil collections, other types.
+func TestWriteYAMLDeclines(t *testing.T) {
+	for _, o := range []Object{
+		{strings.Repeat("k", yamlMaxSimpleKey+1): 1},
+		{"a\nb": 1}, {"a\u2028b": 1}, {"a\rb": 1},
+		{"v": "\xff"}, {"\xff": 1},
+		{"v": float64(3)}, {"v": []any(nil)}, {"v": map[string]any(nil)}, {"v": []string{"a"}}, {"v": int32(1)},
+	} {
+		if _, ok := writeYAML(o); ok {
+			t.Errorf("writeYAML wrote %#v", o)
+		}
+	}
+	if _, ok := writeYAML(Object{strings.Repeat("k", yamlMaxSimpleKey): 1}); !ok {
+		t.Error("writeYAML declined a key of 128 bytes")
+	}
+}
+
+// FuzzWriteYAML: for any two strings as keys and values at a few depths,
+// writeYAML gives yaml.v2's text or declines.
+func FuzzWriteYAML(f *testing.F) {
+	for i, s := range trickyStrings {
+		f.Add(s, trickyStrings[(i+1)%len(trickyStrings)])
+	}
+	f.Add(strings.Repeat("word ", 30), "a  b")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if !utf8.ValidString(a) || !utf8.ValidString(b) {
+			return
+		}
+		for _, o := range []Object{
+			{a: b},
+			{"k": []any{a, map[string]any{b: a, a: []any{b}}}},
+			{"deeper": map[string]any{"x": map[string]any{a: b + " " + a}}},
+		} {
+			checkWriteYAML(t, o)
+		}
+		for _, v := range []string{a, b, a + b} {
+			if v != "" && analyzeScalar(v) != analyzeScalarSlow(v) {
+				t.Fatalf("%q: fast %+v, slow %+v", v, analyzeScalar(v), analyzeScalarSlow(v))
+			}
+		}
+	})
+}
+
+// The ASCII fast path of analyzeScalar agrees with the emitter's loop.
+func TestAnalyzeScalarFastSameAsSlow(t *testing.T) {
+	for _, s := range scalarCorpus() {
+		for _, v := range []string{s, "#" + s, "-" + s, "? " + s, s + ":", s + " #x", "---" + s, "a\n " + s, s + " \n"} {
+			if v == "" {
+				continue
+			}
+			if got, want := analyzeScalar(v), analyzeScalarSlow(v); got != want {
+				t.Fatalf("%q: fast %+v, slow %+v", v, got, want)
+			}
+		}
+	}
+}
