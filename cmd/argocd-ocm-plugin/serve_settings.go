@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
@@ -155,10 +157,25 @@ func (s serveSettings) pool(stderr io.Writer, log *slog.Logger, metrics *server.
 			return cmd
 		},
 		GCAlone: gcAlone,
+		LockDir: cacheLockDir(),
 		Size:    s.workers, Warm: s.warm, Deadline: s.deadline, RecycleAfter: s.recycleAfter,
 		MaxMemory: s.maxMemory, TotalMemory: s.totalMemory,
 		Stderr: stderr, Log: log, Metrics: metrics,
 	}, nil
+}
+
+// cacheLockDir is the blob cache's lock directory as the workers' open
+// files name it (server.Pool.LockDir); "" without an absolute cache
+// directory.
+func cacheLockDir() string {
+	dir, err := cache.DefaultDir()
+	if err != nil || !filepath.IsAbs(dir) {
+		return ""
+	}
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
+	}
+	return cache.LockDir(dir)
 }
 
 // parseSize reads 512Mi, 512MiB, 1Gi, 1G (binary units), or bytes.

@@ -268,3 +268,36 @@ func TestWorkerEnvironment(t *testing.T) {
 		}
 	})
 }
+
+// The pool is told where the blob cache's lock files are, as the workers'
+// open files name them (symbolic links resolved), so that it does not grow
+// for a generation that waits for another's fetch; no directory without an
+// absolute cache directory.
+func TestPoolLockDir(t *testing.T) {
+	target := t.TempDir()
+	link := filepath.Join(t.TempDir(), "cache")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := filepath.EvalSymlinks(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{link, filepath.Join(resolved, "locks")},
+		{"relative/cache", ""},
+	} {
+		t.Setenv("ARGOCD_OCM_CACHE_DIR", tc.dir)
+		s, err := readServeSettings(func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.pool(nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.LockDir != tc.want {
+			t.Errorf("cache %s: LockDir %q, want %q", tc.dir, p.LockDir, tc.want)
+		}
+	}
+}

@@ -41,6 +41,12 @@ func DefaultDir() (string, error) {
 	return filepath.Join(home, ".cache", "argocd-ocm-plugin"), nil
 }
 
+// LockDir is the directory of the cache in dir whose files are locked while
+// a blob is fetched or derived (one file per digest); a process that has one
+// open without its lock waits for another's fetch (the render server does
+// not start a worker for that: server.Pool.LockDir).
+func LockDir(dir string) string { return filepath.Join(dir, "locks") }
+
 // FetchFunc opens the content to cache; the cache verifies what it reads.
 type FetchFunc func(ctx context.Context) (io.ReadCloser, error)
 
@@ -312,7 +318,7 @@ func (c *Cache) Fetch(ctx context.Context, dgst string, size int64, fetch FetchF
 	if f, ok := c.Get(dgst, size); ok {
 		return f, nil
 	}
-	fl, err := lockFile(ctx, filepath.Join(c.root, "locks", alg, h), c.o.lockTimeout, c.stallDetector(alg, h))
+	fl, err := lockFile(ctx, filepath.Join(LockDir(c.root), alg, h), c.o.lockTimeout, c.stallDetector(alg, h))
 	switch {
 	case errors.Is(err, errLockTimeout):
 		c.o.logger.Warn("another process's download of the blob makes no progress, downloading without caching", "digest", dgst)

@@ -69,7 +69,7 @@ func (c *Cache) Derived(ctx context.Context, kind, src string, produce ProduceFu
 	if f, ok := c.derivedHit(link); ok {
 		return f, nil
 	}
-	lockPath := filepath.Join(c.root, "locks", alg, h+"."+kind)
+	lockPath := filepath.Join(LockDir(c.root), alg, h+"."+kind)
 	fl, err := lockFile(ctx, lockPath, c.o.lockTimeout, c.tempStallDetector(prefix))
 	switch {
 	case errors.Is(err, errLockTimeout):

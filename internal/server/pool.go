@@ -72,6 +72,13 @@ type Pool struct {
 	Eager int
 	// GrowAfter: see DefaultGrowAfter (the default).
 	GrowAfter time.Duration
+	// LockDir is the directory of the blob cache's lock files as the
+	// workers open them (internal/cache: <cache>/locks, symbolic links
+	// resolved). A generation that has one open without holding its lock
+	// waits for another's fetch of the same blob, deduplicated across
+	// workers (bounded: the cache gives up on a fetch that stalls): the pool
+	// does not grow for it (see shouldGrow). Empty: not looked at.
+	LockDir string
 	// Procs is the number of cores the workers share. Each generation is
 	// given its share when it starts (ProcsFor: all of them for a
 	// generation that renders alone, one each when at least as many
@@ -807,18 +814,63 @@ func (p *Pool) watch() {
 	}
 }
 
-// growLocked starts a worker for requests waiting behind generations that
-// all run for GrowAfter or longer, unless one of them spends half its time
-// waiting for a CPU (the cores are busy: another worker would only add its
-// start-up to their load). A generation that computes (a large chart, a
-// template loop) or waits for a registry leaves room for another. p.mu is
-// held.
+// busyGen is what the growth rule knows of one running generation.
+type busyGen struct {
+	age time.Duration // since it started
+	// window is the time since its worker's scheduler statistics were
+	// last read (0: not before: the rule decides after a window), waited
+	// how long its threads waited on a run queue in that time.
+	window, waited time.Duration
+	// behind: it waits for a cache lock (Pool.LockDir), i.e. for another
+	// process's fetch of the same blob.
+	behind bool
+}
+
+// shouldGrow is the growth rule: another worker is started for requests
+// waiting behind gens (every running generation) only when each of them has
+// run growAfter, its worker was watched for a window, it did not spend half
+// of that window waiting for a CPU (the cores are busy: another worker
+// would only add its start-up to their load), and it does not wait for
+// another's fetch of a blob (it ends soon after that fetch, and the waiting
+// requests of a burst would wait for the same one: in a burst on a cold
+// cache every worker but the fetching one is asleep, and the fetching one
+// waits for the registry, which looked like a slow registry). Nor while a
+// worker starts: it takes a waiting request as soon as it is up, and the
+// next decision includes that generation (a window each would otherwise
+// start one worker per 50 ms behind one slow fetch). A generation that
+// computes (a large chart, a template loop) or waits for a registry by
+// itself (a tarpit) leaves room for another.
+func shouldGrow(starting int, gens []busyGen, growAfter time.Duration) bool {
+	if starting > 0 {
+		return false
+	}
+	for _, g := range gens {
+		switch {
+		case g.age < growAfter: // may end soon
+			return false
+		case g.window <= 0: // watched from now on
+			return false
+		case g.waited*2 >= g.window: // starved of CPU
+			return false
+		case g.behind:
+			return false
+		}
+	}
+	return true
+}
+
+// growLocked applies shouldGrow to the running generations and starts a
+// worker when it says so. p.mu is held.
 func (p *Pool) growLocked() {
-	if len(p.waiters) <= p.starting || p.total >= p.Size || p.closed {
-		return
+	if p.starting > 0 || len(p.waiters) == 0 || p.total >= p.Size || p.closed {
+		return // see shouldGrow: one start at a time
 	}
 	now := time.Now()
-	starved := false
+	type sampled struct {
+		w   *worker
+		gen busyGen
+	}
+	var busy []sampled
 	for w := range p.workers {
 		if !w.busy || w.killed != "" || w.delivering {
 			continue
@@ -829,23 +881,45 @@ func (p *Pool) growLocked() {
 		if !w.markAt.IsZero() && now.Sub(w.markAt) < growWindow {
 			return // still watching
 		}
+		busy = append(busy, sampled{w: w, gen: busyGen{age: now.Sub(w.busySince)}})
+	}
+	var gens []busyGen
+	for i := range busy {
+		w, g := busy[i].w, &busy[i].gen
 		wait, ok := runQueueWait(w.pid)
 		if !ok {
-			continue
+			continue // gone: its generation does not hold a worker much longer
 		}
-		if w.markAt.IsZero() {
-			w.markAt, w.markWait = now, wait
-			starved = true // decide after a window
-			continue
-		}
-		if float64(wait-w.markWait) >= 0.5*float64(now.Sub(w.markAt)) {
-			starved = true
+		if !w.markAt.IsZero() {
+			g.window, g.waited = now.Sub(w.markAt), time.Duration(wait-w.markWait)
 		}
 		w.markAt, w.markWait = now, wait
+		gens = append(gens, *g)
 	}
-	if !starved {
-		p.startAsync()
+	if !shouldGrow(p.starting, gens, p.GrowAfter) {
+		return
 	}
+	// Only now, as it reads every busy worker's open files: does one of
+	// them wait for another's fetch?
+	if p.LockDir != "" {
+		gens = gens[:0]
+		for i := range busy {
+			busy[i].gen.behind = waitsForLock(busy[i].w.pid, p.LockDir)
+			gens = append(gens, busy[i].gen)
+			if busy[i].gen.behind {
+				p.Log.Debug("render pool not grown: a generation waits for another's fetch", "worker", busy[i].w.pid, "waiting", len(p.waiters))
+			}
+		}
+		if !shouldGrow(p.starting, gens, p.GrowAfter) {
+			return
+		}
+	}
+	var oldest time.Duration
+	for _, g := range gens {
+		oldest = max(oldest, g.age)
+	}
+	p.Log.Info("render worker started for waiting requests", "waiting", len(p.waiters), "running", len(gens), "workers", p.total+1, "oldest_ms", oldest.Milliseconds())
+	p.startAsync()
 }
 
 // retireIdleLocked ends workers beyond Warm idle for IdleTimeout, the

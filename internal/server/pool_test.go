@@ -116,6 +116,24 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 	case "sleep": // waits for a registry that does not answer
 		time.Sleep(3 * time.Second)
 		return 0
+	case "holdlock": // fetches a blob from a slow registry, holding its cache lock
+		f, err := os.OpenFile(req.Args[1], os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil || syscall.Flock(int(f.Fd()), syscall.LOCK_EX) != nil {
+			return 3
+		}
+		time.Sleep(2 * time.Second)
+		f.Close()
+		return 0
+	case "waitlock": // another fetch of that blob: polls its lock as internal/cache does
+		f, err := os.OpenFile(req.Args[1], os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return 3
+		}
+		defer f.Close()
+		for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		return 0
 	case "polite": // stops at its context's deadline with its own error
 		<-ctx.Done()
 		fmt.Fprintln(stderr, "argocd-ocm-plugin: application shop: resource chart: context deadline exceeded")
@@ -592,6 +610,91 @@ func TestPoolGrowth(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("third generation served after %v", took.Round(time.Millisecond))
+}
+
+// A generation that waits for another's fetch of the same blob (it polls
+// the cache's lock file, which the fetching generation holds) ends soon
+// after that fetch, and requests queued behind the two (a burst of one
+// component on a cold cache) would wait for the same blob: the pool does
+// not grow for them, although both generations run past GrowAfter without
+// waiting for a CPU. Without Pool.LockDir it cannot tell and grows, as for
+// two tarpits (TestPoolGrowth).
+func TestPoolGrowthWaitsForTheFetchItIsBehind(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lockDir bool
+		want    int
+	}{
+		{"behind a fetch", true, 2},
+		{"lock directory not given", false, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			locks := filepath.Join(dir, "locks")
+			if err := os.MkdirAll(filepath.Join(locks, "sha256"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			pool := &Pool{Size: 3, Warm: 1, Eager: 2, GrowAfter: 200 * time.Millisecond, Deadline: 10 * time.Second}
+			if tc.lockDir {
+				pool.LockDir = locks
+			}
+			p := testPool(t, pool)
+			lock := filepath.Join(locks, "sha256", "5735e7fc")
+			var wg sync.WaitGroup
+			for _, cmd := range []string{"holdlock", "waitlock"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if res, out := do(p, cmd, lock); res == nil || res.Exit != 0 {
+						t.Errorf("%s: %+v %+v", cmd, res, out)
+					}
+				}()
+				time.Sleep(150 * time.Millisecond)
+			}
+			start := time.Now()
+			if res, out := do(p, "echo", "third"); res == nil || res.Exit != 0 {
+				t.Fatalf("third: %+v %+v", res, out)
+			}
+			took := time.Since(start)
+			wg.Wait()
+			if n := len(p.Pids()); n != tc.want {
+				t.Errorf("%d workers, want %d", n, tc.want)
+			}
+			t.Logf("third generation served after %v; %d workers", took.Round(time.Millisecond), len(p.Pids()))
+		})
+	}
+}
+
+// The growth rule, case by case (TestPoolGrowth and the test above run it
+// on real workers).
+func TestShouldGrow(t *testing.T) {
+	const after = 250 * time.Millisecond
+	const ms = time.Millisecond
+	slow := busyGen{age: 400 * ms, window: 50 * ms, waited: 5 * ms} // asleep: a tarpit registry
+	loop := busyGen{age: 2 * time.Second, window: 50 * ms, waited: 20 * ms}
+	behind := slow
+	behind.behind = true
+	for _, tc := range []struct {
+		name     string
+		starting int
+		gens     []busyGen
+		want     bool
+	}{
+		{"two tarpits", 0, []busyGen{slow, slow}, true},
+		{"template loops with cores to spare", 0, []busyGen{loop, loop}, true},
+		{"one generation may end soon", 0, []busyGen{slow, {age: 100 * ms, window: 50 * ms}}, false},
+		{"not watched for a window yet", 0, []busyGen{slow, {age: 300 * ms}}, false},
+		{"one waits for a CPU half the window", 0, []busyGen{slow, {age: 400 * ms, window: 50 * ms, waited: 25 * ms}}, false},
+		{"cold burst: one fetches, the other waits for its fetch", 0, []busyGen{slow, behind}, false},
+		{"a worker is starting", 1, []busyGen{slow, slow}, false},
+	} {
+		if got := shouldGrow(tc.starting, tc.gens, after); got != tc.want {
+			t.Errorf("%s: shouldGrow = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
 
 // kill -9 of a worker while its result streams to the client: the client

@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -87,4 +89,28 @@ func runQueueWait(pid int) (int64, bool) {
 		}
 	}
 	return sum, true
+}
+
+// waitsForLock reports whether process pid has a file under dir open
+// without holding a lock on it (the "lock:" line of /proc/PID/fdinfo/N
+// lists the locks of that open file): internal/cache polls such a file
+// until the process fetching the blob releases it.
+func waitsForLock(pid int, dir string) bool {
+	proc := "/proc/" + strconv.Itoa(pid)
+	fds, err := os.ReadDir(proc + "/fd")
+	if err != nil {
+		return false
+	}
+	dir = filepath.Clean(dir) + string(filepath.Separator)
+	for _, fd := range fds {
+		target, err := os.Readlink(proc + "/fd/" + fd.Name())
+		if err != nil || !strings.HasPrefix(target, dir) {
+			continue
+		}
+		info, err := os.ReadFile(proc + "/fdinfo/" + fd.Name())
+		if err == nil && !bytes.Contains(info, []byte("\nlock:")) {
+			return true
+		}
+	}
+	return false
 }

@@ -19,6 +19,8 @@ func PrivateMemory(int) (int64, error) { return 0, errors.ErrUnsupported }
 
 func runQueueWait(int) (int64, bool) { return 0, false }
 
+func waitsForLock(int, string) bool { return false }
+
 func setAddressSpaceLimit(int, int64) (int64, error) { return 0, errors.ErrUnsupported }
 
 func outOfMemory([]byte) bool { return false }
