@@ -239,3 +239,11 @@ func BenchmarkDecodeKubePrometheusStack(b *testing.B) {
 		return err
 	})
 }
+
+// BenchmarkEncodeJSONKubePrometheusStack writes the same objects as
+// generate does (JSON documents).
+func BenchmarkEncodeJSONKubePrometheusStack(b *testing.B) {
+	data, objs := realworldObjects(b, "kube-prometheus-stack-default.yaml")
+	b.SetBytes(int64(len(data)))
+	benchLoop(b, func() error { return manifests.EncodeJSON(io.Discard, objs) })
+}
