@@ -55,6 +55,8 @@ type chartEntry struct {
 	// schemas are set once checkSchemas passed for the chart: its schemas,
 	// compiled.
 	schemas atomic.Pointer[compiledSchemas]
+	// crds is what renders learnt about the chart's crds/ files.
+	crds atomic.Pointer[crdPrints]
 }
 
 // NewChartCache returns a cache of at most maxBytes of unpacked charts

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"helm.sh/helm/v3/pkg/chart"
 
@@ -61,18 +63,27 @@ func NewCRDCache(maxBytes int64) *CRDCache {
 // decode returns a copy of the objects of text (a crds/ file as Helm prints
 // it in the release manifest), decoding it on a miss.
 func (c *CRDCache) decode(name string, text []byte) ([]manifests.Object, error) {
-	if c == nil || int64(len(text)) > c.max {
-		return manifests.Decode(name, text)
+	return c.decodePrinted(name, printedText{text: text, size: int64(len(text))})
+}
+
+// decodePrinted is decode of a printed crds/ file: its key, when t holds
+// it, is not computed again, nor its text printed unless it is decoded.
+func (c *CRDCache) decodePrinted(name string, t printedText) ([]manifests.Object, error) {
+	if c == nil || t.size > c.max {
+		return manifests.Decode(name, t.printed())
 	}
-	key := sha256.Sum256(text)
+	key, ok := t.key, t.keyed
+	if !ok {
+		key = sha256.Sum256(t.printed())
+	}
 	if objs, ok := c.get(key); ok {
 		return objs, nil
 	}
-	objs, err := manifests.Decode(name, text)
+	objs, err := manifests.Decode(name, t.printed())
 	if err != nil {
 		return nil, err
 	}
-	c.put(key, objs, int64(len(text)))
+	c.put(key, objs, t.size)
 	return objs, nil
 }
 
@@ -147,8 +158,13 @@ func (c *CRDCache) touch(key [32]byte) {
 }
 
 // crdText is a crds/ file as Helm prints it in the release manifest.
-func crdText(crd chart.CRD) []byte {
-	return fmt.Appendf(nil, "---\n# Source: %s\n%s\n", crd.Filename, crd.File.Data)
+func crdText(filename string, data []byte) []byte {
+	return fmt.Appendf(nil, "---\n# Source: %s\n%s\n", filename, data)
+}
+
+// crdTextSize is len(crdText(filename, data)).
+func crdTextSize(filename string, data []byte) int64 {
+	return int64(len("---\n# Source: \n\n") + len(filename) + len(data))
 }
 
 // predecoded is the outcome of decoding a chart's crds/ files while Helm
@@ -166,11 +182,38 @@ type crdKey struct {
 	filename string
 }
 
-// printedText is a crds/ file as printed (crdText) and its structural
-// characters.
+// printedText is a crds/ file as printed (crdText), its structural
+// characters and, when keyed, its CRDCache key.
 type printedText struct {
-	text  []byte
+	file  crdKey
+	text  []byte // nil until printed()
+	size  int64  // len of the text
 	nodes int
+	key   [32]byte
+	keyed bool
+}
+
+// printed is the text of t, printed on first use.
+func (t *printedText) printed() []byte {
+	if t.text == nil {
+		t.text = crdText(t.file.filename, t.file.file.Data)
+	}
+	return t.text
+}
+
+// crdPrints are what renders of a chart kept by a ChartCache learnt about
+// its crds/ files: per file as printed, its size, structural characters
+// and CRDCache key. The files' bytes never change (see ChartCache) and the
+// keys name the very *chart.File of the kept chart that every copy shares,
+// so later renders of the chart neither print, count nor hash 10 MB of
+// CRDs again. Never changed once stored: a render that learns more stores
+// a new map.
+type crdPrints map[crdKey]crdPrint
+
+type crdPrint struct {
+	size  int64
+	nodes int
+	key   [32]byte
 }
 
 // predecodeCRDs decodes the crds/ files of c and of all its subcharts in
@@ -181,28 +224,58 @@ type printedText struct {
 // Nothing is decoded when the files hold more than a whole stream may
 // (MaxStreamNodes): releaseObjects then refuses or decodes what is used.
 // The result is ready when done is closed; the texts of the files and
-// their counts are kept for chartCRDs.
-func predecodeCRDs(c *chart.Chart, cache *CRDCache) *predecoded {
+// their counts are kept for chartCRDs. known, when set (c is a copy of a
+// chart a ChartCache keeps, and cache is set), holds what earlier renders
+// of the chart learnt about its files (crdPrints), and gets what this one
+// learns.
+func predecodeCRDs(c *chart.Chart, cache *CRDCache, known *atomic.Pointer[crdPrints]) *predecoded {
 	p := &predecoded{done: make(chan struct{}), objs: map[*chart.File][]manifests.Object{}, texts: map[crdKey]printedText{}}
 	crds := c.CRDObjects()
 	if len(crds) == 0 {
 		close(p.done)
 		return p
 	}
+	if cache == nil {
+		known = nil // keys are for the CRDCache
+	}
 	go func() {
 		defer close(p.done)
+		var prints crdPrints
+		if known != nil {
+			if k := known.Load(); k != nil {
+				prints = *k
+			}
+		}
+		learnt := false
 		nodes := 0
 		for _, crd := range crds {
-			t := crdText(crd)
-			n := yamlfile.StructureCount(t)
-			p.texts[crdKey{crd.File, crd.Filename}] = printedText{t, n}
-			nodes += n
+			k := crdKey{crd.File, crd.Filename}
+			t := printedText{file: k}
+			if pr, ok := prints[k]; ok {
+				t.size, t.nodes, t.key, t.keyed = pr.size, pr.nodes, pr.key, true
+			} else {
+				t.size = crdTextSize(k.filename, k.file.Data)
+				t.nodes = yamlfile.StructureCount(t.printed())
+				if known != nil {
+					t.key, t.keyed, learnt = sha256.Sum256(t.text), true, true
+				}
+			}
+			p.texts[k] = t
+			nodes += t.nodes
+		}
+		if learnt {
+			next := make(crdPrints, len(p.texts))
+			maps.Copy(next, prints)
+			for k, t := range p.texts {
+				next[k] = crdPrint{size: t.size, nodes: t.nodes, key: t.key}
+			}
+			known.Store(&next)
 		}
 		if nodes > manifests.MaxStreamNodes {
 			return
 		}
 		for _, crd := range crds {
-			if objs, err := cache.decode("chart "+c.Name(), p.texts[crdKey{crd.File, crd.Filename}].text); err == nil {
+			if objs, err := cache.decodePrinted("chart "+c.Name(), p.texts[crdKey{crd.File, crd.Filename}]); err == nil {
 				p.objs[crd.File] = objs
 			}
 		}
@@ -256,8 +329,7 @@ func releaseObjects(c *chart.Chart, manifest string, skipCRDs bool, crds *CRDCac
 // printedCRDs are the crds/ files of a chart as helm template
 // --include-crds prints them.
 type printedCRDs struct {
-	texts [][]byte
-	files []*chart.File
+	texts []printedText
 	nodes int // structural characters of texts
 }
 
@@ -275,13 +347,14 @@ func chartCRDs(c *chart.Chart, skip bool, pre *predecoded) printedCRDs {
 		texts = pre.texts
 	}
 	for _, crd := range c.CRDObjects() {
-		t, ok := texts[crdKey{crd.File, crd.Filename}]
+		k := crdKey{crd.File, crd.Filename}
+		t, ok := texts[k]
 		if !ok {
-			t.text = crdText(crd)
+			t = printedText{file: k, text: crdText(k.filename, k.file.Data)}
+			t.size = int64(len(t.text))
 			t.nodes = yamlfile.StructureCount(t.text)
 		}
-		p.texts = append(p.texts, t.text)
-		p.files = append(p.files, crd.File)
+		p.texts = append(p.texts, t)
 		p.nodes += t.nodes
 	}
 	return p
@@ -291,15 +364,15 @@ func chartCRDs(c *chart.Chart, skip bool, pre *predecoded) printedCRDs {
 // object is used once, by this render.
 func (p printedCRDs) decode(name string, crds *CRDCache, pre map[*chart.File][]manifests.Object) ([]manifests.Object, error) {
 	var objs []manifests.Object
-	for i, t := range p.texts {
-		o, ok := pre[p.files[i]]
+	for _, t := range p.texts {
+		o, ok := pre[t.file.file]
 		if !ok {
 			var err error
-			if o, err = crds.decode(name, t); err != nil {
+			if o, err = crds.decodePrinted(name, t); err != nil {
 				return nil, err
 			}
 		}
-		delete(pre, p.files[i]) // a file included twice gets objects of its own
+		delete(pre, t.file.file) // a file included twice gets objects of its own
 		objs = append(objs, o...)
 	}
 	return objs, nil

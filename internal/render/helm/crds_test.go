@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -123,6 +125,126 @@ func TestCRDCacheKeepsOnlyCRDDocuments(t *testing.T) {
 	for _, e := range c.m {
 		if manifests.Key(e.objs[0]) != "apiextensions.k8s.io/CustomResourceDefinition//a.example.com" {
 			t.Fatalf("kept %s", manifests.Key(e.objs[0]))
+		}
+	}
+}
+
+// crdChart is a chart with a CRD of a nested schema in crds/ (named name,
+// its description desc) and the same CRD file in a subchart used under two
+// aliases, so that one file is printed under two names.
+func crdChart(t *testing.T, name, desc string) []byte {
+	t.Helper()
+	crd := func(name string) []byte {
+		return fmt.Appendf(nil, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: %s\n  labels: {team: a}\n"+
+			"spec:\n  group: example.com\n  versions:\n    - name: v1\n      schema:\n        openAPIV3Schema:\n          type: object\n"+
+			"          required: [spec]\n          properties:\n            spec: {type: object, description: %q}\n", name, desc)
+	}
+	tgz, err := ocmbuild.PackageChart(map[string][]byte{
+		"Chart.yaml": []byte("apiVersion: v2\nname: top\nversion: 1.0.0\ndependencies:\n" +
+			"  - {name: sub, version: 1.0.0, alias: one}\n  - {name: sub, version: 1.0.0, alias: two}\n"),
+		"crds/top.yaml":          crd(name),
+		"templates/cm.yaml":      []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n"),
+		"charts/sub/Chart.yaml":  []byte("apiVersion: v2\nname: sub\nversion: 1.0.0\n"),
+		"charts/sub/crds/s.yaml": crd("subs.example.com"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tgz
+}
+
+// tamper changes every map and list of v in place, as a hostile or careless
+// post-processing step could.
+func tamper(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			tamper(e)
+			if s, ok := e.(string); ok {
+				v[k] = s + "-tampered"
+			}
+		}
+		v["tampered"] = true
+	case []any:
+		for i, e := range v {
+			tamper(e)
+			if s, ok := e.(string); ok {
+				v[i] = s + "-tampered"
+			}
+		}
+	}
+}
+
+// Renders through shared caches (the render server's: one CRDCache and
+// one ChartCache for all Applications) never see what an earlier render
+// did to its objects, nor another chart's CRDs: every render of a cached
+// chart equals a render without caches, after each render changed every
+// object it got, for two charts whose crds/ files have the same names.
+func TestCachedCRDsIsolateRenders(t *testing.T) {
+	charts := map[string][]byte{
+		"a": crdChart(t, "tops.example.com", "tenant a"),
+		"b": crdChart(t, "tops.example.com", "tenant b"),
+	}
+	want := map[string][]manifests.Object{}
+	for name, tgz := range charts {
+		objs, err := Render(context.Background(), tgz, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) != 4 { // top, one's and two's CRD, the ConfigMap
+			t.Fatalf("chart %s: %d objects", name, len(objs))
+		}
+		want[name] = objs
+	}
+	opts := Options{CRDs: NewCRDCache(0), Charts: NewChartCache(0)}
+	for i := 0; i < 3; i++ {
+		for _, name := range []string{"a", "b"} {
+			got, err := Render(context.Background(), charts[name], opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want[name]) {
+				t.Fatalf("render %d of chart %s through the caches:\n%v\nwant\n%v", i, name, got, want[name])
+			}
+			for _, o := range got {
+				tamper(o)
+			}
+		}
+	}
+	// Per chart: the top CRD; the subchart's file as predecoded (under
+	// the subchart's own name, taken by the first alias: the aliases share
+	// the *chart.File) and as printed for the second alias.
+	if len(opts.CRDs.m) != 6 {
+		t.Fatalf("%d CRD files kept, want 6", len(opts.CRDs.m))
+	}
+}
+
+// What renders of a cached chart learn about its crds/ files (crdPrints)
+// is what printing, counting and hashing each file gives, under the name
+// it is printed with.
+func TestCRDPrintsOfCachedChart(t *testing.T) {
+	tgz := crdChart(t, "tops.example.com", "a")
+	opts := Options{CRDs: NewCRDCache(0), Charts: NewChartCache(0)}
+	for i := 0; i < 2; i++ {
+		if _, err := Render(context.Background(), tgz, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, e, err := opts.Charts.load(tgz)
+	if err != nil || e == nil {
+		t.Fatalf("chart not kept: %v", err)
+	}
+	p := e.crds.Load()
+	if p == nil || len(*p) != 2 { // before dependencies are processed: top's and sub's file
+		t.Fatalf("crd prints %v", p)
+	}
+	for k, pr := range *p {
+		text := crdText(k.filename, k.file.Data)
+		if pr.size != int64(len(text)) || pr.size != crdTextSize(k.filename, k.file.Data) || pr.nodes != yamlfile.StructureCount(text) || pr.key != sha(text) {
+			t.Errorf("%s: %+v, want size %d, nodes %d, key of its text", k.filename, pr, len(text), yamlfile.StructureCount(text))
+		}
+		if _, ok := opts.CRDs.m[pr.key]; !ok {
+			t.Errorf("%s: not in the CRD cache under its key", k.filename)
 		}
 	}
 }

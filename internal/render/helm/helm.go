@@ -127,11 +127,7 @@ func Render(ctx context.Context, chartArchive []byte, opts Options) ([]manifests
 	if err != nil {
 		return nil, err
 	}
-	var schemas *atomic.Pointer[compiledSchemas]
-	if kept != nil {
-		schemas = &kept.schemas
-	}
-	return renderChart(ctx, c, opts, schemas)
+	return renderChart(ctx, c, opts, kept)
 }
 
 // RenderChart renders a loaded chart (and changes it, as Helm does).
@@ -139,10 +135,11 @@ func RenderChart(ctx context.Context, c *chart.Chart, opts Options) ([]manifests
 	return renderChart(ctx, c, opts, nil)
 }
 
-// renderChart is RenderChart; kept, when set, holds the schemas of c
-// compiled when they passed checkSchemas in an earlier render (a
-// ChartCache's entry), or is set when they pass.
-func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *atomic.Pointer[compiledSchemas]) ([]manifests.Object, error) {
+// renderChart is RenderChart; kept, when set, is the ChartCache entry c is
+// a copy of: it holds the schemas of c compiled when they passed
+// checkSchemas in an earlier render, or gets them when they pass, and what
+// renders learnt about the crds/ files of c (crdPrints).
+func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *chartEntry) ([]manifests.Object, error) {
 	if opts.ReleaseName == "" {
 		opts.ReleaseName = "release-name"
 	}
@@ -164,7 +161,7 @@ func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *atomic
 	}
 	var schemas compiledSchemas
 	if kept != nil {
-		if p := kept.Load(); p != nil {
+		if p := kept.schemas.Load(); p != nil {
 			schemas = *p
 		}
 	}
@@ -173,7 +170,7 @@ func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *atomic
 			return nil, fmt.Errorf("%w: helm chart %s-%s: %w", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
 		}
 		if kept != nil {
-			kept.Store(&schemas)
+			kept.schemas.Store(&schemas)
 		}
 	}
 	vals := opts.Values
@@ -182,7 +179,11 @@ func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *atomic
 	}
 	var pre *predecoded
 	if !opts.SkipCRDs {
-		pre = predecodeCRDs(c, opts.CRDs)
+		var known *atomic.Pointer[crdPrints]
+		if kept != nil {
+			known = &kept.crds
+		}
+		pre = predecodeCRDs(c, opts.CRDs, known)
 		defer pre.wait() // the background decoding never outlives the render
 	}
 	// The CRDs are printed before the manifests as helm template
