@@ -20,8 +20,8 @@ import (
 // and each tenant's render is what it is without the cache.
 func TestChartCacheSharedPartsUnchanged(t *testing.T) {
 	tgz, err := ocmbuild.PackageChart(map[string][]byte{
-		"Chart.yaml": []byte("apiVersion: v2\nname: shared\nversion: 1.0.0\nannotations:\n  a: b\ndependencies:\n- name: sub\n  version: 1.0.0\n"),
-		"Chart.lock": []byte("dependencies:\n- name: sub\n  version: 1.0.0\n  repository: \"\"\ndigest: sha256:0\ngenerated: \"2024-01-01T00:00:00Z\"\n"),
+		"Chart.yaml":         []byte("apiVersion: v2\nname: shared\nversion: 1.0.0\nannotations:\n  a: b\ndependencies:\n- name: sub\n  version: 1.0.0\n"),
+		"Chart.lock":         []byte("dependencies:\n- name: sub\n  version: 1.0.0\n  repository: \"\"\ndigest: sha256:0\ngenerated: \"2024-01-01T00:00:00Z\"\n"),
 		"values.yaml":        []byte("tenant: none\nlist: [b, a]\n"),
 		"values.schema.json": []byte(`{"type": "object", "properties": {"tenant": {"type": "string"}}}`),
 		"files/data.txt":     []byte("zeta\nalpha\nmid\n"),
