@@ -70,7 +70,49 @@ func heapCost(f func()) (bytes, allocs uint64) {
 // measured by BenchmarkFastDecodeShapes; what allocates nothing per line
 // is read once per line, see fastDecode.)
 func TestFastDecodeGrowsLinearly(t *testing.T) {
-	shapes := map[string]func(n int) string{
+	for name, doc := range fastDecodeShapes() {
+		t.Run(name, func(t *testing.T) {
+			n := shapeSize(name)
+			cost := func(data []byte) (fast, fastAllocs, ref, refAllocs uint64, took bool) {
+				fast, fastAllocs = heapCost(func() { _, took = fastDecode(data) })
+				ref, refAllocs = heapCost(func() {
+					var v any
+					_ = yamlv2.Unmarshal(data, &v)
+				})
+				return
+			}
+			small, large := []byte(doc(n)), []byte(doc(16*n))
+			fs, fsa, rs, rsa, _ := cost(small)
+			fl, fla, rl, rla, took := cost(large)
+			if took {
+				checkFastDecode(t, large)
+			}
+			input := float64(len(large)) / float64(len(small))
+			growth := func(a, b uint64) float64 { return float64(b+1) / float64(a+1) }
+			t.Logf("input x%.1f (%d bytes, taken %v): fastDecode bytes x%.1f allocs x%.1f; yaml.v2 bytes x%.1f allocs x%.1f; fastDecode/yaml.v2 bytes %.2f",
+				input, len(large), took, growth(fs, fl), growth(fsa, fla), growth(rs, rl), growth(rsa, rla), float64(fl)/float64(rl+1))
+			if g := growth(fs, fl); g > 2.5*input && g > 2.5*growth(rs, rl) {
+				t.Errorf("fastDecode's bytes grow x%.1f for input x%.1f (yaml.v2's x%.1f)", g, input, growth(rs, rl))
+			}
+			if g := growth(fsa, fla); g > 2.5*input && g > 2.5*growth(rsa, rla) {
+				t.Errorf("fastDecode's allocations grow x%.1f for input x%.1f (yaml.v2's x%.1f)", g, input, growth(rsa, rla))
+			}
+		})
+	}
+}
+
+func keysDoc(n int, format string) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, format, i)
+	}
+	return b.String()
+}
+
+// fastDecodeShapes are documents of n lines or items (see
+// TestFastDecodeGrowsLinearly).
+func fastDecodeShapes() map[string]func(n int) string {
+	return map[string]func(n int) string{
 		"deep mappings": func(n int) string {
 			var b strings.Builder
 			for i := range n {
@@ -112,44 +154,36 @@ func TestFastDecodeGrowsLinearly(t *testing.T) {
 		"indented literal": func(n int) string { return "a: |\n" + strings.Repeat(" ", 100*n) + "x\n" },
 		"declined at end":  func(n int) string { return keysDoc(n, "k%d: v\n") + "z: &a 1\n" },
 	}
-	for name, doc := range shapes {
-		t.Run(name, func(t *testing.T) {
-			n := 250
-			if strings.HasPrefix(name, "deep") {
-				n = 60 // 960 levels at 16n, within fastMaxDepth
-			}
-			cost := func(data []byte) (fast, fastAllocs, ref, refAllocs uint64, took bool) {
-				fast, fastAllocs = heapCost(func() { _, took = fastDecode(data) })
-				ref, refAllocs = heapCost(func() {
-					var v any
-					_ = yamlv2.Unmarshal(data, &v)
-				})
-				return
-			}
-			small, large := []byte(doc(n)), []byte(doc(16*n))
-			fs, fsa, rs, rsa, _ := cost(small)
-			fl, fla, rl, rla, took := cost(large)
-			if took {
-				checkFastDecode(t, large)
-			}
-			input := float64(len(large)) / float64(len(small))
-			growth := func(a, b uint64) float64 { return float64(b+1) / float64(a+1) }
-			t.Logf("input x%.1f (%d bytes, taken %v): fastDecode bytes x%.1f allocs x%.1f; yaml.v2 bytes x%.1f allocs x%.1f; fastDecode/yaml.v2 bytes %.2f",
-				input, len(large), took, growth(fs, fl), growth(fsa, fla), growth(rs, rl), growth(rsa, rla), float64(fl)/float64(rl+1))
-			if g := growth(fs, fl); g > 2.5*input && g > 2.5*growth(rs, rl) {
-				t.Errorf("fastDecode's bytes grow x%.1f for input x%.1f (yaml.v2's x%.1f)", g, input, growth(rs, rl))
-			}
-			if g := growth(fsa, fla); g > 2.5*input && g > 2.5*growth(rsa, rla) {
-				t.Errorf("fastDecode's allocations grow x%.1f for input x%.1f (yaml.v2's x%.1f)", g, input, growth(rsa, rla))
-			}
-		})
-	}
 }
 
-func keysDoc(n int, format string) string {
-	var b strings.Builder
-	for i := range n {
-		fmt.Fprintf(&b, format, i)
+// shapeSize is the smaller n of a shape in TestFastDecodeGrowsLinearly.
+func shapeSize(name string) int {
+	if strings.HasPrefix(name, "deep") {
+		return 60 // 960 levels at 16n, within fastMaxDepth
 	}
-	return b.String()
+	return 250
+}
+
+// BenchmarkFastDecodeShapes: fastDecode and yaml.v2 on each shape at n and
+// 16n; compare the time per op of the two sizes (it should grow about 16
+// times for the shapes of n lines, as yaml.v2's does).
+func BenchmarkFastDecodeShapes(b *testing.B) {
+	for name, doc := range fastDecodeShapes() {
+		for _, n := range []int{shapeSize(name), 16 * shapeSize(name)} {
+			data := []byte(doc(n))
+			b.Run(fmt.Sprintf("%s/n=%d/fast", strings.ReplaceAll(name, " ", "_"), n), func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					fastDecode(data)
+				}
+			})
+			b.Run(fmt.Sprintf("%s/n=%d/yaml.v2", strings.ReplaceAll(name, " ", "_"), n), func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					var v any
+					_ = yamlv2.Unmarshal(data, &v)
+				}
+			})
+		}
+	}
 }
