@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
@@ -105,5 +108,38 @@ data:
 				t.Fatalf("the file's lines were sorted: %q", data)
 			}
 		}
+	}
+}
+
+// Each render's API versions are its own: a render's Options.APIVersions
+// never reach the spare capacity of Helm's default set (Capabilities.Copy
+// shares its slice), where every other render's set would see them.
+func TestRenderAPIVersionsNotShared(t *testing.T) {
+	orig := chartutil.DefaultCapabilities.APIVersions
+	defer func() { chartutil.DefaultCapabilities.APIVersions = orig }()
+	spare := slices.Grow(slices.Clone(orig), 4)
+	chartutil.DefaultCapabilities.APIVersions = spare
+	tgz, err := ocmbuild.PackageChart(map[string][]byte{
+		"Chart.yaml":        []byte("apiVersion: v2\nname: caps\nversion: 1.0.0\n"),
+		"templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: caps\ndata:\n  a: {{ .Capabilities.APIVersions.Has \"a.example.com/v1\" | quote }}\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(versions []string) any {
+		objs, err := Render(context.Background(), tgz, Options{APIVersions: versions})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objs[0]["data"].(map[string]any)["a"]
+	}
+	if got := has([]string{"a.example.com/v1"}); got != "true" {
+		t.Fatalf("the render's own API version: %v", got)
+	}
+	if tail := spare[len(spare):cap(spare)]; slices.Contains(tail, "a.example.com/v1") {
+		t.Fatalf("a render wrote its API versions into the default set's spare capacity: %q", tail)
+	}
+	if got := has(nil); got != "false" {
+		t.Fatalf("another render's API version: %v", got)
 	}
 }
