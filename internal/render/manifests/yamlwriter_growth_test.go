@@ -1,11 +1,15 @@
 package manifests
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	yamlv2 "go.yaml.in/yaml/v2"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // writeYAML's memory grows as yaml.v2's Marshal's does, or linearly with
@@ -13,7 +17,7 @@ import (
 // can give a chart's output: wide mappings (keys sorted), long sequences,
 // long strings of each style (folded plain and quoted at the line width,
 // literal), many multi-byte characters, deep nesting (whose text grows with
-// the square of the depth for both). The text is yaml.v2's.
+// the square of the depth for both, up to MaxEncodeDepth). The text is yaml.v2's.
 func TestWriteYAMLGrowsLikeYAMLv2(t *testing.T) {
 	deep := func(n int, wrap func(any) any) Object {
 		var v any = "leaf"
@@ -50,9 +54,9 @@ func TestWriteYAMLGrowsLikeYAMLv2(t *testing.T) {
 		"literal":       func(n int) Object { return Object{"s": strings.Repeat("line\n", 20*n)} },
 		"unicode":       func(n int) Object { return Object{"s": strings.Repeat("日本語 ", 20*n)} },
 		"one long word": func(n int) Object { return Object{"s": strings.Repeat("x", 100*n)} },
-		"deep mappings": func(n int) Object { return deep(n/8, func(v any) any { return map[string]any{"a": v} }) },
+		"deep mappings": func(n int) Object { return deep(n/32, func(v any) any { return map[string]any{"a": v} }) },
 		"deep sequences": func(n int) Object {
-			return deep(n/8, func(v any) any { return []any{v} })
+			return deep(n/32, func(v any) any { return []any{v} })
 		},
 	}
 	for name, shape := range shapes {
@@ -82,5 +86,49 @@ func TestWriteYAMLGrowsLikeYAMLv2(t *testing.T) {
 				t.Errorf("writeYAML's allocations grow x%.1f for output x%.1f (yaml.v2's x%.1f)", g, output, growth(rsa, rla))
 			}
 		})
+	}
+}
+
+// Encode writes objects nested MaxEncodeDepth levels deep as yaml.v2 does
+// and refuses deeper ones (whose YAML grows with the square of the depth:
+// 81 MB for a 54 KB object 9 000 levels deep), writing nothing, whether
+// writeYAML or yaml.v2 would write them (a long key leaves an object to
+// yaml.v2); EncodeJSON writes them.
+func TestEncodeDepthBound(t *testing.T) {
+	nested := func(depth int, leaf any) Object {
+		// The object's own values are at depth 1.
+		v := leaf
+		for range depth - 1 {
+			v = map[string]any{"a": v}
+		}
+		return Object{"apiVersion": "v1", "kind": "ConfigMap", "d": v}
+	}
+	longKey := map[string]any{strings.Repeat("k", 200): "v"} // writeYAML leaves it to yaml.v2
+	for _, leaf := range []any{"x", longKey} {
+		ok := nested(MaxEncodeDepth, leaf)
+		if leaf, isMap := leaf.(map[string]any); isMap {
+			ok = nested(MaxEncodeDepth-1, leaf)
+		}
+		var buf bytes.Buffer
+		if err := Encode(&buf, []Object{ok}); err != nil {
+			t.Fatalf("an object %d levels deep: %v", MaxEncodeDepth, err)
+		}
+		if want, err := yamlv2.Marshal(ok); err != nil || !bytes.Equal(buf.Bytes(), append([]byte("---\n"), want...)) {
+			t.Fatalf("an object %d levels deep is not yaml.v2's text (%v)", MaxEncodeDepth, err)
+		}
+		for _, depth := range []int{MaxEncodeDepth + 1, 9000} {
+			deep := nested(depth, leaf)
+			buf.Reset()
+			err := Encode(&buf, []Object{{"apiVersion": "v1", "kind": "ConfigMap"}, deep})
+			if !errors.Is(err, errdef.ErrLimitExceeded) || !errors.Is(err, errdef.ErrInvalidInput) || buf.Len() != 0 {
+				t.Fatalf("an object %d levels deep: Encode = %v, %d bytes written", depth, err, buf.Len())
+			}
+			if !strings.HasPrefix(err.Error(), "encoding object 1 (/ConfigMap//): nested more than 128 levels deep") {
+				t.Fatalf("error: %v", err)
+			}
+			if err := EncodeJSON(&buf, []Object{deep}); err != nil {
+				t.Fatalf("EncodeJSON of an object %d levels deep: %v", depth, err)
+			}
+		}
 	}
 }
