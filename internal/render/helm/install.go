@@ -3,6 +3,7 @@ package helm
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -75,7 +76,9 @@ func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *char
 	}
 	caps := chartutil.DefaultCapabilities.Copy()
 	caps.KubeVersion = *kv
-	caps.APIVersions = append(caps.APIVersions, chartutil.VersionSet(opts.APIVersions)...)
+	// Copy() shares DefaultCapabilities' slice: appending to it must never
+	// write into its spare capacity, which every render shares.
+	caps.APIVersions = append(slices.Clip(caps.APIVersions), chartutil.VersionSet(opts.APIVersions)...)
 	valuesToRender, err := chartutil.ToRenderValuesWithSchemaValidation(c, vals, chartutil.ReleaseOptions{
 		Name: opts.ReleaseName, Namespace: opts.Namespace, Revision: 1, IsInstall: true,
 	}, caps, opts.SkipSchemaValidation || schemas != nil)

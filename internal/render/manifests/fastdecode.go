@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -34,7 +35,10 @@ func fastDecode(data []byte) (any, bool) {
 	if !fastDecodable(data) {
 		return nil, false
 	}
-	p := fastParser{openLast: len(data) > 0 && data[len(data)-1] != '\n'}
+	// One fastLine (40 bytes) a line, allocated once: a document of blank
+	// or comment lines (up to MaxDocumentNodes of them) costs that much.
+	p := fastParser{openLast: len(data) > 0 && data[len(data)-1] != '\n',
+		lines: make([]fastLine, 0, bytes.Count(data, []byte{'\n'})+1)}
 	text := string(data)
 	for len(text) > 0 {
 		line := text
@@ -340,7 +344,7 @@ func parseFlowMapping(s string) (map[string]any, bool) {
 	for {
 		k, after, ok := flowScalar(s)
 		key, isString := k.(string)
-		if !ok || !isString || !strings.HasPrefix(after, ": ") || key == "<<" {
+		if !ok || !isString || !strings.HasPrefix(after, ": ") || key == "<<" || len(s)-len(after) > maxSimpleKeyText {
 			return nil, false
 		}
 		if _, dup := m[key]; dup {
@@ -410,6 +414,11 @@ func isKeyLine(content string) bool {
 	return strings.Contains(content, ": ") || strings.HasSuffix(content, ":")
 }
 
+// maxSimpleKeyText bounds the text of a mapping key, up to its ':', that
+// fastDecode takes: yaml.v2 refuses an implicit key whose ':' is more than
+// 1024 characters after its start (yaml_parser_stale_simple_keys).
+const maxSimpleKeyText = 1000
+
 // parseKey splits "key: rest" (content of a line, trimmed); rest is ""
 // when the value is on the following lines.
 func parseKey(content string) (key, rest string, ok bool) {
@@ -433,8 +442,10 @@ func parseKey(content string) (key, rest string, ok bool) {
 			return "", "", false
 		}
 	}
-	// yaml.v2 refuses simple keys longer than 1024 characters.
-	if len(key) > 1000 {
+	// yaml.v2 refuses simple keys longer than 1024 characters, counted in
+	// the text up to the ':' (quotes, escapes and spaces included: a
+	// quoted key's value may be much shorter); bytes are at least as many.
+	if len(content)-len(after) > maxSimpleKeyText {
 		return "", "", false
 	}
 	return key, strings.TrimLeft(after[1:], " "), true

@@ -55,6 +55,9 @@ var fastDecodeCorpus = []string{
 	"a: {b: 1, c: x/y, d: \"q\", e: {}, f: []}\n", "a: {b: 1,c: 2}\n", "a: { b: 1 }\n", "a: {b:1}\n", "a: {b: 1, b: 2}\n", "a: {yes: 1}\n", "a: {b: {c: 1}}\n", "a: {b: yes, c: null, d: 1e3}\n",
 	"- {name: tmp, emptyDir: {}}\n- [a, b]\n", "a:\n  {b: c}\n", "a: {b: c} x\n", "a: {b: c\n", "a: {\"b\": c}\n", "a: {b: c,}\n", "a: {<<: x}\n", "a: {b: -1, c: a_b}\n", "a: {b: 'c'}\n",
 	"a: " + strings.Repeat("k", 1100) + "\n", strings.Repeat("k", 1100) + ": 1\n", "a: \"\\N\\_\\L\\P\\0\\a\\b\\v\\f\\r\\ \"\n", "a: 2001-12-14t21:59:43.10-05:00\n", "a: 1e400\n", "a: .nan\n",
+	// Keys short as values but long as text (yaml.v2 counts the text up
+	// to the ':').
+	"\"" + strings.Repeat(`\x41`, 300) + "\": 1\n", "'" + strings.Repeat(`''`, 600) + "': 1\n", "a: {\"" + strings.Repeat("R", 1100) + "\": c}\n",
 }
 
 // fastDecode decodes like yaml.v2 (through jsonValue) for the corpus, the

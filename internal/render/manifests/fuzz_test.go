@@ -52,7 +52,11 @@ func FuzzDecode(f *testing.F) {
 		if err := manifests.Encode(&buf, objs); err != nil {
 			// Only a mapping key longer than YAML readers accept (from
 			// JSON, or an explicit "? " key) cannot be written at all;
-			// EncodeJSON says so.
+			// EncodeJSON says so. Objects nested deeper than
+			// MaxEncodeDepth are not written as YAML.
+			if errors.Is(err, errdef.ErrLimitExceeded) && strings.Contains(err.Error(), "levels deep") {
+				return
+			}
 			if jerr := manifests.EncodeJSON(&buf, objs); jerr == nil || !strings.Contains(jerr.Error(), "more than the 1024 YAML readers accept") {
 				t.Fatalf("accepted objects do not encode: %v (EncodeJSON: %v)", err, jerr)
 			}

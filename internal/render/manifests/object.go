@@ -346,7 +346,10 @@ func hasContent(b []byte) bool {
 
 // Encode writes objs to w as a YAML stream, each document preceded by
 // "---\n", with map keys sorted. On an error nothing is written: the stream
-// is written with one Write once every object is encoded.
+// is written with one Write once every object is encoded. An object nested
+// deeper than MaxEncodeDepth is an error wrapping errdef.ErrInvalidInput
+// and errdef.ErrLimitExceeded (EncodeJSON, whose text grows linearly,
+// writes it).
 func Encode(w io.Writer, objs []Object) error {
 	docs, i, err := encodeEach(objs, marshalYAML)
 	if err != nil {
@@ -369,9 +372,14 @@ func Encode(w io.Writer, objs []Object) error {
 // large chart). Anything else takes the detour. The writer is writeYAML,
 // which writes yaml.v2's text several times faster, or yaml.v2 itself for
 // what writeYAML leaves to it (long or multi-line keys).
+//
+// Objects nested deeper than MaxEncodeDepth are refused (see there).
 func marshalYAML(o Object) ([]byte, error) {
 	if b, ok := writeYAML(o); ok {
 		return b, nil
+	}
+	if encodeTooDeep(o, 0) {
+		return nil, fmt.Errorf("nested more than %d levels deep, the limit of the YAML output: %w: %w", MaxEncodeDepth, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
 	if directYAML(o, 0) {
 		if b, err := yamlv2.Marshal(o); err == nil {
@@ -379,6 +387,39 @@ func marshalYAML(o Object) ([]byte, error) {
 		}
 	}
 	return marshalYAMLViaJSON(o)
+}
+
+// MaxEncodeDepth bounds the nesting of an object Encode writes. Block-style
+// YAML indents each level by two spaces, so its text grows with the square
+// of the depth: a 54 KB JSON object nested 9 000 levels deep (which Decode
+// takes) is 81 MB of YAML, and a stream of them within MaxStreamNodes
+// gigabytes. At this bound a stream of MaxStreamNodes is at most some
+// 64 MB of YAML; the deepest object of the real-world charts (a
+// CustomResourceDefinition of cert-manager) is nested 38 levels deep.
+const MaxEncodeDepth = 128
+
+// encodeTooDeep reports whether v, at depth, holds a value deeper than
+// MaxEncodeDepth (as writeYAML counts: the object's own values are at
+// depth 1). Only the collections Decode produces are followed.
+func encodeTooDeep(v any, depth int) bool {
+	if depth > MaxEncodeDepth {
+		return true
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			if encodeTooDeep(e, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if encodeTooDeep(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // marshalYAMLViaJSON is the reference path of marshalYAML.

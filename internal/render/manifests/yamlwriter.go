@@ -45,7 +45,7 @@ const (
 	// yamlMaxSimpleKey is the longest scalar the emitter writes as a
 	// simple key (yaml_emitter_check_simple_key).
 	yamlMaxSimpleKey = 128
-	yamlMaxDepth     = 10_000
+	yamlMaxDepth     = MaxEncodeDepth // deeper: refused by marshalYAML
 )
 
 type scalarStyle uint8

@@ -1,0 +1,145 @@
+package helm
+
+import (
+	"context"
+	"crypto/sha256"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+)
+
+// What renders of a cached chart share (the files' bytes, the Lock, the
+// schema's bytes, the templates) stays as it was loaded whatever a
+// template does with what it reaches of them (.Files.GetBytes and Glob
+// give the shared bytes; sortAlpha sorts a []string in place; set writes
+// into maps) or with the values, and whether the render fails: after
+// tenants' renders the cached chart equals a fresh load of the archive,
+// and each tenant's render is what it is without the cache.
+func TestChartCacheSharedPartsUnchanged(t *testing.T) {
+	tgz, err := ocmbuild.PackageChart(map[string][]byte{
+		"Chart.yaml":         []byte("apiVersion: v2\nname: shared\nversion: 1.0.0\nannotations:\n  a: b\ndependencies:\n- name: sub\n  version: 1.0.0\n"),
+		"Chart.lock":         []byte("dependencies:\n- name: sub\n  version: 1.0.0\n  repository: \"\"\ndigest: sha256:0\ngenerated: \"2024-01-01T00:00:00Z\"\n"),
+		"values.yaml":        []byte("tenant: none\nlist: [b, a]\n"),
+		"values.schema.json": []byte(`{"type": "object", "properties": {"tenant": {"type": "string"}}}`),
+		"files/data.txt":     []byte("zeta\nalpha\nmid\n"),
+		"files/more.txt":     []byte("second file\n"),
+		"templates/cm.yaml": []byte(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: shared-{{ .Values.tenant }}
+data:
+  data: {{ .Files.Get "files/data.txt" | quote }}
+  sum: {{ .Files.GetBytes "files/data.txt" | toString | sha256sum }}
+  glob: "{{ range $k, $v := .Files.Glob "files/*" }}{{ $k }} {{ end }}"
+  caps: {{ .Capabilities.APIVersions | len | quote }}
+  schema: {{ .Chart.Annotations | toJson | quote }}
+{{- if ne .Values.tenant "B" }}
+  {{- $b := .Files.GetBytes "files/data.txt" }}
+  {{- $_ := sortAlpha $b }}
+  {{- $_ := sortAlpha (.Files.Lines "files/data.txt") }}
+  {{- range $k, $v := .Files.Glob "files/*" }}{{ $_ := sortAlpha $v }}{{ end }}
+  {{- $_ := set .Values "bytes" $b }}
+  {{- $_ := set .Subcharts "sub" dict }}
+  {{- $_ := sortAlpha .Capabilities.APIVersions }}
+  {{- $_ := set .Values "list" (.Values.list | sortAlpha) }}
+{{- end }}
+{{- if eq .Values.tenant "C" }}
+  {{- $_ := set .Chart.Annotations "a" "by C" }}
+{{- end }}
+`),
+		"templates/_helpers.tpl":       []byte(`{{- define "x" }}{{ .Files.Get "files/more.txt" }}{{ end }}`),
+		"charts/sub/Chart.yaml":        []byte("apiVersion: v2\nname: sub\nversion: 1.0.0\n"),
+		"charts/sub/files/sub.txt":     []byte("sub file\n"),
+		"charts/sub/templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub\ndata:\n  f: {{ .Files.Get \"files/sub.txt\" | quote }}\n{{- $_ := sortAlpha (.Files.GetBytes \"files/sub.txt\") }}\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]manifests.Object{}
+	for _, tenant := range []string{"A", "B"} {
+		objs, err := Render(context.Background(), tgz, Options{Values: map[string]any{"tenant": tenant}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[tenant] = objs
+	}
+	if _, err := Render(context.Background(), tgz, Options{Values: map[string]any{"tenant": "C"}}); err == nil {
+		t.Fatal("a template wrote into .Chart.Annotations (a map[string]string)")
+	}
+	cache := NewChartCache(0)
+	for _, tenant := range []string{"A", "C", "B", "A", "C", "B"} {
+		got, err := Render(context.Background(), tgz, Options{Values: map[string]any{"tenant": tenant}, Charts: cache})
+		if tenant == "C" {
+			if err == nil {
+				t.Fatal("tenant C's render through the cache did not fail")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want[tenant]) {
+			t.Fatalf("tenant %s through the cache:\n%v\nwithout:\n%v", tenant, got, want[tenant])
+		}
+	}
+	fresh, err := LoadArchive(tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cache.m[sha256.Sum256(tgz)]
+	if e == nil {
+		t.Fatal("the chart is not kept")
+	}
+	if e.chart.Lock == nil || len(e.chart.Schema) == 0 || len(e.chart.Files) < 2 {
+		t.Fatalf("the chart lacks the parts under test: lock %v, schema %q, %d files", e.chart.Lock, e.chart.Schema, len(e.chart.Files))
+	}
+	if !reflect.DeepEqual(e.chart, fresh) {
+		t.Fatal("renders changed the cached chart")
+	}
+	for _, o := range want["A"] {
+		if o["metadata"].(map[string]any)["name"] == "shared-A" {
+			if data, _ := o["data"].(map[string]any)["data"].(string); !strings.HasPrefix(data, "zeta\n") {
+				t.Fatalf("the file's lines were sorted: %q", data)
+			}
+		}
+	}
+}
+
+// Each render's API versions are its own: a render's Options.APIVersions
+// never reach the spare capacity of Helm's default set (Capabilities.Copy
+// shares its slice), where every other render's set would see them.
+func TestRenderAPIVersionsNotShared(t *testing.T) {
+	orig := chartutil.DefaultCapabilities.APIVersions
+	defer func() { chartutil.DefaultCapabilities.APIVersions = orig }()
+	spare := slices.Grow(slices.Clone(orig), 4)
+	chartutil.DefaultCapabilities.APIVersions = spare
+	tgz, err := ocmbuild.PackageChart(map[string][]byte{
+		"Chart.yaml":        []byte("apiVersion: v2\nname: caps\nversion: 1.0.0\n"),
+		"templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: caps\ndata:\n  a: {{ .Capabilities.APIVersions.Has \"a.example.com/v1\" | quote }}\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(versions []string) any {
+		objs, err := Render(context.Background(), tgz, Options{APIVersions: versions})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objs[0]["data"].(map[string]any)["a"]
+	}
+	if got := has([]string{"a.example.com/v1"}); got != "true" {
+		t.Fatalf("the render's own API version: %v", got)
+	}
+	if tail := spare[len(spare):cap(spare)]; slices.Contains(tail, "a.example.com/v1") {
+		t.Fatalf("a render wrote its API versions into the default set's spare capacity: %q", tail)
+	}
+	if got := has(nil); got != "false" {
+		t.Fatalf("another render's API version: %v", got)
+	}
+}
