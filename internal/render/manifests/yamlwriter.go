@@ -3,6 +3,7 @@ package manifests
 import (
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -197,6 +198,10 @@ func (w *yamlWriter) node(v any, mapping bool, depth int) bool {
 			}
 			keys = append(keys, k)
 		}
+		// Sorted by bytes first, so that where yaml.v2's order is not a
+		// total order (see mappingKeys) the text does not depend on the
+		// map's iteration order: it is then yaml.v2's text for one such order.
+		slices.Sort(keys)
 		sort.Sort(mappingKeys(keys))
 		old := w.increaseIndent(false, false)
 		for _, k := range keys {
@@ -704,8 +709,9 @@ func hasBreak(s string) bool {
 // after anything else, runs of digits by value. That order is not
 // transitive for some sets of keys with digits ("01" < "10" < "1a" < "01"):
 // yaml.v2's text for such a mapping depends on the order in which a Go map
-// hands out its keys, as does this one, which sorts with the same
-// algorithm (sort.Sort) and the same comparison. Where the order is a
+// hands out its keys; writeYAML sorts them by bytes first and then with the
+// same algorithm (sort.Sort) and comparison, so its text is the same on
+// every run, and one of yaml.v2's. Where the order is a
 // total order, which is the case for the keys of Kubernetes objects, the
 // sorted keys are unique.
 type mappingKeys []string

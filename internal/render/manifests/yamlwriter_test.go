@@ -210,3 +210,23 @@ func TestAnalyzeScalarFastSameAsSlow(t *testing.T) {
 		}
 	}
 }
+
+// Keys whose yaml.v2 order is not a total order ("01" < "10" < "1a" <
+// "01") are written in the same order on every run, whatever order the map
+// hands them out in.
+func TestWriteYAMLKeyOrderDeterministic(t *testing.T) {
+	m := map[string]any{}
+	for _, k := range []string{"01", "10", "1a", "a1b", "a10b", "a2b", "x", "2", "02", "b"} {
+		m[k] = k
+	}
+	first, ok := writeYAML(Object{"m": m})
+	if !ok {
+		t.Fatal("not written by writeYAML")
+	}
+	for range 200 {
+		got, _ := writeYAML(Object{"m": m})
+		if !bytes.Equal(got, first) {
+			t.Fatalf("text depends on the map's order:\n%s\nvs\n%s", first, got)
+		}
+	}
+}
