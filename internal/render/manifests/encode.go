@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
@@ -39,13 +40,25 @@ func encodeEach(objs []Object, enc func(o Object) ([]byte, error)) ([][]byte, in
 // jsonDoc is one object as EncodeJSON writes it, without the "---" line and
 // the newline: see EncodeJSON.
 func jsonDoc(o Object) ([]byte, error) {
-	var buf appendWriter
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(o); err != nil {
-		return nil, err
+	scratch := jsonScratch.Get().(*[]byte)
+	b, ok := appendJSON((*scratch)[:0], map[string]any(o), 0)
+	var doc []byte
+	if ok {
+		doc = append(doc, b...)
 	}
-	doc := buf[:len(buf)-1]
+	if cap(b) <= maxJSONScratch {
+		*scratch = b
+	}
+	jsonScratch.Put(scratch)
+	if !ok {
+		var buf appendWriter
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(o); err != nil {
+			return nil, err
+		}
+		doc = buf[:len(buf)-1]
+	}
 	if !yamlAllowed(doc) {
 		doc = escapeForYAML(doc)
 	}
@@ -70,6 +83,15 @@ func joinDocs(docs [][]byte, suffix string) []byte {
 	}
 	return b
 }
+
+// jsonScratch holds the buffers appendJSON writes documents into before
+// they are copied out at their size, as encoding/json keeps its own: a
+// document written into a slice of its own would grow it a quarter at a
+// time, copying a CRD of 0.5 MB several times over.
+var jsonScratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxJSONScratch is the largest buffer jsonScratch keeps.
+const maxJSONScratch = 4 << 20
 
 // appendWriter keeps what is written to it. json.Encoder writes a document
 // with one Write, which a nil appendWriter copies into a slice of its

@@ -2,8 +2,11 @@ package manifests_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -86,6 +89,37 @@ func TestEncodeStreamErrors(t *testing.T) {
 		}
 		if _, err := s.WriteTo(failingWriter{}); !errors.Is(err, errWrite) {
 			t.Errorf("json %v: WriteTo err = %v, want the writer's error", asJSON, err)
+		}
+	}
+}
+
+// TestEncodeJSONSameAsEncodingJSON: EncodeJSON writes each decoded object
+// of the platform chart and of kube-prometheus-stack (its CRDs) as
+// json.Encoder without HTML escaping does.
+func TestEncodeJSONSameAsEncodingJSON(t *testing.T) {
+	objs, err := manifests.Decode("platform", platformManifest(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join("../../../../shared/fixtures/realworld/golden", "kube-prometheus-stack-default.yaml")); err == nil {
+		kps, err := manifests.Decode("kps", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, kps...)
+	} else {
+		t.Logf("without kube-prometheus-stack: %v", err)
+	}
+	for _, o := range objs {
+		var want bytes.Buffer
+		want.WriteString("---\n")
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(o); err != nil {
+			t.Fatal(err)
+		}
+		if got := encodeJSON(t, []manifests.Object{o}); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("%s: EncodeJSON differs from encoding/json", manifests.Key(o))
 		}
 	}
 }
