@@ -10,11 +10,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"runtime"
@@ -47,14 +45,10 @@ func main() {
 		check(pprof.StartCPUProfile(f))
 		defer pprof.StopCPUProfile()
 	}
-	var out bytes.Buffer
+	var out *manifests.Stream // what generate writes (commands.go renderAndPrint)
 	var plainHTTP []pipeline.EngineOption
 	if plain != "" {
 		plainHTTP = append(plainHTTP, pipeline.WithPlainHTTP(plain))
-	}
-	encode := manifests.Encode
-	if *jsonOut {
-		encode = manifests.EncodeJSON
 	}
 	// -server: one engine that shares what a render-server worker keeps;
 	// else an engine per render, as a generate process has.
@@ -74,8 +68,8 @@ func main() {
 		check(err)
 		res, err := r.Render(context.Background(), req)
 		check(err)
-		out.Reset()
-		check(encode(&out, res.Objects))
+		out, err = manifests.EncodeStream(res.Objects, *jsonOut)
+		check(err)
 	}
 	if mem != "" {
 		runtime.GC()
@@ -84,7 +78,7 @@ func main() {
 		check(pprof.Lookup("allocs").WriteTo(f, 0))
 		f.Close()
 	}
-	_, err := io.Copy(os.Stdout, &out)
+	_, err := out.WriteTo(os.Stdout)
 	check(err)
 }
 

@@ -293,21 +293,20 @@ func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout
 		_, err = stdout.Write(buf.Bytes())
 		return err
 	}
-	var buf bytes.Buffer
-	encode := manifests.Encode
-	if opts.json {
-		encode = manifests.EncodeJSON
-	}
-	if err := encode(&buf, res.Objects); err != nil {
+	// Every object is encoded before anything reaches stdout; the stream
+	// is then written from the documents' texts, without joining them
+	// (10 MB of CRDs copied twice).
+	stream, err := manifests.EncodeStream(res.Objects, opts.json)
+	if err != nil {
 		return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 	}
-	if buf.Len() == 0 {
+	if stream.Len() == 0 {
 		// An empty stream tells Argo CD to delete everything: refuse it.
 		return errdef.Wrap(fmt.Errorf("%w: rendering produced no objects", errdef.ErrRender),
 			errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 	}
 	stderr.Write(notes.Bytes())
-	_, err = stdout.Write(buf.Bytes())
+	_, err = stream.WriteTo(stdout)
 	return err
 }
 

@@ -51,7 +51,8 @@ func decodeDocs(name string, docs []yamlDoc, decode func(name string, i int, doc
 	return res
 }
 
-// decodeDoc decodes document i (0-based) of a stream.
+// decodeDoc decodes document i (0-based) of a stream; counted: the caller
+// knows that doc is within MaxDocumentNodes.
 //
 // YAML is read by go.yaml.in/yaml/v2, as sigs.k8s.io/yaml.YAMLToJSON reads
 // it, and the result is converted straight into JSON values: the outcome is
@@ -62,10 +63,12 @@ func decodeDocs(name string, docs []yamlDoc, decode func(name string, i int, doc
 // Documents of the block-style subset Helm and CRD files are written in
 // are read by fastDecode first, which gives the same values several times
 // faster and leaves everything else (and every error) to yaml.v2.
-func decodeDoc(name string, i int, doc yamlDoc) ([]Object, error) {
-	if n := yamlfile.StructureCount(doc.data); n > MaxDocumentNodes {
-		return nil, fmt.Errorf("%w: %w", docErr(name, i+1, "document starting at line %d has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d",
-			doc.line, n, MaxDocumentNodes), errdef.ErrLimitExceeded)
+func decodeDoc(name string, i int, doc yamlDoc, counted bool) ([]Object, error) {
+	if !counted {
+		if n := yamlfile.StructureCount(doc.data); n > MaxDocumentNodes {
+			return nil, fmt.Errorf("%w: %w", docErr(name, i+1, "document starting at line %d has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d",
+				doc.line, n, MaxDocumentNodes), errdef.ErrLimitExceeded)
+		}
 	}
 	if v, ok := fastDecode(doc.data); ok {
 		return flatten(name, i+1, v)

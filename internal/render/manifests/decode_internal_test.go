@@ -98,3 +98,30 @@ func TestDecodeDocsSmall(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainLine: plainLine is the check it replaced, on lines with ':',
+// '#' and spaces in every position.
+func TestPlainLine(t *testing.T) {
+	was := func(s string) bool {
+		return !strings.Contains(s, ": ") && !strings.HasSuffix(s, ":") && !strings.Contains(s, " #")
+	}
+	alphabet := []byte{':', '#', ' ', 'a'}
+	var lines []string
+	var gen func(prefix []byte)
+	gen = func(prefix []byte) {
+		lines = append(lines, string(prefix))
+		if len(prefix) == 5 {
+			return
+		}
+		for _, c := range alphabet {
+			gen(append(prefix, c))
+		}
+	}
+	gen(nil)
+	lines = append(lines, "a description: long", "see https://example.com/#anchor", "ends with a colon:", "a #comment", "x:y#z")
+	for _, l := range lines {
+		if got, want := plainLine(l), was(l); got != want {
+			t.Errorf("plainLine(%q) = %v, want %v", l, got, want)
+		}
+	}
+}

@@ -200,3 +200,27 @@ func TestDecodeConversions(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeDocumentBoundAtTheLimit: a stream of one document is held to
+// the document's bound whether or not the stream is under it (documents
+// of a stream under MaxDocumentNodes are not counted again).
+func TestDecodeDocumentBoundAtTheLimit(t *testing.T) {
+	doc := func(nodes int) []byte { // nodes structural characters
+		return []byte("apiVersion: v1\nkind: K\na: [" + strings.Repeat("1,", nodes-7) + "1]\n")
+	}
+	for _, tc := range []struct {
+		nodes int
+		fails bool
+	}{{manifests.MaxDocumentNodes - 1, false}, {manifests.MaxDocumentNodes, false}, {manifests.MaxDocumentNodes + 1, true}} {
+		objs, err := manifests.Decode("in.yaml", doc(tc.nodes))
+		if tc.fails {
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("document starting at line 1 has %d structural characters", tc.nodes)) {
+				t.Errorf("%d structural characters: err = %v, want the document's bound", tc.nodes, err)
+			}
+			continue
+		}
+		if err != nil || len(objs) != 1 {
+			t.Errorf("%d structural characters: %d objects, %v; want 1", tc.nodes, len(objs), err)
+		}
+	}
+}

@@ -1,10 +1,12 @@
 package manifests
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
+	"sync"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
@@ -38,13 +40,25 @@ func encodeEach(objs []Object, enc func(o Object) ([]byte, error)) ([][]byte, in
 // jsonDoc is one object as EncodeJSON writes it, without the "---" line and
 // the newline: see EncodeJSON.
 func jsonDoc(o Object) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(o); err != nil {
-		return nil, err
+	scratch := jsonScratch.Get().(*[]byte)
+	b, ok := appendJSON((*scratch)[:0], map[string]any(o), 0)
+	var doc []byte
+	if ok {
+		doc = append(doc, b...)
 	}
-	doc := buf.Bytes()[:buf.Len()-1]
+	if cap(b) <= maxJSONScratch {
+		*scratch = b
+	}
+	jsonScratch.Put(scratch)
+	if !ok {
+		var buf appendWriter
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(o); err != nil {
+			return nil, err
+		}
+		doc = buf[:len(buf)-1]
+	}
 	if !yamlAllowed(doc) {
 		doc = escapeForYAML(doc)
 	}
@@ -68,4 +82,93 @@ func joinDocs(docs [][]byte, suffix string) []byte {
 		b = append(b, suffix...)
 	}
 	return b
+}
+
+// jsonScratch holds the buffers appendJSON writes documents into before
+// they are copied out at their size, as encoding/json keeps its own: a
+// document written into a slice of its own would grow it a quarter at a
+// time, copying a CRD of 0.5 MB several times over.
+var jsonScratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxJSONScratch is the largest buffer jsonScratch keeps.
+const maxJSONScratch = 4 << 20
+
+// appendWriter keeps what is written to it. json.Encoder writes a document
+// with one Write, which a nil appendWriter copies into a slice of its
+// size: a bytes.Buffer would clear a slice of twice that size first (a
+// CRD of 0.5 MB, megabytes per chart).
+type appendWriter []byte
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	*w = append(*w, p...)
+	return len(p), nil
+}
+
+// Stream is an encoded stream of documents (EncodeStream): the text that
+// Encode or EncodeJSON writes, kept as the documents' texts rather than
+// joined into one, so that writing it does not copy megabytes of CRDs
+// twice (into the joined stream and into the caller's buffer).
+type Stream struct {
+	docs   [][]byte
+	suffix string
+}
+
+// EncodeStream encodes objs as Encode does, or as EncodeJSON does when
+// asJSON, with their errors, and returns the stream to write.
+func EncodeStream(objs []Object, asJSON bool) (*Stream, error) {
+	enc, suffix := marshalYAML, ""
+	if asJSON {
+		enc, suffix = jsonDoc, "\n"
+	}
+	docs, i, err := encodeEach(objs, enc)
+	if err != nil {
+		return nil, fmt.Errorf("encoding object %d (%s): %w", i, Key(objs[i]), err)
+	}
+	return &Stream{docs: docs, suffix: suffix}, nil
+}
+
+// Len is the length of the stream's text.
+func (s *Stream) Len() int {
+	n := 0
+	for _, d := range s.docs {
+		n += 4 + len(d) + len(s.suffix)
+	}
+	return n
+}
+
+// streamChunk is the buffer WriteTo gathers small documents in; a document
+// at least this long is written as it is, without a copy.
+const streamChunk = 64 << 10
+
+// WriteTo writes the stream's text to w: small documents gathered into
+// writes of streamChunk bytes, large ones written straight from their
+// texts. Unlike Encode, this is more than one Write; a writer that can
+// grow (a bytes.Buffer, as the render server collects stdout in) is grown
+// once to the stream's length first, not doubled along the way.
+func (s *Stream) WriteTo(w io.Writer) (int64, error) {
+	if g, ok := w.(interface{ Grow(n int) }); ok {
+		g.Grow(s.Len())
+	}
+	cw := &countingWriter{w: w}
+	bw := bufio.NewWriterSize(cw, streamChunk)
+	for _, d := range s.docs {
+		bw.WriteString("---\n")
+		bw.Write(d)
+		if _, err := bw.WriteString(s.suffix); err != nil {
+			return cw.n, err
+		}
+	}
+	err := bw.Flush()
+	return cw.n, err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -293,7 +293,7 @@ func (p *fastParser) plain(first string, indent int) (any, bool) {
 		p.pos = i + 1
 	}
 	if b == nil {
-		return plainValue(first)
+		return jsonValue(yamlfile.Plain(first)) // plainValue: first is a plainLine
 	}
 	if s := string(b); yamlfile.PlainString(s) {
 		return s, true
@@ -302,9 +302,28 @@ func (p *fastParser) plain(first string, indent int) (any, bool) {
 }
 
 // plainLine reports whether a line of a plain scalar (trimmed) holds
-// neither a value indicator nor a comment.
+// neither a value indicator nor a comment: no ": ", no ":" at its end and
+// no " #". It looks for the rare ':' and '#' rather than for the pairs:
+// strings.Contains(s, " #") stops at every space of a CRD's descriptions.
 func plainLine(s string) bool {
-	return !strings.Contains(s, ": ") && !strings.HasSuffix(s, ":") && !strings.Contains(s, " #")
+	for i := 0; ; i++ {
+		j := strings.IndexByte(s[i:], ':')
+		if j < 0 {
+			break
+		}
+		if i += j; i+1 == len(s) || s[i+1] == ' ' {
+			return false
+		}
+	}
+	for i := 0; ; i++ {
+		j := strings.IndexByte(s[i:], '#')
+		if j < 0 {
+			return true
+		}
+		if i += j; i > 0 && s[i-1] == ' ' {
+			return false
+		}
+	}
 }
 
 // parseFlowSequence reads a flow sequence on one line of flow scalars (see
@@ -398,7 +417,7 @@ func flowScalar(s string) (any, string, bool) {
 
 // plainValue resolves a single-line plain scalar as yaml.v2 does.
 func plainValue(s string) (any, bool) {
-	if strings.Contains(s, ": ") || strings.HasSuffix(s, ":") || strings.Contains(s, " #") {
+	if !plainLine(s) {
 		return nil, false
 	}
 	return jsonValue(yamlfile.Plain(s))

@@ -72,7 +72,8 @@ type DocumentHook func(doc []byte, decode func() ([]Object, error)) ([]Object, e
 // DecodeWith is Decode with hook (nil: none) around every YAML document.
 func DecodeWith(name string, data []byte, hook DocumentHook) ([]Object, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 BOM
-	if n := yamlfile.StructureCount(data); n > MaxStreamNodes {
+	n := yamlfile.StructureCount(data)
+	if n > MaxStreamNodes {
 		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",
 			name, n, MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
@@ -88,10 +89,16 @@ func DecodeWith(name string, data []byte, hook DocumentHook) ([]Object, error) {
 		return nil, fmt.Errorf("%s: %d YAML documents, more than the limit of %d: %w: %w", name, len(docs), MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
 	var out []Object
-	decode := decodeDoc
+	// A document is the text of its lines in data, and at most one newline
+	// more (a "--- content" line's content, see splitYAML): a stream of
+	// fewer than MaxDocumentNodes structural characters has no document
+	// over the limit, so its documents are not counted again (a third pass
+	// over a chart's CRDs, after Render's and this one).
+	counted := n < MaxDocumentNodes
+	decode := func(name string, i int, d yamlDoc) ([]Object, error) { return decodeDoc(name, i, d, counted) }
 	if hook != nil {
 		decode = func(name string, i int, d yamlDoc) ([]Object, error) {
-			return hook(d.data, func() ([]Object, error) { return decodeDoc(name, i, d) })
+			return hook(d.data, func() ([]Object, error) { return decodeDoc(name, i, d, counted) })
 		}
 	}
 	for _, r := range decodeDocs(name, docs, decode) {

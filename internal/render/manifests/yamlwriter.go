@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -30,14 +31,26 @@ import (
 // analysis, style selection, folding at the line width), so that the text
 // is the same; TestWriteYAMLSameAsYAMLv2 and FuzzWriteYAML compare the two.
 func writeYAML(o Object) ([]byte, bool) {
-	w := yamlWriter{indent: -1, whitespace: true, indention: true, buf: make([]byte, 0, 1024)}
-	if !w.node(o, false, 0) {
+	// The text is written into a kept buffer (see jsonScratch) and copied
+	// out at its size.
+	scratch := yamlScratch.Get().(*[]byte)
+	defer yamlScratch.Put(scratch)
+	w := yamlWriter{indent: -1, whitespace: true, indention: true, buf: (*scratch)[:0]}
+	ok := w.node(o, false, 0)
+	if ok {
+		// Document end: yaml_emitter_emit_document_end's write_indent.
+		w.writeIndent()
+	}
+	if cap(w.buf) <= maxJSONScratch {
+		*scratch = w.buf
+	}
+	if !ok {
 		return nil, false
 	}
-	// Document end: yaml_emitter_emit_document_end's write_indent.
-	w.writeIndent()
-	return w.buf, true
+	return append([]byte(nil), w.buf...), true
 }
+
+var yamlScratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // The emitter's settings as yaml.v2's Marshal leaves them.
 const (
@@ -48,6 +61,9 @@ const (
 	yamlMaxSimpleKey = 128
 	yamlMaxDepth     = MaxEncodeDepth // deeper: refused by marshalYAML
 )
+
+// yamlSpaces are written at once by writeIndent.
+const yamlSpaces = "                                                                "
 
 type scalarStyle uint8
 
@@ -103,8 +119,12 @@ func (w *yamlWriter) writeIndent() {
 	if !w.indention || w.column > indent || (w.column == indent && !w.whitespace) {
 		w.putBreak()
 	}
-	for w.column < indent {
-		w.put(' ')
+	if n := indent - w.column; n > 0 {
+		for ; n > len(yamlSpaces); n -= len(yamlSpaces) {
+			w.buf = append(w.buf, yamlSpaces...)
+		}
+		w.buf = append(w.buf, yamlSpaces[:n]...)
+		w.column = indent
 	}
 	w.whitespace = true
 	w.indention = true
