@@ -63,14 +63,16 @@ func NewCRDCache(maxBytes int64) *CRDCache {
 // decode returns a copy of the objects of text (a crds/ file as Helm prints
 // it in the release manifest), decoding it on a miss.
 func (c *CRDCache) decode(name string, text []byte) ([]manifests.Object, error) {
-	return c.decodePrinted(name, printedText{text: text, size: int64(len(text))})
+	return c.decodePrinted(name, printedText{text: text, size: int64(len(text)), nodes: yamlfile.StructureCount(text)})
 }
 
 // decodePrinted is decode of a printed crds/ file: its key, when t holds
-// it, is not computed again, nor its text printed unless it is decoded.
+// it, is not computed again, nor its text printed unless it is decoded,
+// nor its structural characters counted again (t.nodes, counted for the
+// release's bound, is the count manifests.Decode's bounds are held to).
 func (c *CRDCache) decodePrinted(name string, t printedText) ([]manifests.Object, error) {
 	if c == nil || t.size > c.max {
-		return manifests.Decode(name, t.printed())
+		return manifests.DecodeCounted(name, t.printed(), t.nodes)
 	}
 	key, ok := t.key, t.keyed
 	if !ok {
@@ -79,7 +81,7 @@ func (c *CRDCache) decodePrinted(name string, t printedText) ([]manifests.Object
 	if objs, ok := c.get(key); ok {
 		return objs, nil
 	}
-	objs, err := manifests.Decode(name, t.printed())
+	objs, err := manifests.DecodeCounted(name, t.printed(), t.nodes)
 	if err != nil {
 		return nil, err
 	}

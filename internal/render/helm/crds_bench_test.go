@@ -77,3 +77,18 @@ func BenchmarkCloneCRDObjects(b *testing.B) {
 		cloneObjects(objs)
 	}
 }
+
+// BenchmarkRenderLargeCRDsProcess renders the crds-10mb chart as one
+// `argocd-ocm-plugin render` process does: no caches, YAML out.
+func BenchmarkRenderLargeCRDsProcess(b *testing.B) {
+	chart := largeCRDChart(b, 20, 512<<10)
+	for b.Loop() {
+		objs, err := Render(context.Background(), chart, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := manifests.Encode(io.Discard, objs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -248,3 +248,49 @@ func TestCRDPrintsOfCachedChart(t *testing.T) {
 		}
 	}
 }
+
+// A crds/ file is counted once (for the release's bound) and decoded with
+// that count: the document bound still applies to it, at the limit, in a
+// process (no caches) and in the render server (caches, and a second
+// render of the kept chart, which takes the count from its crdPrints).
+func TestCRDFileDocumentBound(t *testing.T) {
+	chartWith := func(nodes int) []byte { // the file's document: nodes structural characters
+		head := "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: bigs.example.com\nspec:\n  a: ["
+		body := head + "1]\n"
+		body = head + strings.Repeat("1,", nodes-yamlfile.StructureCount([]byte(body))) + "1]\n"
+		if n := yamlfile.StructureCount([]byte(body)); n != nodes {
+			t.Fatalf("file has %d structural characters, want %d", n, nodes)
+		}
+		tgz, err := ocmbuild.PackageChart(map[string][]byte{
+			"Chart.yaml":        []byte("apiVersion: v2\nname: top\nversion: 1.0.0\n"),
+			"crds/big.yaml":     []byte(body),
+			"templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tgz
+	}
+	// The printed file's document adds its "# Source:" line (2) and a
+	// newline.
+	under, over := chartWith(manifests.MaxDocumentNodes-3), chartWith(manifests.MaxDocumentNodes-2)
+	for _, mode := range []struct {
+		name string
+		opts func() Options
+	}{
+		{"process", func() Options { return Options{} }},
+		{"server", func() Options { return Options{CRDs: NewCRDCache(0), Charts: NewChartCache(0)} }},
+	} {
+		opts := mode.opts()
+		for i := 0; i < 2; i++ {
+			objs, err := Render(context.Background(), under, opts)
+			if err != nil || len(objs) != 2 {
+				t.Fatalf("%s, render %d, at the limit: %d objects, %v", mode.name, i+1, len(objs), err)
+			}
+			_, err = Render(context.Background(), over, opts)
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("document starting at line 2 has %d structural characters", manifests.MaxDocumentNodes+1)) {
+				t.Fatalf("%s, render %d, one over the limit: err = %v, want the document bound", mode.name, i+1, err)
+			}
+		}
+	}
+}

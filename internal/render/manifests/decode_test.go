@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -222,5 +223,33 @@ func TestDecodeDocumentBoundAtTheLimit(t *testing.T) {
 		if err != nil || len(objs) != 1 {
 			t.Errorf("%d structural characters: %d objects, %v; want 1", tc.nodes, len(objs), err)
 		}
+	}
+}
+
+// DecodeCounted with the text's own count (or -1) is Decode, at the
+// document's and the stream's bounds; the count it is given is the one the
+// bounds are held to.
+func TestDecodeCountedIsDecode(t *testing.T) {
+	doc := func(nodes int) []byte {
+		return []byte("apiVersion: v1\nkind: K\na: [" + strings.Repeat("1,", nodes-7) + "1]\n")
+	}
+	stream := func(docs int) []byte {
+		return bytes.Repeat(append([]byte("---\n"), doc(manifests.MaxDocumentNodes-100)...), docs)
+	}
+	for _, data := range [][]byte{
+		doc(manifests.MaxDocumentNodes), doc(manifests.MaxDocumentNodes + 1),
+		stream(3), stream(5), // under and over MaxStreamNodes
+		[]byte("\xef\xbb\xbfa: [1, 2]\n---\nb: {c: d}\n"), []byte("kind: [\n"),
+	} {
+		want, wantErr := manifests.Decode("in.yaml", data)
+		for _, n := range []int{yamlfile.StructureCount(data), -1} {
+			got, err := manifests.DecodeCounted("in.yaml", data, n)
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%d bytes, count %d: %d objects, %v; Decode: %d objects, %v", len(data), n, len(got), err, len(want), wantErr)
+			}
+		}
+	}
+	if _, err := manifests.DecodeCounted("in.yaml", []byte("a: b\n"), manifests.MaxStreamNodes+1); err == nil || !strings.Contains(err.Error(), "more than the limit") {
+		t.Fatalf("the given count was not used: %v", err)
 	}
 }

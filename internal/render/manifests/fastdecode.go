@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -66,6 +67,13 @@ func fastDecode(data []byte) (any, bool) {
 // that are not line breaks (NEL, LS, PS) or a BOM.
 func fastDecodable(data []byte) bool {
 	for i := 0; i < len(data); {
+		// Eight printable ASCII characters or LFs at a time: most YAML.
+		for i+8 <= len(data) && plainASCIIWord(binary.LittleEndian.Uint64(data[i:])) {
+			i += 8
+		}
+		if i == len(data) {
+			break
+		}
 		c := data[i]
 		if c < 0x80 {
 			if c < 0x20 && c != '\n' || c == 0x7f {
@@ -82,6 +90,19 @@ func fastDecodable(data []byte) bool {
 		i += n
 	}
 	return true
+}
+
+// plainASCIIWord reports whether each of the eight bytes of x is LF or
+// printable ASCII (0x20 to 0x7e). The masks are exact per byte: a byte's
+// low seven bits plus at most 0x7f cannot carry into the next byte.
+func plainASCIIWord(x uint64) bool {
+	const ones, lows, highs = 0x0101010101010101, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	low := x & lows
+	below := ^((low + (0x80-0x20)*ones) | x) & highs // < 0x20
+	above := ((low + ones) | x) & highs              // > 0x7e
+	lf := x ^ '\n'*ones
+	lf = ^(((lf & lows) + lows) | lf) & highs // == LF
+	return (below&^lf)|above == 0
 }
 
 // fastMaxDepth bounds the nesting fastDecode follows.

@@ -1,12 +1,14 @@
 package manifests
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 
@@ -184,4 +186,73 @@ func TestFastDecodeMutatedFixtures(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 3000 damaged documents decoded by fastDecode", accepted)
+}
+
+// plainASCIIWord is exact: every byte value at every position of a word,
+// over backgrounds of printable ASCII, LF and bytes next to the limits
+// (so that a carry between bytes would show), and random words.
+func TestPlainASCIIWordSameAsBytes(t *testing.T) {
+	byBytes := func(x uint64) bool {
+		for k := 0; k < 8; k++ {
+			if c := byte(x >> (8 * k)); c != '\n' && (c < 0x20 || c > 0x7e) {
+				return false
+			}
+		}
+		return true
+	}
+	check := func(x uint64) {
+		if got, want := plainASCIIWord(x), byBytes(x); got != want {
+			t.Fatalf("%#016x: plainASCIIWord %v, bytes %v", x, got, want)
+		}
+	}
+	for _, bg := range []byte{' ', 'a', '~', '\n', 0x1f, 0x7f, 0x80, 0xff, 0x00, 0x0b, 0x09} {
+		for k := 0; k < 8; k++ {
+			for c := 0; c < 256; c++ {
+				for k2 := 0; k2 < 8; k2++ {
+					for _, c2 := range []byte{'\n', 0x7f, 0x20, 0x1f} {
+						var b [8]byte
+						for i := range b {
+							b[i] = bg
+						}
+						b[k2] = c2
+						b[k] = byte(c)
+						check(binary.LittleEndian.Uint64(b[:]))
+					}
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 200000 {
+		check(r.Uint64())
+	}
+}
+
+// fastDecodable's word skip agrees with the byte loop for a character it
+// refuses or takes at every offset.
+func TestFastDecodableAtEveryOffset(t *testing.T) {
+	slow := func(data []byte) bool {
+		for _, r := range string(data) {
+			if r < 0x80 {
+				if r < 0x20 && r != '\n' || r == 0x7f {
+					return false
+				}
+				continue
+			}
+			if r == utf8.RuneError || r == 0x85 || r == 0x2028 || r == 0x2029 || r == 0xfeff ||
+				!(r >= 0xa0 && r <= 0xd7ff || r >= 0xe000 && r <= 0xfffd || r >= 0x10000 && r <= 0x10ffff) {
+				return false
+			}
+		}
+		return true
+	}
+	bg := "key: value\n  - item: {a: b}\nx"
+	for _, c := range []string{"\t", "\r", "\x00", "\x7f", "\x1f", "\n", "~", " ", "é", "\u0085", "\u2028", "\ufeff", "\xff", "\xc3", "🎉", "\ufffe"} {
+		for at := 0; at <= len(bg); at++ {
+			v := []byte(bg[:at] + c + bg[at:])
+			if got, want := fastDecodable(v), slow(v); got != want {
+				t.Fatalf("%q: fastDecodable %v, byte loop %v", v, got, want)
+			}
+		}
+	}
 }

@@ -71,8 +71,26 @@ type DocumentHook func(doc []byte, decode func() ([]Object, error)) ([]Object, e
 
 // DecodeWith is Decode with hook (nil: none) around every YAML document.
 func DecodeWith(name string, data []byte, hook DocumentHook) ([]Object, error) {
+	return decodeWith(name, data, hook, -1)
+}
+
+// DecodeCounted is Decode of data whose structural characters the caller
+// has counted already: nodes must be yamlfile.StructureCount(data) (a
+// chart's crds/ file, counted once for the bound of the whole release and
+// kept with the file), which every bound of Decode is then checked
+// against instead of a count of its own. A negative nodes is counted here.
+func DecodeCounted(name string, data []byte, nodes int) ([]Object, error) {
+	return decodeWith(name, data, nil, nodes)
+}
+
+// decodeWith is DecodeWith; n, when not negative, is the StructureCount of
+// data.
+func decodeWith(name string, data []byte, hook DocumentHook, n int) ([]Object, error) {
+	// The BOM's bytes are not structural: the count is the same.
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 BOM
-	n := yamlfile.StructureCount(data)
+	if n < 0 {
+		n = yamlfile.StructureCount(data)
+	}
 	if n > MaxStreamNodes {
 		return nil, fmt.Errorf("%s: %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w: %w",
 			name, n, MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)

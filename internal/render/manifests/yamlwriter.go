@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"encoding/binary"
 	"math"
 	"regexp"
 	"slices"
@@ -253,7 +254,9 @@ func stringStyle(s string) scalarStyle {
 
 // scalar is yaml_emitter_emit_scalar of an implicit, untagged scalar.
 func (w *yamlWriter) scalar(value string, style scalarStyle, simpleKey bool) {
-	a := analyzeScalar(value)
+	a, ascii := analyzeScalarASCII(value)
+	// Printable ASCII on one line: one byte a column, no breaks to copy.
+	oneLineASCII := ascii && !a.multiline
 	// yaml_emitter_select_scalar_style (flow level 0).
 	if simpleKey && a.multiline {
 		style = styleDoubleQuoted
@@ -272,13 +275,25 @@ func (w *yamlWriter) scalar(value string, style scalarStyle, simpleKey bool) {
 	old := w.increaseIndent(true, false)
 	switch style {
 	case stylePlain:
-		w.writePlain(value, !simpleKey)
+		if oneLineASCII {
+			w.writePlainASCII(value, !simpleKey)
+		} else {
+			w.writePlain(value, !simpleKey)
+		}
 	case styleSingleQuoted:
-		w.writeSingleQuoted(value, !simpleKey)
+		if oneLineASCII {
+			w.writeSingleQuotedASCII(value, !simpleKey)
+		} else {
+			w.writeSingleQuoted(value, !simpleKey)
+		}
 	case styleDoubleQuoted:
 		w.writeDoubleQuoted(value, !simpleKey)
 	case styleLiteral:
-		w.writeLiteral(value)
+		if ascii {
+			w.writeLiteralASCII(value)
+		} else {
+			w.writeLiteral(value)
+		}
 	}
 	w.indent = old
 }
@@ -293,13 +308,51 @@ type scalarAnalysis struct {
 }
 
 func analyzeScalar(value string) scalarAnalysis {
-	if len(value) == 0 {
-		return scalarAnalysis{blockPlainAllowed: true, singleQuotedAllowed: true}
+	a, _ := analyzeScalarASCII(value)
+	return a
+}
+
+// Byte classes of analyzeScalarASCII's table: what a byte of a scalar may
+// change in the analysis.
+const (
+	scalarOrdinary uint8 = iota // printable ASCII but the three below
+	scalarBreak                 // LF
+	scalarColon
+	scalarHash
+	scalarOther // controls (CR and tab among them), DEL, anything non-ASCII
+)
+
+// scalarClass classifies each byte for analyzeScalarASCII. A space is
+// ordinary: it only matters next to a break, a '#' or a ':', which look at
+// their neighbours, and at either end.
+var scalarClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c == '\n':
+			t[c] = scalarBreak
+		case c == ':':
+			t[c] = scalarColon
+		case c == '#':
+			t[c] = scalarHash
+		case c < 0x20 || c >= 0x7f:
+			t[c] = scalarOther
+		}
 	}
-	// Most scalars (all of most charts) are printable ASCII and newlines,
-	// for which the analysis is a few comparisons per byte; others take
-	// the emitter's loop.
-	var blockIndicators, lineBreaks, leadingSpace, leadingBreak, trailingSpace, trailingBreak, breakSpace, spaceBreak bool
+	return t
+}()
+
+// analyzeScalarASCII is analyzeScalarSlow for the scalars of most charts
+// (all of most): printable ASCII and LF. Over such text, the emitter's
+// per-character state comes down to a few byte pairs (" \n", "\n ", " #",
+// "\n#", ": ") and the first and last bytes, so the loop only stops at
+// LFs, colons and '#', and skips eight bytes at a time where there are
+// none. ascii reports whether value was such text; for any other it gives
+// analyzeScalarSlow's answer.
+func analyzeScalarASCII(value string) (a scalarAnalysis, ascii bool) {
+	if len(value) == 0 {
+		return scalarAnalysis{blockPlainAllowed: true, singleQuotedAllowed: true}, true
+	}
+	var blockIndicators, lineBreaks, breakSpace, spaceBreak bool
 	switch value[0] {
 	case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
 		blockIndicators = true
@@ -310,33 +363,45 @@ func analyzeScalar(value string) scalarAnalysis {
 		blockIndicators = true
 	}
 	last := len(value) - 1
-	var previousSpace, previousBreak bool
 	for i := 0; i < len(value); i++ {
-		switch c := value[i]; c {
-		case ' ':
-			leadingSpace = leadingSpace || i == 0
-			trailingSpace = i == last
-			breakSpace = breakSpace || previousBreak
-			previousSpace, previousBreak = true, false
-		case '\n':
+		for i+8 <= len(value) && !specialWord(binary.LittleEndian.Uint64([]byte(value[i:i+8]))) {
+			i += 8
+		}
+		if i == len(value) {
+			break
+		}
+		switch scalarClass[value[i]] {
+		case scalarOrdinary:
+		case scalarBreak:
 			lineBreaks = true
-			leadingBreak = leadingBreak || i == 0
-			trailingBreak = i == last
-			spaceBreak = spaceBreak || previousSpace
-			previousSpace, previousBreak = false, true
-		default:
-			if c < 0x20 || c >= 0x7f {
-				return analyzeScalarSlow(value)
+			if i > 0 && value[i-1] == ' ' {
+				spaceBreak = true
 			}
-			// A ':' followed by a blank, a '#' after a blank or a break
-			// (a tab would have gone the other way).
-			if c == ':' && (i == last || value[i+1] == ' ') || c == '#' && i > 0 && (value[i-1] == ' ' || value[i-1] == '\n') {
+			if i < last {
+				switch value[i+1] {
+				case ' ':
+					breakSpace = true
+				case '#':
+					blockIndicators = true
+				}
+			}
+		case scalarColon:
+			// (A tab after it would have gone the other way.)
+			if i == last || value[i+1] == ' ' {
 				blockIndicators = true
 			}
-			previousSpace, previousBreak = false, false
+		case scalarHash:
+			// After a break: seen there.
+			if i > 0 && value[i-1] == ' ' {
+				blockIndicators = true
+			}
+		default:
+			return analyzeScalarSlow(value), false
 		}
 	}
-	a := scalarAnalysis{multiline: lineBreaks, blockPlainAllowed: true, singleQuotedAllowed: true, blockAllowed: true}
+	leadingSpace, leadingBreak := value[0] == ' ', value[0] == '\n'
+	trailingSpace, trailingBreak := value[last] == ' ', value[last] == '\n'
+	a = scalarAnalysis{multiline: lineBreaks, blockPlainAllowed: true, singleQuotedAllowed: true, blockAllowed: true}
 	if leadingSpace || leadingBreak || trailingSpace || trailingBreak || lineBreaks || blockIndicators {
 		a.blockPlainAllowed = false
 	}
@@ -352,7 +417,7 @@ func analyzeScalar(value string) scalarAnalysis {
 		a.singleQuotedAllowed = false
 		a.blockAllowed = false
 	}
-	return a
+	return a, true
 }
 
 // analyzeScalarSlow is yaml_emitter_analyze_scalar, character by
@@ -446,6 +511,22 @@ func analyzeScalarSlow(value string) scalarAnalysis {
 	return a
 }
 
+// specialWord reports whether one of the eight bytes of x is not
+// scalarOrdinary: below 0x20 (LF among them), above 0x7e, ':' or '#'. The
+// tests for a zero byte (x-0x01…)&^x&0x80… and for a byte above 0x7e
+// ((x+0x01…)|x)&0x80… may mark bytes after a marked one, never mark one in
+// a word without one.
+func specialWord(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	below := (x - 0x20*ones) &^ x
+	above := (x + 0x01*ones) | x
+	colon := x ^ ':'*ones
+	colon = (colon - ones) &^ colon
+	hash := x ^ '#'*ones
+	hash = (hash - ones) &^ hash
+	return (below|above|colon|hash)&highs != 0
+}
+
 func (w *yamlWriter) writePlain(value string, allowBreaks bool) {
 	if !w.whitespace {
 		w.put(' ')
@@ -488,6 +569,84 @@ func (w *yamlWriter) writePlain(value string, allowBreaks bool) {
 			spaces, breaks = false, false
 		}
 	}
+	w.whitespace = false
+	w.indention = false
+}
+
+// writePlainASCII is writePlain for printable ASCII without a break: every
+// byte is a column, and the only place to fold is a space.
+func (w *yamlWriter) writePlainASCII(value string, allowBreaks bool) {
+	if !w.whitespace {
+		w.put(' ')
+	}
+	// writePlain folds at a space value[i] (i+1 < len(value)) where the
+	// column, w.column+i here, is past the line width; where none can be,
+	// the value is copied at once.
+	if !allowBreaks || w.column+len(value)-2 <= yamlBestWidth {
+		w.buf = append(w.buf, value...)
+		w.column += len(value)
+	} else {
+		spaces := false
+		for i := 0; i < len(value); {
+			if value[i] == ' ' {
+				if !spaces && w.column > yamlBestWidth && i+1 < len(value) && value[i+1] != ' ' {
+					w.writeIndent()
+				} else {
+					w.put(' ')
+				}
+				i++
+				spaces = true
+				continue
+			}
+			j := strings.IndexByte(value[i:], ' ')
+			if j < 0 {
+				j = len(value) - i
+			}
+			w.buf = append(w.buf, value[i:i+j]...)
+			w.column += j
+			i += j
+			w.indention = false
+			spaces = false
+		}
+	}
+	w.whitespace = false
+	w.indention = false
+}
+
+// writeSingleQuotedASCII is writeSingleQuoted for printable ASCII without
+// a break.
+func (w *yamlWriter) writeSingleQuotedASCII(value string, allowBreaks bool) {
+	w.writeIndicator("'", true, false, false)
+	spaces := false
+	for i := 0; i < len(value); {
+		switch value[i] {
+		case ' ':
+			if allowBreaks && !spaces && w.column > yamlBestWidth && i > 0 && i < len(value)-1 && value[i+1] != ' ' {
+				w.writeIndent()
+			} else {
+				w.put(' ')
+			}
+			i++
+			spaces = true
+		case '\'':
+			w.buf = append(w.buf, "''"...)
+			w.column += 2
+			i++
+			w.indention = false
+			spaces = false
+		default:
+			j := i + 1
+			for j < len(value) && value[j] != ' ' && value[j] != '\'' {
+				j++
+			}
+			w.buf = append(w.buf, value[i:j]...)
+			w.column += j - i
+			i = j
+			w.indention = false
+			spaces = false
+		}
+	}
+	w.writeIndicator("'", false, false, false)
 	w.whitespace = false
 	w.indention = false
 }
@@ -612,6 +771,66 @@ func (w *yamlWriter) writeDoubleQuoted(value string, allowBreaks bool) {
 }
 
 func (w *yamlWriter) writeLiteral(value string) {
+	w.writeLiteralHeader(value)
+	breaks := true
+	for i := 0; i < len(value); {
+		if isBreak(value, i) {
+			i = w.writeBreak(value, i)
+			w.indention = true
+			breaks = true
+			continue
+		}
+		if breaks {
+			w.writeIndent()
+		}
+		// A run of ASCII characters other than breaks.
+		j := i
+		for j < len(value) && value[j] != '\n' && value[j] != '\r' && value[j] < 0x80 {
+			j++
+		}
+		if j > i {
+			w.buf = append(w.buf, value[i:j]...)
+			w.column += j - i
+			i = j
+		} else {
+			i = w.write(value, i)
+		}
+		w.indention = false
+		breaks = false
+	}
+}
+
+// writeLiteralASCII is writeLiteral for printable ASCII and LF: the text
+// is copied a line at a time.
+func (w *yamlWriter) writeLiteralASCII(value string) {
+	w.writeLiteralHeader(value)
+	breaks := true
+	for i := 0; i < len(value); {
+		if value[i] == '\n' {
+			w.putBreak()
+			i++
+			w.indention = true
+			breaks = true
+			continue
+		}
+		if breaks {
+			w.writeIndent()
+		}
+		j := strings.IndexByte(value[i:], '\n')
+		if j < 0 {
+			j = len(value) - i
+		}
+		w.buf = append(w.buf, value[i:i+j]...)
+		w.column += j
+		i += j
+		w.indention = false
+		breaks = false
+	}
+}
+
+// writeLiteralHeader writes the indicator, the block scalar hints and the
+// break after them, and leaves the writer at the start of the text.
+func (w *yamlWriter) writeLiteralHeader(value string) {
 	w.writeIndicator("|", true, false, false)
 	// yaml_emitter_write_block_scalar_hints.
 	if value[0] == ' ' || isBreak(value, 0) {
@@ -641,32 +860,6 @@ func (w *yamlWriter) writeLiteral(value string) {
 	w.putBreak()
 	w.indention = true
 	w.whitespace = true
-	breaks := true
-	for i := 0; i < len(value); {
-		if isBreak(value, i) {
-			i = w.writeBreak(value, i)
-			w.indention = true
-			breaks = true
-			continue
-		}
-		if breaks {
-			w.writeIndent()
-		}
-		// A run of ASCII characters other than breaks.
-		j := i
-		for j < len(value) && value[j] != '\n' && value[j] != '\r' && value[j] < 0x80 {
-			j++
-		}
-		if j > i {
-			w.buf = append(w.buf, value[i:j]...)
-			w.column += j - i
-			i = j
-		} else {
-			i = w.write(value, i)
-		}
-		w.indention = false
-		breaks = false
-	}
 }
 
 // charWidth is the length of the UTF-8 sequence that starts with byte b

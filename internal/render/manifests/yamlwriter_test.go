@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"bytes"
+	"encoding/binary"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -228,5 +229,141 @@ func TestWriteYAMLKeyOrderDeterministic(t *testing.T) {
 		if !bytes.Equal(got, first) {
 			t.Fatalf("text depends on the map's order:\n%s\nvs\n%s", first, got)
 		}
+	}
+}
+
+// specialWord marks a word exactly when one of its bytes is not
+// scalarOrdinary: every byte value at every position over several
+// backgrounds (so that borrows and carries from the bytes around it are
+// tried), two at once, and random words.
+func TestSpecialWordSameAsByteClasses(t *testing.T) {
+	byBytes := func(x uint64) bool {
+		for k := 0; k < 8; k++ {
+			if scalarClass[byte(x>>(8*k))] != scalarOrdinary {
+				return true
+			}
+		}
+		return false
+	}
+	check := func(x uint64) {
+		if got, want := specialWord(x), byBytes(x); got != want {
+			t.Fatalf("%#016x: specialWord %v, byte classes %v", x, got, want)
+		}
+	}
+	for _, bg := range []byte{' ', '!', '"', '$', '9', ';', '@', 'a', '~', 0x1f, 0x7f, 0x80, 0xff, 0x00, ':', '#'} {
+		for k := 0; k < 8; k++ {
+			for c := 0; c < 256; c++ {
+				for k2 := 0; k2 < 8; k2++ {
+					var b [8]byte
+					for i := range b {
+						b[i] = bg
+					}
+					b[k2] = ' '
+					b[k] = byte(c)
+					check(binary.LittleEndian.Uint64(b[:]))
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		check(r.Uint64())
+		// Mostly printable ASCII.
+		var b [8]byte
+		for i := range b {
+			b[i] = byte(0x20 + r.IntN(0x5f))
+		}
+		check(binary.LittleEndian.Uint64(b[:]))
+	}
+}
+
+// analyzeScalarASCII agrees with the emitter's loop whatever the place of
+// a special byte or byte pair relative to the eight-byte words it skips.
+func TestAnalyzeScalarSpecialBytesAtEveryOffset(t *testing.T) {
+	specials := []string{"\n", ":", "#", " ", ": ", " #", "\n#", " \n", "\n ", "\t", "\r", "\x7f", "\x00", "é", "\u2028", "::", "##", "'"}
+	for _, bg := range []string{"abcdefghijklmnopqrstuvwxyz", "a b c d e f g h i j k l m", "                          "} {
+		for _, sp := range specials {
+			for at := 0; at <= len(bg); at++ {
+				for _, v := range []string{bg[:at] + sp + bg[at:], bg[:at] + sp, sp + bg[at:]} {
+					got, ascii := analyzeScalarASCII(v)
+					if want := analyzeScalarSlow(v); got != want {
+						t.Fatalf("%q: fast %+v, slow %+v", v, got, want)
+					}
+					if wantASCII := isOneLineOrLFASCII(v); ascii != wantASCII {
+						t.Fatalf("%q: ascii %v, want %v", v, ascii, wantASCII)
+					}
+				}
+			}
+		}
+	}
+}
+
+func isOneLineOrLFASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '\n' && (c < 0x20 || c > 0x7e) {
+			return false
+		}
+	}
+	return true
+}
+
+// The ASCII writers (writePlainASCII, writeSingleQuotedASCII,
+// writeLiteralASCII) write what the general ones write, and leave the
+// writer in the same state, for every scalar of the corpus they take,
+// starting at columns around the line width, with and without folding.
+func TestASCIIWritersSameAsGeneral(t *testing.T) {
+	values := scalarCorpus()
+	// The corpus's words that are printable ASCII or LF, in random strings.
+	words := []string{"a", "bb", "ccc", "dddddddddd", "  ", "   ", "'q'", "''", `"d"`, "\\", "\n", "\n\n", ": ", " #", "-", "x:", "0", "1.5", "true"}
+	r := rand.New(rand.NewPCG(9, 10))
+	for n := 0; n < 3000; n++ {
+		var b strings.Builder
+		for l := 1 + r.IntN(250); b.Len() < l; {
+			b.WriteString(words[r.IntN(len(words))])
+			if r.IntN(3) > 0 {
+				b.WriteByte(' ')
+			}
+		}
+		values = append(values, b.String(), strings.ReplaceAll(b.String(), "\n", ""))
+	}
+	tried := [3]int{}
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		a, ascii := analyzeScalarASCII(v)
+		if !ascii {
+			continue
+		}
+		for _, column := range []int{0, 1, 2, 10, 40, 70, 78, 79, 80, 81, 82, 100} {
+			for _, whitespace := range []bool{false, true} {
+				for _, allowBreaks := range []bool{false, true} {
+					start := yamlWriter{buf: []byte("x"), column: column, indent: 4, whitespace: whitespace, indention: whitespace}
+					compare := func(name string, fast, general func(*yamlWriter)) {
+						f, g := start, start
+						f.buf, g.buf = slices.Clone(start.buf), slices.Clone(start.buf)
+						fast(&f)
+						general(&g)
+						if !bytes.Equal(f.buf, g.buf) || f.column != g.column || f.indent != g.indent || f.whitespace != g.whitespace || f.indention != g.indention {
+							t.Fatalf("%s %q from %+v:\nfast    %q %+v\ngeneral %q %+v", name, v, start, f.buf, f, g.buf, g)
+						}
+					}
+					if !a.multiline {
+						tried[0]++
+						compare("plain", func(w *yamlWriter) { w.writePlainASCII(v, allowBreaks) }, func(w *yamlWriter) { w.writePlain(v, allowBreaks) })
+						tried[1]++
+						compare("single-quoted", func(w *yamlWriter) { w.writeSingleQuotedASCII(v, allowBreaks) }, func(w *yamlWriter) { w.writeSingleQuoted(v, allowBreaks) })
+					}
+					if allowBreaks {
+						tried[2]++
+						compare("literal", func(w *yamlWriter) { w.writeLiteralASCII(v) }, func(w *yamlWriter) { w.writeLiteral(v) })
+					}
+				}
+			}
+		}
+	}
+	t.Logf("tried plain, single-quoted, literal: %v", tried)
+	if tried[0] < 100000 || tried[2] < 100000 {
+		t.Fatalf("too few values tried: %v", tried)
 	}
 }
