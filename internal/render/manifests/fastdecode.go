@@ -48,6 +48,12 @@ func fastDecode(data []byte) (any, bool) {
 		} else {
 			text = ""
 		}
+		if len(line) >= 3 && (line[:3] == "---" || line[:3] == "...") && (len(line) == 3 || line[3] == ' ') {
+			// A document marker: yaml.v2 ends the document there, or
+			// refuses it inside a scalar ("found unexpected document
+			// indicator"); Decode hands documents over without them.
+			return nil, false
+		}
 		content := strings.TrimLeft(line, " ")
 		p.lines = append(p.lines, fastLine{raw: line, indent: len(line) - len(content), content: strings.TrimRight(content, " ")})
 	}
