@@ -245,3 +245,75 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	w.n += int64(n)
 	return n, err
 }
+
+// DerivedLookup returns the stored content of the given kind derived from
+// src, verified as Get verifies it, without producing it or waiting for a
+// production: a miss is false.
+func (c *Cache) DerivedLookup(kind, src string) (*File, bool) {
+	if !kindRE().MatchString(kind) || !c.Enabled() {
+		return nil, false
+	}
+	alg, h, err := parse(src)
+	if err != nil {
+		return nil, false
+	}
+	return c.derivedHit(filepath.Join(c.root, "derived", kind, alg, h))
+}
+
+// maxHint bounds a hint's value; hintSlots the hints kept of a kind (a
+// hint takes the slot of its key's hash, replacing the one there), so that
+// hints never grow the cache.
+const (
+	maxHint   = 256
+	hintSlots = 256
+)
+
+// Hint returns the note SetHint kept for key, if it is still there. A hint
+// is not verified: a caller uses it only to start work it checks
+// afterwards (such as verifying the entry a digest names while that digest
+// is computed).
+func (c *Cache) Hint(kind, key string) (string, bool) {
+	if !kindRE().MatchString(kind) || !c.Enabled() {
+		return "", false
+	}
+	b, err := os.ReadFile(c.hintPath(kind, key))
+	if err != nil || len(b) > len(key)+1+maxHint {
+		return "", false
+	}
+	k, v, ok := strings.Cut(string(b), "\x00")
+	if !ok || k != key {
+		return "", false
+	}
+	return v, true
+}
+
+// SetHint keeps value (at most 256 bytes) as the note for key, atomically;
+// best effort.
+func (c *Cache) SetHint(kind, key, value string) {
+	if !kindRE().MatchString(kind) || !c.Enabled() || len(value) > maxHint || strings.Contains(key, "\x00") {
+		return
+	}
+	p := c.hintPath(kind, key)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Join(c.root, "tmp"), "hint-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.WriteString(key + "\x00" + value)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+}
+
+func (c *Cache) hintPath(kind, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(c.root, "hints", kind, strconv.Itoa(int(sum[0])%hintSlots))
+}

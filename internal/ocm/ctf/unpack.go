@@ -20,6 +20,10 @@ import (
 // derivedKind names the unpacked tars of tgz archives in the blob cache.
 const derivedKind = "ctf-tar"
 
+// hintKind names the cache's hints from an archive's file identity to its
+// digest (see Unpacker.guessTar).
+const hintKind = "ctf-tgz-digest"
+
 // Bounds of an Unpacker's memory: archives it remembers by file identity,
 // and tar indexes it keeps.
 const (
@@ -131,7 +135,18 @@ func (u *Unpacker) open(f *os.File, o options) (*tarStore, error) {
 		return nil, errNoUnpacker
 	}
 	ctx := o.context()
+	// A process (no memory of this archive) verifies the tar it unpacked
+	// to last time while it hashes the archive: the hint of the archive's
+	// digest is only a guess, used when the hash confirms it.
+	hintKey, guess := u.guessTar(f, o)
 	src, err := u.digestOf(ctx, f)
+	if guess != nil {
+		defer func() {
+			if g := <-guess; g.f != nil {
+				g.f.Close() // not taken
+			}
+		}()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -158,12 +173,30 @@ func (u *Unpacker) open(f *os.File, o options) (*tarStore, error) {
 	if ts, ok := u.remembered(key, o); ok {
 		return ts, nil
 	}
-	cf, err := o.cache.Derived(ctx, derivedKind, src, func(ctx context.Context, w io.Writer) error {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
+	var cf *cache.File
+	hinted := ""
+	if guess != nil {
+		g := <-guess
+		hinted = g.src
+		if g.f != nil && g.src == src {
+			cf, g.f = g.f, nil
+			if testHookGuessTaken != nil {
+				testHookGuessTaken()
+			}
 		}
-		return gunzipTo(ctx, w, f, o)
-	})
+		guess <- g // the deferred receive closes what is not taken
+	}
+	if hintKey != "" && hinted != src {
+		o.cache.SetHint(hintKind, hintKey, src)
+	}
+	if cf == nil {
+		cf, err = o.cache.Derived(ctx, derivedKind, src, func(ctx context.Context, w io.Writer) error {
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			return gunzipTo(ctx, w, f, o)
+		})
+	}
 	if errors.Is(err, cache.ErrNotCached) {
 		return nil, errNoUnpacker
 	}
@@ -273,3 +306,54 @@ type fileID struct {
 	size         int64
 	mtime, ctime time.Time
 }
+
+// guessedTar is the verified cache entry of the tar that the hint src names
+// (f nil on a miss).
+type guessedTar struct {
+	src string
+	f   *cache.File
+}
+
+// guessTar starts verifying, on another goroutine, the unpacked tar that
+// the cache's hint for f's file identity names, when this Unpacker does not
+// remember f: the channel then yields one guessedTar (and takes it back).
+// hintKey is the key to record f's digest under ("" without an identity).
+func (u *Unpacker) guessTar(f *os.File, o options) (string, chan guessedTar) {
+	fi, err := f.Stat()
+	if err != nil {
+		return "", nil
+	}
+	id, ok := identity(fi)
+	if !ok {
+		return "", nil
+	}
+	u.mu.Lock()
+	_, known := u.archives[id]
+	u.mu.Unlock()
+	if known {
+		return "", nil
+	}
+	key := id.key()
+	hint, ok := o.cache.Hint(hintKind, key)
+	if !ok {
+		return key, nil
+	}
+	ch := make(chan guessedTar, 1)
+	go func() {
+		cf, ok := o.cache.DerivedLookup(derivedKind, hint)
+		if !ok {
+			cf = nil
+		}
+		ch <- guessedTar{src: hint, f: cf}
+	}()
+	return key, ch
+}
+
+// key is id as the text of a cache hint's key.
+func (id fileID) key() string {
+	return fmt.Sprintf("%d:%d:%d:%d:%d", id.dev, id.ino, id.size, id.mtime.UnixNano(), id.ctime.UnixNano())
+}
+
+// testHookGuessTaken, when set, is called when an open takes the tar it
+// verified on a hint.
+var testHookGuessTaken func()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -228,4 +229,75 @@ func TestUnpackBounded(t *testing.T) {
 	if _, err := readBlob(t, p, append(base, WithMaxSize(4096))...); !errors.Is(err, errdef.ErrLimitExceeded) {
 		t.Fatalf("cached tar, small WithMaxSize: %v, want ErrLimitExceeded", err)
 	}
+}
+
+// A new Unpacker (another process) verifies the tar the cache's hint names
+// while it hashes the archive, and takes it only when the hash confirms the
+// hint: a hint naming another archive's tar, or nonsense, never changes
+// what is read, and is corrected.
+func TestUnpackGuessedTar(t *testing.T) {
+	gunzips := countGunzips(t)
+	var taken atomic.Int64
+	testHookGuessTaken = func() { taken.Add(1) }
+	t.Cleanup(func() { testHookGuessTaken = nil })
+	dir := t.TempDir()
+	dataA := bytes.Repeat([]byte("0123456789abcdef"), 1<<14)
+	dataB := bytes.Repeat([]byte("fedcba9876543210"), 1<<14)
+	pa, pb := writeTgz(t, dir, "a.tgz", dataA), writeTgz(t, dir, "b.tgz", dataB)
+	cdir := filepath.Join(dir, "cache")
+	process := func(p string, want []byte) {
+		t.Helper()
+		got, err := readBlob(t, p, WithUnpacker(NewUnpacker()), WithCache(quietCache(t, cdir)))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes, %v", p, len(got), err)
+		}
+	}
+	process(pa, dataA)
+	process(pb, dataB)
+	if n, g := gunzips.Load(), taken.Load(); n != 2 || g != 0 {
+		t.Fatalf("first opens: %d decompressions, %d guesses taken; want 2, 0", n, g)
+	}
+	process(pa, dataA)
+	process(pb, dataB)
+	if n, g := gunzips.Load(), taken.Load(); n != 2 || g != 2 {
+		t.Fatalf("second opens: %d decompressions, %d guesses taken; want 2, 2", n, g)
+	}
+
+	fi, err := os.Stat(pa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ok := identity(fi)
+	if !ok {
+		t.Skip("no file identity on this system")
+	}
+	c := quietCache(t, cdir)
+	digestB, _ := c.Hint(hintKind, mustIdentity(t, pb).key())
+	for _, wrong := range []string{digestB, "sha256:" + strings.Repeat("0", 64), "nonsense"} {
+		c.SetHint(hintKind, id.key(), wrong)
+		before := taken.Load()
+		process(pa, dataA)
+		if taken.Load() != before {
+			t.Fatalf("hint %q: a guess was taken", wrong)
+		}
+		if h, _ := c.Hint(hintKind, id.key()); h == wrong {
+			t.Fatalf("hint %q not corrected", wrong)
+		}
+	}
+	if n := gunzips.Load(); n != 2 {
+		t.Fatalf("%d decompressions, want 2", n)
+	}
+}
+
+func mustIdentity(t *testing.T, p string) fileID {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ok := identity(fi)
+	if !ok {
+		t.Skip("no file identity on this system")
+	}
+	return id
 }
