@@ -181,19 +181,25 @@ func (c *Cache) derivedHit(link string) (*File, bool) {
 
 // writeLink records "<digest> <size>" at link, atomically.
 func writeLink(root, link, dgst string, size int64) error {
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+	return writeSmall(root, link, fmt.Sprintf("%s %d\n", dgst, size))
+}
+
+// writeSmall writes content to p atomically: into a temporary file of the
+// cache's tmp directory, renamed to p.
+func writeSmall(root, p, content string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Join(root, "tmp"), "link-*")
+	tmp, err := os.CreateTemp(filepath.Join(root, "tmp"), "small-*")
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(tmp, "%s %d\n", dgst, size)
+	_, err = tmp.WriteString(content)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), link)
+		err = os.Rename(tmp.Name(), p)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
@@ -293,24 +299,7 @@ func (c *Cache) SetHint(kind, key, value string) {
 	if !kindRE().MatchString(kind) || !c.Enabled() || len(value) > maxHint || strings.Contains(key, "\x00") {
 		return
 	}
-	p := c.hintPath(kind, key)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(filepath.Join(c.root, "tmp"), "hint-*")
-	if err != nil {
-		return
-	}
-	_, err = tmp.WriteString(key + "\x00" + value)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), p)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
+	writeSmall(c.root, c.hintPath(kind, key), key+"\x00"+value) // best effort
 }
 
 func (c *Cache) hintPath(kind, key string) string {
