@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 )
 
@@ -125,34 +126,9 @@ func (b *bench) syntheticCases() []*rwCase {
 	}
 	return []*rwCase{
 		mk("many-objects (synthetic, 100 services, 550 objects)", "bench.example.com/large/many-objects", "many-1.0.0.tgz", largeChartFiles(100)),
-		mk("crds-10mb (synthetic, 20 CRDs of 0.5 MB)", "bench.example.com/large/crds", "crds-1.0.0.tgz", crdChartFiles(20, 512<<10)),
+		mk("crds-10mb (synthetic, 20 CRDs of 0.5 MB)", "bench.example.com/large/crds", "crds-1.0.0.tgz", examples.CRDChartFiles(20, 512<<10)),
 		mk("subcharts-20 (synthetic umbrella)", "bench.example.com/large/umbrella", "umbrella-1.0.0.tgz", umbrellaChartFiles(20)),
 	}
-}
-
-// crdChartFiles is a chart of n CRDs of about size bytes each (in n files:
-// Helm's loader refuses files over 5 MiB) and one ConfigMap, with long
-// descriptions as real operator CRDs have.
-func crdChartFiles(n, size int) map[string][]byte {
-	f := map[string][]byte{
-		"Chart.yaml":               []byte("apiVersion: v2\nname: crds\nversion: 1.0.0\n"),
-		"templates/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-crds\ndata:\n  crds: \"" + fmt.Sprint(n) + "\"\n"),
-	}
-	desc := "description: " + strings.Repeat("This field of the synthetic operator's resource is documented at length, as generated CRDs are. ", 2)
-	for i := 0; i < n; i++ {
-		var sb strings.Builder
-		fmt.Fprintf(&sb, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: kind%02[1]ds.crds.example.com\nspec:\n  group: crds.example.com\n"+
-			"  names: {kind: Kind%02[1]d, listKind: Kind%02[1]dList, plural: kind%02[1]ds, singular: kind%02[1]d}\n  scope: Namespaced\n  versions:\n"+
-			"    - name: v1\n      served: true\n      storage: true\n      schema:\n        openAPIV3Schema:\n          type: object\n          properties:\n            spec:\n              type: object\n              properties:\n", i)
-		for j := 0; sb.Len() < size; j++ {
-			fmt.Fprintf(&sb, "                field%04d:\n                  type: object\n                  %s\n                  properties:\n", j, desc)
-			for k := 0; k < 4; k++ {
-				fmt.Fprintf(&sb, "                    leaf%d:\n                      type: string\n                      %s\n", k, desc)
-			}
-		}
-		f[fmt.Sprintf("crds/kind%02d.yaml", i)] = []byte(sb.String())
-	}
-	return f
 }
 
 // umbrellaChartFiles is an umbrella chart of n subcharts (packaged archives
