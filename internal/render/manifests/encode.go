@@ -68,6 +68,17 @@ func jsonDoc(o Object) ([]byte, error) {
 	return doc, nil
 }
 
+// encodeOnce writes the stream EncodeStream encodes with one Write, once
+// every object is encoded (Encode, EncodeJSON).
+func encodeOnce(w io.Writer, objs []Object, asJSON bool) error {
+	s, err := EncodeStream(objs, asJSON)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(joinDocs(s.docs, s.suffix))
+	return err
+}
+
 // joinDocs is the stream of docs, each after a "---" line and followed by
 // suffix.
 func joinDocs(docs [][]byte, suffix string) []byte {

@@ -2,7 +2,6 @@ package manifests
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"unicode/utf8"
 )
@@ -38,12 +37,7 @@ const maxJSONKey = 1024
 // error EncodeJSON writes nothing to w: the stream is written with one Write
 // once every object is encoded.
 func EncodeJSON(w io.Writer, objs []Object) error {
-	docs, i, err := encodeEach(objs, jsonDoc)
-	if err != nil {
-		return fmt.Errorf("encoding object %d (%s): %w", i, Key(objs[i]), err)
-	}
-	_, err = w.Write(joinDocs(docs, "\n"))
-	return err
+	return encodeOnce(w, objs, true)
 }
 
 // yamlAllowed reports whether JSON text b holds none of the characters

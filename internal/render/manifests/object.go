@@ -376,12 +376,7 @@ func hasContent(b []byte) bool {
 // and errdef.ErrLimitExceeded (EncodeJSON, whose text grows linearly,
 // writes it).
 func Encode(w io.Writer, objs []Object) error {
-	docs, i, err := encodeEach(objs, marshalYAML)
-	if err != nil {
-		return fmt.Errorf("encoding object %d (%s): %w", i, Key(objs[i]), err)
-	}
-	_, err = w.Write(joinDocs(docs, ""))
-	return err
+	return encodeOnce(w, objs, false)
 }
 
 // marshalYAML gives what sigs.k8s.io/yaml.Marshal gives (json.Marshal, then
