@@ -50,9 +50,13 @@ func TestFastDecodeHostileSameAsYAMLv2(t *testing.T) {
 	}
 }
 
-// heapCost is the bytes and allocations f allocates.
+// heapCost is the bytes and allocations f allocates. Two collections
+// first empty every sync.Pool (its victim cache survives one), so f starts
+// from the same state whatever ran before it: a scratch buffer left by an
+// earlier, larger call would make f look cheaper than it is.
 func heapCost(f func()) (bytes, allocs uint64) {
 	var before, after runtime.MemStats
+	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	f()
