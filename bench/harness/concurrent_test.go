@@ -57,10 +57,9 @@ func TestNewBurstRun(t *testing.T) {
 		{Method: "HEAD", Path: "/v2/ocm/component-descriptors/x/manifests/1.0.0", Status: 200},
 		{Method: "GET", Path: "/v2/ocm/component-descriptors/x/manifests/sha256:cc", Status: 200},
 	}
-	// 5 generations, warm single 20 ms (median), 2 cores: ideal 50 ms.
-	r := newBurstRun(5, 2, 150*time.Millisecond, samples, reqs, warmSeries(30, 10, 20))
-	if r.WallMS != 150 || r.WarmMS != 20 || r.WarmCPUMS != 21 || r.IdealMS != 50 || r.Ratio != 3 {
-		t.Errorf("wall %v, warm %v (CPU %v), ideal %v, ratio %v; want 150, 20 (21), 50, 3", r.WallMS, r.WarmMS, r.WarmCPUMS, r.IdealMS, r.Ratio)
+	r := newBurstRun(150*time.Millisecond, samples, reqs, warmSeries(30, 10, 20))
+	if r.WallMS != 150 || r.WarmBeforeMS != 20 || r.WarmBeforeCPUMS != 21 {
+		t.Errorf("wall %v, warm before %v (CPU %v); want 150, 20 (21)", r.WallMS, r.WarmBeforeMS, r.WarmBeforeCPUMS)
 	}
 	if r.Errors != 3 || !strings.HasPrefix(r.FirstError, "app-1: exit 1, 0 mentions of app-N-podinfo: app-1 failed") {
 		t.Errorf("errors %d (%q), want 3, the first app-1's", r.Errors, r.FirstError)
@@ -78,23 +77,26 @@ func TestNewBurstRun(t *testing.T) {
 
 func TestSummarizeBursts(t *testing.T) {
 	runs := []burstRun{
-		{WallMS: 1750, Ratio: 1.75, IdealMS: 1000, CPUSumMS: 500, ServerPeakMiB: 60, LoadAvg: 3, BlobGETs: map[string]int{"a": 1, "b": 1}, TagGETs: 1},
-		{WallMS: 1300, Ratio: 1.23, IdealMS: 1060, CPUSumMS: 400, ServerPeakMiB: 58, LoadAvg: 5, BlobGETs: map[string]int{"a": 1, "b": 1}, TagGETs: 2},
-		{WallMS: 1400, Ratio: 1.41, IdealMS: 990, CPUSumMS: 450, ServerPeakMiB: 70, LoadAvg: 4, BlobGETs: map[string]int{"a": 1, "b": 3}, TagGETs: 1,
+		{WallMS: 1750, CPUSumMS: 500, ServerPeakMiB: 60, LoadAvg: 3, BlobGETs: map[string]int{"a": 1, "b": 1}, TagGETs: 1},
+		{WallMS: 1230, CPUSumMS: 400, ServerPeakMiB: 58, LoadAvg: 5, BlobGETs: map[string]int{"a": 1, "b": 1}, TagGETs: 2},
+		{WallMS: 1410, CPUSumMS: 450, ServerPeakMiB: 70, LoadAvg: 4, BlobGETs: map[string]int{"a": 1, "b": 3}, TagGETs: 1,
 			Errors: 2, FirstError: "app-7: exit 1"},
-		{WallMS: 1200, Ratio: 1.31, IdealMS: 920, CPUSumMS: 420, ServerPeakMiB: 59, LoadAvg: 9, BlobGETs: map[string]int{"a": 1, "b": 1}, TagGETs: 1,
+		{WallMS: 1310, CPUSumMS: 420, ServerPeakMiB: 59, LoadAvg: 9, BlobGETs: map[string]int{"a": 1, "b": 1}, TagGETs: 1,
 			Errors: 1, FirstError: "app-3: exit 2"},
 		// A burst hit by other load: the median does not move with it.
-		{WallMS: 5000, Ratio: 4.9, IdealMS: 1020, CPUSumMS: 900, ServerPeakMiB: 61, LoadAvg: 2, BlobGETs: map[string]int{"a": 1, "b": 1}, TagGETs: 1},
+		{WallMS: 4900, CPUSumMS: 900, ServerPeakMiB: 61, LoadAvg: 2, BlobGETs: map[string]int{"a": 1, "b": 1}, TagGETs: 1},
 	}
-	s := summarizeBursts(runs)
+	s := summarizeBursts(runs, 1000)
 	if s.N != 5 || s.RatioMedian != 1.41 || s.RatioMin != 1.23 || s.RatioMax != 4.9 {
 		t.Errorf("ratio median %v (min %v, max %v) of %d, want 1.41 (1.23, 4.9) of 5", s.RatioMedian, s.RatioMin, s.RatioMax, s.N)
 	}
-	if s.WallMedian != 1400 || s.WallMin != 1200 || s.WallMax != 5000 || s.IdealMedian != 1000 || s.CPUSumMedian != 450 {
-		t.Errorf("wall median %v (min %v, max %v), ideal %v, CPU %v; want 1400 (1200, 5000), 1000, 450", s.WallMedian, s.WallMin, s.WallMax, s.IdealMedian, s.CPUSumMedian)
+	if runs[0].Ratio != 1.75 || runs[4].Ratio != 4.9 {
+		t.Errorf("runs' ratios %v, %v; want 1.75, 4.9 (set on each run)", runs[0].Ratio, runs[4].Ratio)
 	}
-	if !slices.Equal(s.Ratios, []float64{1.75, 1.23, 1.41, 1.31, 4.9}) || !slices.Equal(s.Walls, []float64{1750, 1300, 1400, 1200, 5000}) {
+	if s.WallMedian != 1410 || s.WallMin != 1230 || s.WallMax != 4900 || s.CPUSumMedian != 450 {
+		t.Errorf("wall median %v (min %v, max %v), CPU %v; want 1410 (1230, 4900), 450", s.WallMedian, s.WallMin, s.WallMax, s.CPUSumMedian)
+	}
+	if !slices.Equal(s.Ratios, []float64{1.75, 1.23, 1.41, 1.31, 4.9}) || !slices.Equal(s.Walls, []float64{1750, 1230, 1410, 1310, 4900}) {
 		t.Errorf("per-burst ratios %v, walls %v: want every burst's, in order", s.Ratios, s.Walls)
 	}
 	// The checks are on the worst burst, the failures on all of them.
@@ -105,17 +107,17 @@ func TestSummarizeBursts(t *testing.T) {
 		t.Errorf("server peak %v (median %v), load %v–%v; want 70 (60), 2–9", s.ServerPeakMax, s.ServerPeakMedian, s.LoadMin, s.LoadMax)
 	}
 	note := s.note()
-	for _, want := range []string{"median of 5 bursts", "ratios 1.75, 1.23, 1.41, 1.31, 4.90 (min 1.23, max 4.90)", "wall 1.75, 1.30, 1.40, 1.20, 5.00 s"} {
+	for _, want := range []string{"median of 5 bursts", "ratios 1.75, 1.23, 1.41, 1.31, 4.90 (min 1.23, max 4.90)", "wall 1.75, 1.23, 1.41, 1.31, 4.90 s"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q does not say %q", note, want)
 		}
 	}
 
 	// Two bursts (-quick): the median is their mean; one: "1 burst".
-	if s := summarizeBursts(runs[:2]); round(s.RatioMedian) != 1.49 || !strings.Contains(s.note(), "median of 2 bursts") {
+	if s := summarizeBursts(runs[:2], 1000); round(s.RatioMedian) != 1.49 || !strings.Contains(s.note(), "median of 2 bursts") {
 		t.Errorf("2 bursts: ratio median %v, note %q; want 1.49, median of 2 bursts", s.RatioMedian, s.note())
 	}
-	if s := summarizeBursts(runs[:1]); s.RatioMedian != 1.75 || !strings.Contains(s.note(), "median of 1 burst,") {
-		t.Errorf("1 burst: ratio median %v, note %q; want 1.75, median of 1 burst", s.RatioMedian, s.note())
+	if s := summarizeBursts(runs[:1], 500); s.RatioMedian != 3.5 || !strings.Contains(s.note(), "median of 1 burst,") {
+		t.Errorf("1 burst against 500 ms: ratio median %v, note %q; want 3.5, median of 1 burst", s.RatioMedian, s.note())
 	}
 }
