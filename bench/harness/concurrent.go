@@ -40,13 +40,14 @@ func (b *bench) concurrent(ctx context.Context) {
 	ref := map[string]*series{}
 	runs := map[string][]burstRun{}
 	for _, mode := range modes {
-		ref[mode] = &series{Name: "generate warm (registry)"}
+		ref[mode] = &series{}
 	}
 	for r := range b.cfg.Bursts {
 		for _, mode := range modes {
 			// The reference: warm single generations right before the burst.
 			j := newJob(b.inMode(mode, b.generate("generate warm (registry)", "bench", b.repo, compPodinfo, "", warmCache)))
 			interleave(ctx, refRuns, j)
+			ref[mode].Name = j.s.Name
 			for _, x := range j.s.samples {
 				ref[mode].add(x)
 			}
