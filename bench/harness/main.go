@@ -38,6 +38,7 @@ type config struct {
 	Quick         bool    `json:"quick"`
 	Runs          int     `json:"runs"`
 	Concurrency   int     `json:"concurrency"`
+	Bursts        int     `json:"bursts"`
 	UnusedSize    int64   `json:"unused_size_bytes"`
 	UsedSize      int64   `json:"used_size_bytes"`
 	LargeServices int     `json:"large_chart_services"`
@@ -115,6 +116,7 @@ func parseFlags() (config, *options) {
 	flag.BoolVar(&cfg.Quick, "quick", false, "CI smoke: 3 runs, 10 concurrent processes, 4 MiB/8 MiB large resources, no in-process section")
 	flag.IntVar(&cfg.Runs, "runs", 0, "timed runs of each command per comparison (default 11, quick 3)")
 	flag.IntVar(&cfg.Concurrency, "concurrency", 0, "concurrent generate processes (default 100, quick 10)")
+	flag.IntVar(&cfg.Bursts, "bursts", 0, "concurrent section: bursts of -concurrency generations in each mode, each on a fresh empty cache; the goal is on their median (default 5, quick 2)")
 	flag.StringVar(&unused, "unused-size", "", "size of the resource the render does not use (default 64MiB, quick 4MiB; the issue's figure: 1GiB)")
 	flag.StringVar(&used, "used-size", "", "size of the large file in the directoryTree the render uses (default 100MiB, quick 8MiB)")
 	flag.IntVar(&cfg.LargeServices, "large-services", 0, "services in the synthetic large chart, about 6 objects each (default 40, quick 10)")
@@ -141,6 +143,7 @@ func parseFlags() (config, *options) {
 	}
 	def(&cfg.Runs, 11, 3)
 	def(&cfg.Concurrency, 100, 10)
+	def(&cfg.Bursts, 5, 2)
 	def(&cfg.InProcRuns, 10, 3)
 	cfg.UnusedSize = sizeFlag("unused-size", unused, 64<<20, 4<<20, cfg.Quick)
 	cfg.UsedSize = sizeFlag("used-size", used, 100<<20, 8<<20, cfg.Quick)

@@ -199,6 +199,9 @@ func (s *renderServer) logTail() string {
 // a sidecar figure a process figure.
 func (b *bench) checkServers(section string) {
 	for _, s := range b.servers {
+		if s.isStopped() {
+			continue // checked when stopped (stopServer)
+		}
 		select {
 		case <-s.exited:
 			fatalf("%s: render server %s exited (%v): %s", section, s.Name, s.exitErr, s.logTail())
@@ -224,14 +227,27 @@ func (b *bench) checkServers(section string) {
 	}
 }
 
+// isStopped reports whether stop has been called.
+func (s *renderServer) isStopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
+}
+
+// stopServer stops s before the end of the run (a server started for one
+// figure, such as a concurrent burst's) and checks it as stopServers does.
+func (b *bench) stopServer(s *renderServer) {
+	s.stop()
+	if s.Exit != "0" || int64(s.CommandLines) != s.Commands {
+		fatalf("render server %s: exit %s, %d \"command done\" lines for %d commands: %s", s.Name, s.Exit, s.CommandLines, s.Commands, s.logTail())
+	}
+}
+
 // stopServers stops every render server and checks their logs once more.
 func (b *bench) stopServers() {
 	b.checkServers("end")
 	for _, s := range b.servers {
-		s.stop()
-		if s.Exit != "0" || int64(s.CommandLines) != s.Commands {
-			fatalf("render server %s: exit %s, %d \"command done\" lines for %d commands: %s", s.Name, s.Exit, s.CommandLines, s.Commands, s.logTail())
-		}
+		b.stopServer(s)
 	}
 	b.res.Servers = b.servers
 	if len(b.servers) == 0 {
