@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -143,7 +144,9 @@ func (f *fetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCl
 	}
 	ref := f.ref
 	ref.Tag, ref.Digest = "", desc.Digest.String()
-	return f.c.cache.Fetch(ctx, desc.Digest.String(), size, func(ctx context.Context) (io.ReadCloser, error) {
+	var fetched atomic.Bool
+	rc, err := f.c.cache.Fetch(ctx, desc.Digest.String(), size, func(ctx context.Context) (io.ReadCloser, error) {
+		fetched.Store(true)
 		open := func(ctx context.Context) (io.ReadCloser, error) {
 			rc, err := f.repo.Fetch(ctx, desc)
 			if err != nil {
@@ -159,6 +162,38 @@ func (f *fetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCl
 			return f.c.reg.Wrap(err, fetchOp(desc)+": read", ref)
 		}}, nil
 	})
+	if err != nil || fetched.Load() || !f.c.reg.Gated() {
+		return rc, err
+	}
+	// The shared cache answered, for a digest that a manifest of this
+	// repository names: under a policy that manifest may be another
+	// tenant's (a registry that serves manifests naming blobs it does not
+	// hold), so the repository must serve the digest to this credential
+	// itself (one HEAD), as for manifests and ociBlob (see confirm).
+	if err := f.confirm(ctx, ref, desc); err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return rc, nil
+}
+
+// confirm asks the registry whether f's repository serves desc to this
+// generation's credential (a HEAD of the manifest or the blob).
+func (f *fetcher) confirm(ctx context.Context, ref registry.Reference, desc ocispec.Descriptor) error {
+	var got ocispec.Descriptor
+	var err error
+	if fetchOp(desc) == "fetch manifest" {
+		got, err = f.repo.Resolve(ctx, desc.Digest.String())
+	} else {
+		got, err = f.repo.Blobs().Resolve(ctx, desc.Digest.String())
+	}
+	if err != nil {
+		return f.c.reg.Wrap(err, fetchOp(desc), ref)
+	}
+	if got.Digest != desc.Digest {
+		return f.c.reg.Wrap(fmt.Errorf("%w: the registry resolved %s to %s", errdef.ErrDigestMismatch, desc.Digest, got.Digest), fetchOp(desc), ref)
+	}
+	return nil
 }
 
 // maxResumes bounds how often one blob download starts over after its
