@@ -329,6 +329,9 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 				return TaggedManifest{}, err
 			}
 			b, _ := c.getMeta(d.Digest)
+			if len(b) > maxSharedManifest {
+				b = nil // read by digest, through the cache
+			}
 			return TaggedManifest{Desc: d, Data: b}, nil
 		})
 		if err != nil {
@@ -365,6 +368,13 @@ func (c *Client) confirm(ctx context.Context, ref registry.Reference, repo *remo
 // 100 Applications of one component asks the registry for the tag once. A
 // moved tag is seen once the entry is older than its time to live.
 type TagResolutions = cache.Memo[string, TaggedManifest]
+
+// maxSharedManifest bounds the manifest bytes a shared tag resolution
+// keeps: a descriptor's or a chart's manifest is about 1 KiB, and a
+// tenant's registry serving 4 MiB manifests for tag after tag must not
+// hold gigabytes of a worker for the generations after it (at most
+// 4096 entries, cache.NewRecent).
+const maxSharedManifest = 16 << 10
 
 // TaggedManifest is a manifest a tag named when it was resolved.
 type TaggedManifest struct {
