@@ -432,7 +432,7 @@ type guessedTar struct {
 }
 
 // guessTar starts verifying, on another goroutine, the unpacked tar that
-// the cache's hint for f's file identity names, when this Unpacker does not
+// the cache's hint for f's key names, when this Unpacker does not
 // remember f: the channel then yields one guessedTar (and takes it back).
 // hintKey is the key to record f's digest under ("" without an identity).
 func (u *Unpacker) guessTar(f *os.File, o options) (string, chan guessedTar) {
@@ -450,7 +450,7 @@ func (u *Unpacker) guessTar(f *os.File, o options) (string, chan guessedTar) {
 	if known {
 		return "", nil
 	}
-	key := ak.id.key()
+	key := ak.hintKey()
 	hint, ok := o.cache.Hint(hintKind, key)
 	if !ok {
 		return key, nil
@@ -466,9 +466,13 @@ func (u *Unpacker) guessTar(f *os.File, o options) (string, chan guessedTar) {
 	return key, ch
 }
 
-// key is id as the text of a cache hint's key.
-func (id fileID) key() string {
-	return fmt.Sprintf("%d:%d:%d:%d:%d", id.dev, id.ino, id.size, id.mtime.UnixNano(), id.ctime.UnixNano())
+// hintKey is k as the text of a cache hint's key: the file's identity and
+// (hashed) its origin, so that another Application's file with the same
+// identity does not make a process verify a tar for nothing.
+func (k archiveKey) hintKey() string {
+	sum := sha256.Sum256([]byte(k.origin))
+	id := k.id
+	return fmt.Sprintf("%x:%d:%d:%d:%d:%d", sum[:16], id.dev, id.ino, id.size, id.mtime.UnixNano(), id.ctime.UnixNano())
 }
 
 // testHookGuessTaken, when set, is called when an open takes the tar it

@@ -266,24 +266,20 @@ func TestUnpackGuessedTar(t *testing.T) {
 		t.Fatalf("second opens: %d decompressions, %d guesses taken; want 2, 2", n, g)
 	}
 
-	fi, err := os.Stat(pa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, ok := identity(fi)
-	if !ok {
-		t.Skip("no file identity on this system")
-	}
+	keyA := archiveKey{origin: pa, id: mustIdentity(t, pa)}.hintKey()
 	c := quietCache(t, cdir)
-	digestB, _ := c.Hint(hintKind, mustIdentity(t, pb).key())
+	digestB, _ := c.Hint(hintKind, archiveKey{origin: pb, id: mustIdentity(t, pb)}.hintKey())
+	if !strings.HasPrefix(digestB, "sha256:") {
+		t.Fatalf("no hint for b: %q", digestB)
+	}
 	for _, wrong := range []string{digestB, "sha256:" + strings.Repeat("0", 64), "nonsense"} {
-		c.SetHint(hintKind, id.key(), wrong)
+		c.SetHint(hintKind, keyA, wrong)
 		before := taken.Load()
 		process(pa, dataA)
 		if taken.Load() != before {
 			t.Fatalf("hint %q: a guess was taken", wrong)
 		}
-		if h, _ := c.Hint(hintKind, id.key()); h == wrong {
+		if h, _ := c.Hint(hintKind, keyA); h == wrong {
 			t.Fatalf("hint %q not corrected", wrong)
 		}
 	}
