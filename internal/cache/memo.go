@@ -35,7 +35,8 @@ type memoCall[V any] struct {
 	expires time.Time // set when done, if the Memo has a ttl
 }
 
-// maxRecentEntries bounds a Memo with a ttl: past it, expired entries are dropped.
+// maxRecentEntries bounds a Memo with a ttl: past it, expired entries are
+// dropped, and while it is still full a new key is looked up unshared.
 const maxRecentEntries = 4096
 
 // recentMaxWait is how long a caller of a shared Memo waits for another's call.
@@ -62,6 +63,12 @@ func (m *Memo[K, V]) Do(ctx context.Context, key K, fn func(context.Context) (V,
 		if !ok || !m.fresh(c) {
 			if m.ttl > 0 && len(m.m) >= maxRecentEntries {
 				m.dropExpired()
+				if len(m.m) >= maxRecentEntries {
+					// Full of fresh entries (one tenant naming tag after
+					// tag): this call is not shared, nor remembered.
+					m.mu.Unlock()
+					return fn(ctx)
+				}
 			}
 			c = &memoCall[V]{done: make(chan struct{})}
 			m.m[key] = c

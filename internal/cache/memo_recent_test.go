@@ -121,3 +121,33 @@ func TestMemoPanicWaiterRetries(t *testing.T) {
 		t.Fatalf("waiter: %v", err)
 	}
 }
+
+// A shared Memo full of fresh entries (one tenant naming tag after tag
+// within the ttl) grows no further: a new key is looked up, not remembered;
+// once entries expire, new keys are remembered again.
+func TestRecentBounded(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := NewRecent[int, int](time.Minute)
+	r.now = func() time.Time { return now }
+	for i := range maxRecentEntries {
+		r.Set(i, i)
+	}
+	var calls int
+	v, err := r.Do(context.Background(), -1, func(context.Context) (int, error) { calls++; return 7, nil })
+	if err != nil || v != 7 || calls != 1 {
+		t.Fatalf("full: %d, %v after %d calls", v, err, calls)
+	}
+	if _, ok := r.Get(-1); ok || len(r.m) != maxRecentEntries {
+		t.Fatalf("full: remembered the new key (%d entries)", len(r.m))
+	}
+	if v, ok := r.Get(0); !ok || v != 0 {
+		t.Fatal("full: lost a fresh entry")
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := r.Do(context.Background(), -1, func(context.Context) (int, error) { return 8, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := r.Get(-1); !ok || v != 8 || len(r.m) != 1 {
+		t.Fatalf("after expiry: %d, %v, %d entries", v, ok, len(r.m))
+	}
+}

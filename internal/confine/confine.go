@@ -23,7 +23,8 @@ const Where = "the Application's directory"
 
 // Root is an Application's directory, opened. It is safe for concurrent use.
 type Root struct {
-	root *os.Root
+	root   *os.Root
+	origin string // see Origin
 }
 
 // Open opens dir (absolute, or relative to the working directory) as the root.
@@ -32,7 +33,38 @@ func Open(dir string) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, Where, err)
 	}
-	return &Root{root: r}, nil
+	return &Root{root: r, origin: originOf(dir, r)}, nil
+}
+
+// Origin names name inside the root for what outlives a generation (the
+// render server's memo of archives by file): the root's absolute path, the
+// identity (device and inode) of the directory opened, and name, cleaned.
+// Two Application directories never share an origin while both exist; a
+// directory made again at the same path has another unless its inode was
+// reused. "" when the root's path or identity is unknown.
+func (r *Root) Origin(name string) string {
+	if r.origin == "" {
+		return ""
+	}
+	return r.origin + "\x00" + filepath.Clean(name)
+}
+
+// originOf is the absolute path and identity of the directory dir opened
+// as r, "" if either is unknown.
+func originOf(dir string, r *os.Root) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	fi, err := r.Stat(".")
+	if err != nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s\x00%d:%d", abs, st.Dev, st.Ino)
 }
 
 // Close releases the root.

@@ -216,7 +216,7 @@ func (s *Shared) tokenCache(key string) auth.Cache {
 	}
 	t, ok := s.tokens[key]
 	if !ok {
-		t = auth.NewCache()
+		t = newBoundedTokens()
 		s.tokens[key] = t
 	}
 	return t
@@ -436,7 +436,7 @@ func (c *Client) tokenCache(key string) auth.Cache {
 	defer c.tokMu.Unlock()
 	t, ok := c.tokens[key]
 	if !ok {
-		t = auth.NewCache()
+		t = newBoundedTokens()
 		c.tokens[key] = t
 	}
 	return t

@@ -161,7 +161,9 @@ func (r Request) openRepository(ctx context.Context, open func(context.Context, 
 	if d != nil {
 		return ctf.OpenDir(d, display)
 	}
-	return ctf.OpenFile(f, display, slices.Concat(opts, []ctf.Option{ctf.WithContext(ctx)})...)
+	// The render server's memo of archives keys this file by where it is in
+	// which Application directory, so that no other Application's file can hit it.
+	return ctf.OpenFile(f, display, slices.Concat(opts, []ctf.Option{ctf.WithContext(ctx), ctf.WithOrigin(r.Root.root.Origin(name))})...)
 }
 
 // Renderer runs requests. The zero value renders offline from CTFs and

@@ -16,6 +16,7 @@ type options struct {
 	unpacker   *Unpacker
 	cache      *cache.Cache
 	ctx        context.Context
+	origin     string // see WithOrigin
 }
 
 func (o options) context() context.Context {

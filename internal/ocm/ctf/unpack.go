@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,9 +39,17 @@ const (
 // rest), and for as long as the Unpacker lives (the render server's
 // lifetime) it remembers
 //
-//   - each archive's content digest by the identity of its file (device,
-//     inode, size, modification and change times: a file rewritten in any way
-//     changes one of them), so that an unchanged checkout is not hashed again;
+//   - each archive's content digest by where it is and which file it is
+//     (archiveKey: its origin, WithOrigin, and the identity of its file:
+//     device, inode, size, modification and change times), so that an
+//     unchanged checkout is not hashed again. Every Application shares the
+//     Unpacker, so a hit must be the same file of the same Application
+//     directory: an archive is remembered only once its change time is
+//     settleTime older than the hash (a file replaced or rewritten
+//     afterwards, even on the same inode within one timestamp tick, has a
+//     later change time), only when its identity did not change while it was
+//     hashed, and a hit re-reads a sample of the file (its first and last 64
+//     KiB, all of a smaller one) against the one remembered;
 //   - each unpacked tar's index of entries, by its digest, with the identity
 //     of the cache file it verified, so that a later open of the same tar
 //     neither hashes nor indexes it again.
@@ -51,11 +61,11 @@ const (
 // concurrent use.
 type Unpacker struct {
 	mu       sync.Mutex
-	archives map[fileID]string    // archive file → sha256 digest of its content
-	indexes  map[string]*tarMemo  // cache directory and archive digest → the unpacked tar and its index
-	order    []string             // indexes, oldest first
-	ids      []fileID             // archives, oldest first
-	inflight map[string]*inflight // per archive digest: one indexing at a time
+	archives map[archiveKey]archiveMemo // archive file → sha256 digest of its content
+	indexes  map[string]*tarMemo        // cache directory and archive digest → the unpacked tar and its index
+	order    []string                   // indexes, oldest first
+	ids      []archiveKey               // archives, oldest first
+	inflight map[string]*inflight       // per archive digest: one indexing at a time
 }
 
 type inflight struct {
@@ -73,8 +83,88 @@ type tarMemo struct {
 
 // NewUnpacker returns an empty Unpacker.
 func NewUnpacker() *Unpacker {
-	return &Unpacker{archives: map[fileID]string{}, indexes: map[string]*tarMemo{}, inflight: map[string]*inflight{}}
+	return &Unpacker{archives: map[archiveKey]archiveMemo{}, indexes: map[string]*tarMemo{}, inflight: map[string]*inflight{}}
 }
+
+// archiveKey is an archive file as an Unpacker remembers it: where it is
+// and which file it is.
+type archiveKey struct {
+	origin string // WithOrigin, else the absolute name of the file
+	id     fileID
+}
+
+// archiveMemo is what an Unpacker remembers of an archive file.
+type archiveMemo struct {
+	digest string            // sha256 of its content
+	sample [sha256.Size]byte // see sampleOf
+}
+
+// settleTime is how much older than the start of its hash an archive's
+// change time must be for the Unpacker to remember the digest: more than a
+// kernel timestamp tick (jiffies; FAT's 2 s), so that any later write to
+// the file, and any file that later takes its inode, has another change
+// time. A variable for tests.
+var settleTime = 2 * time.Second
+
+// sampleSize is how much of each end of an archive sampleOf reads. A
+// variable for tests.
+var sampleSize int64 = 64 << 10
+
+// sampleOf is the SHA-256 of f's size and of its first and last
+// sampleSize bytes (all of a file of at most twice that).
+func sampleOf(f *os.File, size int64) ([sha256.Size]byte, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\n", size)
+	if size <= 2*sampleSize {
+		if _, err := io.Copy(h, io.NewSectionReader(f, 0, size)); err != nil {
+			return [sha256.Size]byte{}, err
+		}
+	} else {
+		if _, err := io.Copy(h, io.NewSectionReader(f, 0, sampleSize)); err != nil {
+			return [sha256.Size]byte{}, err
+		}
+		if _, err := io.Copy(h, io.NewSectionReader(f, size-sampleSize, sampleSize)); err != nil {
+			return [sha256.Size]byte{}, err
+		}
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out, nil
+}
+
+// WithOrigin names the archive file for an Unpacker's memory (see
+// Unpacker): where it is, as no other Application's file can be, e.g.
+// confine.Root.Origin. Default: the absolute name of the file.
+func WithOrigin(origin string) Option { return func(o *options) { o.origin = origin } }
+
+// keyOf is f's key in the memory of archives; false when f has no
+// identity or no origin (nothing is remembered of it).
+func keyOf(f *os.File, fi os.FileInfo, o options) (archiveKey, bool) {
+	id, ok := statIdentity(fi)
+	if !ok {
+		return archiveKey{}, false
+	}
+	origin := o.origin
+	if origin == "" {
+		abs, err := filepath.Abs(f.Name())
+		if err != nil {
+			return archiveKey{}, false
+		}
+		origin = abs
+	}
+	return archiveKey{origin: origin, id: id}, true
+}
+
+// statIdentity is identity; tests replace it by one whose identities
+// collide, as on a file system that reuses an inode within one tick.
+var statIdentity = identity
+
+// now is time.Now; tests replace it.
+var now = time.Now
+
+// testHookHash, when set, is called at the start of every hash of a
+// whole archive (tests count them).
+var testHookHash func()
 
 // WithUnpacker and WithCache keep the unpacked tar of a tgz archive in the
 // blob cache c and remember it in u (default: neither, a private temporary
@@ -88,22 +178,31 @@ func WithCache(c *cache.Cache) Option { return func(o *options) { o.cache = c } 
 // default context.Background().
 func WithContext(ctx context.Context) Option { return func(o *options) { o.ctx = ctx } }
 
-// digestOf returns the sha256 digest of f's content, remembered by its
-// file identity. f is read from its start; its offset afterwards is
+// digestOf returns the sha256 digest of f's content, remembered by its key
+// (see Unpacker). f is read from its start; its offset afterwards is
 // unspecified.
-func (u *Unpacker) digestOf(ctx context.Context, f *os.File) (string, error) {
+func (u *Unpacker) digestOf(ctx context.Context, f *os.File, o options) (string, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return "", err
 	}
-	id, ok := identity(fi)
+	key, ok := keyOf(f, fi, o)
 	if ok {
 		u.mu.Lock()
-		d, hit := u.archives[id]
+		m, hit := u.archives[key]
 		u.mu.Unlock()
 		if hit {
-			return d, nil
+			if s, err := sampleOf(f, key.id.size); err == nil && s == m.sample {
+				return m.digest, nil
+			}
+			// Not the content remembered: a file system that gave another
+			// file this identity. Hashed again, and remembered anew.
+			u.forget(key)
 		}
+	}
+	start := now()
+	if testHookHash != nil {
+		testHookHash()
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", err
@@ -113,19 +212,37 @@ func (u *Unpacker) digestOf(ctx context.Context, f *os.File) (string, error) {
 		return "", err
 	}
 	d := "sha256:" + hex.EncodeToString(h.Sum(nil))
-	if ok {
-		u.mu.Lock()
-		if _, dup := u.archives[id]; !dup {
-			u.archives[id] = d
-			u.ids = append(u.ids, id)
-			if len(u.ids) > maxRememberedArchives {
-				delete(u.archives, u.ids[0])
-				u.ids = u.ids[1:]
-			}
-		}
-		u.mu.Unlock()
+	if !ok || !key.id.ctime.Before(start.Add(-settleTime)) {
+		return d, nil // not settled: a later file could have this identity
 	}
+	if fi, err := f.Stat(); err != nil {
+		return d, nil
+	} else if after, ok := keyOf(f, fi, o); !ok || after != key {
+		return d, nil // changed while it was hashed
+	}
+	sample, err := sampleOf(f, key.id.size)
+	if err != nil {
+		return d, nil
+	}
+	u.mu.Lock()
+	if _, dup := u.archives[key]; !dup {
+		u.archives[key] = archiveMemo{digest: d, sample: sample}
+		u.ids = append(u.ids, key)
+		if len(u.ids) > maxRememberedArchives {
+			delete(u.archives, u.ids[0])
+			u.ids = u.ids[1:]
+		}
+	}
+	u.mu.Unlock()
 	return d, nil
+}
+
+// forget drops what the Unpacker remembers of key.
+func (u *Unpacker) forget(key archiveKey) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.archives, key)
+	u.ids = slices.DeleteFunc(u.ids, func(k archiveKey) bool { return k == key })
 }
 
 // open returns the indexed tar of the tgz f, unpacking it into the cache
@@ -139,7 +256,7 @@ func (u *Unpacker) open(f *os.File, o options) (*tarStore, error) {
 	// to last time while it hashes the archive: the hint of the archive's
 	// digest is only a guess, used when the hash confirms it.
 	hintKey, guess := u.guessTar(f, o)
-	src, err := u.digestOf(ctx, f)
+	src, err := u.digestOf(ctx, f, o)
 	if guess != nil {
 		defer func() {
 			if g := <-guess; g.f != nil {
@@ -315,7 +432,7 @@ type guessedTar struct {
 }
 
 // guessTar starts verifying, on another goroutine, the unpacked tar that
-// the cache's hint for f's file identity names, when this Unpacker does not
+// the cache's hint for f's key names, when this Unpacker does not
 // remember f: the channel then yields one guessedTar (and takes it back).
 // hintKey is the key to record f's digest under ("" without an identity).
 func (u *Unpacker) guessTar(f *os.File, o options) (string, chan guessedTar) {
@@ -323,17 +440,17 @@ func (u *Unpacker) guessTar(f *os.File, o options) (string, chan guessedTar) {
 	if err != nil {
 		return "", nil
 	}
-	id, ok := identity(fi)
+	ak, ok := keyOf(f, fi, o)
 	if !ok {
 		return "", nil
 	}
 	u.mu.Lock()
-	_, known := u.archives[id]
+	_, known := u.archives[ak]
 	u.mu.Unlock()
 	if known {
 		return "", nil
 	}
-	key := id.key()
+	key := ak.hintKey()
 	hint, ok := o.cache.Hint(hintKind, key)
 	if !ok {
 		return key, nil
@@ -349,9 +466,13 @@ func (u *Unpacker) guessTar(f *os.File, o options) (string, chan guessedTar) {
 	return key, ch
 }
 
-// key is id as the text of a cache hint's key.
-func (id fileID) key() string {
-	return fmt.Sprintf("%d:%d:%d:%d:%d", id.dev, id.ino, id.size, id.mtime.UnixNano(), id.ctime.UnixNano())
+// hintKey is k as the text of a cache hint's key: the file's identity and
+// (hashed) its origin, so that another Application's file with the same
+// identity does not make a process verify a tar for nothing.
+func (k archiveKey) hintKey() string {
+	sum := sha256.Sum256([]byte(k.origin))
+	id := k.id
+	return fmt.Sprintf("%x:%d:%d:%d:%d:%d", sum[:16], id.dev, id.ino, id.size, id.mtime.UnixNano(), id.ctime.UnixNano())
 }
 
 // testHookGuessTaken, when set, is called when an open takes the tar it

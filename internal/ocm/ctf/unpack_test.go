@@ -2,10 +2,12 @@ package ctf
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -263,24 +266,20 @@ func TestUnpackGuessedTar(t *testing.T) {
 		t.Fatalf("second opens: %d decompressions, %d guesses taken; want 2, 2", n, g)
 	}
 
-	fi, err := os.Stat(pa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, ok := identity(fi)
-	if !ok {
-		t.Skip("no file identity on this system")
-	}
+	keyA := archiveKey{origin: pa, id: mustIdentity(t, pa)}.hintKey()
 	c := quietCache(t, cdir)
-	digestB, _ := c.Hint(hintKind, mustIdentity(t, pb).key())
+	digestB, _ := c.Hint(hintKind, archiveKey{origin: pb, id: mustIdentity(t, pb)}.hintKey())
+	if !strings.HasPrefix(digestB, "sha256:") {
+		t.Fatalf("no hint for b: %q", digestB)
+	}
 	for _, wrong := range []string{digestB, "sha256:" + strings.Repeat("0", 64), "nonsense"} {
-		c.SetHint(hintKind, id.key(), wrong)
+		c.SetHint(hintKind, keyA, wrong)
 		before := taken.Load()
 		process(pa, dataA)
 		if taken.Load() != before {
 			t.Fatalf("hint %q: a guess was taken", wrong)
 		}
-		if h, _ := c.Hint(hintKind, id.key()); h == wrong {
+		if h, _ := c.Hint(hintKind, keyA); h == wrong {
 			t.Fatalf("hint %q not corrected", wrong)
 		}
 	}
@@ -295,9 +294,208 @@ func mustIdentity(t *testing.T, p string) fileID {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, ok := identity(fi)
+	id, ok := statIdentity(fi)
 	if !ok {
 		t.Skip("no file identity on this system")
 	}
 	return id
+}
+
+// randomData is n bytes that do not compress: two archives of as many such
+// bytes have the same size.
+func randomData(seed byte, n int) []byte {
+	r := rand.New(rand.NewChaCha8([32]byte{seed}))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// writeStoredTgz writes a CTF tgz whose component has a blob of data,
+// gzipped without compression: archives of data of one length have one size.
+func writeStoredTgz(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	c := &ocmbuild.Component{Name: testComp, Version: "1.0.0", Resources: []ocmbuild.Resource{{Name: "data", Type: "blob", Data: data, MediaType: "application/octet-stream"}}}
+	tarPath := filepath.Join(t.TempDir(), "ctf.tar")
+	if err := ocmbuild.WriteCTFArchive(tarPath, false, c); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(tarPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.NoCompression)
+	zw.Write(raw)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// collideIdentities makes every file's identity the same but for its size
+// and modification time, as on a file system that gives a freed inode to
+// the next file within one timestamp tick of an old change time, for the
+// rest of the test.
+func collideIdentities(t *testing.T) {
+	old := statIdentity
+	statIdentity = func(fi os.FileInfo) (fileID, bool) {
+		if _, ok := old(fi); !ok {
+			return fileID{}, false
+		}
+		return fileID{dev: 1, ino: 1, size: fi.Size(), mtime: fi.ModTime(), ctime: time.Unix(1_000_000_000, 0)}, true
+	}
+	t.Cleanup(func() { statIdentity = old })
+}
+
+func countHashes(t *testing.T) *atomic.Int64 {
+	var n atomic.Int64
+	testHookHash = func() { n.Add(1) }
+	t.Cleanup(func() { testHookHash = nil })
+	return &n
+}
+
+// readBlobAs is readBlob of the archive at p, named as the Application
+// directory dir's file name (WithOrigin, as the pipeline does).
+func readBlobAs(t *testing.T, dir *confine.Root, name, p string, opts ...Option) ([]byte, error) {
+	t.Helper()
+	return readBlob(t, p, append(opts, WithOrigin(dir.Origin(name)))...)
+}
+
+// The render server's Unpacker is shared by every Application, and a file's
+// identity does not tell two files apart on every file system. Two tenants'
+// archives of the same name and size, with the same modification time and
+// (simulated) the same inode and change time, are each read as their own,
+// by origin and by absolute name; an archive replaced in place by another of
+// the same size and times is read as the new one (the sample a hit re-reads
+// differs); an unchanged archive is still not hashed again.
+func TestUnpackMemoIsPerApplicationFile(t *testing.T) {
+	collideIdentities(t)
+	hashes := countHashes(t)
+	base := t.TempDir()
+	appA, appB := filepath.Join(base, "app-a"), filepath.Join(base, "app-b")
+	for _, d := range []string{appA, appB} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const size = 48 << 10
+	dataA, dataB, dataC := randomData(1, size), randomData(2, size), randomData(3, size)
+	pa, pb := writeStoredTgz(t, appA, "ctf.tgz", dataA), writeStoredTgz(t, appB, "ctf.tgz", dataB)
+	pc := writeStoredTgz(t, appA, "next.tgz", dataC)
+	mtime := time.Unix(1_700_000_000, 0)
+	var sizes []int64
+	for _, p := range []string{pa, pb, pc} {
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, fi.Size())
+	}
+	if sizes[0] != sizes[1] || sizes[0] != sizes[2] {
+		t.Fatalf("archive sizes %v differ: the test needs identities that collide", sizes)
+	}
+	if mustIdentity(t, pa) != mustIdentity(t, pb) {
+		t.Fatal("identities do not collide")
+	}
+	rootA, err := confine.Open(appA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rootA.Close()
+	rootB, err := confine.Open(appB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rootB.Close()
+
+	cdir := filepath.Join(base, "cache")
+	read := func(what string, want []byte, open func() ([]byte, error)) {
+		t.Helper()
+		got, err := open()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		switch {
+		case bytes.Equal(got, want):
+		case bytes.Equal(got, dataA), bytes.Equal(got, dataB), bytes.Equal(got, dataC):
+			t.Fatalf("%s: served another file's archive", what)
+		default:
+			t.Fatalf("%s: %d bytes of unknown content", what, len(got))
+		}
+	}
+	// With a sample of 4 bytes at each end (the gzip magic and the
+	// uncompressed size: the same for both), only the origin tells them apart.
+	defaultSample := sampleSize
+	t.Cleanup(func() { sampleSize = defaultSample })
+	for _, sample := range []int64{4, defaultSample} {
+		sampleSize = sample
+		opts := []Option{WithUnpacker(NewUnpacker()), WithCache(quietCache(t, cdir))}
+		before := hashes.Load()
+		for range 2 {
+			read("tenant A by origin", dataA, func() ([]byte, error) { return readBlobAs(t, rootA, "ctf.tgz", pa, opts...) })
+			read("tenant B by origin", dataB, func() ([]byte, error) { return readBlobAs(t, rootB, "ctf.tgz", pb, opts...) })
+			read("tenant A by name", dataA, func() ([]byte, error) { return readBlob(t, pa, opts...) })
+			read("tenant B by name", dataB, func() ([]byte, error) { return readBlob(t, pb, opts...) })
+		}
+		if n := hashes.Load() - before; n != 4 {
+			t.Fatalf("sample %d: %d hashes for 8 opens of 2 archives under 2 names each, want 4 (unchanged archives are remembered)", sample, n)
+		}
+	}
+
+	// Replaced in place: a rename over it (the inode reused, as the
+	// collision simulates), same size, same times.
+	sampleSize = defaultSample
+	hashes.Store(0)
+	opts := []Option{WithUnpacker(NewUnpacker()), WithCache(quietCache(t, cdir))}
+	read("tenant A by origin", dataA, func() ([]byte, error) { return readBlobAs(t, rootA, "ctf.tgz", pa, opts...) })
+	read("tenant A by name", dataA, func() ([]byte, error) { return readBlob(t, pa, opts...) })
+	read("tenant B by origin", dataB, func() ([]byte, error) { return readBlobAs(t, rootB, "ctf.tgz", pb, opts...) })
+	if err := os.Rename(pc, pa); err != nil {
+		t.Fatal(err)
+	}
+	if mustIdentity(t, pa) != mustIdentity(t, pb) {
+		t.Fatal("identities do not collide after the rename")
+	}
+	read("tenant A replaced, by origin", dataC, func() ([]byte, error) { return readBlobAs(t, rootA, "ctf.tgz", pa, opts...) })
+	read("tenant A replaced, by name", dataC, func() ([]byte, error) { return readBlob(t, pa, opts...) })
+	read("tenant B unchanged", dataB, func() ([]byte, error) { return readBlobAs(t, rootB, "ctf.tgz", pb, opts...) })
+	if n := hashes.Load(); n != 5 {
+		t.Fatalf("%d hashes, want 5 (the replaced archive hashed once per name, tenant B's not again)", n)
+	}
+}
+
+// An archive whose change time is within settleTime of its hash is not
+// remembered: a file that takes its inode within the same timestamp tick
+// could not be told from it. Once settled it is.
+func TestUnpackMemoWaitsUntilSettled(t *testing.T) {
+	hashes := countHashes(t)
+	dir := t.TempDir()
+	p := writeTgz(t, dir, "a.tgz", randomData(4, 1<<10))
+	ctime := mustIdentity(t, p).ctime
+	opts := []Option{WithUnpacker(NewUnpacker()), WithCache(quietCache(t, filepath.Join(dir, "cache")))}
+	for _, tc := range []struct {
+		after time.Duration // of the change time, when the hash starts
+		want  int64         // hashes of three opens
+	}{{0, 3}, {settleTime / 2, 3}, {settleTime + time.Millisecond, 1}} {
+		now = func() time.Time { return ctime.Add(tc.after) }
+		t.Cleanup(func() { now = time.Now })
+		before := hashes.Load()
+		for range 3 {
+			if _, err := readBlob(t, p, opts...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := hashes.Load() - before; n != tc.want {
+			t.Fatalf("hash %v after the change time: %d hashes of 3 opens, want %d", tc.after, n, tc.want)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -143,7 +144,9 @@ func (f *fetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCl
 	}
 	ref := f.ref
 	ref.Tag, ref.Digest = "", desc.Digest.String()
-	return f.c.cache.Fetch(ctx, desc.Digest.String(), size, func(ctx context.Context) (io.ReadCloser, error) {
+	var fetched atomic.Bool
+	rc, err := f.c.cache.Fetch(ctx, desc.Digest.String(), size, func(ctx context.Context) (io.ReadCloser, error) {
+		fetched.Store(true)
 		open := func(ctx context.Context) (io.ReadCloser, error) {
 			rc, err := f.repo.Fetch(ctx, desc)
 			if err != nil {
@@ -159,6 +162,38 @@ func (f *fetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCl
 			return f.c.reg.Wrap(err, fetchOp(desc)+": read", ref)
 		}}, nil
 	})
+	if err != nil || fetched.Load() || !f.c.reg.Gated() {
+		return rc, err
+	}
+	// The shared cache answered, for a digest that a manifest of this
+	// repository names: under a policy that manifest may be another
+	// tenant's (a registry that serves manifests naming blobs it does not
+	// hold), so the repository must serve the digest to this credential
+	// itself (one HEAD), as for manifests and ociBlob (see confirm).
+	if err := f.confirm(ctx, ref, desc); err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return rc, nil
+}
+
+// confirm asks the registry whether f's repository serves desc to this
+// generation's credential (a HEAD of the manifest or the blob).
+func (f *fetcher) confirm(ctx context.Context, ref registry.Reference, desc ocispec.Descriptor) error {
+	var got ocispec.Descriptor
+	var err error
+	if fetchOp(desc) == "fetch manifest" {
+		got, err = f.repo.Resolve(ctx, desc.Digest.String())
+	} else {
+		got, err = f.repo.Blobs().Resolve(ctx, desc.Digest.String())
+	}
+	if err != nil {
+		return f.c.reg.Wrap(err, fetchOp(desc), ref)
+	}
+	if got.Digest != desc.Digest {
+		return f.c.reg.Wrap(fmt.Errorf("%w: the registry resolved %s to %s", errdef.ErrDigestMismatch, desc.Digest, got.Digest), fetchOp(desc), ref)
+	}
+	return nil
 }
 
 // maxResumes bounds how often one blob download starts over after its
@@ -294,6 +329,9 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 				return TaggedManifest{}, err
 			}
 			b, _ := c.getMeta(d.Digest)
+			if len(b) > maxSharedManifest {
+				b = nil // read by digest, through the cache
+			}
 			return TaggedManifest{Desc: d, Data: b}, nil
 		})
 		if err != nil {
@@ -330,6 +368,13 @@ func (c *Client) confirm(ctx context.Context, ref registry.Reference, repo *remo
 // 100 Applications of one component asks the registry for the tag once. A
 // moved tag is seen once the entry is older than its time to live.
 type TagResolutions = cache.Memo[string, TaggedManifest]
+
+// maxSharedManifest bounds the manifest bytes a shared tag resolution
+// keeps: a descriptor's or a chart's manifest is about 1 KiB, and a
+// tenant's registry serving 4 MiB manifests for tag after tag must not
+// hold gigabytes of a worker for the generations after it (at most
+// 4096 entries, cache.NewRecent).
+const maxSharedManifest = 16 << 10
 
 // TaggedManifest is a manifest a tag named when it was resolved.
 type TaggedManifest struct {

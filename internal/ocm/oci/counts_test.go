@@ -15,6 +15,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
@@ -234,5 +235,52 @@ func TestSharedTagResolutions(t *testing.T) {
 	render(t, open(t, reg, cacheDir, oci.WithRecentTags(shared)), "1.0.0")
 	if n := tagGETs(); n != 1 {
 		t.Fatalf("after the TTL: %d tag requests, want 1", n)
+	}
+}
+
+// A shared tag resolution keeps the manifest's bytes only when they are
+// small: a tenant's registry serving large manifests for tag after tag
+// must not fill a render worker for the generations after it. The next
+// generation reads a large manifest by digest (one GET), not by tag.
+func TestSharedTagResolutionsKeepSmallManifestsOnly(t *testing.T) {
+	reg := registrytest.Start(t)
+	cfg := reg.PushBlob(t, "ocm/big", []byte("{}"))
+	cfg.MediaType = "application/vnd.oci.empty.v1+json"
+	for _, c := range []struct {
+		tag        string
+		annotation int
+		digestGETs int
+	}{{"small", 100, 0}, {"large", 20 << 10, 1}} {
+		m := fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":%q,"digest":%q,"size":%d},"layers":[],"annotations":{"a":%q}}`,
+			cfg.MediaType, cfg.Digest, cfg.Size, strings.Repeat("x", c.annotation))
+		reg.PushManifest(t, "ocm/big", c.tag, "application/vnd.oci.image.manifest.v1+json", []byte(m))
+		shared := oci.NewTagResolutions(time.Minute)
+		ref := "http://" + reg.Host + "/ocm/big:" + c.tag
+		client := func() *oci.Client {
+			cl, err := oci.NewClient(append(baseOpts("", registry.WithPlainHTTP(reg.Host)), oci.WithRecentTags(shared))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cl
+		}
+		if _, err := client().FetchArtifact(context.Background(), ref); err != nil {
+			t.Fatal(err)
+		}
+		reg.Reset()
+		if _, err := client().FetchArtifact(context.Background(), ref); err != nil {
+			t.Fatal(err)
+		}
+		tags, digests := 0, 0
+		for _, q := range reg.Requests() {
+			switch {
+			case strings.Contains(q.Path, "/manifests/sha256:"):
+				digests++
+			case strings.Contains(q.Path, "/manifests/"):
+				tags++
+			}
+		}
+		if tags != 0 || digests != c.digestGETs {
+			t.Errorf("%s manifest: the next generation made %d tag and %d digest requests, want 0 and %d", c.tag, tags, digests, c.digestGETs)
+		}
 	}
 }

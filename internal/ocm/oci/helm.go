@@ -125,6 +125,18 @@ func (c *Client) helmChart(ctx context.Context, hc *http.Client, base *url.URL, 
 	}
 	ref := registry.Sanitize(u.String())
 	if d, err := blob.Normalize("sha256:" + entry.Digest); err == nil {
+		if c.reg.Gated() {
+			// Under a policy the shared cache must not answer for a digest
+			// that an index names: the index may be another tenant's, naming
+			// a chart it does not serve. The chart is read from its URL and
+			// must have that digest.
+			ch, err := c.readHelmChart(ctx, get, base, ref, name, version)
+			if err == nil && ch.digest != d {
+				ch.Close()
+				return nil, fmt.Errorf("%w: helm repository %s: chart %s:%s is %s, its index names %s", errdef.ErrDigestMismatch, base.Redacted(), name, version, ch.digest, d)
+			}
+			return ch, err
+		}
 		rc, err := c.cache.Fetch(ctx, d, -1, get)
 		if err != nil {
 			return nil, err

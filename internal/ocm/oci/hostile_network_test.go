@@ -1,9 +1,11 @@
 package oci_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +20,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
@@ -567,5 +573,159 @@ func TestCredentialFoldingAgainstARegistry(t *testing.T) {
 				t.Fatalf("%s: err %v, Authorization sent %d times; want credentials=%v", host, err, len(seen.headers()), c.gets)
 			}
 		})
+	}
+}
+
+// TestSharedCacheLayersNeedTheirRepository: the blobs a manifest names are
+// read through the shared disk cache by digest. Under a policy, project b
+// points an ociArtifact at a registry its rule allows that serves a
+// manifest naming the layer of project a's private chart (its digest is
+// no secret) without holding it: b gets an error, never a's chart, while a
+// still reads its chart from the cache after one HEAD.
+func TestSharedCacheLayersNeedTheirRepository(t *testing.T) {
+	ctx := context.Background()
+	d := makeData(t)
+	reg := registrytest.Start(t, registrytest.WithBasicAuth("ocm", secret))
+	layer := reg.PushBlob(t, "ocm/chart", d.chartTgz)
+	layer.MediaType = oci.MediaTypeHelmChart
+	config := reg.PushBlob(t, "ocm/chart", []byte(`{"name":"private","version":"1.0.0"}`))
+	config.MediaType = oci.MediaTypeHelmConfig
+	manifest, err := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
+		Config: config, Layers: []ocispec.Descriptor{layer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.PushManifest(t, "ocm/chart", "1.0.0", ocispec.MediaTypeImageManifest, manifest)
+
+	// b's registry: any manifest it is asked for names a's layer; it holds no blob.
+	var blobRequests atomic.Int32
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v2/":
+			w.WriteHeader(http.StatusOK)
+		case strings.Contains(r.URL.Path, "/manifests/"):
+			w.Header().Set("Content-Type", ocispec.MediaTypeImageManifest)
+			w.Header().Set("Docker-Content-Digest", digest.FromBytes(manifest).String())
+			w.Header().Set("Content-Length", fmt.Sprint(len(manifest)))
+			if r.Method != http.MethodHead {
+				w.Write(manifest)
+			}
+		default:
+			blobRequests.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"errors":[{"code":"BLOB_UNKNOWN","message":"blob unknown to registry"}]}`)
+		}
+	}))
+	defer hostile.Close()
+	evil := strings.TrimPrefix(hostile.URL, "http://")
+	p, err := policy.Parse([]byte(fmt.Sprintf(`apiVersion: argocd-ocm-plugin.io/v1alpha1
+kind: SidecarPolicy
+credentials:
+- {name: a, host: %q, pathPrefix: ocm, env: A}
+rules:
+- {name: a, projects: [a], repositories: [{host: %q, pathPrefix: ocm}], credentials: [a], plainHTTP: [%q]}
+- {name: b, projects: [b], repositories: [{host: %q, pathPrefix: evil}], plainHTTP: [%q]}
+`, reg.Host, reg.Host, reg.Host, evil, evil)), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	envA := func(k string) (string, bool) {
+		switch k {
+		case "ARGOCD_OCM_REGISTRY_A_USERNAME":
+			return "ocm", true
+		case "ARGOCD_OCM_REGISTRY_A_PASSWORD":
+			return secret, true
+		}
+		return "", false
+	}
+	cacheDir := t.TempDir()
+	client := func(project string) *oci.Client {
+		c, err := oci.NewClient(baseOpts(cacheDir, policyopts.For(p.Rule(project), envA)...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	read := func(project, ref string) ([]byte, error) {
+		ch, err := client(project).OpenChart(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		defer ch.Close()
+		return io.ReadAll(ch)
+	}
+	for range 2 { // fetched, then from the cache
+		if got, err := read("a", reg.Host+"/ocm/chart:1.0.0"); err != nil || !bytes.Equal(got, d.chartTgz) {
+			t.Fatalf("a: %d bytes, %v", len(got), err)
+		}
+	}
+	got, err := read("b", evil+"/evil/chart:1.0.0")
+	if err == nil || bytes.Equal(got, d.chartTgz) {
+		t.Fatalf("b read a's chart through a manifest of its own registry (%d bytes, %v)", len(got), err)
+	}
+	if !errors.Is(err, errdef.ErrNotFound) || blobRequests.Load() == 0 {
+		t.Fatalf("b: %v after %d blob requests, want not found from its registry", err, blobRequests.Load())
+	}
+}
+
+// TestSharedCacheHelmChartsNeedTheirRepository: a classic Helm repository's
+// index names a chart by digest, and without a policy the shared cache
+// answers for that digest. Under a policy, project b's index (a repository
+// its rule allows) naming project a's private chart by its digest gets b
+// an error, never a's chart.
+func TestSharedCacheHelmChartsNeedTheirRepository(t *testing.T) {
+	ctx := context.Background()
+	d := makeData(t)
+	sum := strings.TrimPrefix(blob.Digest(d.chartTgz), "sha256:")
+	helmRepo := func(serves bool) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case strings.HasSuffix(r.URL.Path, "/index.yaml"):
+				fmt.Fprintf(w, "apiVersion: v1\nentries:\n  c:\n  - version: 1.0.0\n    digest: %s\n    urls: [c-1.0.0.tgz]\n", sum)
+			case serves && strings.HasSuffix(r.URL.Path, "/c-1.0.0.tgz"):
+				w.Write(d.chartTgz)
+			default:
+				http.NotFound(w, r)
+			}
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	private, evil := helmRepo(true), helmRepo(false)
+	hostA, hostB := strings.TrimPrefix(private.URL, "http://"), strings.TrimPrefix(evil.URL, "http://")
+	p, err := policy.Parse([]byte(fmt.Sprintf(`apiVersion: argocd-ocm-plugin.io/v1alpha1
+kind: SidecarPolicy
+rules:
+- {name: a, projects: [a], repositories: [{host: %q, pathPrefix: charts}], plainHTTP: [%q]}
+- {name: b, projects: [b], repositories: [{host: %q, pathPrefix: charts}], plainHTTP: [%q]}
+`, hostA, hostA, hostB, hostB)), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := t.TempDir()
+	read := func(project, repo string) ([]byte, error) {
+		c, err := oci.NewClient(baseOpts(cacheDir, policyopts.For(p.Rule(project), noEnv)...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := c.OpenHelm(ctx, oci.HelmAccess{Repository: repo + "/charts", Chart: "c", Version: "1.0.0"})
+		if err != nil {
+			return nil, err
+		}
+		defer ch.Close()
+		return io.ReadAll(ch)
+	}
+	for range 2 {
+		if got, err := read("a", private.URL); err != nil || !bytes.Equal(got, d.chartTgz) {
+			t.Fatalf("a: %d bytes, %v", len(got), err)
+		}
+	}
+	got, err := read("b", evil.URL)
+	if err == nil || bytes.Equal(got, d.chartTgz) {
+		t.Fatalf("b read a's chart through its own index (%d bytes, %v)", len(got), err)
+	}
+	if !errors.Is(err, errdef.ErrNotFound) {
+		t.Fatalf("b: %v, want not found from its repository", err)
 	}
 }

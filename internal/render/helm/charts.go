@@ -25,9 +25,21 @@ import (
 // unpacked size), within a render worker's memory.
 const DefaultChartCacheSize = 32 << 20
 
+// minEntryCost is what a ChartCache or a CRDCache counts an entry at
+// least: what a small entry holds is mostly Go's structures, not its bytes
+// (a chart of 41 unpacked bytes held 1.3 KiB of heap), and without a floor
+// one tenant's tiny charts or CRDs (hundreds of thousands within the bound)
+// would grow a worker's heap far past the bound, for the generations of
+// every tenant after it, and make each hit scan them all (touch).
+const minEntryCost = 4 << 10
+
+// entryCost is what an entry of size bytes counts against a cache's bound.
+func entryCost(size int64) int64 { return max(size, minEntryCost) }
+
 // ChartCache keeps loaded charts, by the SHA-256 of their archive, for as
 // long as it lives (the render server's lifetime), within a bound on the
-// bytes their archives unpack to; the least recently used go first. Only
+// bytes their archives unpack to (each counted at least minEntryCost); the
+// least recently used go first. Only
 // archives that load are kept, with their schemas once they passed
 // checkSchemas, compiled.
 //
@@ -92,7 +104,7 @@ func (cc *ChartCache) load(archive []byte) (*chart.Chart, *chartEntry, error) {
 	if size > cc.max {
 		return c, nil, nil
 	}
-	e = &chartEntry{chart: copyChart(c, nil), size: size}
+	e = &chartEntry{chart: copyChart(c, nil), size: entryCost(size)}
 	return c, cc.put(key, e), nil
 }
 

@@ -169,7 +169,7 @@ func TestChartCacheBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := NewChartCache(3 * size)
+	cache := NewChartCache(3 * entryCost(size))
 	for _, i := range []int{0, 1, 2, 0, 3} { // 3 evicts 1
 		objs, err := Render(context.Background(), chartOf(i), Options{Charts: cache})
 		if err != nil {
@@ -209,4 +209,31 @@ func keys(objs []manifests.Object) string {
 		k = append(k, manifests.Key(o))
 	}
 	return strings.Join(k, " ")
+}
+
+// One tenant's many tiny charts and CRDs fill a cache only to its bound at
+// minEntryCost each, not to hundreds of thousands of entries whose heap is
+// many times the bytes they were counted at.
+func TestCachesCountEntriesAtLeastMinEntryCost(t *testing.T) {
+	charts := NewChartCache(64 * minEntryCost)
+	crds := NewCRDCache(16 * minEntryCost)
+	for i := range 200 {
+		tgz, err := ocmbuild.PackageChart(map[string][]byte{
+			"Chart.yaml":    fmt.Appendf(nil, "apiVersion: v2\nname: c%d\nversion: 1.0.0\n", i),
+			"crds/crd.yaml": fmt.Appendf(nil, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: k%d.example.com\n", i),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := Render(context.Background(), tgz, Options{Charts: charts, CRDs: crds})
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("chart %d: %d objects, %v", i, len(objs), err)
+		}
+	}
+	if len(charts.m) != 64 || charts.size > charts.max {
+		t.Errorf("chart cache: %d entries, %d bytes counted (bound %d), want 64", len(charts.m), charts.size, charts.max)
+	}
+	if len(crds.m) != 16 || crds.size > crds.max {
+		t.Errorf("CRD cache: %d entries, %d bytes counted (bound %d), want 16", len(crds.m), crds.size, crds.max)
+	}
 }

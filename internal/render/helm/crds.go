@@ -30,7 +30,8 @@ const DefaultCRDCacheSize = 16 << 20
 // CRDCache keeps the objects decoded from charts' crds/ files, by the
 // SHA-256 of each file's text, for as long as it lives (the render server's
 // lifetime), within a bound on the text it holds (decoded objects take
-// about 4 times their YAML text); the least recently used files go first.
+// about 4 times their YAML text; each entry counts at least minEntryCost);
+// the least recently used files go first.
 // Every render gets its own deep copy of the objects. Only CRDs are kept:
 // crds/ files, static content of a chart never rendered from values, and
 // rendered documents that hold nothing but CustomResourceDefinitions (see
@@ -137,6 +138,7 @@ func (c *CRDCache) put(key [32]byte, objs []manifests.Object, size int64) {
 	if _, ok := c.m[key]; ok {
 		return
 	}
+	size = entryCost(size)
 	c.m[key] = &crdEntry{objs: cloneObjects(objs), size: size}
 	c.order = append(c.order, key)
 	c.size += size

@@ -22,7 +22,7 @@ func TestCRDCacheBound(t *testing.T) {
 		return fmt.Appendf(nil, "---\n# Source: c/crds/%d.yaml\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: k%03d.example.com\n", i, i)
 	}
 	size := int64(len(text(0)))
-	c := NewCRDCache(3 * size)
+	c := NewCRDCache(3 * entryCost(size))
 	for i := 0; i < 3; i++ {
 		if _, err := c.decode("chart c", text(i)); err != nil {
 			t.Fatal(err)
@@ -44,7 +44,7 @@ func TestCRDCacheBound(t *testing.T) {
 		}
 	}
 	// A file larger than the bound is decoded, never held.
-	big := append(text(9), []byte("# "+strings.Repeat("padding ", int(size)))...)
+	big := append(text(9), []byte("# "+strings.Repeat("padding ", int(c.max/8)))...)
 	if _, err := c.decode("chart c", big); err != nil {
 		t.Fatal(err)
 	}
