@@ -198,11 +198,9 @@ func (c *Client) OpenBlob(ctx context.Context, ref, dgst string, size int64, med
 	if c.reg.Gated() {
 		// Under a policy the shared cache must not answer for a repository
 		// that does not serve the blob to this credential (see confirm).
-		if _, err := repo.Blobs().Resolve(opCtx, d); err != nil {
+		if err := c.confirm(opCtx, r, repo, digest.Digest(d), false); err != nil {
 			cancel()
-			ref := r
-			ref.Tag, ref.Digest = "", d
-			return nil, c.reg.Wrap(err, "fetch blob", ref)
+			return nil, err
 		}
 	}
 	f := &fetcher{c: c, ref: r, repo: repo}

@@ -178,22 +178,9 @@ func (f *fetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCl
 }
 
 // confirm asks the registry whether f's repository serves desc to this
-// generation's credential (a HEAD of the manifest or the blob).
+// generation's credential (see Client.confirm).
 func (f *fetcher) confirm(ctx context.Context, ref registry.Reference, desc ocispec.Descriptor) error {
-	var got ocispec.Descriptor
-	var err error
-	if fetchOp(desc) == "fetch manifest" {
-		got, err = f.repo.Resolve(ctx, desc.Digest.String())
-	} else {
-		got, err = f.repo.Blobs().Resolve(ctx, desc.Digest.String())
-	}
-	if err != nil {
-		return f.c.reg.Wrap(err, fetchOp(desc), ref)
-	}
-	if got.Digest != desc.Digest {
-		return f.c.reg.Wrap(fmt.Errorf("%w: the registry resolved %s to %s", errdef.ErrDigestMismatch, desc.Digest, got.Digest), fetchOp(desc), ref)
-	}
-	return nil
+	return f.c.confirm(ctx, ref, f.repo, desc.Digest, fetchOp(desc) == "fetch manifest")
 }
 
 // maxResumes bounds how often one blob download starts over after its
@@ -303,7 +290,7 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 			b, err := io.ReadAll(io.LimitReader(f, ocimapping.MaxManifestSize+1))
 			f.Close()
 			if err == nil && int64(len(b)) <= ocimapping.MaxManifestSize {
-				if err := c.confirm(ctx, ref, repo, d); err != nil {
+				if err := c.confirm(ctx, ref, repo, d, true); err != nil {
 					return ocispec.Descriptor{}, err
 				}
 				c.putMeta(d, b)
@@ -345,20 +332,48 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 }
 
 // confirm asks the registry, under a policy, whether this repository (with
-// this generation's credential) serves the manifest d that the shared disk
-// cache holds: the cache is content-addressed and shared by every tenant, and
-// a digest alone must not open another tenant's private content. One HEAD
-// request; without a policy the cache answers alone, as before.
-func (c *Client) confirm(ctx context.Context, ref registry.Reference, repo *remote.Repository, d digest.Digest) error {
+// this generation's credential) serves the manifest or blob d that the
+// shared disk cache holds: the cache is content-addressed and shared by every
+// tenant, and a digest alone must not open another tenant's private content.
+// One HEAD request, remembered like a tag's resolution (WithRecentTags: per
+// credential and repository, for the same time to live), so that warm
+// generations do not ask again for every blob; without a policy the cache
+// answers alone, as before.
+func (c *Client) confirm(ctx context.Context, ref registry.Reference, repo *remote.Repository, d digest.Digest, manifest bool) error {
 	if !c.reg.Gated() {
 		return nil
 	}
-	desc, err := repo.Resolve(ctx, d.String())
-	if err != nil {
-		return c.reg.Wrap(err, "fetch manifest", ref)
+	op := "fetch blob"
+	if manifest {
+		op = "fetch manifest"
 	}
-	if desc.Digest != d {
-		return c.reg.Wrap(fmt.Errorf("%w: the registry resolved %s to %s", errdef.ErrDigestMismatch, d, desc.Digest), "fetch manifest", ref)
+	head := func(ctx context.Context) (TaggedManifest, error) {
+		var desc ocispec.Descriptor
+		var err error
+		if manifest {
+			desc, err = repo.Resolve(ctx, d.String())
+		} else {
+			desc, err = repo.Blobs().Resolve(ctx, d.String())
+		}
+		if err != nil {
+			return TaggedManifest{}, err
+		}
+		if desc.Digest != d {
+			return TaggedManifest{}, fmt.Errorf("%w: the registry resolved %s to %s", errdef.ErrDigestMismatch, d, desc.Digest)
+		}
+		return TaggedManifest{Desc: desc}, nil
+	}
+	var err error
+	if c.o.recentTags == nil {
+		_, err = head(ctx)
+	} else {
+		// "@" cannot occur in a tag, so these keys never meet a tag's.
+		key := c.reg.CredentialKey(ref) + "\x00" + ref.Name() + "@" + op + "@" + d.String()
+		_, err = c.o.recentTags.Do(ctx, key, head)
+	}
+	if err != nil {
+		ref.Tag, ref.Digest = "", d.String()
+		return c.reg.Wrap(err, op, ref)
 	}
 	return nil
 }
