@@ -70,12 +70,13 @@ func (c *Cache) Vouched(v Vouch) bool {
 
 // Vouch records v, atomically (a temporary file renamed into place). Only
 // what verified v's digest from v's source may call it; FetchVouched does.
-// Failures are ignored: a missing vouch costs one download.
+// Failures are ignored: a missing vouch costs one download. A vouch
+// already recorded costs a stat.
 func (c *Cache) Vouch(v Vouch) {
 	if !c.Enabled() {
 		return
 	}
-	if _, _, err := parse(v.Digest); err != nil {
+	if _, _, err := parse(v.Digest); err != nil || c.Vouched(v) {
 		return
 	}
 	p := c.vouchPath(v)
