@@ -11,6 +11,10 @@
 //	<dir>/derived/<kind>/<alg>/<hex>   "<digest> <size>" of content derived from
 //	                          the blob <alg>:<hex> (e.g. a tgz's unpacked tar),
 //	                          which is stored in blobs/ like any entry (Derived)
+//	<dir>/vouches/<xx>/<hex>  empty files: a source served a digest's content to
+//	                          a credential, verified (Vouch, FetchVouched); <hex>
+//	                          is the SHA-256 of the three, <xx> its first byte,
+//	                          at most 256 files a directory
 //
 // <dir> is DefaultDir(): $ARGOCD_OCM_CACHE_DIR, else
 // $XDG_CACHE_HOME/argocd-ocm-plugin, else ~/.cache/argocd-ocm-plugin.
@@ -32,6 +36,12 @@
 //     time, which a read refreshes) are deleted down to 90 % of the cap.
 //   - A cache that cannot be written (read-only, full, missing permissions)
 //     degrades to no cache with one warning; fetching still works.
+//
+// A digest is no secret, so a caller that must not be served another
+// tenant's content because it names a digest uses FetchVouched: the cache
+// answers only for a (credential, source, digest) that downloaded and
+// verified the content before; otherwise the source is read and verified
+// all the same.
 //
 // Memo is the other half of "ask the registry at most once": an in-process
 // memo (tag → digest, tag lists) that lives as long as one generation.

@@ -534,5 +534,12 @@ func (c *Client) CredentialForURL(ctx context.Context, u *url.URL) (Credential, 
 	return get(ctx, u.Host)
 }
 
+// CredentialKeyForURL is CredentialKey for the credential CredentialForURL
+// returns for u.
+func (c *Client) CredentialKeyForURL(u *url.URL) string {
+	key, _ := c.credentialFor(u.Host, u.Path, strings.EqualFold(u.Scheme, "http"))
+	return key
+}
+
 // UserAgent is the User-Agent the client sends.
 func (c *Client) UserAgent() string { return c.o.userAgent }

@@ -195,14 +195,8 @@ func (c *Client) OpenBlob(ctx context.Context, ref, dgst string, size int64, med
 		cancel()
 		return nil, err
 	}
-	if c.reg.Gated() {
-		// Under a policy the shared cache must not answer for a repository
-		// that does not serve the blob to this credential (see confirm).
-		if err := c.confirm(opCtx, r, repo, digest.Digest(d), false); err != nil {
-			cancel()
-			return nil, err
-		}
-	}
+	// Under a policy the shared cache answers only with a vouch of this
+	// credential and repository (see Client.vouch).
 	f := &fetcher{c: c, ref: r, repo: repo}
 	// Route to the blob endpoint whatever the declared media type.
 	rc, err := f.Fetch(opCtx, ocispec.Descriptor{MediaType: "application/octet-stream", Digest: digest.Digest(d), Size: size})

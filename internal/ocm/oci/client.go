@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -144,9 +144,7 @@ func (f *fetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCl
 	}
 	ref := f.ref
 	ref.Tag, ref.Digest = "", desc.Digest.String()
-	var fetched atomic.Bool
-	rc, err := f.c.cache.Fetch(ctx, desc.Digest.String(), size, func(ctx context.Context) (io.ReadCloser, error) {
-		fetched.Store(true)
+	fetch := func(ctx context.Context) (io.ReadCloser, error) {
 		open := func(ctx context.Context) (io.ReadCloser, error) {
 			rc, err := f.repo.Fetch(ctx, desc)
 			if err != nil {
@@ -161,26 +159,47 @@ func (f *fetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCl
 		return &resumingReader{ctx: ctx, open: open, rc: rc, wrap: func(err error) error {
 			return f.c.reg.Wrap(err, fetchOp(desc)+": read", ref)
 		}}, nil
-	})
-	if err != nil || fetched.Load() || !f.c.reg.Gated() {
-		return rc, err
 	}
-	// The shared cache answered, for a digest that a manifest of this
-	// repository names: under a policy that manifest may be another
-	// tenant's (a registry that serves manifests naming blobs it does not
-	// hold), so the repository must serve the digest to this credential
-	// itself (one HEAD), as for manifests and ociBlob (see confirm).
-	if err := f.confirm(ctx, ref, desc); err != nil {
-		rc.Close()
-		return nil, err
+	var rc io.ReadCloser
+	var err error
+	if f.c.reg.Gated() {
+		// Under a policy the manifest naming desc may be another tenant's
+		// (a registry that serves manifests naming blobs it does not hold,
+		// or says yes to every digest): the shared cache answers only when
+		// this credential read the digest from this repository before;
+		// otherwise the repository must serve the bytes (see vouch).
+		rc, err = f.c.cache.FetchVouched(ctx, f.c.vouch(ref, desc.Digest), size, fetch)
+	} else {
+		rc, err = f.c.cache.Fetch(ctx, desc.Digest.String(), size, fetch)
+	}
+	if err != nil {
+		return nil, wrapMismatch(err, fetchOp(desc), ref)
 	}
 	return rc, nil
 }
 
-// confirm asks the registry whether f's repository serves desc to this
-// generation's credential (see Client.confirm).
-func (f *fetcher) confirm(ctx context.Context, ref registry.Reference, desc ocispec.Descriptor) error {
-	return f.c.confirm(ctx, ref, f.repo, desc.Digest, fetchOp(desc) == "fetch manifest")
+// vouch is what proves, under a policy, that the shared cache may serve d
+// to this generation for ref's repository: this credential downloaded d
+// from this repository, and it was verified, before (cache.FetchVouched). A
+// digest is no secret; a vouch cannot be had without the bytes, so a
+// registry that answers every digest (one a tenant runs) fails with a
+// digest mismatch. Vouches live in the cache directory, shared by every
+// process of the node; without a policy every Application has the
+// sidecar's credentials and the cache answers alone.
+func (c *Client) vouch(ref registry.Reference, d digest.Digest) cache.Vouch {
+	return cache.Vouch{Credential: c.reg.CredentialKey(ref), Source: ref.Name(), Digest: d.String()}
+}
+
+// wrapMismatch names the registry, repository and reference in a digest
+// mismatch of content read from there, keeping errdef.ErrDigestMismatch
+// (its text names digests and sizes only); other errors are returned as
+// they are.
+func wrapMismatch(err error, op string, ref registry.Reference) error {
+	var named *registry.Error
+	if !errors.Is(err, errdef.ErrDigestMismatch) || errors.As(err, &named) {
+		return err
+	}
+	return &registry.Error{Op: op, Registry: ref.Registry, Repository: ref.Repository, Reference: ref.Ref(), Err: err}
 }
 
 // maxResumes bounds how often one blob download starts over after its
@@ -286,15 +305,16 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 		if b, ok := c.getMeta(d); ok {
 			return ocispec.Descriptor{MediaType: probeMediaType(b), Digest: d, Size: int64(len(b))}, nil
 		}
-		if f, ok := c.cache.Get(ref.Digest, -1); ok {
-			b, err := io.ReadAll(io.LimitReader(f, ocimapping.MaxManifestSize+1))
-			f.Close()
-			if err == nil && int64(len(b)) <= ocimapping.MaxManifestSize {
-				if err := c.confirm(ctx, ref, repo, d, true); err != nil {
-					return ocispec.Descriptor{}, err
+		// Under a policy only with this credential's vouch for this
+		// repository (see vouch); else read by digest, which vouches.
+		if !c.reg.Gated() || c.cache.Vouched(c.vouch(ref, d)) {
+			if f, ok := c.cache.Get(ref.Digest, -1); ok {
+				b, err := io.ReadAll(io.LimitReader(f, ocimapping.MaxManifestSize+1))
+				f.Close()
+				if err == nil && int64(len(b)) <= ocimapping.MaxManifestSize {
+					c.putMeta(d, b)
+					return ocispec.Descriptor{MediaType: probeMediaType(b), Digest: d, Size: int64(len(b))}, nil
 				}
-				c.putMeta(d, b)
-				return ocispec.Descriptor{MediaType: probeMediaType(b), Digest: d, Size: int64(len(b))}, nil
 			}
 		}
 		return c.fetchManifestRef(ctx, ref, repo, ref.Digest)
@@ -331,53 +351,6 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 	})
 }
 
-// confirm asks the registry, under a policy, whether this repository (with
-// this generation's credential) serves the manifest or blob d that the
-// shared disk cache holds: the cache is content-addressed and shared by every
-// tenant, and a digest alone must not open another tenant's private content.
-// One HEAD request, remembered like a tag's resolution (WithRecentTags: per
-// credential and repository, for the same time to live), so that warm
-// generations do not ask again for every blob; without a policy the cache
-// answers alone, as before.
-func (c *Client) confirm(ctx context.Context, ref registry.Reference, repo *remote.Repository, d digest.Digest, manifest bool) error {
-	if !c.reg.Gated() {
-		return nil
-	}
-	op := "fetch blob"
-	if manifest {
-		op = "fetch manifest"
-	}
-	head := func(ctx context.Context) (TaggedManifest, error) {
-		var desc ocispec.Descriptor
-		var err error
-		if manifest {
-			desc, err = repo.Resolve(ctx, d.String())
-		} else {
-			desc, err = repo.Blobs().Resolve(ctx, d.String())
-		}
-		if err != nil {
-			return TaggedManifest{}, err
-		}
-		if desc.Digest != d {
-			return TaggedManifest{}, fmt.Errorf("%w: the registry resolved %s to %s", errdef.ErrDigestMismatch, d, desc.Digest)
-		}
-		return TaggedManifest{Desc: desc}, nil
-	}
-	var err error
-	if c.o.recentTags == nil {
-		_, err = head(ctx)
-	} else {
-		// "@" cannot occur in a tag, so these keys never meet a tag's.
-		key := c.reg.CredentialKey(ref) + "\x00" + ref.Name() + "@" + op + "@" + d.String()
-		_, err = c.o.recentTags.Do(ctx, key, head)
-	}
-	if err != nil {
-		ref.Tag, ref.Digest = "", d.String()
-		return c.reg.Wrap(err, op, ref)
-	}
-	return nil
-}
-
 // TagResolutions are recent tag resolutions shared by the generations of one
 // long-lived process (the render server): an ApplicationSet refresh rendering
 // 100 Applications of one component asks the registry for the tag once. A
@@ -411,16 +384,20 @@ func (c *Client) fetchManifestRef(ctx context.Context, ref registry.Reference, r
 	}
 	defer rc.Close()
 	if ref.Digest != "" && desc.Digest.String() != ref.Digest {
-		return ocispec.Descriptor{}, c.reg.Wrap(fmt.Errorf("%w: the registry returned manifest %s for %s", errdef.ErrDigestMismatch, desc.Digest, ref.Digest), "fetch manifest", ref)
+		return ocispec.Descriptor{}, wrapMismatch(fmt.Errorf("%w: the registry returned manifest %s for %s", errdef.ErrDigestMismatch, desc.Digest, ref.Digest), "fetch manifest", ref)
 	}
 	b, err := blob.ReadAll(rc, desc.Digest.String(), desc.Size, ocimapping.MaxManifestSize)
 	if err != nil {
-		return ocispec.Descriptor{}, c.reg.Wrap(err, "fetch manifest", ref)
+		return ocispec.Descriptor{}, c.reg.Wrap(wrapMismatch(err, "fetch manifest", ref), "fetch manifest", ref)
 	}
 	c.putMeta(desc.Digest, b)
 	if c.cache.Enabled() {
 		if err := c.cache.Put(ctx, desc.Digest.String(), bytes.NewReader(b)); err != nil {
 			c.logger.Debug("manifest not cached", "digest", desc.Digest.String(), "cause", err.Error())
+		}
+		if c.reg.Gated() {
+			// Read from this repository and verified: a proof of possession.
+			c.cache.Vouch(c.vouch(ref, desc.Digest))
 		}
 	}
 	if mt := probeMediaType(b); mt != "" {

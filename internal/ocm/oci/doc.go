@@ -27,11 +27,13 @@
 // opened is downloaded: images and resources that rendering does not read
 // are never fetched. Measured against the distribution registry (see
 // counts_test.go): a cold lookup plus its chart blob takes 4 requests, a warm
-// cache with a tag 1, a pinned digest 0. Under a sidecar policy a manifest
-// or ociBlob found in the shared cache by digest costs one HEAD, asking the
-// registry whether this repository serves it to this generation's
-// credential, and tag resolutions shared between generations are kept per
-// credential: a digest or a tag must not open another tenant's content.
+// cache with a tag 1, a pinned digest 0. Under a sidecar policy the shared
+// cache serves a manifest, blob or classic Helm chart only to a credential
+// and repository (or chart URL) that downloaded and verified it before (a
+// vouch, cache.FetchVouched; see Client.vouch): the first generation of
+// another credential or repository downloads it once more, and tag
+// resolutions shared between generations are kept per credential. A digest
+// or a tag must not open another tenant's content.
 //
 // # Security
 //

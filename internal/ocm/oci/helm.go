@@ -3,6 +3,7 @@ package oci
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -125,20 +127,27 @@ func (c *Client) helmChart(ctx context.Context, hc *http.Client, base *url.URL, 
 	}
 	ref := registry.Sanitize(u.String())
 	if d, err := blob.Normalize("sha256:" + entry.Digest); err == nil {
+		var rc io.ReadCloser
 		if c.reg.Gated() {
 			// Under a policy the shared cache must not answer for a digest
-			// that an index names: the index may be another tenant's, naming
-			// a chart it does not serve. The chart is read from its URL and
-			// must have that digest.
-			ch, err := c.readHelmChart(ctx, get, base, ref, name, version)
-			if err == nil && ch.digest != d {
-				ch.Close()
-				return nil, fmt.Errorf("%w: helm repository %s: chart %s:%s is %s, its index names %s", errdef.ErrDigestMismatch, base.Redacted(), name, version, ch.digest, d)
+			// merely because an index names it: the index may be another
+			// tenant's, naming a chart it does not serve. It answers for a
+			// chart URL that served the chart (verified) to this credential
+			// before; otherwise the chart is downloaded and must have that
+			// digest (see Client.vouch).
+			cred := "anonymous" // httpGet sends credentials to base's origin only
+			if registry.SameOrigin(u, base) {
+				cred = c.reg.CredentialKeyForURL(u)
 			}
-			return ch, err
+			rc, err = c.cache.FetchVouched(ctx, cache.Vouch{Credential: cred, Source: u.String(), Digest: d}, -1, get)
+		} else {
+			rc, err = c.cache.Fetch(ctx, d, -1, get)
 		}
-		rc, err := c.cache.Fetch(ctx, d, -1, get)
 		if err != nil {
+			var named *registry.Error
+			if errors.Is(err, errdef.ErrDigestMismatch) && !errors.As(err, &named) {
+				err = fmt.Errorf("helm repository %s: chart %s:%s: %w", base.Redacted(), name, version, err)
+			}
 			return nil, err
 		}
 		size := int64(-1)

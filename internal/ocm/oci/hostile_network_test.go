@@ -481,7 +481,7 @@ rules:
 		t.Fatal(err)
 	}
 	pinned := descriptors + "@" + art.Reference.Digest
-	// Project a itself: the cache answers after one HEAD.
+	// Project a itself: the cache answers (a's vouch, from the tag's read).
 	if _, err := client("a").FetchArtifact(ctx, pinned); err != nil {
 		t.Fatalf("a, pinned: %v", err)
 	}
@@ -581,7 +581,8 @@ func TestCredentialFoldingAgainstARegistry(t *testing.T) {
 // points an ociArtifact at a registry its rule allows that serves a
 // manifest naming the layer of project a's private chart (its digest is
 // no secret) without holding it: b gets an error, never a's chart, while a
-// still reads its chart from the cache after one HEAD.
+// still reads its chart from the cache (a's vouch; see
+// TestSharedCacheLyingRegistry for a registry that claims to hold it).
 func TestSharedCacheLayersNeedTheirRepository(t *testing.T) {
 	ctx := context.Background()
 	d := makeData(t)
