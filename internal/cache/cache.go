@@ -174,6 +174,13 @@ func (c *Cache) Get(dgst string, size int64) (*File, bool) {
 		return nil, false
 	}
 	ok, n, why := verifyFile(f, dgst, size)
+	if !ok && size >= 0 && n > 0 {
+		// The entry is the digest's content; the caller's size is wrong
+		// (a descriptor naming another tenant's digest with a made-up
+		// size must not evict that tenant's entry): a miss, kept.
+		f.Close()
+		return nil, false
+	}
 	if !ok {
 		f.Close()
 		c.o.logger.Warn("corrupt blob cache entry removed, fetching it again", "digest", dgst, "cause", why)
@@ -198,13 +205,14 @@ func newHash(alg string) hash.Hash {
 	return sha256.New()
 }
 
+// verifyFile reports whether f holds dgst's content of size bytes (size < 0:
+// any) and its length. An f that holds dgst's content but not of size bytes
+// is not ok, with its length (> 0, or 1 for empty content) so that the
+// caller can tell a wrong size claim from a corrupt entry (length 0).
 func verifyFile(f *os.File, dgst string, size int64) (bool, int64, string) {
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return false, 0, "not a regular file"
-	}
-	if size >= 0 && fi.Size() != size {
-		return false, 0, fmt.Sprintf("%d bytes, want %d", fi.Size(), size)
 	}
 	alg, want, _ := parse(dgst)
 	h := newHash(alg)
@@ -214,6 +222,9 @@ func verifyFile(f *os.File, dgst string, size int64) (bool, int64, string) {
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
 		return false, 0, "content hashes to " + alg + ":" + got
+	}
+	if size >= 0 && n != size {
+		return false, max(n, 1), fmt.Sprintf("%d bytes, want %d", n, size)
 	}
 	return true, n, ""
 }

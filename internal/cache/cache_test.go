@@ -513,3 +513,45 @@ func TestKilledDownloadRepaired(t *testing.T) {
 		t.Fatalf("%d downloads, want 2", downloads.Load())
 	}
 }
+
+// A caller naming a cached digest with a wrong size (a tenant's descriptor
+// naming another tenant's blob) gets a miss, and its fetch fails on the
+// size, but the entry stays for those who name it right; a truncated entry
+// of the wrong size is still corrupt and replaced.
+func TestWrongSizeClaimKeepsTheEntry(t *testing.T) {
+	ctx := context.Background()
+	log, lb := newLogger()
+	c := Open(t.TempDir(), WithLogger(log))
+	data, d := randomBlob(t, 10_000)
+	src := &source{data: data}
+	readAll(t)(c.Fetch(ctx, d, int64(len(data)), src.fetch))
+	for _, size := range []int64{1, int64(len(data)) - 1, int64(len(data)) + 1} {
+		if f, ok := c.Get(d, size); ok {
+			f.Close()
+			t.Fatalf("size %d: a hit", size)
+		}
+		if rc, err := c.Fetch(ctx, d, size, src.fetch); err == nil {
+			_, err = io.ReadAll(rc)
+			rc.Close()
+			if err == nil {
+				t.Fatalf("size %d: fetched", size)
+			}
+		}
+	}
+	if strings.Contains(lb.String(), "corrupt") {
+		t.Errorf("a wrong size claim was taken for corruption: %s", lb)
+	}
+	f, ok := c.Get(d, int64(len(data)))
+	if !ok {
+		t.Fatal("the entry was evicted by wrong size claims")
+	}
+	f.Close()
+	p, _ := c.Path(d)
+	os.WriteFile(p, data[:100], 0o644)
+	if _, ok := c.Get(d, 100); ok || !strings.Contains(lb.String(), "corrupt") {
+		t.Fatal("a truncated entry named with its truncated size was not removed as corrupt")
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Fatalf("truncated entry kept: %v", err)
+	}
+}
