@@ -61,8 +61,9 @@ type Registry struct {
 	server *httptest.Server
 	app    *handlers.App
 
-	mu       sync.Mutex
-	requests []Request
+	mu         sync.Mutex
+	requests   []Request
+	generation int // Reset calls so far
 }
 
 type config struct {
@@ -206,14 +207,20 @@ func StartErr(t testing.TB, opts ...Option) (*Registry, error) {
 	return reg, nil
 }
 
+// statusWriter records a request's status in the registry's log as the
+// status goes out, before the client can see any of the response: a test
+// that counts requests right after its client got an answer must find
+// them all (recording after the handler returned raced with the client).
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	set    func(status int)
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.set(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -221,6 +228,7 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.set(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(p)
 }
@@ -234,14 +242,23 @@ func (w *statusWriter) Flush() {
 
 func (r *Registry) record(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
+		// Logged as it arrives; its status is filled in as it goes out.
+		r.mu.Lock()
+		gen := r.generation
+		i := len(r.requests)
+		r.requests = append(r.requests, Request{Method: req.Method, Path: req.URL.Path})
+		r.mu.Unlock()
+		sw := &statusWriter{ResponseWriter: w, set: func(status int) {
+			r.mu.Lock()
+			if r.generation == gen && i < len(r.requests) {
+				r.requests[i].Status = status
+			}
+			r.mu.Unlock()
+		}}
 		next.ServeHTTP(sw, req)
 		if sw.status == 0 {
-			sw.status = http.StatusOK
+			sw.WriteHeader(http.StatusOK) // what net/http sends for a handler that wrote nothing
 		}
-		r.mu.Lock()
-		r.requests = append(r.requests, Request{Method: req.Method, Path: req.URL.Path, Status: sw.status})
-		r.mu.Unlock()
 	})
 }
 
@@ -267,6 +284,7 @@ func (r *Registry) Count(match func(Request) bool) int {
 func (r *Registry) Reset() {
 	r.mu.Lock()
 	r.requests = nil
+	r.generation++ // requests in flight no longer update the log
 	r.mu.Unlock()
 }
 

@@ -41,3 +41,36 @@ func TestStartPushCount(t *testing.T) {
 		t.Fatalf("manifest requests not counted: %v", reg.Requests())
 	}
 }
+
+// A request is in the log, with its status, as soon as its client has the
+// answer, even while the handler is still running after writing it (as
+// net/http's handlers may): tests count requests right after their client
+// returns.
+func TestRequestLoggedBeforeTheClientSeesTheAnswer(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	linger := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if strings.HasSuffix(req.URL.Path, "/linger") {
+				w.WriteHeader(http.StatusTeapot)
+				w.(http.Flusher).Flush()
+				<-release // still running when the client has its answer
+				return
+			}
+			next.ServeHTTP(w, req)
+		})
+	}
+	reg := registrytest.Start(t, registrytest.WithMiddleware(linger))
+	resp, err := http.Get(reg.URL + "/v2/x/linger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if q := reg.Requests(); resp.StatusCode != http.StatusTeapot || len(q) != 1 || q[0].Status != http.StatusTeapot || q[0].Path != "/v2/x/linger" {
+		t.Fatalf("status %d, requests %v", resp.StatusCode, q)
+	}
+	reg.Reset()
+	if q := reg.Requests(); len(q) != 0 {
+		t.Fatalf("after Reset: %v", q)
+	}
+}
