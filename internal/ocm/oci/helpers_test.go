@@ -2,6 +2,7 @@ package oci_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 )
 
 const (
@@ -106,4 +108,38 @@ func readBlob(t testing.TB, b ocm.Blob, err error) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// envCreds serves ARGOCD_OCM_REGISTRY_<NAME>_USERNAME/PASSWORD.
+func envCreds(creds map[string][2]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		for name, up := range creds {
+			switch k {
+			case "ARGOCD_OCM_REGISTRY_" + name + "_USERNAME":
+				return up[0], true
+			case "ARGOCD_OCM_REGISTRY_" + name + "_PASSWORD":
+				return up[1], true
+			}
+		}
+		return "", false
+	}
+}
+
+// twoTenantPolicy is a sidecar policy of two projects: a reads aHost/ocm
+// with credential A (envCreds), b reads bHost/bPrefix without one; both
+// over plain HTTP.
+func twoTenantPolicy(t testing.TB, aHost, bHost, bPrefix string) *policy.Policy {
+	t.Helper()
+	p, err := policy.Parse([]byte(fmt.Sprintf(`apiVersion: argocd-ocm-plugin.io/v1alpha1
+kind: SidecarPolicy
+credentials:
+- {name: a, host: %q, pathPrefix: ocm, env: A}
+rules:
+- {name: a, projects: [a], repositories: [{host: %q, pathPrefix: ocm}], credentials: [a], plainHTTP: [%q]}
+- {name: b, projects: [b], repositories: [{host: %q, pathPrefix: %s}], plainHTTP: [%q]}
+`, aHost, aHost, aHost, bHost, bPrefix, bHost)), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -445,26 +445,8 @@ func TestSharedCachesDoNotCrossCredentials(t *testing.T) {
 	d := makeData(t)
 	reg := registrytest.Start(t, registrytest.WithBasicAuth("ocm", secret))
 	reg.Push(t, "ocm", component(d, "1.0.0"))
-	p, err := policy.Parse([]byte(fmt.Sprintf(`apiVersion: argocd-ocm-plugin.io/v1alpha1
-kind: SidecarPolicy
-credentials:
-- {name: a, host: %q, pathPrefix: ocm, env: A}
-rules:
-- {name: a, projects: [a], repositories: [{host: %q, pathPrefix: ocm}], credentials: [a], plainHTTP: [%q]}
-- {name: b, projects: [b], repositories: [{host: %q, pathPrefix: ocm}], plainHTTP: [%q]}
-`, reg.Host, reg.Host, reg.Host, reg.Host, reg.Host)), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	envA := func(k string) (string, bool) {
-		switch k {
-		case "ARGOCD_OCM_REGISTRY_A_USERNAME":
-			return "ocm", true
-		case "ARGOCD_OCM_REGISTRY_A_PASSWORD":
-			return secret, true
-		}
-		return "", false
-	}
+	p := twoTenantPolicy(t, reg.Host, reg.Host, "ocm")
+	envA := envCreds(map[string][2]string{"A": {"ocm", secret}})
 	cacheDir := t.TempDir()
 	tags := oci.NewTagResolutions(time.Minute)
 	client := func(project string) *oci.Client {
@@ -620,26 +602,8 @@ func TestSharedCacheLayersNeedTheirRepository(t *testing.T) {
 	}))
 	defer hostile.Close()
 	evil := strings.TrimPrefix(hostile.URL, "http://")
-	p, err := policy.Parse([]byte(fmt.Sprintf(`apiVersion: argocd-ocm-plugin.io/v1alpha1
-kind: SidecarPolicy
-credentials:
-- {name: a, host: %q, pathPrefix: ocm, env: A}
-rules:
-- {name: a, projects: [a], repositories: [{host: %q, pathPrefix: ocm}], credentials: [a], plainHTTP: [%q]}
-- {name: b, projects: [b], repositories: [{host: %q, pathPrefix: evil}], plainHTTP: [%q]}
-`, reg.Host, reg.Host, reg.Host, evil, evil)), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	envA := func(k string) (string, bool) {
-		switch k {
-		case "ARGOCD_OCM_REGISTRY_A_USERNAME":
-			return "ocm", true
-		case "ARGOCD_OCM_REGISTRY_A_PASSWORD":
-			return secret, true
-		}
-		return "", false
-	}
+	p := twoTenantPolicy(t, reg.Host, evil, "evil")
+	envA := envCreds(map[string][2]string{"A": {"ocm", secret}})
 	cacheDir := t.TempDir()
 	client := func(project string) *oci.Client {
 		c, err := oci.NewClient(baseOpts(cacheDir, policyopts.For(p.Rule(project), envA)...)...)

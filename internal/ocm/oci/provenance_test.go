@@ -42,21 +42,6 @@ func pushChartArtifact(t *testing.T, reg *registrytest.Registry, repo string, ch
 	return manifest, layer
 }
 
-// envCreds serves ARGOCD_OCM_REGISTRY_<NAME>_USERNAME/PASSWORD.
-func envCreds(creds map[string][2]string) func(string) (string, bool) {
-	return func(k string) (string, bool) {
-		for name, up := range creds {
-			switch k {
-			case "ARGOCD_OCM_REGISTRY_" + name + "_USERNAME":
-				return up[0], true
-			case "ARGOCD_OCM_REGISTRY_" + name + "_PASSWORD":
-				return up[1], true
-			}
-		}
-		return "", false
-	}
-}
-
 // TestSharedCacheLyingRegistry: under a policy, project b points at a
 // registry its rule allows that answers every HEAD and GET by digest with
 // 200 (and the digest asked for), serving other bytes: a manifest naming
@@ -103,17 +88,7 @@ func TestSharedCacheLyingRegistry(t *testing.T) {
 	}))
 	defer liar.Close()
 	evil := strings.TrimPrefix(liar.URL, "http://")
-	p, err := policy.Parse([]byte(fmt.Sprintf(`apiVersion: argocd-ocm-plugin.io/v1alpha1
-kind: SidecarPolicy
-credentials:
-- {name: a, host: %q, pathPrefix: ocm, env: A}
-rules:
-- {name: a, projects: [a], repositories: [{host: %q, pathPrefix: ocm}], credentials: [a], plainHTTP: [%q]}
-- {name: b, projects: [b], repositories: [{host: %q, pathPrefix: evil}], plainHTTP: [%q]}
-`, reg.Host, reg.Host, reg.Host, evil, evil)), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := twoTenantPolicy(t, reg.Host, evil, "evil")
 	env := envCreds(map[string][2]string{"A": {"ocm", secret}})
 	cacheDir := t.TempDir()
 	client := func(project string) *oci.Client {
@@ -141,7 +116,7 @@ rules:
 			t.Fatalf("%s: %q should name the registry and nothing secret", what, err)
 		}
 	}
-	_, err = client("b").FetchArtifact(ctx, evil+"/evil/chart@"+mdigest.String())
+	_, err := client("b").FetchArtifact(ctx, evil+"/evil/chart@"+mdigest.String())
 	mismatch("manifest pinned by digest", nil, err)
 
 	ch, err := client("b").OpenChart(ctx, evil+"/evil/chart:1.0.0")
