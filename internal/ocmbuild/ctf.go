@@ -81,9 +81,26 @@ func WriteCTFArchive(path string, gz bool, comps ...*Component) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-func gzipBytes(b []byte) ([]byte, error) {
+// StoredCTFTgz is the CTF of comps as a tgz gzipped without compression:
+// the archives of components whose data differ only in their bytes have
+// one size (tests of what tells two archives apart).
+func StoredCTFTgz(comps ...*Component) ([]byte, error) {
+	files, err := CTF(comps...)
+	if err != nil {
+		return nil, err
+	}
+	b, err := TarFiles(files, false)
+	if err != nil {
+		return nil, err
+	}
+	return gzipBytesLevel(b, gzip.NoCompression)
+}
+
+func gzipBytes(b []byte) ([]byte, error) { return gzipBytesLevel(b, gzip.BestCompression) }
+
+func gzipBytesLevel(b []byte, level int) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw, _ := gzip.NewWriterLevel(&buf, level)
 	zw.ModTime = fixedTime
 	if _, err := zw.Write(b); err != nil {
 		return nil, err

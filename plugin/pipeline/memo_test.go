@@ -1,8 +1,6 @@
 package pipeline_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"os"
 	"path/filepath"
@@ -46,22 +44,12 @@ func TestEngineArchivesStayWithTheirApplication(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Gzipped without compression: the two archives have one size.
-		tarPath := filepath.Join(t.TempDir(), "ctf.tar")
-		if err := ocmbuild.WriteCTFArchive(tarPath, false, c); err != nil {
-			t.Fatal(err)
-		}
-		raw, err := os.ReadFile(tarPath)
+		tgz, err := ocmbuild.StoredCTFTgz(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var tgz bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&tgz, gzip.NoCompression)
-		zw.Write(raw)
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
 		p := filepath.Join(dir, "ctf.tgz")
-		if err := os.WriteFile(p, tgz.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(p, tgz, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chtimes(p, mtime, mtime); err != nil {

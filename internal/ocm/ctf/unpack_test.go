@@ -2,7 +2,6 @@ package ctf
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -317,22 +316,12 @@ func randomData(seed byte, n int) []byte {
 func writeStoredTgz(t *testing.T, dir, name string, data []byte) string {
 	t.Helper()
 	c := &ocmbuild.Component{Name: testComp, Version: "1.0.0", Resources: []ocmbuild.Resource{{Name: "data", Type: "blob", Data: data, MediaType: "application/octet-stream"}}}
-	tarPath := filepath.Join(t.TempDir(), "ctf.tar")
-	if err := ocmbuild.WriteCTFArchive(tarPath, false, c); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(tarPath)
+	tgz, err := ocmbuild.StoredCTFTgz(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.NoCompression)
-	zw.Write(raw)
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(p, tgz, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
