@@ -239,20 +239,25 @@ func TestPoolKillsAtLimits(t *testing.T) {
 }
 
 // The deadline counts from arrival: a request queued behind a busy worker
-// fails at its own deadline, not the busy one's end.
+// fails at its own deadline, not the busy one's end. The request arrived
+// 19.5 s of its 20 s ago, so it is refused 0.5 s from now; counting from
+// the call, or waiting for the busy generation (20 s), would take 20 s.
+// The margin between the two is wide enough for a loaded machine (a 1 s
+// deadline and 0.5 s against 0.9 s failed on 2 cores at load 20; 0.1 s
+// against 0.7 s leaves 0.6 s, and a refusal came 0.97 s late there).
 func TestPoolQueueCountsAgainstTheDeadline(t *testing.T) {
-	p := testPool(t, &Pool{Size: 1, Deadline: time.Second, Grace: 100 * time.Millisecond})
+	const deadline, queued = 20 * time.Second, 19500 * time.Millisecond
+	p := testPool(t, &Pool{Size: 1, Deadline: deadline, Grace: 100 * time.Millisecond})
 	go do(p, "spin")
-	time.Sleep(100 * time.Millisecond)
-	// Its deadline is 100 ms away; the busy one ends (killed) 1 s from now.
-	// The margin between them is wide, for a loaded machine.
+	waitRunning(t, p, 1)
 	start := time.Now()
-	res, out := p.Do(context.Background(), &Request{Args: []string{"echo"}}, start.Add(-900*time.Millisecond))
+	res, out := p.Do(context.Background(), &Request{Args: []string{"echo"}}, start.Add(-queued))
+	took := time.Since(start)
 	if res != nil || out.Cause != CauseQueueDeadline {
 		t.Fatalf("%+v %+v", res, out)
 	}
-	if took := time.Since(start); took > 700*time.Millisecond {
-		t.Errorf("refused after %v, want about 100ms (the busy generation ends after 1s)", took)
+	if own := deadline - queued; took < own || took > deadline/2 {
+		t.Errorf("refused after %v, want its own deadline %v from now (the busy generation ends in %v)", took, own, deadline)
 	}
 }
 
