@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,18 +203,24 @@ func TestPoolRunsInWarmWorkers(t *testing.T) {
 }
 
 // A worker past its deadline or memory limit is killed, the outcome names
-// the limit, and the next generation is served by a fresh worker.
+// the limit, and the next generation is served by a fresh worker. Each
+// limit has a pool of its own, so that a loaded machine cannot make the
+// other one come first: at load 20 on 2 cores, "grow" took over 2 s to
+// allocate 96 MiB, and "polite" over its 200 ms grace to answer.
 func TestPoolKillsAtLimits(t *testing.T) {
-	p := testPool(t, &Pool{Size: 2, Deadline: 800 * time.Millisecond, Grace: 200 * time.Millisecond, MaxMemory: 96 << 20})
+	deadline := testPool(t, &Pool{Size: 2, Deadline: 800 * time.Millisecond, Grace: 200 * time.Millisecond, MaxMemory: 96 << 20})
+	memory := testPool(t, &Pool{Size: 2, Deadline: time.Minute, MaxMemory: 96 << 20})
 	for _, tc := range []struct {
+		p     *Pool
 		args  []string
 		cause string
 		max   time.Duration
 	}{
-		{[]string{"spin"}, CauseDeadline, 3 * time.Second},
-		{[]string{"grow"}, CauseMemory, 3 * time.Second},
-		{[]string{"crash"}, CauseCrashed, 3 * time.Second},
+		{deadline, []string{"spin"}, CauseDeadline, 5 * time.Second},
+		{memory, []string{"grow"}, CauseMemory, 30 * time.Second},
+		{deadline, []string{"crash"}, CauseCrashed, 5 * time.Second},
 	} {
+		p := tc.p
 		start := time.Now()
 		res, out := do(p, tc.args...)
 		took := time.Since(start)
@@ -231,10 +238,16 @@ func TestPoolKillsAtLimits(t *testing.T) {
 			t.Fatalf("after %s: %+v", tc.args[0], res)
 		}
 	}
-	// Cooperative code reports its own error at the deadline: no kill.
-	res, out := do(p, "polite")
+	// Cooperative code reports its own error at the deadline: no kill (the
+	// grace is long: answering takes the worker a moment under load).
+	polite := testPool(t, &Pool{Size: 1, Deadline: 800 * time.Millisecond, Grace: 20 * time.Second})
+	start := time.Now()
+	res, out := do(polite, "polite")
 	if res == nil || out.Cause != "" || !strings.Contains(string(res.Stderr), "resource chart") {
 		t.Errorf("polite: %+v %+v", res, out)
+	}
+	if took := time.Since(start); took < 800*time.Millisecond {
+		t.Errorf("polite answered after %v, before its deadline", took)
 	}
 }
 
@@ -353,47 +366,66 @@ func waitDead(t *testing.T, pid int) {
 }
 
 // The server with a pool: a limit is one error line naming the application,
-// component, version and limit, with nothing on stdout.
+// component, version and limit, with nothing on stdout. Each limit has a
+// server and pool of its own: the memory case's deadline is long (at load
+// 20 on 2 cores, "grow" took over 2 s to allocate 96 MiB).
 func TestServerWithPoolLimitError(t *testing.T) {
-	p := testPool(t, &Pool{Size: 1, Deadline: 2 * time.Second, Grace: 100 * time.Millisecond, MaxMemory: 96 << 20, Stderr: os.Stderr})
-	var log strings.Builder
-	var logMu sync.Mutex
-	metrics := NewMetrics()
-	p.Metrics, metrics.Stats = metrics, p.Stats
-	s := &Server{Pool: p, Fingerprint: "fp", Metrics: metrics, Log: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &log}, nil)),
-		Describe: func(*Request) Description {
-			return Description{Application: "shop", Project: "team-a", Component: "example.com/shop", Version: "1.0.0"}
-		}}
-	sock := start(t, s)
-	for _, tc := range []struct{ arg, want string }{
-		{"grow", "argocd-ocm-plugin: application shop: component example.com/shop:1.0.0: generation exceeded the memory limit of 96 MiB (the render server stopped it): limit exceeded\n"},
-		{"spin", "argocd-ocm-plugin: application shop: component example.com/shop:1.0.0: generation exceeded the deadline of 2s (the render server stopped it): limit exceeded\n"},
+	for _, tc := range []struct {
+		arg     string
+		pool    *Pool
+		want    string
+		outcome string
+	}{
+		{"grow", &Pool{Size: 1, Deadline: time.Minute, MaxMemory: 96 << 20, Stderr: os.Stderr},
+			"argocd-ocm-plugin: application shop: component example.com/shop:1.0.0: generation exceeded the memory limit of 96 MiB (the render server stopped it): limit exceeded\n", "memory"},
+		{"spin", &Pool{Size: 1, Deadline: 2 * time.Second, Grace: 100 * time.Millisecond, MaxMemory: 96 << 20, Stderr: os.Stderr},
+			"argocd-ocm-plugin: application shop: component example.com/shop:1.0.0: generation exceeded the deadline of 2s (the render server stopped it): limit exceeded\n", "deadline"},
 	} {
-		res, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{tc.arg}, Fingerprint: "fp"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Exit != 1 || len(res.Stdout) != 0 || string(res.Stderr) != tc.want {
-			t.Errorf("%s: exit %d, stdout %q, stderr %q\nwant %q", tc.arg, res.Exit, res.Stdout, res.Stderr, tc.want)
-		}
-	}
-	var text strings.Builder
-	if err := metrics.WriteText(&text); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`argocd_ocm_generations_total{outcome="memory"} 1`, `argocd_ocm_generations_total{outcome="deadline"} 1`,
-		`argocd_ocm_worker_kills_total{cause="deadline"} 1`, `argocd_ocm_worker_kills_total{cause="memory"} 1`,
-		"argocd_ocm_generation_seconds_count 2", `argocd_ocm_workers{state="busy"} 0`} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("metrics lack %s:\n%s", want, text.String())
-		}
-	}
-	logMu.Lock()
-	defer logMu.Unlock()
-	for _, want := range []string{`outcome=memory`, `outcome=deadline`, `project=team-a`, `component=example.com/shop`} {
-		if !strings.Contains(log.String(), want) {
-			t.Errorf("log lacks %s:\n%s", want, log.String())
-		}
+		t.Run(tc.arg, func(t *testing.T) {
+			p := testPool(t, tc.pool)
+			var log strings.Builder
+			var logMu sync.Mutex
+			metrics := NewMetrics()
+			p.Metrics, metrics.Stats = metrics, p.Stats
+			s := &Server{Pool: p, Fingerprint: "fp", Metrics: metrics, Log: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &log}, nil)),
+				Describe: func(*Request) Description {
+					return Description{Application: "shop", Project: "team-a", Component: "example.com/shop", Version: "1.0.0"}
+				}}
+			sock := start(t, s)
+			res, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{tc.arg}, Fingerprint: "fp"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Exit != 1 || len(res.Stdout) != 0 || string(res.Stderr) != tc.want {
+				t.Errorf("%s: exit %d, stdout %q, stderr %q\nwant %q", tc.arg, res.Exit, res.Stdout, res.Stderr, tc.want)
+			}
+			// The killed worker leaves the busy gauge once it is reaped, which
+			// may be just after its client has the result.
+			var text strings.Builder
+			wants := []string{`argocd_ocm_generations_total{outcome="` + tc.outcome + `"} 1`, `argocd_ocm_worker_kills_total{cause="` + tc.outcome + `"} 1`,
+				"argocd_ocm_generation_seconds_count 1", `argocd_ocm_workers{state="busy"} 0`}
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				text.Reset()
+				if err := metrics.WriteText(&text); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(text.String(), w) }) || time.Now().After(deadline) {
+					break
+				}
+			}
+			for _, want := range wants {
+				if !strings.Contains(text.String(), want) {
+					t.Errorf("metrics lack %s:\n%s", want, text.String())
+				}
+			}
+			logMu.Lock()
+			defer logMu.Unlock()
+			for _, want := range []string{`outcome=` + tc.outcome, `project=team-a`, `component=example.com/shop`} {
+				if !strings.Contains(log.String(), want) {
+					t.Errorf("log lacks %s:\n%s", want, log.String())
+				}
+			}
+		})
 	}
 }
 
