@@ -301,11 +301,20 @@ func TestPoolWorkerKilledFromOutside(t *testing.T) {
 	if res != nil || out.Cause != CauseCrashed || !strings.Contains(out.Detail, "killed") {
 		t.Errorf("mid-render kill: %+v %+v", res, out)
 	}
-	for _, pid := range p.Pids() {
+	// Once the pool has reaped them (a dead process's last threads can hold
+	// its end of the socket a while after it shows as a zombie), none of
+	// them is handed out. A 50 ms sleep stood for that here; without it 6
+	// runs in 30 handed a killed worker to the next generation.
+	killed := p.Pids()
+	for _, pid := range killed {
 		syscall.Kill(pid, syscall.SIGKILL)
 		waitDead(t, pid)
 	}
-	time.Sleep(50 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); slices.ContainsFunc(p.Pids(), func(pid int) bool { return slices.Contains(killed, pid) }); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool still lists killed workers 10 s after they died: %v of %v", p.Pids(), killed)
+		}
+	}
 	for i := range 4 {
 		if res, out := do(p, "echo"); res == nil || res.Exit != 0 {
 			t.Fatalf("generation %d after the idle workers were killed: %+v %+v", i, res, out)
