@@ -637,10 +637,10 @@ func TestPoolGrowth(t *testing.T) {
 		t.Fatalf("%d workers at start, want 1 warm", n)
 	}
 	var wg sync.WaitGroup
-	for range 2 {
+	for i := range 2 {
 		wg.Add(1)
 		go func() { defer wg.Done(); do(p, "sleep") }()
-		time.Sleep(150 * time.Millisecond)
+		waitRunning(t, p, i+1)
 	}
 	// Both sleepers run (the second worker started at once); the third
 	// request gets a third worker once they have slept GrowAfter + a window.
@@ -692,7 +692,7 @@ func TestPoolGrowthWaitsForTheFetchItIsBehind(t *testing.T) {
 			p := testPool(t, pool)
 			lock := filepath.Join(locks, "sha256", "5735e7fc")
 			var wg sync.WaitGroup
-			for _, cmd := range []string{"holdlock", "waitlock"} {
+			for i, cmd := range []string{"holdlock", "waitlock"} {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -700,7 +700,13 @@ func TestPoolGrowthWaitsForTheFetchItIsBehind(t *testing.T) {
 						t.Errorf("%s: %+v %+v", cmd, res, out)
 					}
 				}()
-				time.Sleep(150 * time.Millisecond)
+				// The holder has the lock before the waiter starts (a 150 ms
+				// sleep did not always on a loaded machine: then the waiter
+				// took it and was done at once).
+				waitRunning(t, p, i+1)
+				if cmd == "holdlock" {
+					waitLocked(t, lock)
+				}
 			}
 			start := time.Now()
 			if res, out := do(p, "echo", "third"); res == nil || res.Exit != 0 {
@@ -823,6 +829,24 @@ func TestPoolSharesCores(t *testing.T) {
 			t.Errorf("Procs -1: worker rendered with %d Ps (outcome %d), want its own 3", n, out.Procs)
 		}
 	})
+}
+
+// waitLocked waits until another process holds an flock on path.
+func waitLocked(t *testing.T, path string) {
+	t.Helper()
+	for range 500 {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		f.Close() // releases a lock taken just now
+		if err == syscall.EWOULDBLOCK {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s not locked after 5 s", path)
 }
 
 // waitRunning waits until n workers render.
