@@ -46,15 +46,19 @@ func TestStalledHolderIsGivenUpOn(t *testing.T) {
 			holderCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			held := make(chan error, 1)
+			locked := make(chan struct{}) // the holder fetches once it has the locks
 			go func() {
-				rc, err := first.Fetch(holderCtx, d, int64(len(data)), trickle(data))
+				rc, err := first.Fetch(holderCtx, d, int64(len(data)), func(ctx context.Context) (io.ReadCloser, error) {
+					close(locked)
+					return trickle(data)(ctx)
+				})
 				if err == nil {
 					_, err = io.Copy(io.Discard, rc)
 					rc.Close()
 				}
 				held <- err
 			}()
-			time.Sleep(200 * time.Millisecond) // the holder has the locks
+			<-locked
 			start := time.Now()
 			rc, err := tc.second(dir, first).Fetch(context.Background(), d, int64(len(data)), fast(data))
 			if err != nil {
@@ -89,11 +93,13 @@ func TestRecentMemoWaitIsBounded(t *testing.T) {
 	m := NewRecent[string, string](time.Minute)
 	release := make(chan struct{})
 	defer close(release)
+	calling := make(chan struct{})
 	go m.Do(context.Background(), "tag", func(context.Context) (string, error) {
+		close(calling)
 		<-release // a tarpit registry
 		return "slow", nil
 	})
-	time.Sleep(50 * time.Millisecond)
+	<-calling
 	start := time.Now()
 	v, err := m.Do(context.Background(), "tag", func(context.Context) (string, error) { return "own", nil })
 	if err != nil || v != "own" {
