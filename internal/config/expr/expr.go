@@ -433,12 +433,14 @@ func (e *Evaluator) eval(ctx context.Context, where, expr string, vars map[strin
 	if err != nil {
 		xe := &Error{Where: where, Expr: expr, Msg: err.Error(), Err: errdef.ErrInvalidInput}
 		switch {
+		case strings.Contains(err.Error(), "cost limit exceeded"):
+			// What stopped it, even when the deadline has passed meanwhile
+			// (a loaded machine).
+			xe.Msg, xe.Err = "the expression does too much work: "+err.Error(), errdef.ErrLimitExceeded
 		case errors.Is(ectx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 			xe.Msg, xe.Err = fmt.Sprintf("evaluation took longer than %s", timeout), errdef.ErrLimitExceeded
 		case ctx.Err() != nil:
 			xe.Msg, xe.Err = "evaluation interrupted: "+ctx.Err().Error(), ctx.Err()
-		case strings.Contains(err.Error(), "cost limit exceeded"):
-			xe.Msg, xe.Err = "the expression does too much work: "+err.Error(), errdef.ErrLimitExceeded
 		case usesEmptyValues(expr, vars, err):
 			xe.Msg += "; " + VarValues + " (the rendered values) is available only in patches, not in definition values, config or localisation rules"
 		}
