@@ -311,7 +311,7 @@ func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver D
 		return out
 	}
 	out.Worker, out.Procs = w.pid, w.procs
-	h, err := p.await(ctx, w, raw, jobHeader{Deadline: deadline, Procs: w.procs, GC: w.gc})
+	h, _, err := p.await(ctx, w, raw, jobHeader{Deadline: deadline, Procs: w.procs, GC: w.gc})
 	if err == nil && !p.startDelivery(w) {
 		err = errors.New("killed") // a limit was hit just as the result came
 	}
@@ -324,11 +324,11 @@ func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver D
 }
 
 // await sends the job to w and waits for its result's header, killing w
-// when the deadline (and its grace) passes or ctx ends first.
-func (p *Pool) await(ctx context.Context, w *worker, raw []byte, job jobHeader) (header, error) {
+// when the deadline (and its grace) passes or ctx ends first. taken: w
+// acknowledged the job (see ServeWorker), i.e. it may have run it.
+func (p *Pool) await(ctx context.Context, w *worker, raw []byte, job jobHeader) (h header, taken bool, err error) {
 	deadline := job.Deadline
 	headers := make(chan error, 1)
-	var h header
 	go func() {
 		_ = w.conn.SetWriteDeadline(deadline.Add(p.Grace))
 		if err := writeJob(w.conn, job, raw); err != nil {
@@ -336,14 +336,18 @@ func (p *Pool) await(ctx context.Context, w *worker, raw []byte, job jobHeader) 
 			return
 		}
 		var err error
-		if h, err = readHeader(w.br); err == nil && (h.Stdout < 0 || h.Stderr < 0 || h.Stdout > maxOutput || h.Stderr > maxOutput) {
+		h, err = readHeader(w.br)
+		if err == nil && h.Accepted {
+			taken = true
+			h, err = readHeader(w.br)
+		}
+		if err == nil && (h.Stdout < 0 || h.Stderr < 0 || h.Stdout > maxOutput || h.Stderr > maxOutput) {
 			err = fmt.Errorf("malformed result: output sizes %d, %d", h.Stdout, h.Stderr)
 		}
 		headers <- err
 	}()
 	timer := time.NewTimer(time.Until(deadline.Add(p.Grace)))
 	defer timer.Stop()
-	var err error
 	select {
 	case err = <-headers:
 	case <-timer.C:
@@ -353,7 +357,7 @@ func (p *Pool) await(ctx context.Context, w *worker, raw []byte, job jobHeader) 
 		p.kill(w, CauseCanceled)
 		err = <-headers
 	}
-	return h, err
+	return h, taken, err
 }
 
 // deliverResult hands the result of header h to deliver. It returns true
