@@ -15,6 +15,7 @@ type Metrics struct {
 	generations  map[string]int64 // by outcome
 	workerStarts int64
 	workerKills  map[string]int64 // by cause
+	redeliveries int64
 	queueSum     float64
 	genSum       float64
 	genCount     int64
@@ -59,6 +60,17 @@ func (m *Metrics) workerKilled(cause string) {
 	m.mu.Unlock()
 }
 
+// redelivered counts a generation given to another worker because the one
+// it was handed had died before it took it.
+func (m *Metrics) redelivered() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.redeliveries++
+	m.mu.Unlock()
+}
+
 // WriteText writes the counters in the Prometheus text exposition format.
 func (m *Metrics) WriteText(w io.Writer) error {
 	m.mu.Lock()
@@ -88,6 +100,9 @@ func (m *Metrics) WriteText(w io.Writer) error {
 	for _, k := range sortedKeys(m.workerKills) {
 		p("argocd_ocm_worker_kills_total{cause=%q} %d\n", k, m.workerKills[k])
 	}
+	p("# HELP argocd_ocm_generation_redeliveries_total Generations given to another render worker because the one they were handed had died before it took them (killed from outside while idle).\n")
+	p("# TYPE argocd_ocm_generation_redeliveries_total counter\n")
+	p("argocd_ocm_generation_redeliveries_total %d\n", m.redeliveries)
 	if m.Stats != nil {
 		s := m.Stats()
 		p("# HELP argocd_ocm_workers Render worker processes, and how many are rendering.\n")

@@ -293,42 +293,87 @@ func (p *Pool) Do(ctx context.Context, req *Request, arrival time.Time) (res *Re
 // when the worker dies while deliver reads its result, out.Cause is set too
 // and out.Started says that deliver had begun. The deadline counts from
 // arrival.
+//
+// A worker that died before it took the job (killed from outside while
+// idle, before the pool reaped it) is no failure of the generation: it goes
+// to another worker, at most maxRedeliveries times, within the same
+// deadline. Once a worker has taken the job, it is never run again.
 func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver Deliver) (out Outcome) {
 	deadline := arrival.Add(p.Deadline)
-	qctx, cancel := context.WithDeadline(ctx, deadline)
-	w, err := p.acquire(qctx)
-	cancel()
-	out.Queue = time.Since(arrival)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		out.Cause = CauseCanceled
-		return out
-	case err != nil && !time.Now().Before(deadline):
-		out.Cause, out.Detail = CauseQueueDeadline, fmt.Sprintf("all %d render workers busy", p.Size)
-		return out
-	case err != nil:
-		out.Cause, out.Detail = CauseNoWorker, err.Error()
+	for attempt := 0; ; attempt++ {
+		qctx, cancel := context.WithDeadline(ctx, deadline)
+		w, err := p.acquire(qctx)
+		cancel()
+		out.Queue = time.Since(arrival)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			out.Cause = CauseCanceled
+			return out
+		case err != nil && !time.Now().Before(deadline):
+			out.Cause, out.Detail = CauseQueueDeadline, fmt.Sprintf("all %d render workers busy", p.Size)
+			return out
+		case err != nil:
+			out.Cause, out.Detail = CauseNoWorker, err.Error()
+			return out
+		}
+		out.Worker, out.Procs = w.pid, w.procs
+		h, taken, err := p.await(ctx, w, raw, jobHeader{Deadline: deadline, Procs: w.procs, GC: w.gc})
+		if err != nil && !taken && attempt < maxRedeliveries && p.diedBeforeTaking(w, err) {
+			p.Metrics.redelivered()
+			p.Log.Warn("render worker found dead before it took its generation: given to another", "worker", w.pid, "cause", err.Error(), "redelivery", attempt+1)
+			continue
+		}
+		if err == nil && !p.startDelivery(w) {
+			err = errors.New("killed") // a limit was hit just as the result came
+		}
+		if err == nil && p.deliverResult(w, h, deliver, &out) {
+			return out
+		}
+		// No complete result: the worker is dead or is killed now.
+		p.lost(w, &out)
 		return out
 	}
-	out.Worker, out.Procs = w.pid, w.procs
-	h, err := p.await(ctx, w, raw, jobHeader{Deadline: deadline, Procs: w.procs, GC: w.gc})
-	if err == nil && !p.startDelivery(w) {
-		err = errors.New("killed") // a limit was hit just as the result came
+}
+
+// maxRedeliveries bounds how often Run gives a generation to another worker
+// because the one it had was dead before it took the job.
+const maxRedeliveries = 2
+
+// diedBeforeTaking reports whether w's connection ended (err, from await)
+// before w acknowledged its job, without the pool having killed w: w died
+// by itself or was killed from outside (kill -9, the OOM killer), before or
+// while the job was sent. An end of the connection means that every thread
+// of w has closed its files, i.e. w is dead (a zombie at most), and no
+// acknowledgement means that the generation did not start in it (see
+// ServeWorker): it may run elsewhere. w is marked crashed; its Wait
+// forgets it. A worker the pool killed (deadline, memory, the client gone)
+// keeps that cause.
+func (p *Pool) diedBeforeTaking(w *worker, err error) bool {
+	if !connectionEnded(err) {
+		return false
 	}
-	if err == nil && p.deliverResult(w, h, deliver, &out) {
-		return out
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w.killed != "" {
+		return false
 	}
-	// No complete result: the worker is dead or is killed now.
-	p.lost(w, &out)
-	return out
+	p.killLocked(w, CauseCrashed) // dead already unless reaped: harmless, and never reused
+	return true
+}
+
+// connectionEnded: err says that the peer's end of the connection is
+// closed, or that ours was closed after its process was reaped.
+func connectionEnded(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
 }
 
 // await sends the job to w and waits for its result's header, killing w
-// when the deadline (and its grace) passes or ctx ends first.
-func (p *Pool) await(ctx context.Context, w *worker, raw []byte, job jobHeader) (header, error) {
+// when the deadline (and its grace) passes or ctx ends first. taken: w
+// acknowledged the job (see ServeWorker), i.e. it may have run it.
+func (p *Pool) await(ctx context.Context, w *worker, raw []byte, job jobHeader) (h header, taken bool, err error) {
 	deadline := job.Deadline
 	headers := make(chan error, 1)
-	var h header
 	go func() {
 		_ = w.conn.SetWriteDeadline(deadline.Add(p.Grace))
 		if err := writeJob(w.conn, job, raw); err != nil {
@@ -336,14 +381,18 @@ func (p *Pool) await(ctx context.Context, w *worker, raw []byte, job jobHeader) 
 			return
 		}
 		var err error
-		if h, err = readHeader(w.br); err == nil && (h.Stdout < 0 || h.Stderr < 0 || h.Stdout > maxOutput || h.Stderr > maxOutput) {
+		h, err = readHeader(w.br)
+		if err == nil && h.Accepted {
+			taken = true
+			h, err = readHeader(w.br)
+		}
+		if err == nil && (h.Stdout < 0 || h.Stderr < 0 || h.Stdout > maxOutput || h.Stderr > maxOutput) {
 			err = fmt.Errorf("malformed result: output sizes %d, %d", h.Stdout, h.Stderr)
 		}
 		headers <- err
 	}()
 	timer := time.NewTimer(time.Until(deadline.Add(p.Grace)))
 	defer timer.Stop()
-	var err error
 	select {
 	case err = <-headers:
 	case <-timer.C:
@@ -353,7 +402,7 @@ func (p *Pool) await(ctx context.Context, w *worker, raw []byte, job jobHeader) 
 		p.kill(w, CauseCanceled)
 		err = <-headers
 	}
-	return h, err
+	return h, taken, err
 }
 
 // deliverResult hands the result of header h to deliver. It returns true

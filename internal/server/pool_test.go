@@ -322,6 +322,73 @@ func TestPoolWorkerKilledFromOutside(t *testing.T) {
 	}
 }
 
+// An idle worker killed from outside (kill -9, the OOM killer) just before a
+// generation is handed to it, before the pool has reaped it: the generation
+// never reached it and runs in another worker instead of failing. A pool of
+// one, so that the killed worker is the one handed out.
+func TestPoolIdleWorkerKilledJustBefore(t *testing.T) {
+	m := NewMetrics()
+	p := testPool(t, &Pool{Size: 1, Warm: 1, Metrics: m})
+	const rounds = 50
+	for i := range rounds {
+		if res, out := do(p, "echo"); res == nil || res.Exit != 0 {
+			t.Fatalf("round %d, before the kill: %+v %+v", i, res, out)
+		}
+		// The worker is parked once its result was read: kill it there
+		// (through its os.Process, which knows when it was reaped).
+		var killed []int
+		p.mu.Lock()
+		for _, w := range p.idle {
+			if w.killed == "" && !isClosed(w.exited) && w.cmd.Process.Signal(syscall.SIGKILL) == nil {
+				killed = append(killed, w.pid)
+			}
+		}
+		p.mu.Unlock()
+		if len(killed) == 0 {
+			t.Fatalf("round %d: no idle worker to kill", i)
+		}
+		res, out := do(p, "echo", "after")
+		if res == nil || res.Exit != 0 || !strings.Contains(string(res.Stdout), "args after") {
+			t.Fatalf("round %d: a generation handed to a worker killed just before failed: %+v %+v", i, res, out)
+		}
+		if slices.Contains(killed, out.Worker) {
+			t.Fatalf("round %d: the result came from killed worker %d: %+v", i, out.Worker, out)
+		}
+	}
+	m.mu.Lock()
+	redelivered := m.redeliveries
+	m.mu.Unlock()
+	if redelivered > rounds {
+		t.Errorf("%d redeliveries in %d rounds of one kill each", redelivered, rounds)
+	}
+	t.Logf("%d of %d generations were handed a killed worker first", redelivered, rounds)
+}
+
+// A worker that took its job and then died (by itself, or killed from
+// outside mid-render) fails that generation once: it is never given to
+// another worker, since it may have run.
+func TestPoolJobTakenIsNotRedelivered(t *testing.T) {
+	m := NewMetrics()
+	p := testPool(t, &Pool{Size: 1, Warm: 1, Metrics: m})
+	if res, out := do(p, "crash"); res != nil || out.Cause != CauseCrashed || out.Detail != "exit status 3" {
+		t.Errorf("crash: %+v %+v", res, out)
+	}
+	done := make(chan Outcome, 1)
+	go func() { _, out := do(p, "spin"); done <- out }()
+	syscall.Kill(waitBusy(t, p, 1), syscall.SIGKILL)
+	if out := <-done; out.Cause != CauseCrashed || out.Detail != "signal killed" {
+		t.Errorf("killed mid-render: %+v", out)
+	}
+	if res, out := do(p, "echo"); res == nil || res.Exit != 0 {
+		t.Fatalf("echo after: %+v %+v", res, out)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.redeliveries != 0 || m.workerStarts != 3 {
+		t.Errorf("%d redeliveries, %d workers started (want 0 and 3: the first, one after each death, the last serving the echo)", m.redeliveries, m.workerStarts)
+	}
+}
+
 // A worker that used much memory for one generation is replaced after it;
 // so is one that served RecycleAfter generations.
 func TestPoolRecycles(t *testing.T) {

@@ -149,7 +149,9 @@ type header struct {
 	// Refused says why the server did not run the request.
 	Refused string `json:"refused,omitempty"`
 	// Accepted precedes the result of a request the server runs: from then
-	// on the client must not run the request itself.
+	// on the client must not run the request itself. A worker sends it to
+	// its supervisor for each job it read, before it runs it: without it,
+	// the job did not run in that worker.
 	Accepted bool `json:"accepted,omitempty"`
 	// Ready is a worker's first message: its process id, once it is past
 	// package initialisation and reads requests.

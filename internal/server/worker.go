@@ -21,9 +21,11 @@ const WorkerFD = 3
 // ServeWorker is a worker process's loop: it announces itself on conn (by
 // then the process is past package initialisation), then runs the requests
 // the supervisor sends, one at a time, each within its Deadline, until conn
-// closes. The supervisor enforces deadlines and memory limits by killing the
-// process; the context deadline lets cooperative code fail first, with an
-// error that names what it was doing.
+// closes. It acknowledges each job as soon as it has read it, before it runs
+// it (header.Accepted), then sends the result. The supervisor enforces
+// deadlines and memory limits by killing the process; the context deadline
+// lets cooperative code fail first, with an error that names what it was
+// doing.
 //
 // Freed memory is returned to the system after each generation that grew
 // the heap past 64 MiB, so that the supervisor's view of the worker's memory
@@ -47,6 +49,13 @@ func ServeWorker(ctx context.Context, conn io.ReadWriter, h Handler, log *slog.L
 			return nil // the supervisor closed the connection: retire
 		}
 		if err != nil {
+			return err
+		}
+		// Taken: before anything of the generation runs, so that a
+		// supervisor whose connection ends without this knows the
+		// generation did not run here and may give it to another worker
+		// (see Pool.Run).
+		if err := writeHeader(conn, header{Accepted: true}); err != nil {
 			return err
 		}
 		setProcs(job.Procs)
