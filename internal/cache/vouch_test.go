@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,16 +16,7 @@ import (
 
 func readVouched(t *testing.T, c *Cache, v Vouch, size int64, fetch FetchFunc) []byte {
 	t.Helper()
-	rc, err := c.FetchVouched(context.Background(), v, size, fetch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return readAll(t)(c.FetchVouched(context.Background(), v, size, fetch))
 }
 
 // TestFetchVouchedNeedsTheSource: an entry another source put into the
