@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -53,17 +52,11 @@ func entryCost(size int64) int64 { return max(size, minEntryCost) }
 // template changes: the files' bytes, the Lock, the schema's bytes. A nil
 // *ChartCache loads every time. It is safe for concurrent use.
 type ChartCache struct {
-	max int64
-
-	mu    sync.Mutex
-	m     map[[32]byte]*chartEntry
-	order [][32]byte // least recently used first
-	size  int64
+	lru[*chartEntry]
 }
 
 type chartEntry struct {
 	chart *chart.Chart // never rendered: renders get copies
-	size  int64
 	// schemas are set once checkSchemas passed for the chart: its schemas,
 	// compiled.
 	schemas atomic.Pointer[compiledSchemas]
@@ -77,7 +70,7 @@ func NewChartCache(maxBytes int64) *ChartCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultChartCacheSize
 	}
-	return &ChartCache{max: maxBytes, m: map[[32]byte]*chartEntry{}}
+	return &ChartCache{newLRU[*chartEntry](maxBytes)}
 }
 
 // load returns a copy of the chart of archive and the entry it is kept in
@@ -88,13 +81,7 @@ func (cc *ChartCache) load(archive []byte) (*chart.Chart, *chartEntry, error) {
 		return c, nil, err
 	}
 	key := sha256.Sum256(archive)
-	cc.mu.Lock()
-	e := cc.m[key]
-	if e != nil {
-		cc.touch(key)
-	}
-	cc.mu.Unlock()
-	if e != nil {
+	if e, ok := cc.get(key); ok {
 		return copyChart(e.chart, nil), e, nil
 	}
 	c, size, err := loadArchive(archive)
@@ -104,39 +91,7 @@ func (cc *ChartCache) load(archive []byte) (*chart.Chart, *chartEntry, error) {
 	if size > cc.max {
 		return c, nil, nil
 	}
-	e = &chartEntry{chart: copyChart(c, nil), size: entryCost(size)}
-	return c, cc.put(key, e), nil
-}
-
-// put keeps e under key (or returns the entry already there), dropping
-// the least recently used entries past the bound.
-func (cc *ChartCache) put(key [32]byte, e *chartEntry) *chartEntry {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if old, ok := cc.m[key]; ok {
-		return old
-	}
-	cc.m[key] = e
-	cc.order = append(cc.order, key)
-	cc.size += e.size
-	for cc.size > cc.max && len(cc.order) > 0 {
-		old := cc.order[0]
-		cc.order = cc.order[1:]
-		cc.size -= cc.m[old].size
-		delete(cc.m, old)
-	}
-	return e
-}
-
-// touch moves key to the most recently used end (cc.mu held).
-func (cc *ChartCache) touch(key [32]byte) {
-	for i, k := range cc.order {
-		if k == key {
-			copy(cc.order[i:], cc.order[i+1:])
-			cc.order[len(cc.order)-1] = key
-			return
-		}
-	}
+	return c, cc.put(key, &chartEntry{chart: copyChart(c, nil)}, size), nil
 }
 
 // loadArchive is LoadArchive, and the bytes the archive and its subchart

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"maps"
-	"sync"
 	"sync/atomic"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -39,17 +38,7 @@ const DefaultCRDCacheSize = 16 << 20
 // schema, not its configuration. A nil *CRDCache decodes every time. It is safe for
 // concurrent use.
 type CRDCache struct {
-	max int64
-
-	mu    sync.Mutex
-	m     map[[32]byte]*crdEntry
-	order [][32]byte // least recently used first
-	size  int64
-}
-
-type crdEntry struct {
-	objs []manifests.Object
-	size int64
+	lru[[]manifests.Object] // copies, never handed out
 }
 
 // NewCRDCache returns a cache of at most maxBytes of CRD text (<= 0:
@@ -58,7 +47,7 @@ func NewCRDCache(maxBytes int64) *CRDCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultCRDCacheSize
 	}
-	return &CRDCache{max: maxBytes, m: map[[32]byte]*crdEntry{}}
+	return &CRDCache{newLRU[[]manifests.Object](maxBytes)}
 }
 
 // decode returns a copy of the objects of text (a crds/ file as Helm prints
@@ -118,47 +107,16 @@ func (c *CRDCache) document(doc []byte, decode func() ([]manifests.Object, error
 
 // get returns a copy of the objects kept under key.
 func (c *CRDCache) get(key [32]byte) ([]manifests.Object, bool) {
-	c.mu.Lock()
-	e := c.m[key]
-	if e != nil {
-		c.touch(key)
-	}
-	c.mu.Unlock()
-	if e == nil {
+	objs, ok := c.lru.get(key)
+	if !ok {
 		return nil, false
 	}
-	return cloneObjects(e.objs), true
+	return cloneObjects(objs), true
 }
 
-// put keeps a copy of objs under key, dropping the least recently used
-// entries past the bound.
+// put keeps a copy of objs under key.
 func (c *CRDCache) put(key [32]byte, objs []manifests.Object, size int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[key]; ok {
-		return
-	}
-	size = entryCost(size)
-	c.m[key] = &crdEntry{objs: cloneObjects(objs), size: size}
-	c.order = append(c.order, key)
-	c.size += size
-	for c.size > c.max && len(c.order) > 0 {
-		old := c.order[0]
-		c.order = c.order[1:]
-		c.size -= c.m[old].size
-		delete(c.m, old)
-	}
-}
-
-// touch moves key to the most recently used end (c.mu held).
-func (c *CRDCache) touch(key [32]byte) {
-	for i, k := range c.order {
-		if k == key {
-			copy(c.order[i:], c.order[i+1:])
-			c.order[len(c.order)-1] = key
-			return
-		}
-	}
+	c.lru.put(key, cloneObjects(objs), size)
 }
 
 // crdText is a crds/ file as Helm prints it in the release manifest.

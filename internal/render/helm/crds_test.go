@@ -122,9 +122,9 @@ func TestCRDCacheKeepsOnlyCRDDocuments(t *testing.T) {
 	if len(c.m) != 1 {
 		t.Fatalf("%d documents kept, want 1 (the CRD alone)", len(c.m))
 	}
-	for _, e := range c.m {
-		if manifests.Key(e.objs[0]) != "apiextensions.k8s.io/CustomResourceDefinition//a.example.com" {
-			t.Fatalf("kept %s", manifests.Key(e.objs[0]))
+	for _, objs := range c.m {
+		if manifests.Key(objs[0]) != "apiextensions.k8s.io/CustomResourceDefinition//a.example.com" {
+			t.Fatalf("kept %s", manifests.Key(objs[0]))
 		}
 	}
 }
