@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"path"
@@ -8,13 +9,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/parallel"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 )
@@ -155,11 +156,20 @@ func sortedRelease(name string, files map[string]string, crdNodes int, hook mani
 	if len(docs) < 4 || size < 32<<10 {
 		workers = 1 // starting goroutines would cost more than they save
 	}
-	if !eachDoc(len(docs), workers, func(i int) bool { return decodeDoc(name, docs[i], texts[i], hook) }) {
+	if parallel.EachInOrder(len(docs), workers, func(i int) error {
+		if !decodeDoc(name, docs[i], texts[i], hook) {
+			return errNotFast
+		}
+		return nil
+	}) >= 0 {
 		return nil, false
 	}
 	return sortDocs(docs)
 }
+
+// errNotFast stops the parallel decoding when a document must take Helm's
+// own parse.
+var errNotFast = errors.New("document left to Helm's sort")
 
 // hasEndMarker reports whether s has a "..." line (a YAML document end
 // marker, as manifests.Decode splits at it).
@@ -220,52 +230,6 @@ func decodeDoc(name string, d *manifestDoc, text []byte, hook manifests.Document
 	}
 	// As manifestFile.sort parses it.
 	return yaml.Unmarshal([]byte(d.content), &d.head) == nil
-}
-
-// eachDoc calls do(i) for every i in [0, n) on up to workers goroutines
-// until one reports false, and reports whether none did. A panic of do is
-// re-raised in the caller's goroutine.
-func eachDoc(n, workers int, do func(i int) bool) bool {
-	if workers < 2 {
-		for i := range n {
-			if !do(i) {
-				return false
-			}
-		}
-		return true
-	}
-	var (
-		next     atomic.Int64
-		failed   atomic.Bool
-		panicked atomic.Pointer[any]
-		wg       sync.WaitGroup
-	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if p := recover(); p != nil {
-					panicked.CompareAndSwap(nil, &p)
-					failed.Store(true)
-				}
-			}()
-			for !failed.Load() {
-				i := next.Add(1) - 1
-				if i >= int64(n) {
-					return
-				}
-				if !do(int(i)) {
-					failed.Store(true)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if p := panicked.Load(); p != nil {
-		panic(*p)
-	}
-	return !failed.Load()
 }
 
 // headOf is the releaseutil.SimpleHead Helm's sort reads from the document

@@ -10,6 +10,7 @@ import (
 	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/parallel"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
@@ -44,7 +45,7 @@ func decodeDocs(name string, docs []yamlDoc, decode func(name string, i int, doc
 	if len(docs) < parallelMinDocs || size < parallelMinBytes {
 		workers = 1
 	}
-	eachInOrder(len(docs), workers, func(i int) error {
+	parallel.EachInOrder(len(docs), workers, func(i int) error {
 		res[i].objs, res[i].err = decode(name, i, docs[i])
 		return res[i].err
 	})

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/parallel"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -28,7 +29,7 @@ func encodeEach(objs []Object, enc func(o Object) ([]byte, error)) ([][]byte, in
 	if len(objs) < parallelMinObjects {
 		workers = 1
 	}
-	if f := eachInOrder(len(objs), workers, func(i int) error {
+	if f := parallel.EachInOrder(len(objs), workers, func(i int) error {
 		out[i], errs[i] = enc(objs[i])
 		return errs[i]
 	}); f >= 0 {

@@ -1,16 +1,16 @@
-package manifests
+package parallel
 
 import (
 	"sync"
 	"sync/atomic"
 )
 
-// eachInOrder calls do(i) for every i in [0, n) on up to workers goroutines
+// EachInOrder calls do(i) for every i in [0, n) on up to workers goroutines
 // and returns the lowest i whose call failed, or -1. The outcome is that of
 // a loop that stops at the first error: indexes after a failed one may not
 // run, and a panic of do is re-raised in the caller's goroutine (where a
 // caller's recover sees it as with the loop). workers < 2 is that loop.
-func eachInOrder(n, workers int, do func(i int) error) int {
+func EachInOrder(n, workers int, do func(i int) error) int {
 	if workers < 2 {
 		for i := range n {
 			if do(i) != nil {
