@@ -6,8 +6,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -86,24 +84,16 @@ func TestMarshalYAMLDirectSameAsViaJSON(t *testing.T) {
 	check(Object{strings.Repeat("k", maxDirectKey+1): 1})
 	check(Object{strings.Repeat("\x01", maxDirectKey): 1})
 
-	var files []string
-	for _, pattern := range []string{"../../../testdata/src/*/*/*.yaml", "../../../../shared/fixtures/realworld/golden/*.yaml"} {
-		m, _ := filepath.Glob(pattern)
-		files = append(files, m...)
-	}
+	files, _ := fixtureFiles(t)
 	objects := 0
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs, err := Decode(f, data)
+		objs, err := Decode(f.name, f.data)
 		if err != nil {
 			continue // not manifests
 		}
 		for _, o := range objs {
 			if !directYAML(o, 0) {
-				t.Errorf("%s: %s does not take the direct path", f, Key(o))
+				t.Errorf("%s: %s does not take the direct path", f.name, Key(o))
 			}
 			check(o)
 			objects++

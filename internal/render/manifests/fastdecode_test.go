@@ -3,8 +3,6 @@ package manifests
 import (
 	"encoding/binary"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -96,18 +94,10 @@ func TestFastDecodeSameAsYAMLv2(t *testing.T) {
 		t.Fatalf("fastDecode took %d of %d random documents", decoded, total)
 	}
 
-	var files []string
-	for _, pattern := range []string{"../../../testdata/src/*/*/*.yaml", "../../../../shared/fixtures/realworld/golden/*.yaml"} {
-		m, _ := filepath.Glob(pattern)
-		files = append(files, m...)
-	}
+	files, _ := fixtureFiles(t)
 	fastBytes, allBytes, docs := 0, 0, 0
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range splitYAML(data) {
+		for _, d := range splitYAML(f.data) {
 			docs++
 			allBytes += len(d.data)
 			if checkFastDecode(t, d.data) {
@@ -140,17 +130,11 @@ func FuzzFastDecode(f *testing.F) {
 // inserted): fastDecode still agrees with yaml.v2 or declines.
 func TestFastDecodeMutatedFixtures(t *testing.T) {
 	var docs [][]byte
-	for _, pattern := range []string{"../../../testdata/src/*/*/*.yaml", "../../../../shared/fixtures/realworld/golden/*.yaml"} {
-		m, _ := filepath.Glob(pattern)
-		for _, f := range m {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range splitYAML(data) {
-				if len(d.data) < 20_000 {
-					docs = append(docs, d.data)
-				}
+	files, _ := fixtureFiles(t)
+	for _, f := range files {
+		for _, d := range splitYAML(f.data) {
+			if len(d.data) < 20_000 {
+				docs = append(docs, d.data)
 			}
 		}
 	}

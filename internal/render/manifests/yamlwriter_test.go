@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"maps"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -122,27 +120,21 @@ func TestWriteYAMLSameAsYAMLv2(t *testing.T) {
 		t.Fatalf("only %d objects written by writeYAML", written)
 	}
 
-	files, _ := filepath.Glob("../../../testdata/src/*/*/*.yaml")
-	goldens, _ := filepath.Glob("../../../../shared/fixtures/realworld/golden/*.yaml")
-	files = append(files, goldens...)
+	files, goldens := fixtureFiles(t)
 	minObjects := 500 // the testdata manifests and the real-world goldens
-	if len(goldens) == 0 {
+	if !goldens {
 		t.Log("SKIP part: ../shared/fixtures/realworld is absent; only the repository's testdata manifests are compared")
 		minObjects = 6
 	}
 	objects := 0
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs, err := Decode(f, data)
+		objs, err := Decode(f.name, f.data)
 		if err != nil {
 			continue // not manifests
 		}
 		for _, o := range objs {
 			if !checkWriteYAML(t, o) {
-				t.Errorf("%s: %s is not written by writeYAML", f, Key(o))
+				t.Errorf("%s: %s is not written by writeYAML", f.name, Key(o))
 			}
 			objects++
 		}
