@@ -16,6 +16,7 @@ type Metrics struct {
 	workerStarts int64
 	workerKills  map[string]int64 // by cause
 	redeliveries int64
+	refusals     map[string]int64 // by reason
 	queueSum     float64
 	genSum       float64
 	genCount     int64
@@ -25,7 +26,7 @@ type Metrics struct {
 
 // NewMetrics returns empty counters.
 func NewMetrics() *Metrics {
-	return &Metrics{generations: map[string]int64{}, workerKills: map[string]int64{}}
+	return &Metrics{generations: map[string]int64{}, workerKills: map[string]int64{}, refusals: map[string]int64{}}
 }
 
 // Generation counts one request: outcome is "ok", "failed" (the command's
@@ -71,6 +72,18 @@ func (m *Metrics) redelivered() {
 	m.mu.Unlock()
 }
 
+// refused counts a request the server did not run (the client rendered
+// in a process of its own): reason is "environment", "protocol" or
+// "draining".
+func (m *Metrics) refused(reason string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.refusals[reason]++
+	m.mu.Unlock()
+}
+
 // WriteText writes the counters in the Prometheus text exposition format.
 func (m *Metrics) WriteText(w io.Writer) error {
 	m.mu.Lock()
@@ -103,6 +116,11 @@ func (m *Metrics) WriteText(w io.Writer) error {
 	p("# HELP argocd_ocm_generation_redeliveries_total Generations given to another render worker because the one they were handed had died before it took them (killed from outside while idle).\n")
 	p("# TYPE argocd_ocm_generation_redeliveries_total counter\n")
 	p("argocd_ocm_generation_redeliveries_total %d\n", m.redeliveries)
+	p("# HELP argocd_ocm_requests_refused_total Requests the render server did not run, by reason (environment: the client's settings differ from the server's; protocol; draining): each was rendered by a process of its own.\n")
+	p("# TYPE argocd_ocm_requests_refused_total counter\n")
+	for _, k := range []string{"environment", "protocol", "draining"} {
+		p("argocd_ocm_requests_refused_total{reason=%q} %d\n", k, m.refusals[k])
+	}
 	if m.Stats != nil {
 		s := m.Stats()
 		p("# HELP argocd_ocm_workers Render worker processes, and how many are rendering.\n")

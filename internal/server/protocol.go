@@ -54,6 +54,10 @@ type Request struct {
 	Env []string `json:"env"`
 	// Fingerprint is Fingerprint of the client's whole environment.
 	Fingerprint string `json:"fingerprint"`
+	// EnvDigests is EnvDigests of the client's environment: it lets a
+	// server that refuses the request log which variables differ (names
+	// only). Optional.
+	EnvDigests []string `json:"envDigests,omitempty"`
 	// Deadline is when the generation must be done: set by the supervisor
 	// for its worker (arrival + the generation deadline); a client's value
 	// is ignored.
@@ -63,7 +67,7 @@ type Request struct {
 // NewRequest builds a request from a client's arguments, working directory
 // and environment (os.Environ()).
 func NewRequest(args []string, dir string, environ []string) *Request {
-	req := &Request{Protocol: ProtocolVersion, Args: args, Dir: dir, Fingerprint: Fingerprint(environ)}
+	req := &Request{Protocol: ProtocolVersion, Args: args, Dir: dir, Fingerprint: Fingerprint(environ), EnvDigests: EnvDigests(environ)}
 	for _, kv := range environ {
 		if name, _, ok := strings.Cut(kv, "="); ok && RequestScoped(name) {
 			req.Env = append(req.Env, kv)
@@ -111,18 +115,33 @@ func volatile(name string) bool {
 	return false
 }
 
+// argoCDOwn reports whether a variable is one of Argo CD's own settings
+// (ARGOCD_*, other than the plugin's ARGOCD_OCM_* and the request-scoped
+// ones). The plugin reads none of them (TestPluginReadsNoArgoCDSetting), and
+// argocd-cmp-server changes some in its own environment at start-up
+// (ARGOCD_LOG_FORMAT, ARGOCD_LOG_LEVEL), which its commands inherit: counted,
+// they would make every client differ from the server that started it.
+func argoCDOwn(name string) bool {
+	return strings.HasPrefix(name, "ARGOCD_") && !strings.HasPrefix(name, "ARGOCD_OCM_") && !RequestScoped(name)
+}
+
+// fingerprinted reports whether a variable counts in Fingerprint.
+func fingerprinted(name string) bool {
+	return name != "" && !RequestScoped(name) && !volatile(name) && !argoCDOwn(name)
+}
+
 // Fingerprint hashes the sidecar-level part of an environment: everything
-// that is neither request-scoped nor volatile. Client and server compare it so
-// that a client started with other settings (registry credentials, signature
-// policy, cache directory, timeouts) is never served with the server's.
+// that is neither request-scoped, volatile nor Argo CD's own. Client and
+// server compare it so that a client started with other settings (registry
+// credentials, signature policy, cache directory, timeouts) is never served
+// with the server's.
 func Fingerprint(environ []string) string {
 	kept := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "" || RequestScoped(name) || volatile(name) {
-			continue
+		if fingerprinted(name) {
+			kept = append(kept, kv)
 		}
-		kept = append(kept, kv)
 	}
 	slices.Sort(kept)
 	kept = slices.Compact(kept)
@@ -132,6 +151,49 @@ func Fingerprint(environ []string) string {
 		h.Write([]byte{0})
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// EnvDigests lists the variables Fingerprint counts as "NAME=h", h a short
+// hash of the value, sorted: enough to name the variables two environments
+// disagree on (DifferingVariables), without their values.
+func EnvDigests(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if fingerprinted(name) {
+			sum := sha256.Sum256([]byte(value))
+			out = append(out, name+"="+hex.EncodeToString(sum[:6]))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// DifferingVariables names the variables of two EnvDigests lists that are
+// set in one only or set to other values, sorted.
+func DifferingVariables(a, b []string) []string {
+	index := func(ds []string) map[string]string {
+		m := make(map[string]string, len(ds))
+		for _, d := range ds {
+			name, h, _ := strings.Cut(d, "=")
+			m[name] = h
+		}
+		return m
+	}
+	ma, mb := index(a), index(b)
+	var names []string
+	for name, h := range ma {
+		if hb, ok := mb[name]; !ok || hb != h {
+			names = append(names, name)
+		}
+	}
+	for name := range mb {
+		if _, ok := ma[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Result is what the command did.

@@ -284,21 +284,27 @@ func (s *Server) readRequest(conn net.Conn, br *bufio.Reader, held *atomic.Int64
 // comes while the server drains; otherwise it tells the client the request
 // is accepted: from then on the client must not run it itself.
 func (s *Server) admit(conn net.Conn, req *Request) bool {
-	refuse := func(why string) {
-		s.Log.Warn("request refused", "cause", why)
+	refuse := func(reason, why string, attrs ...any) {
+		s.Log.Warn("request refused: the client renders in a process of its own", append([]any{"cause", why}, attrs...)...)
+		s.Metrics.refused(reason)
 		_ = writeResult(conn, header{Refused: why}, nil, nil)
 	}
 	switch {
 	case req.Protocol != ProtocolVersion:
-		refuse(fmt.Sprintf("protocol %d, server speaks %d", req.Protocol, ProtocolVersion))
+		refuse("protocol", fmt.Sprintf("protocol %d, server speaks %d", req.Protocol, ProtocolVersion))
 		return false
 	case req.Fingerprint != s.Fingerprint:
-		refuse("the client's environment differs from the server's")
+		// Names only: the values may be credentials.
+		var attrs []any
+		if req.EnvDigests != nil {
+			attrs = append(attrs, "variables", strings.Join(DifferingVariables(EnvDigests(os.Environ()), req.EnvDigests), ","))
+		}
+		refuse("environment", "the client's environment differs from the server's", attrs...)
 		return false
 	}
 	select {
 	case <-s.draining:
-		refuse("server shutting down")
+		refuse("draining", "server shutting down")
 		return false
 	default:
 	}
@@ -487,6 +493,14 @@ func (s *Server) inProcess(ctx context.Context, req *Request, arrival time.Time)
 		return nil, out
 	}
 	return &Result{Exit: code, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, out
+}
+
+// Running returns how many admitted requests are running or waiting for a
+// worker: what a supervisor waits for before it ends the sidecar.
+func (s *Server) Running() int {
+	s.idleMu.Lock()
+	defer s.idleMu.Unlock()
+	return s.running
 }
 
 // busy and done count running commands; the last one to finish arms the

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,6 +109,10 @@ func TestFingerprint(t *testing.T) {
 		{"HOME=/h", "DOCKER_CONFIG=/d", "PWD=/x", "SHLVL=2"},     // volatile
 		{"HOME=/h", "DOCKER_CONFIG=/d", EnvSocket + "=/tmp/s"},   // the socket itself
 		{"HOME=/h", "DOCKER_CONFIG=/d", "ARGOCD_ENV_HOME=/evil"}, // an Application's variable
+		// What argocd-cmp-server sets in its own environment at start-up
+		// (cli.SetLogFormat, cli.SetLogLevel), and its other settings.
+		{"HOME=/h", "DOCKER_CONFIG=/d", "ARGOCD_LOG_FORMAT=text", "ARGOCD_LOG_LEVEL=info"},
+		{"HOME=/h", "DOCKER_CONFIG=/d", "ARGOCD_CMP_WORKDIR=/tmp", "ARGOCD_PLUGINSOCKFILEPATH=/home/argocd/cmp-server/plugins"},
 	}
 	for _, env := range same {
 		if got := Fingerprint(env); got != base {
@@ -116,12 +122,77 @@ func TestFingerprint(t *testing.T) {
 	differ := [][]string{
 		{"HOME=/h", "DOCKER_CONFIG=/other"},
 		{"HOME=/h", "DOCKER_CONFIG=/d", "ARGOCD_OCM_SIGNATURE=acme"},
+		{"HOME=/h", "DOCKER_CONFIG=/d", "ARGOCD_OCM_TIMEOUT=5s"},
 		{"HOME=/h"},
 	}
 	for _, env := range differ {
 		if Fingerprint(env) == base {
 			t.Errorf("Fingerprint(%q) equals the base", env)
 		}
+	}
+}
+
+// The fingerprint leaves Argo CD's own settings out (argoCDOwn): that is
+// sound only while the plugin reads none of them. Every "ARGOCD_..." literal
+// of the product's code must be the plugin's own or request-scoped.
+func TestPluginReadsNoArgoCDSetting(t *testing.T) {
+	literal := regexp.MustCompile(`"(ARGOCD_[A-Z0-9_]*)`)
+	seen := 0
+	for _, dir := range []string{"../../cmd", "../../internal", "../../plugin"} {
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			for _, m := range literal.FindAllStringSubmatch(string(b), -1) {
+				seen++
+				if m[1] != "ARGOCD_" && argoCDOwn(m[1]) {
+					t.Errorf("%s reads %s, one of Argo CD's own settings, which Fingerprint leaves out", p, m[1])
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("found %d ARGOCD_ literals: the scan is broken", seen)
+	}
+}
+
+// A client whose settings differ is refused, and the server's log names
+// the variables that differ, never their values.
+func TestRefusalNamesDifferingVariables(t *testing.T) {
+	var logMu sync.Mutex
+	var logBuf bytes.Buffer
+	logText := func() string { logMu.Lock(); defer logMu.Unlock(); return logBuf.String() }
+	metrics := NewMetrics()
+	s := &Server{Log: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logBuf}, nil)), Metrics: metrics,
+		Handler: func(context.Context, *Request, io.Writer, io.Writer) int { return 0 }}
+	sock := start(t, s)
+	env := append(os.Environ(), "ARGOCD_OCM_REGISTRY_PASSWORD=s3cr3t-value", "ARGOCD_LOG_FORMAT=json")
+	if _, err := Do(context.Background(), sock, NewRequest([]string{"generate"}, "/app", env)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	log := logText()
+	if !strings.Contains(log, "variables=ARGOCD_OCM_REGISTRY_PASSWORD") || strings.Contains(log, "s3cr3t") || strings.Contains(log, "ARGOCD_LOG_FORMAT") {
+		t.Errorf("log should name ARGOCD_OCM_REGISTRY_PASSWORD only, without its value:\n%s", log)
+	}
+	var text bytes.Buffer
+	if err := metrics.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), `argocd_ocm_requests_refused_total{reason="environment"} 1`) {
+		t.Errorf("refusal not counted:\n%s", text.String())
+	}
+	// The same client with the server's environment plus what
+	// argocd-cmp-server adds is served.
+	if _, err := Do(context.Background(), sock, NewRequest([]string{"generate"}, "/app", append(os.Environ(), "ARGOCD_LOG_FORMAT=json", "ARGOCD_LOG_LEVEL=debug"))); err != nil {
+		t.Fatalf("a client with Argo CD's log settings was refused: %v\n%s", err, logText())
 	}
 }
 
