@@ -50,7 +50,9 @@ Limits (sidecar settings; see docs/render-server.md):
 
 With COMMAND (the sidecar runs: serve -- /var/run/argocd/argocd-cmp-server), serve starts
 it with ARGOCD_OCM_SERVER_SOCKET set, forwards signals to it, reaps orphaned processes
-when it is PID 1, and ends when COMMAND ends, with its exit status. Without COMMAND it
+when it is PID 1, and ends when COMMAND ends, with its exit status. On SIGTERM or SIGINT
+it forwards the signal (argocd-cmp-server then removes its socket), waits for running
+generations (at most 10s), sends SIGTERM again until COMMAND ends, and kills it 5s later. Without COMMAND it
 serves until SIGTERM or SIGINT.
 
 Request-scoped variables (ARGOCD_APP_*, ARGOCD_ENV_*, PARAM_*, KUBE_VERSION,
@@ -172,7 +174,7 @@ func serve(ctx context.Context, socket string, parallelism int, command []string
 	// The command's generate processes reach us through the variable; the
 	// server lives as long as the command does.
 	env := append(os.Environ(), server.EnvSocket+"="+socket)
-	code, err := supervise(command, env)
+	code, err := supervise(command, env, stopPolicy{Running: srv.Running})
 	stop()
 	if serr := <-served; serr != nil {
 		log.Warn("render server stopped", "cause", serr.Error())

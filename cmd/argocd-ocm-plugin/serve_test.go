@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
 )
@@ -301,3 +305,105 @@ func TestPoolLockDir(t *testing.T) {
 		}
 	}
 }
+
+// The stop policy: the second SIGTERM waits for running generations, at
+// most Grace, is repeated every resendEvery, and SIGKILL follows Kill later.
+func TestStopPolicy(t *testing.T) {
+	running := 1
+	p := stopPolicy{Running: func() int { return running }, Grace: 10 * time.Second, Kill: 5 * time.Second}.withDefaults()
+	t0 := time.Unix(1000, 0)
+	var s stopState
+	if !s.begin(t0) || s.begin(t0.Add(time.Second)) {
+		t.Fatal("begin: only the first stop signal begins a stop")
+	}
+	at := func(d time.Duration) stopStep { return s.next(t0.Add(d), p) }
+	if got := at(100 * time.Millisecond); got != stepWait {
+		t.Errorf("a generation runs, 0.1 s in: %v, want wait", got)
+	}
+	if got := at(3 * time.Second); got != stepWait {
+		t.Errorf("a generation runs, 3 s in: %v, want wait", got)
+	}
+	running = 0
+	if got := at(3*time.Second + 100*time.Millisecond); got != stepTerm {
+		t.Errorf("idle: %v, want SIGTERM", got)
+	}
+	if got := at(3*time.Second + 200*time.Millisecond); got != stepWait {
+		t.Errorf("0.1 s after a SIGTERM: %v, want wait", got)
+	}
+	if got := at(3*time.Second + 700*time.Millisecond); got != stepTerm {
+		t.Errorf("0.6 s after a SIGTERM: %v, want another", got)
+	}
+	running = 3
+	var busy stopState
+	busy.begin(t0)
+	if got := busy.next(t0.Add(10*time.Second), p); got != stepTerm {
+		t.Errorf("busy at the end of the grace: %v, want SIGTERM", got)
+	}
+	if got := busy.next(t0.Add(15*time.Second), p); got != stepKill {
+		t.Errorf("still alive at grace + kill: %v, want SIGKILL", got)
+	}
+}
+
+// serve -- COMMAND where COMMAND acts like argocd-cmp-server on SIGTERM
+// (the first only cleans up, the default action ends it): serve, the
+// sidecar's entrypoint, ends within a second of one SIGTERM with status 0,
+// and the command saw the first signal.
+func TestServeEndsCommandThatIgnoresTheFirstSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	dir, err := os.MkdirTemp("", "sup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	socket := filepath.Join(dir, "r.sock")
+	script := `trap 'trap - TERM; echo first-sigterm >&2' TERM; echo started; while :; do sleep 0.05; done`
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCLIHelperProcess$")
+	cmd.Env = append(os.Environ(), cliHelperEnv+"="+strings.Join([]string{"serve", "--socket", socket, "--", "/bin/sh", "-c", script}, "\x1f"),
+		"ARGOCD_OCM_WORKERS=1")
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "started\n" {
+		t.Fatalf("command did not start: %q %v\n%s", line, err, stderr.String())
+	}
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		took := time.Since(sent)
+		if err != nil {
+			t.Errorf("serve after SIGTERM: %v, want status 0\n%s", err, stderr.String())
+		}
+		if took > 2*time.Second {
+			t.Errorf("serve took %s to end after SIGTERM, want under a second or so", took)
+		}
+		t.Logf("serve ended %s after one SIGTERM", took.Round(time.Millisecond))
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve still runs 15 s after SIGTERM (the command ignored the forwarded signal)\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "first-sigterm") {
+		t.Errorf("the command never saw the first SIGTERM:\n%s", stderr.String())
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

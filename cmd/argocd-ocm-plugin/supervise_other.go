@@ -4,6 +4,6 @@ package main
 
 import "errors"
 
-func supervise(argv, env []string) (int, error) {
+func supervise(argv, env []string, stop stopPolicy) (int, error) {
 	return 0, errors.New("supervising a command needs a unix system")
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // forwarded are the signals a supervisor passes on to its command.
@@ -16,13 +17,20 @@ var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, sys
 // status (128+n when killed by signal n). As PID 1 of a container it also
 // reaps orphans re-parented to it, as an init must (argocd-cmp-server's
 // generate processes can leave some behind when Argo CD kills them).
-func supervise(argv, env []string) (int, error) {
+//
+// Once asked to stop (SIGTERM or SIGINT) it ends the command as stop says:
+// argocd-cmp-server's first SIGTERM only removes its socket, so the
+// supervisor repeats the signal until the command ends. A command ended by
+// SIGTERM then stopped as asked: status 0.
+func supervise(argv, env []string, stop stopPolicy) (int, error) {
+	stop = stop.withDefaults()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 	pid1 := os.Getpid() == 1
-	chld := make(chan os.Signal, 1)
+	var chld chan os.Signal
 	if pid1 {
+		chld = make(chan os.Signal, 1)
 		signal.Notify(chld, syscall.SIGCHLD)
 		defer signal.Stop(chld)
 	}
@@ -31,24 +39,33 @@ func supervise(argv, env []string) (int, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
+	var done chan struct{} // PID 1 learns the command's end from wait4 instead
 	if !pid1 {
-		done := make(chan struct{})
+		done = make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
-		for {
-			select {
-			case s := <-sigs:
-				_ = cmd.Process.Signal(s)
-			case <-done:
-				return statusCode(cmd.ProcessState.Sys().(syscall.WaitStatus)), nil
-			}
-		}
 	}
-	// PID 1: reap every child; the command's own status ends the loop.
+	var stopping stopState
+	var tick <-chan time.Time
 	for {
 		select {
 		case s := <-sigs:
 			_ = cmd.Process.Signal(s)
+			if (s == syscall.SIGTERM || s == syscall.SIGINT) && stopping.begin(time.Now()) {
+				t := time.NewTicker(100 * time.Millisecond)
+				defer t.Stop()
+				tick = t.C
+			}
+		case now := <-tick:
+			switch stopping.next(now, stop) {
+			case stepTerm:
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			case stepKill:
+				_ = cmd.Process.Kill()
+			}
+		case <-done:
+			return stopping.status(cmd.ProcessState.Sys().(syscall.WaitStatus)), nil
 		case <-chld:
+			// PID 1: reap every child; the command's own status ends the loop.
 			for {
 				var ws syscall.WaitStatus
 				pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
@@ -59,11 +76,20 @@ func supervise(argv, env []string) (int, error) {
 					break
 				}
 				if pid == cmd.Process.Pid {
-					return statusCode(ws), nil
+					return stopping.status(ws), nil
 				}
 			}
 		}
 	}
+}
+
+// status is the command's exit status; ended by SIGTERM after a stop
+// request, it stopped as asked: 0.
+func (s *stopState) status(ws syscall.WaitStatus) int {
+	if !s.began.IsZero() && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+		return 0
+	}
+	return statusCode(ws)
 }
 
 func statusCode(ws syscall.WaitStatus) int {
