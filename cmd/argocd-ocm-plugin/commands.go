@@ -94,7 +94,7 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 				return errdef.Wrap(fmt.Errorf("%w: --output %q: want yaml or json", errdef.ErrInvalidInput, output), errdef.Error{Component: req.Component, Version: req.Version})
 			}
 			return renderAndPrint(cmd, p, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: sig.provenance, explain: explain, json: output == "json",
-				diag: diag, progress: diag.terminal(stderr) && !diag.verbose})
+				diag: diag, progress: diag.terminal(stderr) && !diag.verbose, person: true})
 		},
 	}
 	f := c.Flags()
@@ -228,6 +228,18 @@ type renderOptions struct {
 	// the renderer resolves it. Its RequireComponentImages and Platform
 	// switches are for the image guard and the platform renderer.
 	rule *policy.Rule
+	// person: a person runs the command (render), not Argo CD for an
+	// Application: it may connect to any address, the loopback included.
+	person bool
+}
+
+// forPerson is rule for a command a person runs: connections go to any
+// address (an Application's generation keeps off the pod's own and the
+// node's special addresses).
+func forPerson(rule *policy.Rule) *policy.Rule {
+	r := *rule
+	r.AnyAddress = true
+	return &r
 }
 
 func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
@@ -250,6 +262,9 @@ func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout
 		if rule, err = p.sidecarRule(getenv); err != nil {
 			return errdef.Wrap(err, ectx)
 		}
+	}
+	if opts.person {
+		rule = forPerson(rule)
 	}
 	r, log, err := p.renderer(&notes, rule, getenv, opts.diag, prog)
 	if err != nil {

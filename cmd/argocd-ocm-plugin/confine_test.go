@@ -247,14 +247,16 @@ func TestMistypedRepositoryIsAMissingPath(t *testing.T) {
 		t.Fatalf("generate: exit %d, stderr %q", code, msg)
 	}
 	// What looks like a registry is one: a connection is tried (and refused
-	// on a closed loopback port), whatever exists on disk.
+	// on a closed loopback port, which the operator allowed), whatever
+	// exists on disk.
 	for _, r := range []string{"localhost:1/ocm", "127.0.0.1:1/ocm", "http://127.0.0.1:1/ocm", "oci://127.0.0.1:1/ocm",
 		"{type: OCIRegistry, baseUrl: 'http://127.0.0.1:1', subPath: ocm}", "OCIRegistry::http://127.0.0.1:1/ocm"} {
 		stderr.Reset()
 		code = run([]string{"generate"}, &stdout, &stderr, env(map[string]string{"ARGOCD_APP_NAME": "shop",
-			"ARGOCD_ENV_REPOSITORY": r, "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"}))
+			"ARGOCD_ENV_REPOSITORY": r, "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0",
+			"ARGOCD_OCM_ALLOW_ADDRESSES": "127.0.0.1"}))
 		msg = stderr.String()
-		if code == 0 || stdout.Len() != 0 || !strings.Contains(msg, "registry ") || !strings.Contains(msg, "127.0.0.1:1") ||
+		if code == 0 || stdout.Len() != 0 || !strings.Contains(msg, "registry ") || !strings.Contains(msg, "no OCI registry answered") ||
 			strings.Contains(msg, "no such file") || strings.Contains(msg, "{") {
 			t.Errorf("%s: exit %d, stderr %q", r, code, msg)
 		}

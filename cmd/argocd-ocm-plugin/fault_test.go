@@ -61,7 +61,7 @@ func TestCLIRegistryFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCLIHelperProcess$", "-test.count=1")
 			cmd.Env = append(append(os.Environ(), cliHelperEnv+"="+strings.Join(tc.args, "\x1f"),
-				"ARGOCD_OCM_CACHE_DIR="+t.TempDir(), "DOCKER_CONFIG="+t.TempDir()), tc.env...)
+				"ARGOCD_OCM_CACHE_DIR="+t.TempDir(), "DOCKER_CONFIG="+t.TempDir(), "ARGOCD_OCM_ALLOW_ADDRESSES=127.0.0.1"), tc.env...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()

@@ -257,7 +257,7 @@ func TestGenerateKeepsCredentialsFromHostileRegistries(t *testing.T) {
 	reg.Push(t, "ocm", comps...)
 	regCreds := []string{"ARGOCD_OCM_REGISTRY_" + registry.EnvName(reg.Host) + "_USERNAME=ocm", "ARGOCD_OCM_REGISTRY_" + registry.EnvName(reg.Host) + "_PASSWORD=" + policySecret}
 	t.Run("plain HTTP without allowance sends no credentials", func(t *testing.T) {
-		stdout, stderr, code := cli(t, []string{"generate"}, append(regCreds, generateEnv("", "http://"+reg.Host+"/ocm")...)...)
+		stdout, stderr, code := cli(t, []string{"generate"}, append(append(regCreds, "ARGOCD_OCM_ALLOW_ADDRESSES=127.0.0.1"), generateEnv("", "http://"+reg.Host+"/ocm")...)...)
 		refused(t, stdout, stderr, code, "HTTP 401", "no credentials are sent over plain HTTP")
 		if reqs.Load() == 0 || seen.Load() != 0 {
 			t.Fatalf("%d requests, %d with Authorization", reqs.Load(), seen.Load())

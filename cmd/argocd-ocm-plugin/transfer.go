@@ -87,6 +87,8 @@ func runTransfer(ctx context.Context, p *process, t *transfer.Transfer, timeout 
 	if err != nil {
 		return errdef.Wrap(err, ectx)
 	}
+	// The operator runs transfer, with registries of its choosing.
+	rule = forPerson(rule)
 	if rule.Source == "environment" {
 		// No policy: the sidecar's credentials, and the http://
 		// sides the operator wrote reached over plain HTTP.

@@ -106,7 +106,7 @@ func verifyComponent(ctx context.Context, p *process, notes io.Writer, getenv fu
 	if err != nil {
 		return nil, "", err
 	}
-	r, _, err := p.renderer(notes, rule, getenv, diag, nil)
+	r, _, err := p.renderer(notes, forPerson(rule), getenv, diag, nil)
 	if err != nil {
 		return nil, "", err
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +57,8 @@ type Client struct {
 	secrets map[string]bool // credential values handed out, redacted from errors
 
 	mirrors mirrorState // see mirror.go
+	// addresses refuses what Applications must not reach; nil: nothing.
+	addresses *AddressPolicy
 }
 
 // NewClient builds a Client. It fails only on configuration errors the user
@@ -101,6 +104,22 @@ func NewClient(opts ...Option) (*Client, error) {
 		}
 	}
 
+	if o.refuseSpecial {
+		allow := slices.Clone(o.allowAddrs)
+		for _, h := range o.plainHTTP {
+			allow = append(allow, CanonicalHost(h))
+		}
+		for _, ms := range o.mirrors {
+			for _, m := range ms {
+				allow = append(allow, CanonicalHost(m.Host))
+			}
+		}
+		ap, err := NewAddressPolicy(allow...)
+		if err != nil {
+			return nil, err
+		}
+		c.addresses = ap
+	}
 	pool, trust, err := certPool(o)
 	if err != nil {
 		return nil, err
@@ -111,7 +130,7 @@ func NewClient(opts ...Option) (*Client, error) {
 		// Same trust, same transport: its idle connections (and TLS
 		// sessions) serve the next generation of a long-lived process.
 		if base == nil {
-			base = o.shared.transport(fmt.Sprintf("%s\x00%d", trust, c.o.headerTimeout), func() http.RoundTripper { return c.newTransport(pool) })
+			base = o.shared.transport(fmt.Sprintf("%s\x00%d\x00%s", trust, c.o.headerTimeout, c.addresses.key()), func() http.RoundTripper { return c.newTransport(pool) })
 		}
 	}
 	if base == nil {
@@ -263,7 +282,7 @@ func (c *Client) newTransport(pool *x509.CertPool) *http.Transport {
 	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	t.TLSHandshakeTimeout = DefaultDialTimeout
 	t.ResponseHeaderTimeout = c.o.headerTimeout
-	t.DialContext = (&net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.DialContext = c.addresses.dialContext(&net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 30 * time.Second})
 	t.MaxIdleConnsPerHost = 16
 	return t
 }

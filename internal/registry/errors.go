@@ -183,20 +183,55 @@ func (c *Client) wrapError(err error, op string, ref Reference) error {
 		e.Kind, e.Err = errdef.ErrNotFound, nil
 	case errors.Is(err, errdef.ErrInsecure):
 		// from the guard transport; its message says what to do
-	case isTLSError(err):
-		e.Kind, e.Err = errdef.ErrInsecure, causeOnly(err)
-		e.Hint = fmt.Sprintf("TLS verification failed; trust the registry's CA with %s", EnvCAFile)
-	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		e.Kind, e.Err = errdef.ErrInsecure, errors.New("the registry speaks plain HTTP")
-		e.Hint = "use an http:// repository URL or allow plain HTTP for this host explicitly"
+	case isRefused(err):
+		r, _ := addressRefused(err)
+		e.Kind, e.Err = errdef.ErrForbidden, fmt.Errorf("connection refused by the sidecar: %w", r)
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Err = fmt.Errorf("timed out: %w", context.DeadlineExceeded)
 	case errors.Is(err, context.Canceled):
 		e.Err = context.Canceled
+	case isConnectionError(err):
+		// One message whatever answered: a closed port, a timeout, a TLS
+		// server, a plain-HTTP server or another protocol's banner read
+		// the same, so that an Application cannot scan the network
+		// through its errors. The cause is logged for the operator.
+		c.logger.Debug("registry connection failed", "registry", ref.Registry, "cause", Sanitize(c.redact(causeOnly(err).Error())))
+		var kind error
+		if isTLSError(err) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+			kind = errdef.ErrInsecure
+		}
+		e.Kind, e.Err = kind, &unreachable{kind: kind}
+		e.Hint = fmt.Sprintf("a registry with a private CA needs %s, one without TLS an http:// URL or the operator's ARGOCD_OCM_PLAIN_HTTP; `argocd-ocm-plugin render -v` shows the cause", EnvCAFile)
 	default:
 		e.Err = errors.New(Sanitize(c.redact(causeOnly(err).Error())))
 	}
 	return e
+}
+
+// unreachable is the one message of every failed connection (see
+// wrapError); it unwraps to its kind for errors.Is.
+type unreachable struct{ kind error }
+
+func (u *unreachable) Error() string {
+	return "no OCI registry answered (the connection was refused, reset or timed out, or TLS or HTTP failed)"
+}
+
+func (u *unreachable) Unwrap() error { return u.kind }
+
+// isRefused reports whether the address policy refused the connection.
+func isRefused(err error) bool {
+	_, ok := addressRefused(err)
+	return ok
+}
+
+// isConnectionError reports whether err is a failure before an HTTP
+// response: dialing, TLS, or an answer that is not HTTP. The HTTP client
+// wraps all of them in a url.Error; a body cut off after an HTTP response
+// (the other side is an HTTP server, whatever its bytes) and errors of the
+// content are not url.Errors and keep their cause.
+func isConnectionError(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue)
 }
 
 // registryMessage is the registry's own error text: its OCI error codes and

@@ -51,6 +51,24 @@ type options struct {
 	strictPlain    bool
 	mirrors        map[string][]Mirror // by upstream host, see mirror.go
 	noMirrors      bool
+	refuseSpecial  bool
+	allowAddrs     []string
+}
+
+// WithSpecialAddressesRefused refuses connections to the addresses an
+// Application must not reach (see AddressPolicy), except those allow names
+// and WithAllowedAddresses adds; the hosts of WithPlainHTTP and WithMirrors,
+// which the operator named, are allowed whatever they resolve to. Default:
+// every address (a program acting for its own user: render, transfer, tests).
+func WithSpecialAddressesRefused(allow ...string) Option {
+	return func(o *options) { o.refuseSpecial, o.allowAddrs = true, append(o.allowAddrs, allow...) }
+}
+
+// WithAllowedAddresses allows more addresses under
+// WithSpecialAddressesRefused: IP addresses, CIDR ranges, hosts or
+// host:port (NewAddressPolicy).
+func WithAllowedAddresses(allow ...string) Option {
+	return func(o *options) { o.allowAddrs = append(o.allowAddrs, allow...) }
 }
 
 // WithDockerConfig reads credentials from this Docker config file instead of

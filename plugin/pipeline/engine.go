@@ -100,6 +100,15 @@ func WithPlainHTTP(hosts ...string) EngineOption {
 	return func(e *Engine) { e.regOpts = append(e.regOpts, registry.WithPlainHTTP(hosts...)) }
 }
 
+// WithAllowedAddresses lets every generation connect to these addresses
+// (IP addresses, CIDR ranges, hosts or host:port), which the sidecar rule
+// refuses by default (loopback, link-local, metadata; see
+// registry.AddressPolicy): for a program that owns a registry there (a test,
+// the bench). Default: none beyond the rule's allowAddresses.
+func WithAllowedAddresses(allow ...string) EngineOption {
+	return func(e *Engine) { e.regOpts = append(e.regOpts, registry.WithAllowedAddresses(allow...)) }
+}
+
 // WithoutDockerConfig makes every generation's registry client read no
 // Docker config file, whatever its rule allows. Default: a rule that uses
 // the sidecar's own credentials reads the Docker config.

@@ -37,7 +37,7 @@ func TestEngineSharesTagResolutionsOnlyWhenAsked(t *testing.T) {
 		{"server", []pipeline.EngineOption{pipeline.WithSharing(time.Minute)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := pipeline.NewEngine(append(tc.opts, pipeline.WithBlobCacheDir(t.TempDir()))...)
+			e := pipeline.NewEngine(append(tc.opts, pipeline.WithBlobCacheDir(t.TempDir()), pipeline.WithAllowedAddresses("127.0.0.1"))...)
 			render := func() {
 				r, err := e.Renderer(pipeline.Generation{})
 				if err != nil {
@@ -111,7 +111,7 @@ func TestEngineBlobCacheDir(t *testing.T) {
 		{"disabled", ""},
 		{"dir", dir},
 	} {
-		r, err := pipeline.NewEngine(pipeline.WithBlobCacheDir(tc.dir)).Renderer(pipeline.Generation{})
+		r, err := pipeline.NewEngine(pipeline.WithBlobCacheDir(tc.dir), pipeline.WithAllowedAddresses("127.0.0.1")).Renderer(pipeline.Generation{})
 		if err != nil {
 			t.Fatal(err)
 		}

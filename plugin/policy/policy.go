@@ -32,6 +32,9 @@ const (
 	EnvPlainHTTP = "ARGOCD_OCM_PLAIN_HTTP"
 	EnvSignature = "ARGOCD_OCM_SIGNATURE"
 	EnvPublicKey = "ARGOCD_OCM_PUBLIC_KEY"
+	// EnvAllowAddresses: addresses beyond the default (see
+	// registry.AddressPolicy), comma-separated.
+	EnvAllowAddresses = registry.EnvAllowAddresses
 )
 
 // MaxFileSize bounds the policy file.
@@ -46,6 +49,10 @@ type File struct {
 	Default     *RuleSpec    `json:"default,omitempty"`
 	// Mirrors are the registry mirrors of upstream hosts, for every rule (mirror.go).
 	Mirrors []MirrorSpec `json:"mirrors,omitempty"`
+	// AllowAddresses are the addresses Applications may make the sidecar
+	// connect to beyond the default, for every rule: IP addresses, CIDR
+	// ranges, hosts or host:port (see registry.AddressPolicy).
+	AllowAddresses []string `json:"allowAddresses,omitempty"`
 }
 
 // Credential is a named credential for one exact host[:port], optionally
@@ -184,6 +191,9 @@ func (p *Policy) validate() error {
 			return fmt.Errorf("%s (%s): give exactly one of env, usernameFile/passwordFile/tokenFile, dockerConfig", where, c.Name)
 		}
 		p.creds[c.Name] = c
+	}
+	if _, err := registry.NewAddressPolicy(p.file.AllowAddresses...); err != nil {
+		return fmt.Errorf("allowAddresses: %w", err)
 	}
 	if err := p.validateMirrors(); err != nil {
 		return err
@@ -333,6 +343,7 @@ func (p *Policy) Rule(project string) *Rule {
 		r.Credentials = append(r.Credentials, p.creds[n])
 	}
 	r.Mirrors = p.file.Mirrors
+	r.AllowAddresses = p.file.AllowAddresses
 	for _, m := range r.Mirrors {
 		for _, e := range m.Endpoints {
 			if c, ok := p.creds[e.Credential]; ok && e.Credential != "" {
@@ -356,9 +367,13 @@ func FromEnvironment(getenv func(string) string) (*Rule, error) {
 	file := strings.TrimSpace(getenv(EnvPolicy))
 	project := getenv(EnvProject)
 	if file == "" {
-		return Legacy(getenv, project), nil
+		r := Legacy(getenv, project)
+		if _, err := registry.NewAddressPolicy(r.AllowAddresses...); err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvAllowAddresses, err)
+		}
+		return r, nil
 	}
-	for _, v := range []string{EnvPlainHTTP, EnvSignature, EnvPublicKey} {
+	for _, v := range []string{EnvPlainHTTP, EnvSignature, EnvPublicKey, EnvAllowAddresses} {
 		if strings.TrimSpace(getenv(v)) != "" {
 			return nil, fmt.Errorf("%w: %s is set together with %s: say it in the policy instead", errdef.ErrInvalidInput, v, EnvPolicy)
 		}
@@ -383,6 +398,7 @@ func Legacy(getenv func(string) string, project string) *Rule {
 		anyRepository:      true,
 		DefaultCredentials: true,
 		PlainHTTP:          splitComma(getenv(EnvPlainHTTP)),
+		AllowAddresses:     splitComma(getenv(EnvAllowAddresses)),
 		LocalArchives:      true,
 	}
 	r.legacyNames, r.legacyKeys = splitComma(getenv(EnvSignature)), splitComma(getenv(EnvPublicKey))

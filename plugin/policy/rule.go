@@ -37,6 +37,13 @@ type Rule struct {
 	RequireComponentImages bool
 	// Platform: may children leave the parent's project and destination.
 	Platform Platform
+	// AllowAddresses are what Applications may reach beyond the default
+	// (loopback, link-local, metadata and the like are refused; see
+	// registry.AddressPolicy).
+	AllowAddresses []string
+	// AnyAddress lifts that refusal: for commands a person runs (render),
+	// not for generations on an Application's behalf.
+	AnyAddress bool
 
 	// Mirrors are the policy's registry mirrors, for every rule, and
 	// MirrorCredentials the credentials their endpoints name, by name

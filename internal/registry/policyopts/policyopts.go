@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
@@ -22,7 +23,18 @@ func For(r *policy.Rule, lookupEnv func(string) (string, bool)) []registry.Optio
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
+	// Every connection made on an Application's behalf keeps off the pod's
+	// own and the node's special addresses, unless the operator allowed
+	// them; the exact hosts the rule allows are named by the operator too.
 	var opts []registry.Option
+	if !r.AnyAddress {
+		opts = append(opts, registry.WithSpecialAddressesRefused(r.AllowAddresses...))
+		for _, rp := range r.Repositories {
+			if !strings.ContainsAny(rp.Host, "*?[") {
+				opts = append(opts, registry.WithAllowedAddresses(rp.Host))
+			}
+		}
+	}
 	if len(r.PlainHTTP) > 0 {
 		opts = append(opts, registry.WithPlainHTTP(r.PlainHTTP...))
 	}
