@@ -121,6 +121,11 @@ func newRegistryStore(reg *registry.Client, sp oci.Spec) (*registryStore, error)
 }
 
 func (s *registryStore) repo(repo string) (*remote.Repository, registry.Reference, error) {
+	// The planning checked every name a descriptor derived, with its
+	// context; this keeps any path that missed it below the prefix.
+	if err := checkRepositoryName("repository", repo); err != nil {
+		return nil, registry.Reference{}, err
+	}
 	ref := s.loc.ref(repo)
 	if r, ok := s.repos[repo]; ok {
 		return r, ref, nil

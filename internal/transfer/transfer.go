@@ -326,6 +326,11 @@ func (r *run) version(ctx context.Context, name, version string) error {
 	if err := ctx.Err(); err != nil {
 		return errdef.Wrap(err, ectx)
 	}
+	// A reference's name and version come from a descriptor: they become a
+	// repository and a tag of both stores.
+	if err := checkVersionName(name, version); err != nil {
+		return errdef.Wrap(err, ectx)
+	}
 	r.prog.line("transferring version %q...", key)
 	sv, err := readVersion(ctx, r.src, name, version)
 	if err != nil {
@@ -375,6 +380,15 @@ func (r *run) version(ctx context.Context, name, version string) error {
 	}
 	r.sum.Versions = append(r.sum.Versions, VersionSummary{Component: name, Version: version, Status: status})
 	return nil
+}
+
+// checkVersionName refuses a component version whose descriptor repository
+// or tag is not an OCI name.
+func checkVersionName(name, version string) error {
+	if err := checkRepositoryName("the descriptor repository of component "+errdef.Quote(name)+",", ocm.DescriptorRepository(name)); err != nil {
+		return err
+	}
+	return checkTag("the tag of version "+errdef.Quote(version)+",", ocm.VersionToTag(version))
 }
 
 // tagLister is a store that can list a repository's tags.
@@ -769,9 +783,16 @@ func (r *run) planExplode(ctx context.Context, p *plan, sv *versionContent, laye
 	name, tag := splitHint(hint)
 	if name == "" {
 		name = sv.repo // no hint: the component's own repository, as the OCM CLI does
+	} else if err := checkRepositoryName("referenceName", name); err != nil {
+		return "", err
 	}
 	if tag == "" {
 		tag = set.tag
+	}
+	if tag != "" {
+		if err := checkTag("the tag of referenceName "+errdef.Quote(hint)+",", tag); err != nil {
+			return "", err
+		}
 	}
 	if err := checkArtifactDigest(res, set.main.Digest.String()); err != nil {
 		return "", err
@@ -788,7 +809,7 @@ func splitHint(hint string) (name, tag string) {
 	if i := strings.LastIndex(name, ":"); i > 0 && !strings.Contains(name[i:], "/") {
 		name, tag = name[:i], name[i+1:]
 	}
-	return strings.Trim(name, "/"), tag
+	return name, tag
 }
 
 // checkArtifactDigest compares an artifact's manifest digest with the
@@ -924,6 +945,14 @@ func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[str
 		return rc, nil
 	}
 	name := carriedName(ref, srcLoc)
+	if err := checkRepositoryName("the repository of image "+errdef.Quote(image)+",", name); err != nil {
+		return nil, nil, err
+	}
+	if ref.Tag != "" {
+		if err := checkTag("the tag of image "+errdef.Quote(image)+",", ref.Tag); err != nil {
+			return nil, nil, err
+		}
+	}
 	if loc := r.dst.Registry(); loc != nil {
 		if err := r.planGraph(ctx, p, fetch, root, name, ref.Tag, res.Name); err != nil {
 			return nil, nil, err
