@@ -169,7 +169,12 @@ func (c *Cache) Get(dgst string, size int64) (*File, bool) {
 	if err != nil {
 		return nil, false
 	}
-	f, err := os.Open(p)
+	f, err := openRegular(p, os.O_RDONLY, 0)
+	if errors.Is(err, errNotRegular) {
+		c.o.logger.Warn("blob cache entry that is not a regular file removed, fetching it again", "digest", dgst)
+		os.RemoveAll(p) // does not follow a link; a planted directory goes with what it holds
+		return nil, false
+	}
 	if err != nil {
 		return nil, false
 	}

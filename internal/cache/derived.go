@@ -147,7 +147,7 @@ func (c *Cache) storeDerived(tmp *os.File, n int64, dgst, link, kind, src string
 	}
 	c.o.logger.Debug("derived content produced and stored", "kind", kind, "source", src, "digest", dgst, "bytes", n)
 	// Under its name in the cache (tmp's name is gone).
-	f, err := os.Open(final)
+	f, err := openRegular(final, os.O_RDONLY, 0)
 	if err != nil {
 		return &File{File: tmp, size: n}
 	}
@@ -158,8 +158,8 @@ func (c *Cache) storeDerived(tmp *os.File, n int64, dgst, link, kind, src string
 
 // derivedHit opens the verified entry a link names.
 func (c *Cache) derivedHit(link string) (*File, bool) {
-	b, err := os.ReadFile(link)
-	if err != nil || len(b) > 256 {
+	b, err := readSmall(link, 256)
+	if err != nil {
 		return nil, false
 	}
 	dgst, sizeText, ok := strings.Cut(strings.TrimSpace(string(b)), " ")
@@ -282,8 +282,8 @@ func (c *Cache) Hint(kind, key string) (string, bool) {
 	if !kindRE().MatchString(kind) || !c.Enabled() {
 		return "", false
 	}
-	b, err := os.ReadFile(c.hintPath(kind, key))
-	if err != nil || len(b) > len(key)+1+maxHint {
+	b, err := readSmall(c.hintPath(kind, key), len(key)+1+maxHint)
+	if err != nil {
 		return "", false
 	}
 	k, v, ok := strings.Cut(string(b), "\x00")

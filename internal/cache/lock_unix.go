@@ -19,7 +19,7 @@ type fileLock struct{ f *os.File }
 // ends, timeout passes or stalled says the holder makes no progress; the
 // last two return errLockTimeout.
 func lockFile(ctx context.Context, path string, timeout time.Duration, stalled func(time.Time) bool) (*fileLock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openLock(path)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func lockFile(ctx context.Context, path string, timeout time.Duration, stalled f
 
 // tryLockFile takes the lock only if it is free (ok=false otherwise).
 func tryLockFile(path string) (*fileLock, bool, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openLock(path)
 	if err != nil {
 		return nil, false, err
 	}
@@ -66,6 +66,18 @@ func tryLockFile(path string) (*fileLock, bool, error) {
 		return nil, false, err
 	}
 	return &fileLock{f: f}, true, nil
+}
+
+// openLock opens the lock file path, creating it. What is there and is not
+// a regular file (a FIFO or device would block the open, a symbolic link
+// lead elsewhere) is removed and the lock file created anew.
+func openLock(path string) (*os.File, error) {
+	f, err := openRegular(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if errors.Is(err, errNotRegular) {
+		os.RemoveAll(path)
+		f, err = openRegular(path, os.O_RDWR|os.O_CREATE, 0o644)
+	}
+	return f, err
 }
 
 func (l *fileLock) unlock() {
