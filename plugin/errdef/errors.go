@@ -3,7 +3,9 @@ package errdef
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Wrap them with fmt.Errorf("…: %w", ErrX) to add detail.
@@ -52,27 +54,29 @@ type Error struct {
 // Error renders one line: "application X: component C:V: resource R: cause".
 func (e *Error) Error() string {
 	var b strings.Builder
+	// The fields are often a tenant's input (parameters of an Application):
+	// Argo CD stores this line in the Application's status and in Redis.
 	if e.Application != "" {
 		b.WriteString("application ")
-		b.WriteString(e.Application)
+		b.WriteString(Field(e.Application))
 		b.WriteString(": ")
 	}
 	if e.Component != "" {
 		b.WriteString("component ")
-		b.WriteString(e.Component)
+		b.WriteString(Field(e.Component))
 		if e.Version != "" {
 			b.WriteString(":")
-			b.WriteString(e.Version)
+			b.WriteString(Field(e.Version))
 		}
 		b.WriteString(": ")
 	} else if e.Version != "" {
 		b.WriteString("version ")
-		b.WriteString(e.Version)
+		b.WriteString(Field(e.Version))
 		b.WriteString(": ")
 	}
 	if e.Resource != "" {
 		b.WriteString("resource ")
-		b.WriteString(e.Resource)
+		b.WriteString(Field(e.Resource))
 		b.WriteString(": ")
 	}
 	b.WriteString(e.cause())
@@ -183,4 +187,37 @@ func Truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// MaxQuoted caps every piece of untrusted input an error message quotes.
+const MaxQuoted = 200
+
+// Quote is how a message quotes untrusted input: %q of s, cut to MaxQuoted
+// bytes (on a rune boundary) with its size when it was longer, e.g.
+// "aaaa…" (90000 bytes), so that one overlong parameter cannot flood the
+// error line Argo CD stores in the Application's status.
+func Quote(s string) string {
+	if len(s) <= MaxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := MaxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]+"…") + " (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// Field is s as a message names a component, version or resource: as it
+// is when it is short and printable (the common case reads unquoted),
+// else Quote(s).
+func Field(s string) string {
+	if len(s) > MaxQuoted {
+		return Quote(s)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return Quote(s)
+		}
+	}
+	return s
 }

@@ -359,13 +359,13 @@ func ParseIdentity(s string) (Identity, error) {
 	parts := strings.Split(s, ",")
 	id := Identity{"name": strings.TrimSpace(parts[0])}
 	if id["name"] == "" {
-		return nil, fmt.Errorf("%w: resource identity %q has no name", errdef.ErrInvalidInput, s)
+		return nil, fmt.Errorf("%w: resource identity %s has no name", errdef.ErrInvalidInput, errdef.Quote(s))
 	}
 	for _, p := range parts[1:] {
 		k, v, ok := strings.Cut(p, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, fmt.Errorf("%w: resource identity %q: %q is not key=value", errdef.ErrInvalidInput, s, p)
+			return nil, fmt.Errorf("%w: resource identity %s: %s is not key=value", errdef.ErrInvalidInput, errdef.Quote(s), errdef.Quote(p))
 		}
 		id[k] = strings.TrimSpace(v)
 	}
@@ -434,7 +434,7 @@ func (d *Descriptor) Resource(sel Identity) (*Resource, error) {
 		for _, r := range d.Resources {
 			names = append(names, r.Identity().String())
 		}
-		return nil, fmt.Errorf("resource %s %w in component %s:%s (it has: %s)", sel, errdef.ErrNotFound, d.Name, d.Version, strings.Join(names, ", "))
+		return nil, fmt.Errorf("resource %s %w in component %s:%s (it has: %s)", errdef.Field(sel.String()), errdef.ErrNotFound, d.Name, d.Version, strings.Join(names, ", "))
 	case 1:
 		return rs[0], nil
 	default:

@@ -418,6 +418,40 @@ func validate(req Request) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: missing %s", errdef.ErrInvalidInput, strings.Join(missing, ", "))
 	}
+	// Refused before anything looks them up or quotes them at length: an
+	// Application's parameters are a tenant's input.
+	if err := checkName("component", req.Component, maxComponentName); err != nil {
+		return err
+	}
+	if err := checkName("version", req.Version, maxVersion); err != nil {
+		return err
+	}
+	for _, s := range req.Resources {
+		if err := checkName("resource", s, maxResourceSelector); err != nil {
+			return fmt.Errorf("%w (%s)", err, errdef.Quote(s)) // no context field names it
+		}
+	}
+	return nil
+}
+
+// Bounds of a request's names: an OCM component name is at most 255 bytes
+// (ocm.ValidComponentName), a version or constraint at most 256 (what the
+// resolver accepts), a resource selector (name and identity attributes) 1 KiB.
+const (
+	maxComponentName    = 255
+	maxVersion          = 256
+	maxResourceSelector = 1024
+)
+
+// checkName refuses an overlong name, or one with control characters. The
+// error's context names the value (cut short); the cause does not repeat it.
+func checkName(what, s string, limit int) error {
+	if len(s) > limit {
+		return fmt.Errorf("%w: the %s is %d bytes long, at most %d are allowed", errdef.ErrInvalidInput, what, len(s), limit)
+	}
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("%w: %s %s holds control characters", errdef.ErrInvalidInput, what, errdef.Quote(s))
+	}
 	return nil
 }
 
