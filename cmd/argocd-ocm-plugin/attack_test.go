@@ -407,3 +407,80 @@ func TestProcessModeWatchdog(t *testing.T) {
 		})
 	}
 }
+
+// A process-mode generation of a runaway template (Helm's loops do not see
+// the canceled context) ends within a second of SIGTERM, with one error
+// line and nothing on stdout, instead of rendering on until SIGKILL.
+func TestProcessModeEndsOnSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	dir := t.TempDir()
+	hostileCTF(t, dir)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCLIHelperProcess$")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), cliHelperEnv+"=generate", "ARGOCD_OCM_TIMEOUT=60s", "ARGOCD_OCM_VERBOSE=", "ARGOCD_OCM_LOG_LEVEL=debug",
+		"ARGOCD_OCM_CACHE_DIR="+t.TempDir(), "ARGOCD_APP_NAME=evil", "ARGOCD_ENV_REPOSITORY=hostile",
+		"ARGOCD_ENV_COMPONENT=example.com/hostile/slow", "ARGOCD_ENV_VERSION=1.0.0")
+	var stdout bytes.Buffer
+	stderr := &lineWatcher{want: "component version resolved", seen: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Signal once the render runs (its debug line), not after a sleep.
+	select {
+	case <-stderr.seen:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the render did not start:\n%s", stderr.String())
+	}
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		took := time.Since(sent)
+		t.Logf("ended %s after SIGTERM: %s", took.Round(time.Millisecond), lastLine(stderr.String()))
+		if err == nil || stdout.Len() != 0 {
+			t.Errorf("exit %v, stdout %d bytes", err, stdout.Len())
+		}
+		if took > 2*time.Second {
+			t.Errorf("took %s after SIGTERM, want about stopGrace (%s)", took, stopGrace)
+		}
+		if !strings.Contains(lastLine(stderr.String()), "application evil: component example.com/hostile/slow:1.0.0: ") {
+			t.Errorf("last line %q does not name the generation", lastLine(stderr.String()))
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("still rendering 20 s after SIGTERM")
+	}
+}
+
+// lineWatcher collects stderr and closes seen once want appears.
+type lineWatcher struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (l *lineWatcher) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Write(p)
+	if strings.Contains(l.b.String(), l.want) {
+		l.once.Do(func() { close(l.seen) })
+	}
+	return len(p), nil
+}
+
+func (l *lineWatcher) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndex(s, "\n")+1:]
+}

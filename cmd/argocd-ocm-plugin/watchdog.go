@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
@@ -34,6 +36,10 @@ type watchdog struct {
 const (
 	watchdogGrace = time.Second
 	watchdogPoll  = 10 * time.Millisecond
+	// stopGrace is how long a render has, after SIGTERM or SIGINT, to end
+	// by its canceled context before the watchdog ends the process (Helm's
+	// template loops do not look at it).
+	stopGrace = 500 * time.Millisecond
 )
 
 // startWatchdog starts the watchdog of a process-mode generate; the returned
@@ -59,9 +65,25 @@ func (w *watchdog) run() {
 	poll := time.NewTicker(watchdogPoll)
 	defer poll.Stop()
 	pid := os.Getpid()
+	// The command's context is canceled on these too (run); a render that
+	// does not notice is ended here, within a second of the signal, instead
+	// of rendering on until Argo CD's SIGKILL.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	var stopping <-chan time.Time
 	for {
 		select {
 		case <-w.stop:
+			return
+		case <-sigs:
+			if stopping == nil {
+				t := time.NewTimer(stopGrace)
+				defer t.Stop()
+				stopping = t.C
+			}
+		case <-stopping:
+			w.fire("generation stopped: the process was asked to stop (SIGTERM)")
 			return
 		case <-deadline.C:
 			w.fire(fmt.Sprintf("generation exceeded the deadline of %s: limit exceeded", w.deadline-watchdogGrace))
