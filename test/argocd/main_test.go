@@ -26,6 +26,7 @@ const pluginName = "argocd-ocm-plugin"
 
 var (
 	repoRoot  string               // the product repository (../..)
+	binDir    string               // argocd-ocm-plugin and argocd-ocm-client, as make build builds them
 	pluginCfg *plugin.PluginConfig // manifests/install/plugin.yaml as Argo CD reads it
 )
 
@@ -50,6 +51,7 @@ func run(m *testing.M) int {
 	// The plugin and the thin client, built like `make build`, found on PATH
 	// by argocd-cmp-server.
 	bin := filepath.Join(tmp, "bin")
+	binDir = bin
 	start := time.Now()
 	build := exec.Command("go", "build", "-trimpath", "-o", bin+string(filepath.Separator), "./cmd/argocd-ocm-plugin", "./cmd/argocd-ocm-client")
 	build.Dir = repoRoot
