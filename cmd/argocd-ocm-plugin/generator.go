@@ -56,7 +56,7 @@ rotated Secret takes effect without a restart.`,
 	fl.DurationVar(&f.listTTL, "list-ttl", generator.DefaultListTTL, "how long version and component lists are reused (negative: not at all)")
 	fl.DurationVar(&f.versionTTL, "version-ttl", generator.DefaultVersionTTL, "how long a version's descriptor digest is reused (negative: not at all)")
 	fl.DurationVar(&f.timeout, "request-timeout", generator.DefaultRequestTimeout, "deadline of one request, waiting for a turn included (keep it below the ConfigMap's requestTimeout)")
-	fl.IntVar(&f.maxConcurrent, "max-concurrent", generator.DefaultMaxConcurrent, "requests served at once; the others wait")
+	fl.IntVar(&f.maxConcurrent, "max-concurrent", generator.DefaultMaxConcurrent, "requests served at once, at most one per ApplicationSet (its others meanwhile get 503); the others wait")
 	return c
 }
 

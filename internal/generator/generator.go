@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -38,8 +38,15 @@ const (
 	DefaultVersionTTL = 10 * time.Minute
 	// DefaultParallelism bounds the descriptor lookups of one request.
 	DefaultParallelism = 8
-	// MaxEntries bounds the parameter sets of one response.
+	// MaxEntries bounds the parameter sets of one response. It is checked
+	// while they are built (a platform whose references fan out can name
+	// billions), and the selected versions are checked against it before
+	// any descriptor is looked up.
 	MaxEntries = 5000
+	// MaxLookups bounds the distinct component versions one request looks
+	// up (selected, signature candidates, references), cached or not: what
+	// one ApplicationSet can make the generator fetch.
+	MaxLookups = 5000
 	// maxComponents bounds what a prefix pattern may match.
 	maxComponents = 1000
 	// maxDepth bounds reference expansion.
@@ -224,6 +231,9 @@ func (r *request) selectAll(ctx context.Context, components []string) ([]selecti
 	var sel []selection
 	var firstMiss error
 	for _, c := range components {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		vs, err := r.selectVersions(ctx, c)
 		if err != nil {
 			if r.q.Prefix && errors.Is(err, errdef.ErrNotFound) {
@@ -243,7 +253,8 @@ func (r *request) selectAll(ctx context.Context, components []string) ([]selecti
 }
 
 // entries are the parameter sets of the selected versions (with their
-// references' when the query asks for them), at most MaxEntries.
+// references' when the query asks for them), at most MaxEntries: the cap is
+// checked as each set is added, never after a list is built.
 func (r *request) entries(ctx context.Context, sel []selection) ([]map[string]any, error) {
 	// Names: the component's last path segment, unless two selected
 	// components share it; the version appended unless one version per
@@ -254,7 +265,6 @@ func (r *request) entries(ctx context.Context, sel []selection) ([]map[string]an
 	for _, s := range sel {
 		short[lastSegment(s.component)]++
 	}
-	var out []map[string]any
 	for _, s := range sel {
 		base := lastSegment(s.component)
 		if short[base] > 1 {
@@ -270,20 +280,28 @@ func (r *request) entries(ctx context.Context, sel []selection) ([]map[string]an
 				name += "-" + v
 			}
 			if !r.q.References {
-				out = append(out, r.entry(s.component, v, sum, dnsName(name)))
+				err = r.emit(r.entry(s.component, v, sum, dnsName(name)))
 			} else {
-				refs, err := r.expand(ctx, s.component, v, sum, name, nil)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, refs...)
+				err = r.expand(ctx, s.component, v, sum, name, nil)
 			}
-			if len(out) > MaxEntries {
-				return nil, fmt.Errorf("%w: more than %d parameter sets; narrow the component, version or latest", errdef.ErrLimitExceeded, MaxEntries)
+			if err != nil {
+				return nil, err
 			}
 		}
 	}
-	return out, nil
+	return r.out, nil
+}
+
+// errTooMany is the cap's error; its text names the cap.
+var errTooMany = fmt.Errorf("%w: more than %d parameter sets; narrow the component, version or latest (or leave references off)", errdef.ErrLimitExceeded, MaxEntries)
+
+// emit adds one parameter set, refusing the one past MaxEntries.
+func (r *request) emit(e map[string]any) error {
+	if len(r.out) >= MaxEntries {
+		return errTooMany
+	}
+	r.out = append(r.out, e)
+	return nil
 }
 
 // locate checks the parsed repository spec and returns what to open, the cache key
@@ -349,6 +367,12 @@ type request struct {
 	repo *lazyRepo
 	oci  bool
 	seen sync.Map // key → *summary: one lookup per version per request, cache or not
+	// lookups counts the distinct versions looked up (MaxLookups).
+	lookups atomic.Int64
+	// selected counts the versions selected so far (selectAll is sequential).
+	selected int
+	// out are the parameter sets so far (entries is sequential).
+	out []map[string]any
 	// prefixed: more than one component is selected, so reference names
 	// are prefixed with their platform's name.
 	prefixed bool
@@ -406,6 +430,16 @@ func (r *request) selectVersions(ctx context.Context, component string) ([]strin
 		}
 		return cands[i].v.GreaterThan(cands[j].v)
 	})
+	// Each selected version costs a lookup and is (references aside) a
+	// parameter set: refuse before looking any up, not after thousands.
+	take := len(cands)
+	if r.q.Latest > 0 && take > r.q.Latest {
+		take = r.q.Latest
+	}
+	if r.selected+take > MaxEntries {
+		return nil, fmt.Errorf("%w: component %s: %d matching versions (%d selected before), more than %d parameter sets; narrow the version, semverFilter or latest",
+			errdef.ErrLimitExceeded, clip(component), take, r.selected, MaxEntries)
+	}
 	var out []string
 	for _, c := range cands {
 		if r.q.Latest > 0 && len(out) == r.q.Latest {
@@ -442,6 +476,7 @@ func (r *request) selectVersions(ctx context.Context, component string) ([]strin
 	if err := r.prefetch(ctx, component, out); err != nil {
 		return nil, err
 	}
+	r.selected += len(out)
 	return out, nil
 }
 
@@ -458,27 +493,47 @@ func available(vs []string) string {
 	return strings.Join(vs, ", ")
 }
 
-// prefetch looks the versions up, Parallelism at a time.
+// prefetch looks the versions up, Parallelism at a time. The first error
+// or the deadline stops it: no new lookup starts, and the ones under way are
+// cancelled (their results would be thrown away).
 func (r *request) prefetch(ctx context.Context, component string, versions []string) error {
 	if len(versions) < 2 {
 		return nil
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	sem := make(chan struct{}, r.g.o.Parallelism)
 	var wg sync.WaitGroup
 	var once sync.Once
 	var first error
+	fail := func(err error) {
+		once.Do(func() {
+			first = err
+			cancel()
+		})
+	}
 	for _, v := range versions {
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			if _, err := r.lookup(ctx, component, v); err != nil {
-				once.Do(func() { first = err })
+				fail(err)
 			}
 		}()
 	}
 	wg.Wait()
+	once.Do(func() { first = ctx.Err() }) // no lookup failed: the deadline, or nil
 	return first
 }
 
@@ -488,6 +543,12 @@ func (r *request) lookup(ctx context.Context, component, version string) (*summa
 	key := r.key + "\x00" + component + "\x00" + version
 	if s, ok := r.seen.Load(key); ok {
 		return s.(*summary), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if r.lookups.Add(1) > MaxLookups {
+		return nil, errTooManyLookups
 	}
 	s, err := remember(ctx, r.g.versions, key, func(ctx context.Context) (*summary, error) {
 		cv, err := r.lookupCV(ctx, component, version)
@@ -502,6 +563,9 @@ func (r *request) lookup(ctx context.Context, component, version string) (*summa
 	return s, err
 }
 
+// errTooManyLookups is MaxLookups' error; its text names the cap.
+var errTooManyLookups = fmt.Errorf("%w: more than %d component versions to look up in one request; narrow the component, version or latest", errdef.ErrLimitExceeded, MaxLookups)
+
 func (r *request) lookupCV(ctx context.Context, component, version string) (ocm.ComponentVersion, error) {
 	repo, err := r.repo.get()
 	if err != nil {
@@ -512,7 +576,10 @@ func (r *request) lookupCV(ctx context.Context, component, version string) (ocm.
 
 func summarize(cv ocm.ComponentVersion) *summary {
 	d := cv.Descriptor()
-	s := &summary{digest: cv.DescriptorDigest(), references: d.References, platform: platform.IsPlatform(d, pipeline.Renderable)}
+	// References sorted once here, not on every visit of a shared platform.
+	refs := append([]ocm.Reference(nil), d.References...)
+	sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	s := &summary{digest: cv.DescriptorDigest(), references: refs, platform: platform.IsPlatform(d, pipeline.Renderable)}
 	if len(d.Labels) > 0 {
 		s.labels = make(map[string]string, len(d.Labels))
 		for _, l := range d.Labels {
@@ -598,47 +665,57 @@ func (r *request) entry(component, version string, sum *summary, name string) ma
 	return e
 }
 
-// expand returns one entry per reference of a component version; a
+// expand adds one entry per reference of a component version; a
 // referenced platform (references, nothing renderable) is expanded in turn.
-func (r *request) expand(ctx context.Context, component, version string, sum *summary, name string, path []string) ([]map[string]any, error) {
+// A platform referenced several times is looked up once (r.seen), but its
+// entries are repeated under each path's names: a fan-out of 4 over 16
+// levels names 4^16, so the cap (emit) and the deadline are checked at each
+// step, and the walk stops at the first set past MaxEntries. Every platform
+// has at least one reference and the depth is bounded, so the steps are at
+// most maxDepth+1 per parameter set.
+func (r *request) expand(ctx context.Context, component, version string, sum *summary, name string, path []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	self := component + ":" + version
 	for _, p := range path {
 		if p == self {
-			return nil, fmt.Errorf("%w: component reference cycle: %s", errdef.ErrInvalidDescriptor, strings.Join(append(path, self), " -> "))
+			return fmt.Errorf("%w: %s", errCycle, clipAt(strings.Join(append(path, self), " -> "), 200))
 		}
 	}
 	if len(path) >= maxDepth {
-		return nil, fmt.Errorf("%w: component references nest deeper than %d below %s", errdef.ErrLimitExceeded, maxDepth, path[0])
+		return fmt.Errorf("%w: component references nest deeper than %d below %s", errdef.ErrLimitExceeded, maxDepth, clip(path[0]))
 	}
 	path = append(path, self)
-	refs := append([]ocm.Reference(nil), sum.references...)
-	sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
-	var out []map[string]any
-	for _, ref := range refs {
+	for _, ref := range sum.references {
 		child, err := r.lookup(ctx, ref.ComponentName, ref.Version)
 		if err != nil {
-			return nil, fmt.Errorf("reference %s of %s: %w", ref.Name, self, err)
+			return fmt.Errorf("reference %s of %s: %w", clip(ref.Name), clip(self), err)
 		}
 		childName := ref.Name
 		if len(path) > 1 || r.q.Latest != 1 || r.prefixed {
 			childName = name + "-" + ref.Name
 		}
 		if child.platform {
-			sub, err := r.expand(ctx, ref.ComponentName, ref.Version, child, childName, path)
-			if err != nil {
-				return nil, err
+			if err := r.expand(ctx, ref.ComponentName, ref.Version, child, childName, path); err != nil {
+				return err
 			}
-			out = append(out, sub...)
 			continue
 		}
 		e := r.entry(ref.ComponentName, ref.Version, child, dnsName(childName))
 		e["reference"] = ref.Name
 		e["parent"] = component
 		e["parentVersion"] = version
-		out = append(out, e)
+		if err := r.emit(e); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
+
+// errCycle is a reference cycle among the components a request names: the
+// request's fault (HTTP 400), as an unknown component would be.
+var errCycle = fmt.Errorf("%w: component reference cycle", errdef.ErrInvalidDescriptor)
 
 func uniqueNames(entries []map[string]any) error {
 	seen := make(map[string]bool, len(entries))
@@ -652,8 +729,6 @@ func uniqueNames(entries []map[string]any) error {
 	return nil
 }
 
-var nonDNS = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9-]+`) })
-
 // maxDNSLabel keeps names usable as label values and in DNS labels.
 const maxDNSLabel = 63
 
@@ -661,7 +736,21 @@ const maxDNSLabel = 63
 // "-", at most 63 characters (a long name keeps a hash of the whole so two
 // long names stay apart).
 func dnsName(s string) string {
-	n := strings.Trim(nonDNS().ReplaceAllString(strings.ToLower(s), "-"), "-")
+	// What regexp [^a-z0-9-]+ → "-" does, without a regexp: this runs once
+	// per parameter set, up to 5000 times a request.
+	var b strings.Builder
+	b.Grow(len(s))
+	run := false
+	for _, c := range strings.ToLower(s) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' {
+			b.WriteRune(c)
+			run = false
+		} else if !run {
+			b.WriteByte('-')
+			run = true
+		}
+	}
+	n := strings.Trim(b.String(), "-")
 	if len(n) > maxDNSLabel {
 		h := sha256.Sum256([]byte(s))
 		n = strings.TrimRight(n[:maxDNSLabel-9], "-") + "-" + hex.EncodeToString(h[:])[:8]

@@ -11,7 +11,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
@@ -33,7 +35,8 @@ const (
 	// the ApplicationSet's status shows.
 	DefaultRequestTimeout = 25 * time.Second
 	// DefaultMaxConcurrent requests are served at once; the others wait in
-	// line until their deadline.
+	// line until their deadline. One ApplicationSet name holds at most one
+	// of them (see Handler).
 	DefaultMaxConcurrent = 4
 )
 
@@ -42,6 +45,14 @@ const (
 type TokenSource func() ([]byte, error)
 
 // Handler serves the contract over a Generator.
+//
+// Fairness: an ApplicationSet name (the request's applicationSetName) has at
+// most one request served or waiting at a time; another request of that name
+// meanwhile is answered 503 with Retry-After at once, without taking a turn
+// or a place in line. Argo CD asks for one ApplicationSet's parameters one
+// call at a time, so a second concurrent call is a retry of a call still
+// running or an abuse; either way it must not take the turns other
+// ApplicationSets wait for.
 type Handler struct {
 	Generator *Generator
 	Token     TokenSource
@@ -52,6 +63,9 @@ type Handler struct {
 	Log            *slog.Logger
 
 	sem chan struct{}
+
+	mu     sync.Mutex
+	active map[string]bool // ApplicationSet names with a request served or waiting
 }
 
 // Init applies the defaults; ServeHTTP calls it on first use otherwise.
@@ -72,6 +86,11 @@ func (h *Handler) Init() {
 	if h.sem == nil {
 		h.sem = make(chan struct{}, h.MaxConcurrent)
 	}
+	h.mu.Lock()
+	if h.active == nil {
+		h.active = map[string]bool{}
+	}
+	h.mu.Unlock()
 }
 
 // ServiceRequest is Argo CD's request (applicationset/services/plugin).
@@ -133,22 +152,31 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	case PathGetParams:
 	default:
-		writeError(w, http.StatusNotFound, "no such endpoint: POST "+PathGetParams+" or GET "+PathHealth)
+		refuse(w, http.StatusNotFound, "no such endpoint: POST "+PathGetParams+" or GET "+PathHealth)
 		return false
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, "use POST")
+		refuse(w, http.StatusMethodNotAllowed, "use POST")
 		return false
 	}
 	// The token before anything else: an unauthenticated caller gets no
-	// body read and no parsing.
+	// body read and no parsing, and its answer does not wait for its body.
 	if !h.authorized(r) {
 		h.Log.Warn("request refused: wrong or missing token", "remote", r.RemoteAddr)
-		writeError(w, http.StatusForbidden, "wrong or missing bearer token")
+		refuse(w, http.StatusForbidden, "wrong or missing bearer token")
 		return false
 	}
 	return true
+}
+
+// refuse answers a request whose body is not read, and closes the
+// connection: otherwise net/http reads (up to 256 KiB of) the unread body
+// before it sends the answer, so a client that announces a body and never
+// sends it would get its 403 only at the server's read timeout.
+func refuse(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Connection", "close")
+	writeError(w, status, msg)
 }
 
 // getParams answers an authorized getparams request: the parameter sets
@@ -166,19 +194,28 @@ func (h *Handler) getParams(w http.ResponseWriter, r *http.Request, start time.T
 		h.finish(w, req.ApplicationSetName, start, http.StatusBadRequest, err, 0)
 		return
 	}
+	if !h.claim(req.ApplicationSetName) {
+		w.Header().Set("Retry-After", h.retryAfter())
+		h.finish(w, req.ApplicationSetName, start, http.StatusServiceUnavailable,
+			fmt.Errorf("%w: ApplicationSet %q already has a request in progress (one at a time per ApplicationSet)", errBusy, clip(req.ApplicationSetName)), 0)
+		return
+	}
+	defer h.release(req.ApplicationSetName)
 	select {
 	case h.sem <- struct{}{}:
 		defer func() { <-h.sem }()
 	case <-ctx.Done():
-		h.finish(w, req.ApplicationSetName, start, http.StatusServiceUnavailable, fmt.Errorf("the generator is busy: no turn within %s", h.RequestTimeout), 0)
+		w.Header().Set("Retry-After", h.retryAfter())
+		h.finish(w, req.ApplicationSetName, start, http.StatusServiceUnavailable, fmt.Errorf("%w: no turn within %s", errBusy, h.RequestTimeout), 0)
 		return
 	}
 	entries, err := h.Generator.Generate(ctx, q)
 	if err != nil {
-		if ctx.Err() != nil && !errors.Is(err, errdef.ErrInvalidInput) {
+		status := status4(ctx, err)
+		if status == http.StatusGatewayTimeout {
 			err = fmt.Errorf("no answer within %s: %w", h.RequestTimeout, err)
 		}
-		h.finish(w, req.ApplicationSetName, start, status4(ctx, err), err, 0)
+		h.finish(w, req.ApplicationSetName, start, status, err, 0)
 		return
 	}
 	body, err := encodeResponse(entries)
@@ -212,7 +249,8 @@ func encodeResponse(entries []map[string]any) ([]byte, error) {
 func (h *Handler) finish(w http.ResponseWriter, appSet string, start time.Time, status int, err error, n int) {
 	attrs := []any{"applicationSet", clip(appSet), "status", status, "ms", time.Since(start).Milliseconds()}
 	if err != nil {
-		msg := registry.Sanitize(err.Error())
+		// Bounded: Argo CD keeps it in the ApplicationSet's status.
+		msg := clipAt(registry.Sanitize(err.Error()), maxMessage)
 		attrs = append(attrs, "error", msg)
 		h.Log.Warn("getparams", attrs...)
 		if w != nil {
@@ -223,16 +261,59 @@ func (h *Handler) finish(w http.ResponseWriter, appSet string, start time.Time, 
 	h.Log.Info("getparams", append(attrs, "parameterSets", n)...)
 }
 
-// status4 maps an error to its HTTP status: the request's fault is 400.
-func status4(ctx context.Context, err error) int {
-	switch {
-	case errors.Is(err, errdef.ErrInvalidInput), errors.Is(err, errdef.ErrNotFound), errors.Is(err, errdef.ErrLimitExceeded):
-		return http.StatusBadRequest
-	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded):
-		return http.StatusGatewayTimeout
-	default:
-		return http.StatusBadGateway // the registry's, the network's or the content's fault
+// maxMessage bounds an error message (bytes).
+const maxMessage = 1024
+
+// errBusy: no turn for the request (HTTP 503).
+var errBusy = errors.New("the generator is busy")
+
+// claim marks name as having a request in progress; false if it has one.
+func (h *Handler) claim(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.active[name] {
+		return false
 	}
+	h.active[name] = true
+	return true
+}
+
+func (h *Handler) release(name string) {
+	h.mu.Lock()
+	delete(h.active, name)
+	h.mu.Unlock()
+}
+
+// retryAfter is when a turn is sure to have ended: the request timeout,
+// in whole seconds.
+func (h *Handler) retryAfter() string {
+	return strconv.Itoa(int((h.RequestTimeout + time.Second - 1) / time.Second))
+}
+
+// requestFaults are what the request (its parameters, the components it
+// names, the policy it runs into) can change: HTTP 400, whatever the
+// deadline, so that the ApplicationSet's status says what to fix.
+var requestFaults = []error{
+	errdef.ErrInvalidInput, errdef.ErrNotFound, errdef.ErrLimitExceeded,
+	errdef.ErrForbidden, errdef.ErrNotAllowed, errdef.ErrInsecure, errCycle,
+}
+
+// status4 maps an error to its HTTP status: the request's fault 400, no
+// turn 503, the deadline 504, anything else (the registry's, the network's
+// or the content's fault) 502.
+func status4(ctx context.Context, err error) int {
+	if errors.Is(err, errBusy) {
+		return http.StatusServiceUnavailable
+	}
+	for _, f := range requestFaults {
+		if errors.Is(err, f) {
+			return http.StatusBadRequest
+		}
+	}
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusBadGateway
 }
 
 func (h *Handler) authorized(r *http.Request) bool {
@@ -257,6 +338,7 @@ func (h *Handler) authorized(r *http.Request) bool {
 // decode reads the bounded body as one JSON object.
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*ServiceRequest, int, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		w.Header().Set("Connection", "close") // the body stays unread (see refuse)
 		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q: want application/json", clip(ct))
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxBodyBytes))

@@ -207,9 +207,11 @@ func TestConcurrencyAndDeadline(t *testing.T) {
 	first := make(chan response, 1)
 	go func() { first <- call(t, url, p) }()
 	<-opened
-	second := call(t, url, p)
-	if second.status != http.StatusServiceUnavailable || !strings.Contains(second.message(t), "busy") {
-		t.Errorf("second request: %d %s", second.status, second.body)
+	// Another ApplicationSet's request waits in line (one of the same
+	// ApplicationSet would be refused at once: TestOneTurnPerApplicationSet).
+	second, hdr := callAs(t, url, "other", p)
+	if second.status != http.StatusServiceUnavailable || !strings.Contains(second.message(t), "busy: no turn within") || hdr.Get("Retry-After") != "1" {
+		t.Errorf("second request: %d %s (Retry-After %q)", second.status, second.body, hdr.Get("Retry-After"))
 	}
 	close(block)
 	if r := <-first; r.status != http.StatusGatewayTimeout {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/Masterminds/semver/v3"
 
@@ -270,9 +271,15 @@ func contains(list []string, s string) bool {
 }
 
 // clip keeps user-supplied text short in messages.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
+func clip(s string) string { return clipAt(s, 64) }
+
+// clipAt cuts s to at most n bytes, at a character boundary.
+func clipAt(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
