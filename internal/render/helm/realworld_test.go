@@ -17,9 +17,17 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 )
 
-// realWorldDir holds third-party charts and `helm template` v3.22.0 outputs
-// (see its README.md and commands.txt); it sits beside the repository.
-const realWorldDir = "../../../../shared/fixtures/realworld"
+// realWorldDir holds third-party charts and trees with the outputs of the
+// reference CLIs (helm v3.22.0, kustomize v5.8.2; see its README.md and
+// commands.txt): the team's full set beside the repository when it is
+// there, else the subset in the repository's testdata/realworld.
+var realWorldDir = func() string {
+	const shared, inRepo = "../../../../shared/fixtures/realworld", "../../../testdata/realworld"
+	if _, err := os.Stat(shared); err == nil {
+		return shared
+	}
+	return inRepo
+}()
 
 // realWorldCase is one helm case of commands.txt.
 type realWorldCase struct {
