@@ -123,7 +123,7 @@ func run(in io.Reader, out io.Writer) int {
 	for _, p := range failedPkgs {
 		fmt.Fprintf(out, "FAILED package %s\n", p)
 	}
-	fmt.Fprintf(out, "\ngo test: %d passed, %d failed, %d skipped\n", passed, failed, skips)
+	fmt.Fprintf(out, "\ntests: %d passed, %d failed, %d skipped\n", passed, failed, skips)
 	if failed > 0 || len(failedPkgs) > 0 {
 		return 1
 	}
