@@ -258,7 +258,7 @@ func TestServerGenerationsLogToTheServerLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code := execute(t.Context(), p, []string{"generate"}, &stdout, &stderr, e, ""); code != 0 {
+	if code := execute(t.Context(), p, []string{"generate"}, &stdout, &stderr, e, "", nil); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	if stderr.Len() != 0 {

@@ -29,7 +29,7 @@ var version = ""
 // newRootCommand builds the CLI. dir is the directory generate and parameters
 // read the Application's files from (empty: the working directory; the render
 // server passes each request's).
-func newRootCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, dir string) *cobra.Command {
+func newRootCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, dir string, environ []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "argocd-ocm-plugin",
 		Short: "Render OCM component versions into Kubernetes manifests (an Argo CD config management plugin)",
@@ -56,7 +56,7 @@ Manifests go to stdout, in one write, only on success; a failure is one line on 
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v (see %s --help)", errdef.ErrInvalidInput, err, c.CommandPath())
 	})
-	root.AddCommand(newRenderCommand(p, stdout, stderr, getenv, diag), newGenerateCommand(p, stdout, stderr, getenv, dir, diag),
+	root.AddCommand(newRenderCommand(p, stdout, stderr, getenv, diag), newGenerateCommand(p, stdout, stderr, getenv, dir, environ, diag),
 		newParametersCommand(p, stdout, stderr, getenv, dir, diag), newVerifyCommand(p, stdout, stderr, getenv, diag), newVersionCommand(stdout),
 		newServeCommand(stderr, getenv), newGeneratorCommand(stderr, getenv, diag),
 		newServeWorkerCommand(stderr, getenv))
@@ -86,7 +86,7 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
 			}
 			req.Parameters = ps
-			v, err := p.engine.Verifier(sig.names, sig.keys)
+			v, err := p.engine.Verifier(sig.names, sig.keys, sig.roots)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
 			}
@@ -110,7 +110,8 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 	f.StringVar(&req.KubeVersion, "kube-version", helm.DefaultKubeVersion(), "Kubernetes version for Capabilities.KubeVersion; the default is the one the plugin's Kubernetes libraries imply, as in a helm release")
 	f.StringVar(&apiVersions, "api-versions", "", "comma-separated API versions for Capabilities.APIVersions")
 	f.StringArrayVar(&sig.names, "signature", nil, "signature name that must verify before rendering (repeatable)")
-	f.StringArrayVar(&sig.keys, "public-key", nil, "PEM public key or certificate file (one, or one per --signature)")
+	f.StringArrayVar(&sig.keys, "public-key", nil, publicKeyUsage)
+	f.StringArrayVar(&sig.roots, "root-ca", nil, rootCAUsage)
 	f.BoolVar(&req.Platform.Force, "platform", false, "render the component's references as child Argo CD Applications (default for components with references and no renderable resource)")
 	f.StringArrayVar(&req.Platform.ConfigFiles, "platform-config", nil, "platform config file: per-package settings (repeatable)")
 	f.StringVar(&req.Platform.Source.RepoURL, "source-repo-url", "", "platform preview: the git repository child Applications point back at")
@@ -126,7 +127,7 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 	return c
 }
 
-func newGenerateCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, dir string, diag *diagnostics) *cobra.Command {
+func newGenerateCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, dir string, environ []string, diag *diagnostics) *cobra.Command {
 	return &cobra.Command{
 		Use:   "generate",
 		Short: "Argo CD generate command: render the Application's component from the plugin environment",
@@ -143,7 +144,7 @@ object per line), which Argo CD reads like YAML and converts to JSON anyway; wri
 YAML would cost more than rendering a large chart (render -o yaml shows the same).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req, err := cmp.Request(getenv)
+			req, err := cmp.RequestFromEnvironment(getenv, environ)
 			if err != nil {
 				return err
 			}
@@ -213,8 +214,8 @@ func buildVersion() string {
 // renderAndPrint renders completely into memory and writes stdout once, so a
 // failure can never leave a partial manifest stream behind.
 type signatureFlags struct {
-	names, keys []string
-	provenance  bool
+	names, keys, roots []string
+	provenance         bool
 }
 
 type renderOptions struct {

@@ -96,7 +96,7 @@ func TestGeneratorCommand(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			var stderr testutil.SyncBuffer
 			code := make(chan int, 1)
-			go func() { code <- execute(ctx, newProcess(), args, io.Discard, &stderr, getenv, "") }()
+			go func() { code <- execute(ctx, newProcess(), args, io.Discard, &stderr, getenv, "", nil) }()
 			base := tc.scheme + "://" + addr
 			deadline := time.Now().Add(10 * time.Second)
 			for {
@@ -163,7 +163,7 @@ func TestGeneratorCommandRefuses(t *testing.T) {
 		{[]string{"generator", "--token-file", short, "--tls-cert", "x"}, "go together"},
 	} {
 		var stderr bytes.Buffer
-		if code := execute(context.Background(), newProcess(), tc.args, io.Discard, &stderr, func(string) string { return "" }, ""); code == 0 || !strings.Contains(stderr.String(), tc.want) {
+		if code := execute(context.Background(), newProcess(), tc.args, io.Discard, &stderr, func(string) string { return "" }, "", nil); code == 0 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: exit %d, %q", tc.args, code, stderr.String())
 		}
 		if strings.Contains(stderr.String(), "abc") {

@@ -41,14 +41,16 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	quietStandardLog()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return execute(ctx, newProcess(), args, stdout, stderr, getenv, "")
+	return execute(ctx, newProcess(), args, stdout, stderr, getenv, "", os.Environ())
 }
 
 // execute runs one command line: in a process of its own (run), or for a
 // client of the render server, with that client's environment and directory.
 // p is what the process shares between its command lines (its engine).
-func execute(ctx context.Context, p *process, args []string, stdout, stderr io.Writer, getenv func(string) string, dir string) int {
-	root := newRootCommand(p, stdout, stderr, getenv, dir)
+// environ lists the command's variables (unknown ARGOCD_ENV_ names are
+// refused); nil: not checked.
+func execute(ctx context.Context, p *process, args []string, stdout, stderr io.Writer, getenv func(string) string, dir string, environ []string) int {
+	root := newRootCommand(p, stdout, stderr, getenv, dir, environ)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "argocd-ocm-plugin: %v\n", err)

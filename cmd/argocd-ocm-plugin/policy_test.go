@@ -360,3 +360,36 @@ default:
 		}
 	}
 }
+
+// A misspelt parameter or plugin variable fails the generation with the
+// known names, instead of rendering without it.
+func TestGenerateRefusesUnknownNames(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	dir := appDir(t)
+	gen := func(extra ...string) (string, string, int) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCLIHelperProcess$", "-test.count=1")
+		cmd.Dir = dir
+		cmd.Env = append(append(os.Environ(), cliHelperEnv+"=generate", "ARGOCD_OCM_CACHE_DIR="+t.TempDir(),
+			"ARGOCD_APP_NAME=shop", "ARGOCD_APP_NAMESPACE=shop", "ARGOCD_ENV_REPOSITORY=ctf",
+			"ARGOCD_ENV_COMPONENT="+examples.Podinfo, "ARGOCD_ENV_VERSION=1.0.0"), extra...)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return o.String(), e.String(), code
+	}
+	stdout, stderr, code := gen(`ARGOCD_APP_PARAMETERS=[{"name":"valuess","string":"replicaCount: 3"}]`)
+	refused(t, stdout, stderr, code, "application shop", `unknown parameter "valuess", did you mean "values"?`)
+	stdout, stderr, code = gen("ARGOCD_ENV_VALUESS=replicaCount: 3")
+	refused(t, stdout, stderr, code, `unknown plugin environment variable "ARGOCD_ENV_VALUESS", did you mean "ARGOCD_ENV_VALUES"?`)
+	if stdout, stderr, code = gen(`ARGOCD_APP_PARAMETERS=[{"name":"values","string":"replicaCount: 3"}]`); code != 0 || !strings.Contains(stdout, `"replicas":3`) {
+		t.Errorf("the right name: exit %d, %s", code, stderr)
+	}
+}

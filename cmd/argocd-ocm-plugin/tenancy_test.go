@@ -58,9 +58,8 @@ func TestGenerateRequireComponentImages(t *testing.T) {
 	base := map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop",
 		"ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo), "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0",
 		"ARGOCD_ENV_VALUES": "image: {repository: evil.example.com/miner}",
-		// What an Application might try: neither is read.
+		// What an Application might try: not read.
 		"ARGOCD_ENV_ARGOCD_OCM_REQUIRE_COMPONENT_IMAGES": "false",
-		"ARGOCD_APP_PARAMETERS":                          `[{"name":"require-component-images","string":"false"}]`,
 	}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{k: v}
@@ -72,6 +71,12 @@ func TestGenerateRequireComponentImages(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"generate"}, &stdout, &stderr, env(with("ARGOCD_OCM_REQUIRE_COMPONENT_IMAGES", "true")))
 	refusedOneLine(t, "guard on", code, &stdout, &stderr, "application shop: component example.com/demo/podinfo:1.0.0: resource chart: not allowed: image origin guard", "evil.example.com/miner")
+
+	// A parameter of that name is no parameter of the plugin: refused.
+	stdout.Reset()
+	stderr.Reset()
+	code = run([]string{"generate"}, &stdout, &stderr, env(with("ARGOCD_APP_PARAMETERS", `[{"name":"require-component-images","string":"false"}]`)))
+	refusedOneLine(t, "as a parameter", code, &stdout, &stderr, `unknown parameter "require-component-images"`)
 
 	stdout.Reset()
 	stderr.Reset()

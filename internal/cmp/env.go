@@ -147,11 +147,27 @@ func nonEmpty(in []string) []string {
 	return out
 }
 
-// Request builds the pipeline request of a generate command.
+// Request builds the pipeline request of a generate command. A parameter
+// the plugin does not know is refused, with the known names.
 func Request(getenv func(string) string) (pipeline.Request, error) {
+	return RequestFromEnvironment(getenv, nil)
+}
+
+// RequestFromEnvironment is Request that also refuses an ARGOCD_ENV_
+// variable the plugin does not know; environ lists the environment's
+// variables ("NAME=value" or "NAME").
+func RequestFromEnvironment(getenv func(string) string, environ []string) (pipeline.Request, error) {
 	app := getenv(EnvAppName)
 	params, err := ParseParameters(getenv(EnvAppParameters))
 	if err != nil {
+		return pipeline.Request{}, errdef.Wrap(err, errdef.Error{Application: app})
+	}
+	var envNames []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		envNames = append(envNames, name)
+	}
+	if err := checkNames(params, envNames); err != nil {
 		return pipeline.Request{}, errdef.Wrap(err, errdef.Error{Application: app})
 	}
 	e := &Env{Getenv: getenv, params: params}
