@@ -31,6 +31,7 @@ type watchdog struct {
 	describe func() string
 	exit     func(int)
 	stop     chan struct{}
+	sigs     chan os.Signal // SIGTERM and SIGINT
 }
 
 const (
@@ -55,6 +56,10 @@ func startWatchdog(stdout, stderr io.Writer, getenv func(string) string) (io.Wri
 	}
 	w := &watchdog{stdout: stdout, stderr: stderr, deadline: s.deadline + watchdogGrace, limit: s.maxMemory,
 		describe: func() string { return describeEnv(getenv).Prefix() }, exit: os.Exit, stop: make(chan struct{})}
+	// Registered before the goroutine runs: a signal that came before it
+	// was scheduled would be lost to it.
+	w.sigs = make(chan os.Signal, 1)
+	signal.Notify(w.sigs, syscall.SIGTERM, os.Interrupt)
 	go w.run()
 	return (*guardedWriter)(w), func() { close(w.stop) }
 }
@@ -68,15 +73,13 @@ func (w *watchdog) run() {
 	// The command's context is canceled on these too (run); a render that
 	// does not notice is ended here, within a second of the signal, instead
 	// of rendering on until Argo CD's SIGKILL.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
-	defer signal.Stop(sigs)
+	defer signal.Stop(w.sigs)
 	var stopping <-chan time.Time
 	for {
 		select {
 		case <-w.stop:
 			return
-		case <-sigs:
+		case <-w.sigs:
 			if stopping == nil {
 				t := time.NewTimer(stopGrace)
 				defer t.Stop()
