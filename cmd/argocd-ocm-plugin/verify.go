@@ -21,22 +21,28 @@ import (
 // be able to supply their own trust root.
 const (
 	// ARGOCD_OCM_SIGNATURE (comma-separated signature names that must verify)
-	// and ARGOCD_OCM_PUBLIC_KEY (comma-separated PEM files, one per name or
-	// one for all) are read by package policy, as its default rule.
+	// and ARGOCD_OCM_PUBLIC_KEY (comma-separated key files, one per name or
+	// one for all; a CA certificate there is a root CA) are read by package
+	// policy, as its default rule.
 	envProvenance = "ARGOCD_OCM_PROVENANCE" // "true": annotate objects with their provenance
 )
 
 func newVerifyCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
 	var repository, component, version, output string
-	var names, keys []string
+	var names, keys, roots []string
 	c := &cobra.Command{
-		Use:   "verify --repository REPO --component NAME --version VERSION --signature NAME --public-key FILE",
+		Use:   "verify --repository REPO --component NAME --version VERSION --signature NAME (--public-key FILE | --root-ca FILE)",
 		Short: "Verify a component version like `ocm verify`: signatures, reference digests and every resource digest computable offline",
 		Long: `Verify a component version as ocm verify componentversions does: each --signature with its key, the
 digests of component references (recursively), and the digest of every resource that can be checked
 offline: local blobs are re-hashed (genericBlobDigest/v1: the blob; ociArtifactDigest/v1: the manifest of
 the OCI artifact set), and a digest pinned in an access reference (imageReference x@sha256:…) is compared
 with the declared one. Each resource is reported as checked, mismatch or not-checkable (with the reason).
+
+Signatures: RSASSA-PSS and RSASSA-PKCS1-V1_5 (hex, or PEM) with --public-key (PEM public key or
+certificate); a PEM signature that carries the signer's certificate with --root-ca (the certificate must
+chain to it, have the codeSigning usage and be valid now); GPG with --public-key naming an armored OpenPGP
+public key. Sigstore signatures are not verified (they need Fulcio and Rekor online).
 Exit 0 only when every signature verifies and no resource mismatches; a failure prints one error line on
 stderr and nothing on stdout.`,
 		Args: noArgs,
@@ -48,12 +54,12 @@ stderr and nothing on stdout.`,
 			if output != "text" && output != "json" {
 				return errdef.Wrap(fmt.Errorf("%w: --output %q: want text or json", errdef.ErrInvalidInput, output), ectx)
 			}
-			v, err := p.engine.Verifier(names, keys)
+			v, err := p.engine.Verifier(names, keys, roots)
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}
 			if v == nil {
-				return errdef.Wrap(fmt.Errorf("%w: --signature and --public-key are required", errdef.ErrInvalidInput), ectx)
+				return errdef.Wrap(fmt.Errorf("%w: --signature and --public-key or --root-ca are required", errdef.ErrInvalidInput), ectx)
 			}
 			ctx, cancel, err := withDeadline(cmd.Context(), 0, getenv)
 			if err != nil {
@@ -80,14 +86,25 @@ stderr and nothing on stdout.`,
 	f.StringVar(&component, "component", "", "component name")
 	f.StringVar(&version, "version", "", "component version")
 	f.StringArrayVar(&names, "signature", nil, "signature name that must verify (repeatable)")
-	f.StringArrayVar(&keys, "public-key", nil, "PEM public key or certificate file (one, or one per --signature)")
+	f.StringArrayVar(&keys, "public-key", nil, publicKeyUsage)
+	f.StringArrayVar(&roots, "root-ca", nil, rootCAUsage)
 	f.StringVarP(&output, "output", "o", "text", "report format: text, or json (signatures, references, resources)")
 	return c
 }
 
+// Usage of the signature trust flags of verify and render.
+const (
+	publicKeyUsage = "public key file: PEM public key or certificate, or armored OpenPGP key for GPG signatures (one, or one per --signature)"
+	rootCAUsage    = "root CA certificate file (PEM) that a PEM signature's embedded signer certificate must chain to (one, or one per --signature)"
+)
+
 func printVerifyReport(w io.Writer, component, version string, report *verify.Report) {
 	for _, s := range report.Signatures {
-		fmt.Fprintf(w, "verified %s:%s signature %s (%s, %s %s %s)\n", component, version, s.Signature, s.Algorithm, s.NormalisationAlgorithm, s.HashAlgorithm, s.Digest)
+		signer := ""
+		if s.Signer != "" {
+			signer = ", signed by " + s.Signer
+		}
+		fmt.Fprintf(w, "verified %s:%s signature %s (%s, %s %s %s%s)\n", component, version, s.Signature, s.Algorithm, s.NormalisationAlgorithm, s.HashAlgorithm, s.Digest, signer)
 	}
 	for _, r := range report.References {
 		if r.Digest != "" {

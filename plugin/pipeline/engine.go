@@ -54,11 +54,11 @@ type Engine struct {
 	archiveOpts []archive.Option // of WithArchiveLimits
 
 	keysMu sync.Mutex
-	keys   map[string]publicKey // by key file
+	keys   map[string]publicKey // by kind ("public key", "root CA") and file
 }
 
 type publicKey struct {
-	sum [sha256.Size]byte // of the PEM it was parsed from
+	sum [sha256.Size]byte // of the file it was parsed from
 	key crypto.PublicKey
 }
 
@@ -239,54 +239,84 @@ func (e *Engine) blobCache(logger *slog.Logger) *cache.Cache {
 	return cache.Open(e.cacheDir, cache.WithLogger(logger))
 }
 
-// Verifier pairs signature names with public key files, one key file per
-// name or one for every name (a rule's SignatureFlags, or the CLI's
-// --signature and --public-key): nil when neither is given. Key files are
-// read every time, so a rotated key applies to the next generation; a key
-// is parsed again only when its file changed.
-func (e *Engine) Verifier(names, keyFiles []string) (*signing.Verifier, error) {
-	if len(names) == 0 && len(keyFiles) == 0 {
+// Verifier pairs signature names with public key files and root CA files,
+// each list holding one file per name or one for every name ("" in a
+// per-name list: none for that name; a rule's SignatureFlags, or the CLI's
+// --signature, --public-key and --root-ca): nil when nothing is given. Every
+// name needs a key or a root CA; with both, a PEM signature that carries a
+// certificate is checked against the root CA and every other signature with
+// the key (signing.Trust). Files are read every time, so a rotated key
+// applies to the next generation; a file is parsed again only when it
+// changed.
+func (e *Engine) Verifier(names, keyFiles, rootFiles []string) (*signing.Verifier, error) {
+	if len(names) == 0 && len(keyFiles) == 0 && len(rootFiles) == 0 {
 		return nil, nil
 	}
-	if len(names) == 0 || len(keyFiles) == 0 {
-		return nil, fmt.Errorf("%w: signature verification needs both a signature name and a public key", errdef.ErrInvalidInput)
+	if len(names) == 0 || (len(keyFiles) == 0 && len(rootFiles) == 0) {
+		return nil, fmt.Errorf("%w: signature verification needs both a signature name and a public key or root CA", errdef.ErrInvalidInput)
 	}
-	if len(keyFiles) != 1 && len(keyFiles) != len(names) {
-		return nil, fmt.Errorf("%w: %d signature names but %d public keys: give one key, or one per name", errdef.ErrInvalidInput, len(names), len(keyFiles))
+	for what, files := range map[string][]string{"public keys": keyFiles, "root CAs": rootFiles} {
+		if len(files) > 1 && len(files) != len(names) {
+			return nil, fmt.Errorf("%w: %d signature names but %d %s: give one, or one per name", errdef.ErrInvalidInput, len(names), len(files), what)
+		}
+	}
+	pick := func(files []string, i int) string {
+		switch len(files) {
+		case 0:
+			return ""
+		case 1:
+			return files[0]
+		}
+		return files[i]
 	}
 	v := &signing.Verifier{Keys: map[string]crypto.PublicKey{}}
 	for i, name := range names {
-		f := keyFiles[0]
-		if len(keyFiles) > 1 {
-			f = keyFiles[i]
+		kf, rf := pick(keyFiles, i), pick(rootFiles, i)
+		if kf == "" && rf == "" {
+			return nil, fmt.Errorf("%w: signature %s has neither a public key nor a root CA", errdef.ErrInvalidInput, name)
 		}
-		pem, err := os.ReadFile(f)
+		var key crypto.PublicKey
+		if kf != "" {
+			k, err := e.parsedFile(kf, "public key", name, signing.ParsePublicKey)
+			if err != nil {
+				return nil, err
+			}
+			key = k
+		}
+		if rf == "" {
+			v.Keys[name] = key
+			continue
+		}
+		r, err := e.parsedFile(rf, "root CA", name, func(b []byte) (crypto.PublicKey, error) { return signing.ParseRootCAs(b) })
 		if err != nil {
-			return nil, fmt.Errorf("%w: public key for signature %s: %v", errdef.ErrInvalidInput, name, err)
+			return nil, err
 		}
-		k, err := e.publicKey(f, pem)
-		if err != nil {
-			return nil, fmt.Errorf("public key %s: %w", f, err)
-		}
-		v.Keys[name] = k
+		v.Keys[name] = &signing.Trust{Key: key, Roots: r.(*signing.RootCAs)}
 	}
 	return v, nil
 }
 
-func (e *Engine) publicKey(file string, pem []byte) (crypto.PublicKey, error) {
-	sum := sha256.Sum256(pem)
+// parsedFile reads file and parses it with parse, reusing the last result
+// while the file's bytes are unchanged.
+func (e *Engine) parsedFile(file, what, name string, parse func([]byte) (crypto.PublicKey, error)) (crypto.PublicKey, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s for signature %s: %v", errdef.ErrInvalidInput, what, name, err)
+	}
+	sum := sha256.Sum256(b)
+	cacheKey := what + "\x00" + file
 	e.keysMu.Lock()
-	k, ok := e.keys[file]
+	k, ok := e.keys[cacheKey]
 	e.keysMu.Unlock()
 	if ok && k.sum == sum {
 		return k.key, nil
 	}
-	key, err := signing.ParsePublicKey(pem)
+	key, err := parse(b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s %s: %w", what, file, err)
 	}
 	e.keysMu.Lock()
-	e.keys[file] = publicKey{sum: sum, key: key}
+	e.keys[cacheKey] = publicKey{sum: sum, key: key}
 	e.keysMu.Unlock()
 	return key, nil
 }

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"crypto/rsa"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
 
 // The generations of a sharing engine (a render-server worker) resolve a
@@ -80,7 +82,7 @@ func TestEngineRendererFollowsTheRule(t *testing.T) {
 // again only when the file changed.
 func TestEngineVerifier(t *testing.T) {
 	e := pipeline.NewEngine(pipeline.WithBlobCacheDir(""))
-	if v, err := e.Verifier(nil, nil); v != nil || err != nil {
+	if v, err := e.Verifier(nil, nil, nil); v != nil || err != nil {
 		t.Fatalf("no signatures: %v, %v", v, err)
 	}
 	for _, tc := range []struct{ names, keys []string }{
@@ -88,12 +90,45 @@ func TestEngineVerifier(t *testing.T) {
 		{nil, []string{"k.pem"}},
 		{[]string{"a", "b", "c"}, []string{"1.pem", "2.pem"}},
 	} {
-		if _, err := e.Verifier(tc.names, tc.keys); !errors.Is(err, errdef.ErrInvalidInput) {
+		if _, err := e.Verifier(tc.names, tc.keys, nil); !errors.Is(err, errdef.ErrInvalidInput) {
 			t.Errorf("%v / %v: %v", tc.names, tc.keys, err)
 		}
 	}
-	if _, err := e.Verifier([]string{"acme"}, []string{filepath.Join(t.TempDir(), "missing.pem")}); !errors.Is(err, errdef.ErrInvalidInput) {
+	if _, err := e.Verifier([]string{"acme"}, []string{filepath.Join(t.TempDir(), "missing.pem")}, nil); !errors.Is(err, errdef.ErrInvalidInput) {
 		t.Errorf("missing key file: %v", err)
+	}
+}
+
+// Root CA files: alone, beside a key, per name; a leaf is no root.
+func TestEngineVerifierRootCA(t *testing.T) {
+	keys := filepath.Join("..", "..", "testdata", "ocm-cli-v2", "signatures", "keys")
+	ca, leaf, rsaKey, gpg := filepath.Join(keys, "ca.crt"), filepath.Join(keys, "leaf.crt"), filepath.Join(keys, "rsa.pub.pem"), filepath.Join(keys, "gpg.pub.asc")
+	e := pipeline.NewEngine(pipeline.WithBlobCacheDir(""))
+	v, err := e.Verifier([]string{"fx-pem"}, nil, []string{ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr, ok := v.Keys["fx-pem"].(*signing.Trust); !ok || tr.Key != nil || tr.Roots == nil {
+		t.Errorf("root only: %#v", v.Keys["fx-pem"])
+	}
+	v, err = e.Verifier([]string{"fx-pss", "fx-pem", "fx-gpg"}, []string{rsaKey, "", gpg}, []string{"", ca, ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := v.Keys["fx-pss"].(*rsa.PublicKey); !ok {
+		t.Errorf("fx-pss: %T", v.Keys["fx-pss"])
+	}
+	if _, ok := v.Keys["fx-gpg"].(*signing.OpenPGPKeys); !ok {
+		t.Errorf("fx-gpg: %T", v.Keys["fx-gpg"])
+	}
+	if _, err := e.Verifier([]string{"fx-pem"}, nil, []string{leaf}); !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), "not a CA certificate") {
+		t.Errorf("leaf as root CA: %v", err)
+	}
+	if _, err := e.Verifier([]string{"a", "b"}, []string{rsaKey, ""}, nil); !errors.Is(err, errdef.ErrInvalidInput) {
+		t.Errorf("name without key or root: %v", err)
+	}
+	if _, err := e.Verifier([]string{"a", "b", "c"}, nil, []string{ca, ca}); !errors.Is(err, errdef.ErrInvalidInput) {
+		t.Errorf("two roots for three names: %v", err)
 	}
 }
 

@@ -42,9 +42,9 @@
 // optional path prefix; nothing else is sent anywhere); which hosts may be
 // reached over plain HTTP; whether CTFs and component archives of the
 // Application's own checkout may be read; which signatures must verify, with
-// which keys; whether workload images must be images of the component
-// (requireComponentImages); and whether platform children may leave the
-// parent's project and destination (default: no).
+// which keys or root CAs (docs/signatures.md); whether workload images must
+// be images of the component (requireComponentImages); and whether platform
+// children may leave the parent's project and destination (default: no).
 //
 // # Without a policy
 //

@@ -101,11 +101,15 @@ type RepositoryPattern struct {
 	PathPrefix string `json:"pathPrefix,omitempty"`
 }
 
-// Signature is a signature that must verify, with its public key or
-// certificate file (PEM).
+// Signature is a signature that must verify: with its public key file (a
+// PEM public key or certificate, or an armored OpenPGP public key for GPG
+// signatures), and/or the root CA file that the certificate embedded in a
+// PEM signature must chain to. At least one of the two.
 type Signature struct {
 	Name      string `json:"name"`
-	PublicKey string `json:"publicKey"`
+	PublicKey string `json:"publicKey,omitempty"`
+	// RootCA: PEM CA certificate(s); a leaf certificate is refused.
+	RootCA string `json:"rootCA,omitempty"`
 }
 
 // Platform are the switches of platforms (app-of-apps): by default child
@@ -254,8 +258,8 @@ func (p *Policy) validateRule(r RuleSpec, where string) error {
 		}
 	}
 	for j, s := range r.Signatures {
-		if s.Name == "" || s.PublicKey == "" {
-			return fmt.Errorf("%s: signatures[%d]: name and publicKey are required", where, j)
+		if s.Name == "" || (s.PublicKey == "" && s.RootCA == "") {
+			return fmt.Errorf("%s: signatures[%d]: name and publicKey or rootCA are required", where, j)
 		}
 	}
 	return nil

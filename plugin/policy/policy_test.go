@@ -124,7 +124,10 @@ func TestStrictParse(t *testing.T) {
 		"repository with path":    {head + "default:\n  repositories: [{host: 'ghcr.io/acme'}]\n", "without scheme", true},
 		"repository dotdot":       {head + "default:\n  repositories: [{host: ghcr.io, pathPrefix: acme/..}]\n", "segment", true},
 		"plainHTTP pattern":       {head + "default:\n  plainHTTP: ['*']\n", "exact host", true},
-		"signature without key":   {head + "default:\n  signatures: [{name: acme}]\n", "publicKey", true},
+		"signature without key":   {head + "default:\n  signatures: [{name: acme}]\n", "publicKey or rootCA", true},
+		"signature without name":  {head + "default:\n  signatures: [{rootCA: /ca.crt}]\n", "publicKey or rootCA", true},
+		"signature empty rootCA":  {head + "default:\n  signatures: [{name: acme, rootCA: ''}]\n", "publicKey or rootCA", true},
+		"signature unknown field": {head + "default:\n  signatures: [{name: acme, caFile: /ca.crt}]\n", "unknown field", true},
 		"string for bool":         {head + "default:\n  requireComponentImages: 'yes'\n", "", true},
 		"unknown platform switch": {head + "default:\n  platform: {allowAnything: true}\n", "unknown field", true},
 	}
@@ -173,6 +176,27 @@ default:
   localArchives: false
 `
 
+// A signature may name a root CA instead of, or beside, a public key.
+func TestSignatureRootCA(t *testing.T) {
+	doc := head + `default:
+  signatures:
+  - {name: pem, rootCA: /keys/ca.crt}
+  - {name: both, publicKey: /keys/k.pem, rootCA: /keys/ca.crt}
+  - {name: gpg, publicKey: /keys/gpg.pub.asc}
+`
+	p, err := policy.Parse([]byte(doc), "policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, schema(t), []byte(doc)); err != nil {
+		t.Errorf("schema: %v", err)
+	}
+	names, keys, roots := p.Rule("").SignatureFlags()
+	if strings.Join(names, ",") != "pem,both,gpg" || strings.Join(keys, ",") != ",/keys/k.pem,/keys/gpg.pub.asc" || strings.Join(roots, ",") != "/keys/ca.crt,/keys/ca.crt," {
+		t.Errorf("flags %q %q %q", names, keys, roots)
+	}
+}
+
 func TestRuleByProject(t *testing.T) {
 	p, err := policy.Parse([]byte(multi), "multi")
 	if err != nil {
@@ -195,8 +219,8 @@ func TestRuleByProject(t *testing.T) {
 	if !r.RequireComponentImages || !r.Platform.AllowOtherProjects || r.Platform.AllowOtherDestinations || !r.LocalArchives || !r.StrictPlainHTTP {
 		t.Errorf("switches of team-a: %+v", r)
 	}
-	if names, keys := r.SignatureFlags(); len(names) != 1 || names[0] != "acme" || keys[0] != "/keys/acme.pem" {
-		t.Errorf("signatures %v %v", names, keys)
+	if names, keys, roots := r.SignatureFlags(); len(names) != 1 || names[0] != "acme" || keys[0] != "/keys/acme.pem" || len(roots) != 1 || roots[0] != "" {
+		t.Errorf("signatures %v %v %v", names, keys, roots)
 	}
 	if len(r.Credentials) != 2 || r.Credentials[0].Name != "a" {
 		t.Errorf("credentials %+v", r.Credentials)
@@ -293,8 +317,8 @@ func TestFromEnvironment(t *testing.T) {
 	if err != nil || !r.AllowsAnyRepository() || !r.DefaultCredentials || r.StrictPlainHTTP || strings.Join(r.PlainHTTP, ",") != "a:5000,b" {
 		t.Fatalf("legacy %+v %v", r, err)
 	}
-	if names, keys := r.SignatureFlags(); strings.Join(names, ",") != "x,y" || strings.Join(keys, ",") != "/k" {
-		t.Errorf("legacy signatures %v %v", names, keys)
+	if names, keys, roots := r.SignatureFlags(); strings.Join(names, ",") != "x,y" || strings.Join(keys, ",") != "/k" || roots != nil {
+		t.Errorf("legacy signatures %v %v %v", names, keys, roots)
 	}
 	if err := r.AllowRepository("127.0.0.1:22", "x"); err != nil {
 		t.Errorf("legacy refuses %v", err)

@@ -128,15 +128,18 @@ func (r *Rule) AllowLocalArchive() error {
 	return fmt.Errorf("%w: local CTFs and component archives are not allowed for project %s (rule %s)", errdef.ErrForbidden, registry.Quote(r.Project), r.Name)
 }
 
-// SignatureFlags are the signature names and public key files to verify, as
-// the --signature and --public-key flags take them (one key per name, or,
-// without a policy, one key for every name).
-func (r *Rule) SignatureFlags() (names, keys []string) {
+// SignatureFlags are the signature names with their public key files and
+// root CA files, as the --signature, --public-key and --root-ca flags take
+// them: with a policy one entry of each per name ("" where the policy names
+// none); without a policy ARGOCD_OCM_SIGNATURE and ARGOCD_OCM_PUBLIC_KEY (one
+// key per name, or one for every name; a CA certificate there is a root by
+// its content) and no root CA files.
+func (r *Rule) SignatureFlags() (names, keys, roots []string) {
 	if r.Source == "environment" {
-		return r.legacyNames, r.legacyKeys
+		return r.legacyNames, r.legacyKeys, nil
 	}
 	for _, s := range r.Signatures {
-		names, keys = append(names, s.Name), append(keys, s.PublicKey)
+		names, keys, roots = append(names, s.Name), append(keys, s.PublicKey), append(roots, s.RootCA)
 	}
-	return names, keys
+	return names, keys, roots
 }

@@ -16,10 +16,25 @@
 // descriptor is reduced and jcs.go for the RFC 8785 canonicaliser and its
 // limits (numbers go through IEEE doubles, as in OCM).
 //
-// Signatures: RSASSA-PKCS1-V1_5 and RSASSA-PSS over the digest bytes as a
-// precomputed SHA-256/SHA-512 hash, the value in hex or as a PEM SIGNATURE
-// block. Sigstore signatures are out of scope and reported as unsupported.
-// Certificates are accepted as key containers, but no PKI chain is validated.
+// Signatures (what the OCM CLI, old and new, writes):
+//
+//   - RSASSA-PKCS1-V1_5 and RSASSA-PSS (any salt length; the new CLI uses the
+//     maximum) over the digest bytes as a precomputed SHA-256/SHA-512 hash, the
+//     value in hex (application/vnd.ocm.signature.rsa, …rsa.pss), checked with
+//     a configured RSA key or a certificate holding one;
+//   - the same in a PEM SIGNATURE block (application/x-pem-file). When the
+//     block is followed by the signer's certificate (and intermediates), the
+//     chain is validated against configured root CAs (chain.go): codeSigning
+//     usage, valid now, a leaf is never an anchor; the signature is then
+//     checked with the leaf's key. A bare configured public key pins the
+//     signer instead;
+//   - GPG (application/vnd.ocm.signature.gpg): an armored detached OpenPGP
+//     signature over the digest bytes, checked with an armored OpenPGP public
+//     key (github.com/ProtonMail/go-crypto).
+//
+// Sigstore signatures are refused with the reason: keyless verification needs
+// Fulcio and Rekor online. Key files are told apart by content
+// (ParsePublicKey).
 //
 // Errors wrap the sentinels of package errdef: errdef.ErrSignature for every
 // verification failure, errdef.ErrDigestMismatch when a recomputed digest

@@ -5,10 +5,10 @@ import (
 	"crypto"
 	"crypto/rsa"
 	"encoding/hex"
-	"encoding/pem"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -18,35 +18,64 @@ import (
 const (
 	RSAPKCS1v15 = "RSASSA-PKCS1-V1_5"
 	RSAPSS      = "RSASSA-PSS"
+	// GPG is a detached OpenPGP signature over the digest bytes.
+	GPG = "GPG"
 
 	// MediaTypeRSA and MediaTypeRSAPSS: the signature value is hex.
 	MediaTypeRSA    = "application/vnd.ocm.signature.rsa"
 	MediaTypeRSAPSS = "application/vnd.ocm.signature.rsa.pss"
-	// MediaTypePEM: the value is a PEM "SIGNATURE" block followed by the
-	// signer's certificate chain. Only the signature block is used; the key
-	// that verifies it is always the configured one.
+	// MediaTypePEM: the value is a PEM "SIGNATURE" block, optionally followed
+	// by the signer's certificate and intermediates (not the root). With a
+	// certificate the chain is validated against configured root CAs;
+	// without one the configured key verifies it.
 	MediaTypePEM = "application/x-pem-file"
+	// MediaTypeGPG: the value is an ASCII-armored detached OpenPGP signature.
+	MediaTypeGPG = "application/vnd.ocm.signature.gpg"
 )
+
+// supported names what this package verifies, for refusals.
+const supported = RSAPSS + " and " + RSAPKCS1v15 + " (media types " + MediaTypeRSAPSS + ", " + MediaTypeRSA + " hex, or " +
+	MediaTypePEM + "), " + GPG + " (" + MediaTypeGPG + ")"
 
 // Result describes one verified signature.
 type Result struct {
 	Component              string `json:"component"`
 	Version                string `json:"version"`
 	Signature              string `json:"signature"` // signature name
-	Algorithm              string `json:"algorithm"` // RSAPKCS1v15 or RSAPSS
+	Algorithm              string `json:"algorithm"` // RSAPKCS1v15, RSAPSS or GPG
 	NormalisationAlgorithm string `json:"normalisationAlgorithm"`
 	HashAlgorithm          string `json:"hashAlgorithm"`
 	Digest                 string `json:"digest"` // hex digest of the normalised descriptor, as signed
+	// Signer is who signed when the signature says so: the certificate
+	// that chained to a configured root, or the OpenPGP key.
+	Signer string `json:"signer,omitempty"`
 }
 
-// VerifySignature verifies the signature called name on d with key (an RSA
-// public key, or a certificate holding one).
+// now is the clock certificate and OpenPGP validity is checked against.
+var now = time.Now
+
+// VerifySignature verifies the signature called name on d with key: an RSA
+// public key, a certificate, *RootCAs, *OpenPGPKeys (see ParsePublicKey) or
+// a *Trust pairing a key with root CAs. What the key must be follows from
+// the signature:
+//
+//   - RSASSA-PSS (max or any salt length) and RSASSA-PKCS1-V1_5 in hex, or in
+//     a PEM SIGNATURE block without a certificate: an RSA public key (or a
+//     certificate holding one);
+//   - a PEM SIGNATURE block followed by the signer's certificate: root CAs
+//     (or a CA certificate) that the certificate chains to, for code
+//     signing, valid now; the signature is checked with the certificate's
+//     key. A configured non-CA certificate is refused as an anchor. A bare
+//     public key instead pins the signer: the embedded certificate is then
+//     not consulted;
+//   - GPG: an OpenPGP public key.
 //
 // The signed digest is never trusted: it is recomputed from d with the
 // signature's own normalisation and hash algorithms and must equal the one in
 // the signature, and the signature is then checked over the recomputed bytes.
-// Every failure wraps errdef.ErrSignature; a recomputed digest that differs
-// also wraps errdef.ErrDigestMismatch.
+// Every failure wraps errdef.ErrSignature and is one line naming component,
+// version and signature; a recomputed digest that differs also wraps
+// errdef.ErrDigestMismatch.
 //
 // Component references are covered only through their digests; check those
 // with VerifyReferences (Verifier does both).
@@ -73,7 +102,25 @@ func VerifySignature(d *ocm.Descriptor, name string, key crypto.PublicKey) (*Res
 		}
 		return nil, fail("not found (signatures present: %s)", present)
 	}
-	pub, err := rsaKey(key)
+	spec := sig.Signature
+	switch {
+	case isSigstore(spec):
+		return nil, fail("algorithm %q (media type %q): sigstore signatures are not verified: keyless verification needs Fulcio and the Rekor transparency log online, out of scope for this offline verifier (supported: %s)",
+			spec.Algorithm, spec.MediaType, supported)
+	case spec.Algorithm == GPG:
+		if spec.MediaType != MediaTypeGPG {
+			return nil, fail("media type %q is not supported for %s (supported: %s)", spec.MediaType, GPG, supported)
+		}
+	case spec.Algorithm == RSAPKCS1v15, spec.Algorithm == RSAPSS:
+		switch spec.MediaType {
+		case MediaTypeRSA, MediaTypeRSAPSS, MediaTypePEM:
+		default:
+			return nil, fail("media type %q is not supported for %s (supported: %s)", spec.MediaType, spec.Algorithm, supported)
+		}
+	default:
+		return nil, fail("algorithm %q is not supported (supported: %s)", spec.Algorithm, supported)
+	}
+	t, err := trustOf(key)
 	if err != nil {
 		return nil, fail("%w", err)
 	}
@@ -81,35 +128,82 @@ func VerifySignature(d *ocm.Descriptor, name string, key crypto.PublicKey) (*Res
 	if err != nil {
 		return nil, fail("%w", err)
 	}
-	switch sig.Signature.Algorithm {
-	case RSAPKCS1v15, RSAPSS:
-	case "sigstore", "sigstore-v2":
-		return nil, fail("algorithm %q is not supported: sigstore (keyless, Rekor) verification is out of scope; use an RSA signature",
-			sig.Signature.Algorithm)
-	default:
-		return nil, fail("algorithm %q is not supported (supported: %s, %s)", sig.Signature.Algorithm, RSAPKCS1v15, RSAPSS)
-	}
 	got, err := matchDigest(d, sig.Digest)
 	if err != nil {
 		return nil, fail("%w", err)
 	}
-	sigBytes, err := signatureBytes(sig.Signature)
-	if err != nil {
-		return nil, fail("%w", err)
-	}
 	hashed, _ := hex.DecodeString(got)
-	if sig.Signature.Algorithm == RSAPSS {
+	res := &Result{
+		Component: d.Name, Version: d.Version, Signature: name, Algorithm: spec.Algorithm,
+		NormalisationAlgorithm: sig.Digest.NormalisationAlgorithm, HashAlgorithm: sig.Digest.HashAlgorithm, Digest: got,
+	}
+	if spec.Algorithm == GPG {
+		if t.pgp == nil {
+			return nil, fail("a %s signature needs an armored OpenPGP public key, but %s is configured", GPG, t.desc)
+		}
+		if res.Signer, err = verifyGPG(t.pgp, hashed, spec.Value, now()); err != nil {
+			return nil, fail("%s", err)
+		}
+		return res, nil
+	}
+	var sigBytes []byte
+	pub := t.rsa
+	if spec.MediaType == MediaTypePEM {
+		ps, err := parsePEMSignature(spec.Value, spec.Algorithm)
+		if err != nil {
+			return nil, fail("%s", err)
+		}
+		sigBytes = ps.sig
+		if len(ps.certs) > 0 {
+			switch {
+			case t.roots != nil:
+				if res.Signer, err = verifyChain(ps.certs, t.roots, now()); err != nil {
+					return nil, fail("%s", err)
+				}
+				if pub, err = rsaKey(ps.certs[0].PublicKey); err != nil {
+					return nil, fail("signing certificate: %s", err)
+				}
+			case t.cert != nil:
+				// `ocm verify` uses a configured certificate as the anchor of
+				// the embedded chain; a leaf is no anchor.
+				return nil, fail("the signature carries the signer's certificate, and the configured certificate %q is not a CA certificate that could anchor it: configure the root CA", t.cert.Subject.String())
+			}
+		}
+	} else {
+		if sigBytes, err = hex.DecodeString(strings.TrimSpace(spec.Value)); err != nil {
+			return nil, fail("signature value is not hex: %v", err)
+		}
+	}
+	if pub == nil {
+		if t.roots != nil {
+			return nil, fail("the %s signature carries no certificate, so root CAs cannot verify it: configure the signer's public key", spec.MediaType)
+		}
+		return nil, fail("an %s signature needs an RSA public key, but %s is configured", spec.Algorithm, t.desc)
+	}
+	if spec.Algorithm == RSAPSS {
+		// nil options: any salt length (rsa.PSSSaltLengthAuto); the OCM CLI
+		// signs with the maximum.
 		err = rsa.VerifyPSS(pub, h, hashed, sigBytes, nil)
 	} else {
 		err = rsa.VerifyPKCS1v15(pub, h, hashed, sigBytes)
 	}
 	if err != nil {
-		return nil, fail("%s signature does not verify with the given key: %v", sig.Signature.Algorithm, err)
+		return nil, fail("%s signature does not verify with the %s key: %v", spec.Algorithm, keySource(res), err)
 	}
-	return &Result{
-		Component: d.Name, Version: d.Version, Signature: name, Algorithm: sig.Signature.Algorithm,
-		NormalisationAlgorithm: sig.Digest.NormalisationAlgorithm, HashAlgorithm: sig.Digest.HashAlgorithm, Digest: got,
-	}, nil
+	return res, nil
+}
+
+func keySource(res *Result) string {
+	if res.Signer != "" {
+		return "signing certificate's"
+	}
+	return "configured"
+}
+
+// isSigstore: the OCM sigstore signer writes algorithm "sigstore" (or
+// "sigstore-v2") and a sigstore media type.
+func isSigstore(s ocm.SignatureSpec) bool {
+	return strings.HasPrefix(strings.ToLower(s.Algorithm), "sigstore") || strings.Contains(strings.ToLower(s.MediaType), "sigstore")
 }
 
 // matchDigest recomputes the digest of d that want claims and returns it when
@@ -126,35 +220,6 @@ func matchDigest(d *ocm.Descriptor, want ocm.Digest) (string, error) {
 	}
 	return "", fmt.Errorf("the %s/%s digest of %s:%s is %s, the signed one is %q: %w",
 		want.NormalisationAlgorithm, want.HashAlgorithm, d.Name, d.Version, got[0], want.Value, errdef.ErrDigestMismatch)
-}
-
-// signatureBytes decodes the signature value according to its media type.
-func signatureBytes(s ocm.SignatureSpec) ([]byte, error) {
-	switch s.MediaType {
-	case MediaTypeRSA, MediaTypeRSAPSS:
-		b, err := hex.DecodeString(strings.TrimSpace(s.Value))
-		if err != nil {
-			return nil, fmt.Errorf("signature value is not hex: %v", err)
-		}
-		return b, nil
-	case MediaTypePEM:
-		rest := []byte(s.Value)
-		for {
-			var block *pem.Block
-			block, rest = pem.Decode(rest)
-			if block == nil {
-				return nil, fmt.Errorf("%s value has no SIGNATURE block", MediaTypePEM)
-			}
-			if block.Type != "SIGNATURE" {
-				continue
-			}
-			if a := block.Headers["Signature Algorithm"]; a != "" && a != s.Algorithm {
-				return nil, fmt.Errorf("PEM signature block is for %q, the signature claims %q", a, s.Algorithm)
-			}
-			return block.Bytes, nil
-		}
-	}
-	return nil, fmt.Errorf("signature media type %q is not supported (supported: %s, %s, %s)", s.MediaType, MediaTypeRSA, MediaTypeRSAPSS, MediaTypePEM)
 }
 
 // LookupFunc returns the descriptor of a component version, for following
@@ -296,8 +361,10 @@ func (w *refWalker) walk(ctx context.Context, d *ocm.Descriptor, depth int) erro
 // Verifier verifies a component version: the named signatures and,
 // recursively, the digests of its component references.
 type Verifier struct {
-	// Keys maps a signature name to the key that must verify it. Every named
-	// signature must be present and valid; other signatures are ignored.
+	// Keys maps a signature name to the key that must verify it (anything
+	// VerifySignature accepts: an RSA key, a certificate, *RootCAs,
+	// *OpenPGPKeys or *Trust). Every named signature must be present and
+	// valid; other signatures are ignored.
 	Keys map[string]crypto.PublicKey
 	// Lookup resolves component references. It is required as soon as a
 	// reference has a digest to check (a signature covers references only by
