@@ -10,6 +10,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/artifactset"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
@@ -96,7 +97,11 @@ func (r *Resolver) Read(ctx context.Context, cv ocm.ComponentVersion, res *ocm.R
 	var err error
 	switch acc.Kind() {
 	case ocm.AccessLocalBlob, ocm.AccessLocalFilesystemBlob:
-		c, err = r.readLocal(ctx, cv, acc, limit)
+		if lo, ok := localArtifact(cv, acc); ok {
+			c, err = r.readLocalArtifact(ctx, lo, acc, limit)
+		} else {
+			c, err = r.readLocal(ctx, cv, acc, limit)
+		}
 		if errors.Is(err, errdef.ErrNotFound) {
 			if g, ok := acc.GlobalAccess(); ok && r.Artifacts != nil {
 				c, err = r.readRemote(ctx, cv, *g, limit)
@@ -135,6 +140,31 @@ func (r *Resolver) readLocal(ctx context.Context, cv ocm.ComponentVersion, acc o
 		mt = b.MediaType()
 	}
 	return &Content{Data: data, MediaType: mt, Digest: blob.Digest(data)}, nil
+}
+
+// localArtifact returns cv's LocalArtifactOpener when acc names a local blob
+// that is an OCI manifest (OCM CLI v0.13+ Helm charts) and cv can open one.
+func localArtifact(cv ocm.ComponentVersion, acc ocm.Access) (ocm.LocalArtifactOpener, bool) {
+	if acc.Kind() != ocm.AccessLocalBlob || !ocimapping.IsManifestMediaType(acc.String("mediaType")) {
+		return nil, false
+	}
+	lo, ok := cv.(ocm.LocalArtifactOpener)
+	return lo, ok
+}
+
+// readLocalArtifact reads the content layer of an artifact local blob; the
+// content carries the manifest digest, which the resource digest names.
+func (r *Resolver) readLocalArtifact(ctx context.Context, lo ocm.LocalArtifactOpener, acc ocm.Access, limit int64) (*Content, error) {
+	b, md, err := lo.OpenLocalArtifact(ctx, acc)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	data, err := ReadBlob(b, limit)
+	if err != nil {
+		return nil, fmt.Errorf("local blob %s: %w", acc.String("localReference"), err)
+	}
+	return &Content{Data: data, MediaType: b.MediaType(), Digest: b.Digest(), ManifestDigest: md}, nil
 }
 
 // readRemote reads content through the ArtifactSource, streamed when it can
@@ -185,6 +215,9 @@ func ReadBlob(b ocm.Blob, limit int64) ([]byte, error) {
 // descriptor, when the descriptor has one that can be checked here:
 // genericBlobDigest/v1 against the bytes, ociArtifactDigest/v1 against the OCI
 // manifest digest (of an artifact set's main manifest, or of a remote artifact).
+// Content read through an OCI manifest (ManifestDigest set) is an OCI
+// artifact whose blob, as OCM defines it, is the manifest: its
+// genericBlobDigest/v1 (what the OCM CLI v0.13+ writes) is the manifest digest.
 func CheckResourceDigest(res *ocm.Resource, c *Content) error {
 	d := res.Digest
 	if d == nil || d.Value == "" {
@@ -194,6 +227,9 @@ func CheckResourceDigest(res *ocm.Resource, c *Content) error {
 	case "genericBlobDigest/v1":
 		if !isSHA256(d.HashAlgorithm) {
 			return nil
+		}
+		if c.ManifestDigest != "" {
+			return checkArtifactBlobDigest(c.ManifestDigest, d.Value)
 		}
 		return checkBlobDigest(strings.TrimPrefix(blob.Digest(c.Data), "sha256:"), d.Value)
 	case "ociArtifactDigest/v1":
@@ -215,6 +251,24 @@ func CheckResourceDigest(res *ocm.Resource, c *Content) error {
 func checkBlobDigest(got, want string) error {
 	if got != want {
 		return fmt.Errorf("%w: content hashes to sha256:%s, the component descriptor says sha256:%s", errdef.ErrDigestMismatch, got, want)
+	}
+	return nil
+}
+
+// checkArtifactBlobDigest compares the manifest digest of an OCI artifact
+// with a genericBlobDigest/v1 (SHA-256) resource digest: the SHA-256 of the
+// manifest bytes. A manifest named by another algorithm cannot be
+// compared, and is refused rather than let through unchecked.
+func checkArtifactBlobDigest(md, want string) error {
+	alg, h, err := blob.ParseDigest(md)
+	if err != nil {
+		return err
+	}
+	if alg != "sha256" {
+		return fmt.Errorf("%w: artifact manifest %s is not named by SHA-256, the component descriptor's genericBlobDigest/v1 is", errdef.ErrDigestMismatch, md)
+	}
+	if h != want {
+		return fmt.Errorf("%w: artifact manifest is %s, the component descriptor says sha256:%s (genericBlobDigest/v1)", errdef.ErrDigestMismatch, md, want)
 	}
 	return nil
 }

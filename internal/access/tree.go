@@ -58,6 +58,14 @@ func (r *Resolver) readTree(ctx context.Context, cv ocm.ComponentVersion, res *o
 	acc := res.Access
 	switch acc.Kind() {
 	case ocm.AccessLocalBlob, ocm.AccessLocalFilesystemBlob:
+		if lo, ok := localArtifact(cv, acc); ok {
+			b, md, err := lo.OpenLocalArtifact(ctx, acc)
+			if err != nil {
+				return nil, err
+			}
+			defer b.Close()
+			return streamTree(b, "local blob "+acc.String("localReference"), res, b.MediaType(), md, limit, opts)
+		}
 		b, err := cv.OpenLocalBlob(ctx, acc)
 		if errors.Is(err, errdef.ErrNotFound) {
 			if g, ok := acc.GlobalAccess(); ok && r.Artifacts != nil {
@@ -193,6 +201,10 @@ func checkStreamDigests(sum, blobDigest string, res *ocm.Resource, manifestDiges
 	switch d.NormalisationAlgorithm {
 	case "genericBlobDigest/v1":
 		if isSHA256(d.HashAlgorithm) {
+			if manifestDigest != "" {
+				// An OCI artifact: its blob is the manifest (see CheckResourceDigest).
+				return checkArtifactBlobDigest(manifestDigest, d.Value)
+			}
 			return checkBlobDigest(sum, d.Value)
 		}
 	case "ociArtifactDigest/v1":

@@ -350,7 +350,10 @@ func checkPinned(res *ocm.Resource, out *Resource) {
 		out.Status, out.Detail = NotCheckable, fmt.Sprintf("access %s (%s) pins no digest and its content is not read offline", res.Access.Type, where)
 		return
 	}
-	if dg.NormalisationAlgorithm != signing.OCIArtifactDigestV1 {
+	// The OCM CLI v0.13+ declares an OCI artifact's digest as
+	// genericBlobDigest/v1: the artifact's blob is its manifest, so that
+	// digest is the manifest digest a pin names, as ociArtifactDigest/v1 is.
+	if dg.NormalisationAlgorithm != signing.OCIArtifactDigestV1 && dg.NormalisationAlgorithm != signing.GenericBlobDigestV1 {
 		out.Status, out.Detail = NotCheckable, fmt.Sprintf("%s pins %s but the declared digest is %s, not %s", field, pinned, dg.NormalisationAlgorithm, signing.OCIArtifactDigestV1)
 		return
 	}

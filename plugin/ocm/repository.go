@@ -43,3 +43,16 @@ type Blob interface {
 	// Digest that names the content ("sha256:…"), "" if none.
 	Digest() string
 }
+
+// LocalArtifactOpener is implemented by component versions whose store keeps
+// OCI artifacts as local blobs of their own: the OCM CLI v0.13+ stores a Helm
+// chart as a manifest inside the version's image index (access mediaType
+// application/vnd.oci.image.manifest.v1+json, localReference = the manifest
+// digest). OpenLocalBlob of such a blob yields the manifest bytes, what its
+// genericBlobDigest/v1 hashes; rendering needs the content layer instead.
+type LocalArtifactOpener interface {
+	// OpenLocalArtifact opens the content layer (the Helm chart layer, else
+	// the only layer) of the OCI artifact a localBlob names, verified as it
+	// is read; manifestDigest is the artifact's manifest digest.
+	OpenLocalArtifact(ctx context.Context, acc Access) (b Blob, manifestDigest string, err error)
+}

@@ -226,11 +226,12 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 	if mt == "" {
 		mt = ocispec.MediaTypeImageManifest
 	}
-	m, mdesc, err := ocimapping.ResolveManifest(ctx, r, ocispec.Descriptor{MediaType: mt, Digest: dg})
+	v, err := ocimapping.ResolveVersion(ctx, r, ocispec.Descriptor{MediaType: mt, Digest: dg})
 	if err != nil {
 		return nil, err
 	}
-	d, err := ocimapping.ReadDescriptor(ctx, r, m)
+	mdesc := v.Desc
+	d, err := ocimapping.ReadDescriptor(ctx, r, v.Manifest)
 	if err != nil {
 		return nil, err
 	}
@@ -240,18 +241,20 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 	if pin != "" && pin != dg.String() && pin != mdesc.Digest.String() {
 		return nil, ocm.PinMismatch(component, version, pin, mdesc.Digest.String())
 	}
-	return &componentVersion{repo: r, manifest: m, digest: mdesc.Digest.String(), desc: d}, nil
+	return &componentVersion{repo: r, v: v, digest: mdesc.Digest.String(), desc: d}, nil
 }
 
 // Close implements ocm.Repository.
 func (r *Repository) Close() error { return r.s.close() }
 
 type componentVersion struct {
-	repo     *Repository
-	manifest *ocispec.Manifest
-	digest   string
-	desc     *ocm.Descriptor
+	repo   *Repository
+	v      *ocimapping.Version
+	digest string
+	desc   *ocm.Descriptor
 }
+
+var _ ocm.LocalArtifactOpener = (*componentVersion)(nil)
 
 func (c *componentVersion) Descriptor() *ocm.Descriptor { return c.desc }
 func (c *componentVersion) DescriptorDigest() string    { return c.digest }
@@ -262,9 +265,12 @@ func (c *componentVersion) OpenLocalBlob(ctx context.Context, acc ocm.Access) (o
 		return nil, fmt.Errorf("%w: %s is not a local blob of a CTF", errdef.ErrUnsupportedAccess, acc.Type)
 	}
 	ref := acc.String("localReference")
-	layers, err := ocimapping.LocalBlobLayers(c.manifest, ref)
+	layers, artifact, err := c.v.LocalBlob(ref)
 	if err != nil {
 		return nil, err
+	}
+	if artifact != nil {
+		return c.openArtifactBlob(ctx, acc, *artifact)
 	}
 	rc, size, err := ocimapping.OpenLayers(ctx, c.repo, layers)
 	if err != nil {
@@ -279,6 +285,58 @@ func (c *componentVersion) OpenLocalBlob(ctx context.Context, acc ocm.Access) (o
 		d = layers[0].Digest.String()
 	}
 	return &Blob{ReadCloser: rc, size: size, mediaType: mt, digest: d}, nil
+}
+
+// openArtifactBlob opens a local blob that is an OCI manifest in the
+// version's index (OCM CLI v0.13+): its bytes are the manifest's, and the
+// reader verifies the config and layers after them.
+func (c *componentVersion) openArtifactBlob(ctx context.Context, acc ocm.Access, entry ocispec.Descriptor) (ocm.Blob, error) {
+	a, err := ocimapping.FetchArtifact(ctx, c.repo, entry)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := a.Reader(ctx, c.repo, maxArtifactSize)
+	if err != nil {
+		return nil, err
+	}
+	mt := acc.String("mediaType")
+	if mt == "" {
+		mt = a.Manifest.MediaType
+	}
+	return &Blob{ReadCloser: rc, size: int64(len(a.Raw)), mediaType: mt, digest: entry.Digest.String()}, nil
+}
+
+// maxArtifactSize bounds the blobs of one artifact local blob together; a
+// CTF's own files are read, so this only stops a manifest that declares
+// absurd sizes (the consumers bound what they keep).
+const maxArtifactSize int64 = 1 << 40
+
+// OpenLocalArtifact implements ocm.LocalArtifactOpener.
+func (c *componentVersion) OpenLocalArtifact(ctx context.Context, acc ocm.Access) (ocm.Blob, string, error) {
+	if acc.Kind() != ocm.AccessLocalBlob {
+		return nil, "", fmt.Errorf("%w: %s is not a local blob of a CTF", errdef.ErrUnsupportedAccess, acc.Type)
+	}
+	entry, err := c.v.LocalArtifact(acc.String("localReference"))
+	if err != nil {
+		return nil, "", err
+	}
+	a, err := ocimapping.FetchArtifact(ctx, c.repo, entry)
+	if err != nil {
+		return nil, "", err
+	}
+	l, err := a.MainLayer()
+	if err != nil {
+		return nil, "", err
+	}
+	rc, err := a.OpenLayer(ctx, c.repo, l, maxArtifactSize)
+	if err != nil {
+		return nil, "", err
+	}
+	size := l.Size
+	if size == 0 {
+		size = -1
+	}
+	return &Blob{ReadCloser: rc, size: size, mediaType: l.MediaType, digest: l.Digest.String()}, entry.Digest.String(), nil
 }
 
 // Blob is a verified local blob.

@@ -213,11 +213,12 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 		return nil, err
 	}
 	f := &fetcher{c: r.c, ref: ref, repo: repo}
-	m, used, err := ocimapping.ResolveManifest(ctx, f, mdesc)
+	v, err := ocimapping.ResolveVersion(ctx, f, mdesc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
-	d, err := ocimapping.ReadDescriptor(ctx, f, m)
+	used := v.Desc
+	d, err := ocimapping.ReadDescriptor(ctx, f, v.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
@@ -227,7 +228,7 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 		}
 		return nil, fmt.Errorf("%w: %s holds the descriptor of %s:%s", errdef.ErrInvalidDescriptor, ref, d.Name, d.Version)
 	}
-	return &componentVersion{repo: r, f: f, manifest: m, digest: used.Digest.String(), desc: d}, nil
+	return &componentVersion{repo: r, f: f, v: v, digest: used.Digest.String(), desc: d}, nil
 }
 
 // pinMismatch explains a pinned digest that does not name the version: it
@@ -262,12 +263,14 @@ func (r *Repository) notFound(ctx context.Context, component, version string, ca
 }
 
 type componentVersion struct {
-	repo     *Repository
-	f        *fetcher
-	manifest *ocispec.Manifest
-	digest   string
-	desc     *ocm.Descriptor
+	repo   *Repository
+	f      *fetcher
+	v      *ocimapping.Version
+	digest string
+	desc   *ocm.Descriptor
 }
+
+var _ ocm.LocalArtifactOpener = (*componentVersion)(nil)
 
 func (cv *componentVersion) Descriptor() *ocm.Descriptor { return cv.desc }
 func (cv *componentVersion) DescriptorDigest() string    { return cv.digest }
@@ -280,12 +283,15 @@ func (cv *componentVersion) OpenLocalBlob(ctx context.Context, acc ocm.Access) (
 	if acc.Kind() != ocm.AccessLocalBlob {
 		return nil, fmt.Errorf("%w: %s is not a local blob of an OCI registry", errdef.ErrUnsupportedAccess, acc.Type)
 	}
-	layers, err := ocimapping.LocalBlobLayers(cv.manifest, acc.String("localReference"))
+	layers, artifact, err := cv.v.LocalBlob(acc.String("localReference"))
 	if err != nil {
 		if ga, ok := acc.GlobalAccess(); ok && errors.Is(err, errdef.ErrNotFound) {
 			return cv.repo.openGlobal(ctx, *ga)
 		}
 		return nil, err
+	}
+	if artifact != nil {
+		return cv.openArtifactBlob(ctx, acc, *artifact)
 	}
 	var total int64
 	for _, l := range layers {
@@ -318,6 +324,61 @@ func (cv *componentVersion) OpenLocalBlob(ctx context.Context, acc ocm.Access) (
 		return nil, err
 	}
 	return cv.newBlob(acc, layers, rc, cancel), nil
+}
+
+// openArtifactBlob opens a local blob that is an OCI manifest in the
+// version's index (OCM CLI v0.13+): its bytes are the manifest's, and the
+// reader fetches and verifies the config and layers after them.
+func (cv *componentVersion) openArtifactBlob(ctx context.Context, acc ocm.Access, entry ocispec.Descriptor) (ocm.Blob, error) {
+	opCtx, cancel := cv.repo.c.op(ctx)
+	a, err := ocimapping.FetchArtifact(opCtx, cv.f, entry)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	rc, err := a.Reader(opCtx, cv.f, cv.repo.c.o.maxBlob)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	mt := acc.String("mediaType")
+	if mt == "" {
+		mt = a.Manifest.MediaType
+	}
+	return &Blob{ReadCloser: rc, size: int64(len(a.Raw)), mediaType: mt, digest: entry.Digest.String(), cancel: cancel}, nil
+}
+
+// OpenLocalArtifact implements ocm.LocalArtifactOpener: the content layer of
+// an artifact local blob, through the cache.
+func (cv *componentVersion) OpenLocalArtifact(ctx context.Context, acc ocm.Access) (ocm.Blob, string, error) {
+	if acc.Kind() != ocm.AccessLocalBlob {
+		return nil, "", fmt.Errorf("%w: %s is not a local blob of an OCI registry", errdef.ErrUnsupportedAccess, acc.Type)
+	}
+	entry, err := cv.v.LocalArtifact(acc.String("localReference"))
+	if err != nil {
+		return nil, "", err
+	}
+	opCtx, cancel := cv.repo.c.op(ctx)
+	a, err := ocimapping.FetchArtifact(opCtx, cv.f, entry)
+	if err != nil {
+		cancel()
+		return nil, "", err
+	}
+	l, err := a.MainLayer()
+	if err != nil {
+		cancel()
+		return nil, "", err
+	}
+	rc, err := a.OpenLayer(opCtx, cv.f, l, cv.repo.c.o.maxBlob)
+	if err != nil {
+		cancel()
+		return nil, "", err
+	}
+	size := l.Size
+	if size == 0 {
+		size = -1
+	}
+	return &Blob{ReadCloser: rc, size: size, mediaType: l.MediaType, digest: l.Digest.String(), cancel: cancel}, entry.Digest.String(), nil
 }
 
 func (cv *componentVersion) newBlob(acc ocm.Access, layers []ocispec.Descriptor, rc io.ReadCloser, cancel func()) ocm.Blob {

@@ -76,47 +76,15 @@ func FetchVerified(ctx context.Context, f Fetcher, desc ocispec.Descriptor, limi
 	return b, nil
 }
 
-// ResolveManifest reads the manifest named by desc. An index is resolved to the
-// manifest annotated software.ocm.descriptor=true, else its first manifest.
-// It returns the manifest and the descriptor of the manifest actually used.
+// ResolveManifest reads the manifest named by desc. An index is resolved to
+// its descriptor manifest (see ResolveVersion). It returns the manifest and
+// the descriptor of the manifest actually used.
 func ResolveManifest(ctx context.Context, f Fetcher, desc ocispec.Descriptor) (*ocispec.Manifest, ocispec.Descriptor, error) {
-	for depth := 0; depth < 2; depth++ {
-		raw, err := FetchVerified(ctx, f, desc, MaxManifestSize)
-		if err != nil {
-			return nil, desc, fmt.Errorf("manifest: %w", err)
-		}
-		var probe struct {
-			MediaType string               `json:"mediaType"`
-			Manifests []ocispec.Descriptor `json:"manifests"`
-			Config    *ocispec.Descriptor  `json:"config"`
-		}
-		if err := json.Unmarshal(raw, &probe); err != nil {
-			return nil, desc, fmt.Errorf("%w: manifest %s: %v", errdef.ErrInvalidDescriptor, desc.Digest, err)
-		}
-		if probe.MediaType == ocispec.MediaTypeImageIndex || (probe.Config == nil && len(probe.Manifests) > 0) {
-			if len(probe.Manifests) == 0 {
-				return nil, desc, fmt.Errorf("%w: index %s has no manifests", errdef.ErrInvalidDescriptor, desc.Digest)
-			}
-			next := probe.Manifests[0]
-			for _, m := range probe.Manifests {
-				if m.Annotations[AnnotationDescriptor] == "true" {
-					next = m
-					break
-				}
-			}
-			desc = next
-			continue
-		}
-		var m ocispec.Manifest
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, desc, fmt.Errorf("%w: manifest %s: %v", errdef.ErrInvalidDescriptor, desc.Digest, err)
-		}
-		if m.MediaType == "" {
-			m.MediaType = desc.MediaType
-		}
-		return &m, desc, nil
+	v, err := ResolveVersion(ctx, f, desc)
+	if err != nil {
+		return nil, desc, err
 	}
-	return nil, desc, fmt.Errorf("%w: nested index at %s", errdef.ErrInvalidDescriptor, desc.Digest)
+	return v.Manifest, v.Desc, nil
 }
 
 // ReadDescriptor reads the component descriptor of a component version manifest.
@@ -189,7 +157,7 @@ func LocalBlobLayers(m *ocispec.Manifest, localReference string) ([]ocispec.Desc
 		ref = strings.TrimSpace(ref)
 		d, err := blob.Normalize(ref)
 		if err != nil {
-			return nil, fmt.Errorf("localReference %q: %w", localReference, err)
+			return nil, fmt.Errorf("localReference %s: %w", quote(localReference), err)
 		}
 		found := false
 		for _, l := range m.Layers {
