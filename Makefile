@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 PKGS      := ./...
 FUZZTIME  ?= 8s
 
-.PHONY: all help build install image release demo test test-unit test-release test-argocd test-argocd-v3 test-short vet fmt-check testdata fuzz bench clean
+.PHONY: all help build install image manifests release demo test test-unit test-release test-argocd test-argocd-v3 test-short vet fmt-check testdata fuzz bench clean
 
 all: build
 
@@ -22,6 +22,7 @@ help:
 	@echo 'make test-argocd-v3  Argo CD v3 contract tests: ~2 min warm, 15-25 min cold'
 	@echo 'make bench           side-by-side figures against helm template and kustomize build: ~5 min'
 	@echo 'make image           the sidecar image as an OCI layout (IMAGE_REPO=host/repo pushes it): minutes'
+	@echo 'make manifests       the install manifests pinned to your image (IMAGE=host/repo@sha256:...) in bin/manifests'
 	@echo 'make release         binaries, SBOM, image and pinned manifests in dist/ (VERSION=vX.Y.Z)'
 	@echo 'make install         both binaries on PATH (PREFIX=/usr/local or GOBIN)'
 
@@ -50,6 +51,15 @@ endif
 IMAGE_REPO ?=
 image:
 	$(GO) run -C hack/release . image -version $(VERSION) -out bin/image $(if $(IMAGE_REPO),-push $(IMAGE_REPO))
+
+# The install manifests pinned to an image you built and pushed (make image
+# IMAGE_REPO=host/repo prints it as host/repo@sha256:…): bin/manifests, a
+# copy of manifests/ where every reference to the sidecar image is that
+# digest. Then: kubectl apply -n argocd --server-side -k bin/manifests/argocd
+IMAGE ?=
+manifests:
+	@test -n "$(IMAGE)" || { echo "make manifests IMAGE=host/repo@sha256:<digest> (what make image IMAGE_REPO=host/repo prints)"; exit 1; }
+	$(GO) run -C hack/release . pin -image $(IMAGE) -out bin/manifests
 
 # A release in dist/: binaries for linux/darwin x amd64/arm64, SHA256SUMS, an
 # SPDX SBOM, the image (dist/image, pushed with IMAGE_REPO) and the install

@@ -411,6 +411,43 @@ func sortedKeys(m map[string]string) []string {
 	return ks
 }
 
+// cmdPin copies manifests/ with every reference to the sidecar image
+// pinned to one image by digest (make manifests IMAGE=repo@sha256:…): the
+// install of an image you built and pushed yourself.
+func cmdPin(args []string) error {
+	fs := flag.NewFlagSet("pin", flag.ContinueOnError)
+	root := fs.String("root", "../..", "the repository root (relative output paths are relative to it)")
+	img := fs.String("image", "", "the image by digest: host/repo@sha256:<64 hex> (what make image prints)")
+	out := fs.String("out", "bin/manifests", "output directory (replaced)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	digested, err := name.NewDigest(*img, name.StrictValidation)
+	if err != nil || !strings.HasPrefix(digested.DigestStr(), "sha256:") {
+		return fmt.Errorf("pin: -image %q: want host/repo@sha256:<digest>, the image by digest that make image prints (a tag can move; the manifests pin the digest)", *img)
+	}
+	r, err := filepath.Abs(*root)
+	if err != nil {
+		return err
+	}
+	dst := *out
+	if !filepath.IsAbs(dst) {
+		dst = filepath.Join(r, dst)
+	}
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	changed, err := pin.Manifests(filepath.Join(r, "manifests"), dst, digested.Context().Name(), digested.DigestStr())
+	if err != nil {
+		return err
+	}
+	if len(changed) == 0 {
+		return errors.New("pin: no manifest references the image")
+	}
+	fmt.Fprintf(os.Stderr, "manifests pinned to %s in %s: %s\n", *img, dst, strings.Join(changed, ", "))
+	return nil
+}
+
 func cmdKeygen(args []string) error {
 	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
 	out := fs.String("out", "", "write PREFIX.key (PKCS#8, unencrypted) and PREFIX.pub")

@@ -166,3 +166,31 @@ func mustTag(t *testing.T, s string) name.Tag {
 	}
 	return tag
 }
+
+// pin copies manifests/ pinned to an image of one's own, and refuses a tag.
+func TestCmdPin(t *testing.T) {
+	out := t.TempDir() + "/m"
+	img := "registry.example.com/team/argocd-ocm-plugin@sha256:" + strings.Repeat("ab", 32)
+	if err := run(context.Background(), []string{"pin", "-image", img, "-out", out}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out + "/install/repo-server-sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "image: "+img) {
+		t.Errorf("sidecar not pinned to %s:\n%s", img, b)
+	}
+	k, err := os.ReadFile(out + "/argocd/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(k), "name: registry.example.com/team/argocd-ocm-plugin") || !strings.Contains(string(k), "digest: sha256:") {
+		t.Errorf("kustomize images entry not pinned:\n%s", k)
+	}
+	for _, bad := range []string{"registry.example.com/x:v1", "x@sha256:12", ""} {
+		if err := run(context.Background(), []string{"pin", "-image", bad, "-out", out}); err == nil {
+			t.Errorf("pin -image %q accepted", bad)
+		}
+	}
+}

@@ -30,7 +30,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: release image|dist|push|keygen|sign|verify [flags]")
+		return fmt.Errorf("usage: release image|dist|push|pin|keygen|sign|verify [flags]")
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -40,6 +40,8 @@ func run(ctx context.Context, args []string) error {
 		return cmdDist(ctx, rest)
 	case "push":
 		return cmdPush(ctx, rest)
+	case "pin":
+		return cmdPin(rest)
 	case "keygen":
 		return cmdKeygen(rest)
 	case "sign":
@@ -47,5 +49,5 @@ func run(ctx context.Context, args []string) error {
 	case "verify":
 		return cmdVerify(ctx, rest)
 	}
-	return fmt.Errorf("unknown command %q (image, dist, push, keygen, sign, verify)", cmd)
+	return fmt.Errorf("unknown command %q (image, dist, push, pin, keygen, sign, verify)", cmd)
 }
