@@ -113,8 +113,10 @@ func TestPlatformChildrenConfined(t *testing.T) {
 	}{
 		{"inherited", base, "project: team-a"},
 		{"admin project", with("ARGOCD_ENV_VALUES", "project: admin-project"), ""},
-		{"kube-system", with("ARGOCD_ENV_VALUES", "destination: {namespace: kube-system}"), ""},
-		{"another cluster", with("ARGOCD_ENV_VALUES", "packages: {podinfo: {destination: {name: prod}}}"), ""},
+		// Within the parent's project: Argo CD checks the destination against the AppProject.
+		{"kube-system", with("ARGOCD_ENV_VALUES", "destination: {namespace: kube-system}"), "namespace: kube-system"},
+		{"another cluster", with("ARGOCD_ENV_VALUES", "packages: {podinfo: {destination: {name: prod}}}"), "name: prod"},
+		{"another project's cluster", with("ARGOCD_ENV_VALUES", "{project: admin-project, destination: {name: prod}}", "ARGOCD_OCM_PLATFORM_ALLOW_OTHER_PROJECTS", "true"), ""},
 		{"project unknown (Argo CD 2.x)", with("ARGOCD_APP_PROJECT_NAME", ""), ""},
 		{"other projects allowed", with("ARGOCD_ENV_VALUES", "project: admin-project", "ARGOCD_OCM_PLATFORM_ALLOW_OTHER_PROJECTS", "true"), "project: admin-project"},
 		{"project unknown, allowed", with("ARGOCD_APP_PROJECT_NAME", "", "ARGOCD_OCM_PLATFORM_ALLOW_OTHER_PROJECTS", "true"), "project: default"},

@@ -95,7 +95,8 @@ type Options struct {
 	// (where the parent's child Application objects live, so where Argo CD
 	// runs), in its own namespace, the reference name (not the parent's
 	// namespace, which is where the child Application objects themselves go).
-	// Another destination needs AllowOtherDestinations.
+	// Another destination is checked by Argo CD against the child's
+	// AppProject; outside the parent's project it needs AllowOtherDestinations.
 	Destination Destination
 	// SyncPolicy of the children (default: automated prune and self-heal,
 	// CreateNamespace=true).
@@ -110,8 +111,10 @@ type Options struct {
 	// through the Applications the platform creates. The sidecar's operator
 	// decides; `render` for people allows it.
 	AllowOtherProjects bool
-	// AllowOtherDestinations lets children go to another cluster or namespace
-	// than they inherit (see Destination). Off by default; the sidecar's
+	// AllowOtherDestinations lets children in another project than their
+	// parent's go to another cluster or namespace than they inherit (see
+	// Destination); children in the parent's project may anyway, Argo CD
+	// checks them against that AppProject. Off by default; the sidecar's
 	// operator decides; `render` for people allows it.
 	AllowOtherDestinations bool
 
@@ -442,9 +445,10 @@ func childParams(src Source, ref ocm.Reference, pkg Package) ([]any, error) {
 	return params, nil
 }
 
-// childDestination is the child's spec.destination. A child stays on its
-// parent's cluster in its package's namespace unless the operator allows
-// other destinations.
+// childDestination is the child's spec.destination: its package's, the
+// platform's, else the parent's cluster in the package's namespace. Outside
+// its parent's project a child keeps that unless the operator allows other
+// destinations.
 func childDestination(opts Options, ref ocm.Reference, pkg Package) (map[string]any, error) {
 	// Namespace: the package's, else the platform default, else the reference name.
 	inherited := Destination{Server: DefaultServer, Namespace: strings.Trim(invalidName().ReplaceAllString(strings.ToLower(ref.Name), "-"), "-")}
@@ -461,9 +465,16 @@ func childDestination(opts Options, ref ocm.Reference, pkg Package) (map[string]
 	if dest.Name != "" {
 		dest.Server = ""
 	}
-	if dest != inherited && !opts.AllowOtherDestinations {
-		return nil, fmt.Errorf("%w: the platform config sends the child Application to %s, but a child stays on its parent's cluster in its package's namespace (%s) unless the sidecar's operator allows other destinations (ARGOCD_OCM_PLATFORM_ALLOW_OTHER_DESTINATIONS=true)",
-			errdef.ErrNotAllowed, dest, inherited)
+	// A child in its parent's project is checked by Argo CD against that
+	// AppProject's destinations, as every Application of an ordinary app
+	// of apps is: the platform config may choose its namespace and cluster
+	// within them. A child in another project (the operator allowed other
+	// projects) keeps its inherited destination unless other destinations
+	// are allowed too, so that one switch does not imply the other.
+	sameProject := opts.ParentProject != "" && childProject(opts) == opts.ParentProject
+	if dest != inherited && !opts.AllowOtherDestinations && !sameProject {
+		return nil, fmt.Errorf("%w: the platform config sends the child Application of project %q to %s, but a child outside its parent's project stays on its parent's cluster in its package's namespace (%s) unless the sidecar's operator allows other destinations (ARGOCD_OCM_PLATFORM_ALLOW_OTHER_DESTINATIONS=true)",
+			errdef.ErrNotAllowed, childProject(opts), dest, inherited)
 	}
 	destMap := map[string]any{"namespace": dest.Namespace}
 	if dest.Server != "" {

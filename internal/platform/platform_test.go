@@ -195,9 +195,10 @@ func TestPlatformConfigErrors(t *testing.T) {
 }
 
 // A platform config comes from the Application's git repository: by default
-// it cannot move children to another project or destination than they
-// inherit (the parent's project; the parent's cluster, the package's
-// namespace), unless the operator allows it.
+// it cannot move children to another project than the parent's, unless the
+// operator allows it; within the parent's project it may choose namespaces
+// and clusters (Argo CD checks them against the AppProject), outside it
+// only when the operator allows other destinations.
 func TestChildrenStayInParentsProjectAndDestination(t *testing.T) {
 	repo := openCTF(t,
 		&ocmbuild.Component{Name: "example.com/idp/p", Version: "1.0.0", References: []ocmbuild.Reference{
@@ -222,13 +223,13 @@ func TestChildrenStayInParentsProjectAndDestination(t *testing.T) {
 		{"project, other case", "team-a", false, false, "project: Team-A", `project "Team-A"`},
 		{"project, trailing space", "team-a", false, false, "project: 'team-a '", `project "team-a "`},
 		{"long project", "team-a", false, false, "project: " + long, "…"},
-		{"kube-system for all", "team-a", false, false, "destination: {namespace: kube-system}", `reference cert_manager: not allowed: the platform config sends the child Application to server "https://kubernetes.default.svc", namespace "kube-system"`},
-		{"kube-system for one", "team-a", false, false, "packages: {portal: {namespace: kube-system}}", `reference portal: not allowed`},
-		{"kube-system in a package destination", "team-a", false, false, "packages: {portal: {destination: {namespace: kube-system}}}", `namespace "kube-system"`},
-		{"another cluster by server", "team-a", false, false, "destination: {server: 'https://prod.example.com:6443'}", `server "https://prod.example.com:6443"`},
-		{"another cluster by name", "team-a", false, false, "destination: {name: prod}", `cluster "prod", namespace "cert-manager"`},
-		{"in-cluster by name", "team-a", false, false, "destination: {name: in-cluster}", `cluster "in-cluster"`},
-		{"another cluster for one package", "team-a", false, false, "packages: {portal: {destination: {server: 'https://evil:6443', namespace: portal}}}", `server "https://evil:6443"`},
+		{"kube-system for all", "team-a", false, false, "destination: {namespace: kube-system}", ""},
+		{"kube-system for one", "team-a", false, false, "packages: {portal: {namespace: kube-system}}", ""},
+		{"kube-system in a package destination", "team-a", false, false, "packages: {portal: {destination: {namespace: kube-system}}}", ""},
+		{"another cluster by server", "team-a", false, false, "destination: {server: 'https://prod.example.com:6443'}", ""},
+		{"another cluster by name", "team-a", false, false, "destination: {name: prod}", ""},
+		{"in-cluster by name", "team-a", false, false, "destination: {name: in-cluster}", ""},
+		{"another cluster for one package", "team-a", false, false, "packages: {portal: {destination: {server: 'https://evil:6443', namespace: portal}}}", ""},
 		{"unknown parent project", "", false, false, "", "ARGOCD_APP_PROJECT_NAME"},
 		{"unknown parent project, config project", "", false, true, "project: team-a", "ARGOCD_APP_PROJECT_NAME"},
 		// What the operator allows, and only that.
@@ -236,6 +237,7 @@ func TestChildrenStayInParentsProjectAndDestination(t *testing.T) {
 		{"other projects allowed, not destinations", "team-a", true, false, "project: admin-project\ndestination: {namespace: kube-system}", `namespace "kube-system"`},
 		{"other destinations allowed", "team-a", false, true, "destination: {name: prod, namespace: kube-system}", ""},
 		{"other destinations allowed, not projects", "team-a", false, true, "project: admin-project\ndestination: {namespace: kube-system}", `project "admin-project"`},
+		{"other projects allowed, another cluster", "team-a", true, false, "project: admin-project\ndestination: {name: prod}", `of project "admin-project" to cluster "prod"`},
 		{"unknown parent project allowed", "", true, false, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
