@@ -461,24 +461,19 @@ func TestProcessModeEndsOnSIGTERM(t *testing.T) {
 
 // lineWatcher collects stderr and closes seen once want appears.
 type lineWatcher struct {
-	mu   sync.Mutex
-	b    bytes.Buffer
+	syncBuf
 	want string
 	seen chan struct{}
 	once sync.Once
 }
 
 func (l *lineWatcher) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.Write(p)
-	if strings.Contains(l.b.String(), l.want) {
+	n, err := l.syncBuf.Write(p)
+	if strings.Contains(l.String(), l.want) {
 		l.once.Do(func() { close(l.seen) })
 	}
-	return len(p), nil
+	return n, err
 }
-
-func (l *lineWatcher) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 func lastLine(s string) string {
 	s = strings.TrimRight(s, "\n")

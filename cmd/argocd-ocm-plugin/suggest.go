@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/suggest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -98,73 +98,7 @@ func suggestComponents(ctx context.Context, repo ocm.Repository, req pipeline.Re
 	return fmt.Errorf("%w; %s", err, hint)
 }
 
-// closestNames returns up to n names nearest to name by edit distance, only
-// those near enough to be a typo of it, nearest first, then alphabetically.
-// Near enough: at most a third of the length of name's last path element
-// (names share long prefixes such as example.com/team/), at least 2 edits.
+// closestNames returns up to n names nearest to name (suggest.Closest).
 func closestNames(name string, names []string, n int) []string {
-	last := name[strings.LastIndex(name, "/")+1:]
-	limit := max(2, len([]rune(last))/3)
-	type cand struct {
-		name string
-		d    int
-	}
-	var cs []cand
-	seen := map[string]bool{}
-	for i, c := range names {
-		if i == maxCompared {
-			break
-		}
-		// Names from a CTF are the Application author's: bound the work.
-		if c == name || seen[c] || abs(len(c)-len(name)) > limit || len(c) > 1024 {
-			continue
-		}
-		seen[c] = true
-		if d := editDistance(name, c); d <= limit {
-			cs = append(cs, cand{c, d})
-		}
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].d != cs[j].d {
-			return cs[i].d < cs[j].d
-		}
-		return cs[i].name < cs[j].name
-	})
-	var out []string
-	for i := 0; i < len(cs) && i < n; i++ {
-		out = append(out, cs[i].name)
-	}
-	return out
-}
-
-// maxCompared bounds the names a message compares (a CTF may list many).
-const maxCompared = 10000
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
-}
-
-// editDistance is the Levenshtein distance of a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+	return suggest.Closest(name, names, n)
 }

@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -79,7 +79,7 @@ func TestSpecialAddressesRefusedBeforeConnecting(t *testing.T) {
 	var msgs []string
 	var total atomic.Int32
 	for _, mode := range []string{"banner", "tls", "close"} {
-		addr, n := countingListener(t, mode)
+		addr, n := registrytest.CountingListener(t, mode)
 		_, port, _ := net.SplitHostPort(addr)
 		for _, host := range []string{addr, "localhost:" + port} {
 			c, err := NewClient(WithoutDockerConfig(), WithRetries(0), WithSpecialAddressesRefused())
@@ -104,7 +104,7 @@ func TestSpecialAddressesRefusedBeforeConnecting(t *testing.T) {
 		}
 	}
 	// The operator's allowance lets the same connection through.
-	addr, n := countingListener(t, "close")
+	addr, n := registrytest.CountingListener(t, "close")
 	c, err := NewClient(WithoutDockerConfig(), WithRetries(0), WithSpecialAddressesRefused("127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
@@ -127,11 +127,11 @@ func TestConnectionErrorsReadTheSame(t *testing.T) {
 		l.Close()
 		return a
 	}()
-	banner, _ := countingListener(t, "banner")
-	tlsSrv, _ := countingListener(t, "tls")
+	banner, _ := registrytest.CountingListener(t, "banner")
+	tlsSrv, _ := registrytest.CountingListener(t, "tls")
 	plain := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(plain.Close)
-	malformed := rawServer(t, "HTTP/1.1 internal-banner-XYZ\r\n\r\n")
+	malformed := registrytest.Replying(t, "HTTP/1.1 internal-banner-XYZ\r\n\r\n")
 	var msgs []string
 	for name, host := range map[string]string{
 		"closed": closed, "banner": banner, "tls": tlsSrv,
@@ -158,64 +158,4 @@ func TestConnectionErrorsReadTheSame(t *testing.T) {
 			t.Errorf("connection errors differ:\n%s\n%s", msgs[0], m)
 		}
 	}
-}
-
-func countingListener(t *testing.T, mode string) (string, *atomic.Int32) {
-	t.Helper()
-	var n atomic.Int32
-	if mode == "tls" {
-		srv := httptest.NewUnstartedServer(http.NotFoundHandler())
-		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				n.Add(1)
-			}
-		}
-		srv.StartTLS()
-		t.Cleanup(srv.Close)
-		return strings.TrimPrefix(srv.URL, "https://"), &n
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			if mode == "banner" {
-				io.WriteString(c, "SSH-2.0-OpenSSH_9.6 secret-banner\r\n")
-			}
-			c.Close()
-		}
-	}()
-	return l.Addr().String(), &n
-}
-
-// rawServer answers every connection with reply, then closes it.
-func rawServer(t *testing.T, reply string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				_, _ = c.Read(buf)
-				_, _ = io.WriteString(c, reply)
-			}()
-		}
-	}()
-	return l.Addr().String()
 }

@@ -48,3 +48,31 @@ func CountingListener(t testing.TB, mode string) (string, *atomic.Int32) {
 	}()
 	return l.Addr().String(), &n
 }
+
+// Replying listens on the loopback and answers every connection with reply
+// once the client has sent something (a request), then closes it: a server
+// that speaks something else than it is asked (a malformed HTTP status
+// line, another protocol). It returns host:port.
+func Replying(t testing.TB, reply string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				_, _ = c.Read(buf)
+				_, _ = io.WriteString(c, reply)
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
