@@ -10,6 +10,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -19,7 +20,8 @@ import (
 // defaults, so the Argo CD UI offers them for editing.
 func definitionParameters(planner *config.Planner) cmp.ParameterSource {
 	return cmp.ParameterSourceFunc(func(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) ([]cmp.Announcement, error) {
-		def, err := planner.LoadDefinition(ctx, cv, req)
+		// The ComponentDeployment's parameters, or the RGD's (package config/rgd).
+		def, err := rgd.Wrap(planner).LoadParameters(ctx, cv, req)
 		if err != nil || def == nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
@@ -61,6 +62,8 @@ Manifests go to stdout, in one write, only on success; a failure is one line on 
 		newServeCommand(stderr, getenv), newGeneratorCommand(stderr, getenv, diag),
 		newServeWorkerCommand(stderr, getenv))
 	root.AddCommand(newTransferCommand(p, stderr, getenv))
+	root.AddCommand(newPolicyCommand(stdout))
+	root.AddCommand(newConvertCommand(p, stdout, stderr, getenv, diag))
 	return root
 }
 
@@ -105,6 +108,9 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 	f.StringVar(&req.Path, "path", "", "entry path inside a directory resource (kustomization or manifests)")
 	f.StringArrayVarP(&req.ValueFiles, "values", "f", nil, "Helm values file (repeatable; later files win)")
 	f.StringArrayVar(&req.Set, "set", nil, "Helm value key=value (repeatable; wins over values files)")
+	f.StringArrayVar(&req.SetString, "set-string", nil, "Helm value key=value kept a string (repeatable; wins over --set)")
+	f.StringArrayVar(&req.SetFile, "set-file", nil, "Helm value key=path: the file's content as a string (repeatable; wins over --set-string)")
+	f.StringArrayVar(&req.SetJSON, "set-json", nil, "Helm value key=JSON (repeatable; wins over values files, loses to --set)")
 	f.StringVarP(&req.Namespace, "namespace", "n", "", "namespace of the release (default \"default\")")
 	f.StringVar(&req.ReleaseName, "release-name", "", "Helm release name (default \"release-name\", as helm template)")
 	f.StringVar(&req.KubeVersion, "kube-version", helm.DefaultKubeVersion(), "Kubernetes version for Capabilities.KubeVersion; the default is the one the plugin's Kubernetes libraries imply, as in a helm release")
@@ -288,7 +294,8 @@ func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout
 	if opts.explain {
 		planner.Explain = func(rep *explain.Report) { report = rep }
 	}
-	plan.SetPlanner(r, planner)
+	// RGDs (package config/rgd) where the component has no definition.
+	plan.SetPlanner(r, rgd.Wrap(planner))
 	res, err := r.Render(ctx, req)
 	prog.done()
 	if err != nil {

@@ -103,7 +103,7 @@ func ContractAnnouncements() []Announcement {
 		{Name: param.Parameters, Title: "Instance parameters", CollectionType: CollectionMap,
 			Tooltip: "Instance parameters of the component's deployment definition (name → value). Env fallback: ARGOCD_ENV_PARAMETERS holding a YAML map."},
 		{Name: param.Definition, Title: "Deployment definition",
-			Tooltip: "A deployment definition file in the Application's directory (relative path), or resource:NAME for one shipped in the component. Default: the one the component ships, if any. Env fallback: ARGOCD_ENV_DEFINITION."},
+			Tooltip: "A deployment definition file in the Application's directory (relative path), or resource:NAME for one shipped in the component, or rgd:[NAME][@flux] for a kro ResourceGraphDefinition of the component (docs/kro.md). Default: the one the component ships, if any. Env fallback: ARGOCD_ENV_DEFINITION."},
 		{Name: param.Platform, Title: "Render as platform", ItemType: "boolean",
 			Tooltip: "true: render the component's references as child Argo CD Applications (app of apps). Default for components with references and no renderable resource. Env fallback: ARGOCD_ENV_PLATFORM."},
 		{Name: param.PlatformConfig, Title: "Platform config files", CollectionType: CollectionArray,

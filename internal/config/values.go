@@ -124,7 +124,8 @@ func layerFrom(layer, source string) func(fieldpath.Path, any) explain.Origin {
 }
 
 // instanceValues computes the request's values exactly as the pipeline does
-// (values files < inline values < --set), reading each values file once,
+// (values files < inline values < --set-json < --set < --set-string <
+// --set-file), reading each values file once,
 // and says, per leaf, which of them set it.
 func instanceValues(req pipeline.Request) (map[string]any, func(fieldpath.Path, any) explain.Origin, error) {
 	var files [][]byte // as read, in order
@@ -140,11 +141,24 @@ func instanceValues(req pipeline.Request) (map[string]any, func(fieldpath.Path, 
 		source string
 		m      map[string]any
 	}
-	var pieces []piece // highest priority first
-	for i := len(req.Set) - 1; i >= 0; i-- {
-		m := map[string]any{}
-		if err := strvals.ParseInto(req.Set[i], m); err == nil {
-			pieces = append(pieces, piece{"--set " + req.Set[i], m})
+	var pieces []piece // highest priority first (Helm's order reversed)
+	// Only the keys matter here: a --set-file value is not read again.
+	noRead := func([]rune) (any, error) { return "", nil }
+	for _, l := range []struct {
+		flag   string
+		values []string
+		parse  func(string, map[string]any) error
+	}{
+		{"--set-file", req.SetFile, func(s string, m map[string]any) error { return strvals.ParseIntoFile(s, m, noRead) }},
+		{"--set-string", req.SetString, strvals.ParseIntoString},
+		{"--set", req.Set, strvals.ParseInto},
+		{"--set-json", req.SetJSON, strvals.ParseJSON},
+	} {
+		for i := len(l.values) - 1; i >= 0; i-- {
+			m := map[string]any{}
+			if err := l.parse(l.values[i], m); err == nil {
+				pieces = append(pieces, piece{l.flag + " " + l.values[i], m})
+			}
 		}
 	}
 	if req.Values != nil {
@@ -159,8 +173,12 @@ func instanceValues(req pipeline.Request) (map[string]any, func(fieldpath.Path, 
 	origin := func(p fieldpath.Path, value any) explain.Origin {
 		for _, pc := range pieces {
 			for q := p; len(q) > 0; q = q[:len(q)-1] {
-				if _, ok := fieldpath.Get(pc.m, q); ok {
-					return explain.Origin{Layer: explain.LayerInstance, Source: pc.source, Value: value}
+				// A map above the leaf only passes through (--set image.tag
+				// did not set image.repository); anything else replaced it.
+				if v, ok := fieldpath.Get(pc.m, q); ok {
+					if _, passes := v.(map[string]any); !passes || len(q) == len(p) {
+						return explain.Origin{Layer: explain.LayerInstance, Source: pc.source, Value: value}
+					}
 				}
 			}
 		}

@@ -11,7 +11,11 @@ import (
 
 // Step is one render of a plan: one resource with its inputs.
 type Step struct {
-	Resource    *ocm.Resource
+	Resource *ocm.Resource
+	// Component is the component version Resource belongs to when it is not
+	// the rendered one (a resource of a referenced component); nil: the
+	// rendered one.
+	Component   ocm.ComponentVersion
 	ReleaseName string
 	Namespace   string
 	Path        string         // entry path inside a directory resource

@@ -91,6 +91,14 @@ type Request struct {
 	Namespace   string
 	KubeVersion string
 	APIVersions []string
+
+	// SetJSON, SetString and SetFile are Helm's --set-json, --set-string and
+	// --set-file, applied in Helm's order: files, --set-json, --set,
+	// --set-string, --set-file. SetFile reads key=path with path as Helm
+	// does (inside Root when the request is confined).
+	SetJSON   []string
+	SetString []string
+	SetFile   []string
 }
 
 // File is where a file the request names is read when it is not confined
@@ -363,7 +371,11 @@ func (r *Renderer) renderSteps(ctx context.Context, cv ocm.ComponentVersion, req
 			objs = manifests.DeepCopy(step.Objects)
 		} else {
 			var err error
-			if objs, err = r.renderStep(ctx, cv, step, req); err != nil {
+			from := cv
+			if step.Component != nil {
+				from = step.Component // a resource of a referenced component
+			}
+			if objs, err = r.renderStep(ctx, from, step, req); err != nil {
 				return nil, err
 			}
 		}

@@ -49,7 +49,9 @@ type PlatformSource struct {
 // isPlatform: forced, or a component with references and no renderable
 // resource of its own when no resource was asked for.
 func isPlatform(d *ocm.Descriptor, req Request) bool {
-	return req.Platform.Force || (len(req.Resources) == 0 && platform.IsPlatform(d, Renderable))
+	// An explicit definition (a ComponentDeployment, an RGD) is rendered,
+	// even by a component that only has references to render from.
+	return req.Platform.Force || (len(req.Resources) == 0 && req.DefinitionFile == "" && platform.IsPlatform(d, Renderable))
 }
 
 func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVersion, req Request) ([]manifests.Object, error) {

@@ -20,7 +20,9 @@ import (
 )
 
 // HelmValues layers the request's values as helm does: files in order, then
-// inline values, then --set. Maps merge deeply, everything else is replaced.
+// inline values, then --set-json, --set, --set-string and --set-file (Helm's
+// order, pkg/cli/values.Options.MergeValues). Maps merge deeply, everything
+// else is replaced.
 func HelmValues(req Request) (map[string]any, error) {
 	return HelmValuesFrom(req, func(name string) ([]byte, error) { return req.ReadFile(param.ValueFiles, name) })
 }
@@ -43,12 +45,85 @@ func HelmValuesFrom(req Request, read func(name string) ([]byte, error)) (map[st
 	if req.Values != nil {
 		base = chartutil.MergeTables(manifests.DeepCopy(req.Values), base)
 	}
+	for _, s := range req.SetJSON {
+		if err := strvals.ParseJSON(s, base); err != nil {
+			return nil, fmt.Errorf("%w: --set-json %s: %v", errdef.ErrInvalidInput, errdef.Quote(s), err)
+		}
+	}
 	for _, s := range req.Set {
 		if err := strvals.ParseInto(s, base); err != nil {
 			return nil, fmt.Errorf("%w: --set %s: %v", errdef.ErrInvalidInput, s, err)
 		}
 	}
+	for _, s := range req.SetString {
+		if err := strvals.ParseIntoString(s, base); err != nil {
+			return nil, fmt.Errorf("%w: --set-string %s: %v", errdef.ErrInvalidInput, errdef.Quote(s), err)
+		}
+	}
+	for _, s := range req.SetFile {
+		var readErr error
+		reader := func(rs []rune) (any, error) {
+			b, err := req.readSetFile(string(rs))
+			if err != nil {
+				// Kept apart: strvals would add nothing but its own wording.
+				readErr = err
+				return nil, err
+			}
+			return string(b), nil
+		}
+		if err := strvals.ParseIntoFile(s, base, reader); err != nil {
+			if readErr != nil {
+				return nil, fmt.Errorf("--set-file %s: %w", errdef.Quote(s), readErr)
+			}
+			return nil, fmt.Errorf("%w: --set-file %s: %v", errdef.ErrInvalidInput, errdef.Quote(s), err)
+		}
+	}
 	return base, nil
+}
+
+// readSetFile reads the file a --set-file value names; errors leave the name
+// to the caller, whose message quotes the flag. Its content becomes
+// a string value, not YAML, so only the size is bounded (a certificate or
+// script is as welcome as a values file). A confined request reads inside
+// Root with a values file's checks.
+func (r Request) readSetFile(name string) ([]byte, error) {
+	if r.Root != nil {
+		return r.ReadFile("set-file", name)
+	}
+	fail := func(err error) ([]byte, error) {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: no such file", errdef.ErrInvalidInput)
+		}
+		if errors.Is(err, errdef.ErrInvalidInput) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %v", errdef.ErrInvalidInput, err)
+	}
+	p := r.File(name)
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fail(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fail(fmt.Errorf("%w: not a regular file", errdef.ErrInvalidInput))
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return fail(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxUserFileSize+1))
+	if err != nil {
+		return fail(err)
+	}
+	if len(b) > MaxUserFileSize {
+		return fail(fmt.Errorf("%w: larger than %d bytes: %w", errdef.ErrInvalidInput, MaxUserFileSize, errdef.ErrLimitExceeded))
+	}
+	return b, nil
 }
 
 func yamlMarshal(v any) ([]byte, error) { return yaml.Marshal(v) }

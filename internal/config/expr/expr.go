@@ -60,23 +60,30 @@ var (
 // extensions, optional values, and the image helpers.
 func environment() (*cel.Env, error) {
 	envOnce.Do(func() {
-		opts := []cel.EnvOption{
-			cel.OptionalTypes(),
-			cel.CrossTypeNumericComparisons(true),
-			cel.ParserExpressionSizeLimit(MaxExpressionLength),
-			cel.ParserRecursionLimit(100),
-			ext.Strings(),
-			ext.Lists(ext.ListsMaxRangeSize(maxRangeSize)),
-			ext.Math(),
-			ext.Encoders(),
-		}
+		opts := baseOptions()
 		for _, v := range []string{VarParameters, VarComponent, VarResources, VarReferences, VarApp, VarCluster, VarValues} {
 			opts = append(opts, cel.Variable(v, cel.MapType(cel.StringType, cel.DynType)))
 		}
-		opts = append(opts, imageFunctions()...)
 		celEnv, envErr = cel.NewEnv(opts...)
 	})
 	return celEnv, envErr
+}
+
+// baseOptions are the library of every environment: the standard library,
+// the strings, lists, math and encoders extensions, optional values, and
+// the image helpers.
+func baseOptions() []cel.EnvOption {
+	opts := []cel.EnvOption{
+		cel.OptionalTypes(),
+		cel.CrossTypeNumericComparisons(true),
+		cel.ParserExpressionSizeLimit(MaxExpressionLength),
+		cel.ParserRecursionLimit(100),
+		ext.Strings(),
+		ext.Lists(ext.ListsMaxRangeSize(maxRangeSize)),
+		ext.Math(),
+		ext.Encoders(),
+	}
+	return append(opts, imageFunctions()...)
 }
 
 // Evaluation is one evaluated expression, for reports.
@@ -113,6 +120,11 @@ type Evaluator struct {
 	Params map[string]bool
 	// Resources, References: the names that exist, for the static check.
 	Resources, References map[string]bool
+	// Variables, when set, replace the definition variables above with
+	// these names (each a dynamic value): for formats of their own, such as
+	// kro's ResourceGraphDefinitions (schema, resource and node ids). The
+	// functions and the limits are the same.
+	Variables []string
 
 	mu       sync.Mutex
 	programs map[string]cel.Program
@@ -333,7 +345,7 @@ func (e *Evaluator) program(where, expr string) (cel.Program, error) {
 	if len(expr) > MaxExpressionLength {
 		return nil, fail(0, errdef.ErrLimitExceeded, "the expression is %d characters, more than the limit of %d", len(expr), MaxExpressionLength)
 	}
-	env, err := environment()
+	env, err := e.environment()
 	if err != nil {
 		return nil, fail(0, errdef.ErrInvalidInput, "CEL environment: %v", err)
 	}
@@ -446,10 +458,10 @@ func (e *Evaluator) eval(ctx context.Context, where, expr string, vars map[strin
 		}
 		var ce *types.Err
 		if errors.As(err, &ce) && ce.NodeID() != 0 {
-			if ast, iss := mustEnv().Compile(expr); iss == nil || iss.Err() == nil {
+			if ast, iss := e.mustEnv().Compile(expr); iss == nil || iss.Err() == nil {
 				xe.Column = ast.NativeRep().SourceInfo().GetStartLocation(ce.NodeID()).Column() + 1
 				if xe.Err == errdef.ErrInvalidInput && strings.Contains(err.Error(), "no such overload") {
-					if operands := overloadOperands(ctx, ast, ce.NodeID(), vars, e.costLimit(), timeout); operands != "" {
+					if operands := overloadOperands(ctx, e.mustEnv(), ast, ce.NodeID(), vars, e.costLimit(), timeout); operands != "" {
 						xe.Msg += ": " + operands
 					}
 				}
@@ -487,7 +499,7 @@ func usesEmptyValues(expr string, vars map[string]any, err error) bool {
 // and the types of its operands ("_+_ applied to (int, string)"). It runs
 // the expression again, on this error path only, tracking the value of every
 // subexpression, within the same cost limit and timeout.
-func overloadOperands(ctx context.Context, ast *cel.Ast, id int64, vars map[string]any, costLimit uint64, timeout time.Duration) string {
+func overloadOperands(ctx context.Context, env *cel.Env, ast *cel.Ast, id int64, vars map[string]any, costLimit uint64, timeout time.Duration) string {
 	native := ast.NativeRep()
 	var call celast.CallExpr
 	for _, n := range celast.MatchDescendants(celast.NavigateAST(native), celast.KindMatcher(celast.CallKind)) {
@@ -503,7 +515,7 @@ func overloadOperands(ctx context.Context, ast *cel.Ast, id int64, vars map[stri
 	if call.IsMemberFunction() {
 		operands = append([]celast.Expr{call.Target()}, operands...)
 	}
-	prg, err := mustEnv().Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptTrackState))
+	prg, err := env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptTrackState))
 	if err != nil {
 		return ""
 	}
@@ -592,8 +604,8 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-func mustEnv() *cel.Env {
-	env, _ := environment()
+func (e *Evaluator) mustEnv() *cel.Env {
+	env, _ := e.environment()
 	return env
 }
 

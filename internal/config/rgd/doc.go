@@ -1,0 +1,38 @@
+// Package rgd renders kro ResourceGraphDefinitions (RGDs) shipped in a
+// component version, unchanged, without kro, Flux or the OCM controllers in
+// the cluster: the RGD is read as a deployment definition of its own.
+//
+//   - schema.spec (kro's SimpleSchema) becomes the instance parameters,
+//     typed, defaulted and validated by package config (dotted names for
+//     nested fields: parameters.podinfo.message); schema.metadata.name and
+//     namespace are the Application's name and destination namespace.
+//   - ${…} expressions run in package expr's sandbox (cost limit, timeout,
+//     result size), in the order their references make (a DAG; a cycle is
+//     refused).
+//   - OCM Resource nodes (delivery.ocm.software/v1alpha1 Resource) are
+//     resolved in the component being deployed (byReference, referencePath),
+//     and their status is computed as OCM's controller would: the
+//     additionalStatusFields over the descriptor resource, with toOCI().
+//   - Deployer nodes are interpreted, not emitted: an Argo CD Application or
+//     a Flux HelmRelease/Kustomization (with its OCIRepository or
+//     GitRepository) means "render this OCM resource with these values or
+//     patches", with the pipeline's Helm and kustomize renderers; the
+//     resource is the one whose computed status the block names, never
+//     pulled from the computed URL. One block is rendered (Argo CD's by
+//     default, Flux's on request).
+//   - Other nodes are emitted after substitution, chained RGDs (a node of
+//     another RGD's kind of the same component) are expanded, OCM
+//     Repository/Component/Deployer nodes are dropped; node order becomes
+//     Argo CD sync waves.
+//
+// What needs a cluster (the status of other nodes, externalRef,
+// includeWhen/forEach over cluster state, Flux postRenderers and
+// valuesFrom) or would leak (a Secret filled from a plain parameter) is
+// refused with one line naming the node.
+//
+// The package is a planner (plan.Planner) wrapping config.Planner: a
+// ComponentDeployment definition, explicit or shipped, still wins; see
+// Planner. kro itself is not a dependency (its module pins a Kubernetes and
+// controller-runtime set of its own); the subset here follows kro v0.9
+// semantics: SimpleSchema types and markers, ${…} extraction, DAG order.
+package rgd
