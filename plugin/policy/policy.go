@@ -9,8 +9,6 @@ import (
 	"path"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
@@ -143,16 +141,14 @@ func Load(p string) (*Policy, error) {
 	return Parse(b, p)
 }
 
-// Parse parses a policy; source names it in errors.
+// Parse parses a policy; source names it in errors, which give the line of
+// each problem (see Check).
 func Parse(b []byte, source string) (*Policy, error) {
-	var f File
-	if err := yaml.UnmarshalStrict(b, &f); err != nil {
-		return nil, fmt.Errorf("%w: sidecar policy %s: %s", errdef.ErrInvalidInput, source, registry.Cap(err.Error(), registry.MaxQuoted))
+	p, problems := Check(b)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%w: sidecar policy %s: %s", errdef.ErrInvalidInput, source, problemsText(problems))
 	}
-	p := &Policy{file: f, source: source, creds: map[string]Credential{}}
-	if err := p.validate(); err != nil {
-		return nil, fmt.Errorf("%w: sidecar policy %s: %w", errdef.ErrInvalidInput, source, err)
-	}
+	p.source = source
 	return p, nil
 }
 
