@@ -65,6 +65,7 @@ repositoryContexts change, which the signed digest leaves out (checked before an
 A version the target already holds is skipped, blobs it holds are not copied again: a second run
 copies nothing and says so, an interrupted run is resumed by running it again. A target that
 holds other content under a version's or an artifact's tag is refused; nothing is overwritten.
+A target that does not answer, times out or refuses the credentials is reported as such.
 
 Credentials are the sidecar's: ARGOCD_OCM_REGISTRY_<HOST>_USERNAME/_PASSWORD/_TOKEN (or _FILE),
 the Docker config; an http:// side is reached over plain HTTP. With ARGOCD_OCM_POLICY the policy's

@@ -9,7 +9,10 @@
 // ociArtifact "<scheme>://<host>/<prefix>/<name>:<tag>@<digest>". CopyImages
 // copies the artifacts ociArtifact accesses name (images) by digest. A
 // registry target is appended to repositoryContexts; a CTF is an
-// intermediate repository and is not.
+// intermediate repository and is not. A version the OCM CLI v0.13+ wrote
+// (its tag names an image index whose other entries are charts stored as
+// OCI manifests) stays an index with those entries, unless CopyResources
+// moves a chart out into an artifact of its own.
 //
 // Signatures stay valid: the rewrites touch only access and
 // repositoryContexts, which every jsonNormalisation leaves out of the

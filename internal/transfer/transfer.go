@@ -16,6 +16,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/bytesize"
@@ -249,6 +250,14 @@ type versionContent struct {
 	layerRaw     []byte
 	doc          []byte
 	d            *ocm.Descriptor
+	// ver is the version as ocimapping resolved it: the descriptor
+	// manifest and the other manifests of the index the tag names.
+	ver *ocimapping.Version
+	// tagDesc is what the tag names: manifestDesc, or the image index of
+	// a version written by the OCM CLI v0.13+ (index and indexRaw then).
+	tagDesc  ocispec.Descriptor
+	index    *ocispec.Index
+	indexRaw []byte
 }
 
 // readVersion reads a version's manifest, config and descriptor, each
@@ -260,17 +269,37 @@ func readVersion(ctx context.Context, s store, name, version string) (*versionCo
 		return nil, err
 	}
 	f := storeFetcher{s: s, repo: v.repo}
-	m, used, err := ocimapping.ResolveManifest(ctx, f, desc)
+	ver, err := ocimapping.ResolveVersion(ctx, f, desc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s:%s: %w", s, v.repo, v.tag, err)
 	}
-	v.manifest, v.manifestDesc = m, used
+	m, used := ver.Manifest, ver.Desc
+	v.ver, v.manifest, v.manifestDesc = ver, m, used
+	if used.Digest != desc.Digest {
+		// An image index (OCM CLI v0.13+): kept, entries and annotations,
+		// so that the copy stays in that format.
+		if v.indexRaw, err = ocimapping.FetchVerified(ctx, f, desc, ocimapping.MaxManifestSize); err != nil {
+			return nil, fmt.Errorf("index: %w", err)
+		}
+		v.index = &ocispec.Index{}
+		if err := json.Unmarshal(v.indexRaw, v.index); err != nil {
+			return nil, fmt.Errorf("%w: index %s: %v", errdef.ErrInvalidDescriptor, desc.Digest, err)
+		}
+		desc.Size = int64(len(v.indexRaw))
+		if desc.MediaType = v.index.MediaType; desc.MediaType == "" {
+			desc.MediaType = ocispec.MediaTypeImageIndex
+		}
+	}
 	if v.manifestRaw, err = ocimapping.FetchVerified(ctx, f, used, ocimapping.MaxManifestSize); err != nil {
 		return nil, err
 	}
 	v.manifestDesc.Size = int64(len(v.manifestRaw))
 	if v.manifestDesc.MediaType == "" {
 		v.manifestDesc.MediaType = ocispec.MediaTypeImageManifest
+	}
+	v.tagDesc = v.manifestDesc
+	if v.index != nil {
+		v.tagDesc = desc
 	}
 	switch m.Config.MediaType {
 	case ocimapping.MediaTypeComponentConfig, ocimapping.MediaTypeLegacyComponentConfig, ocimapping.MediaTypeLegacyComponentConfig2:
@@ -425,10 +454,16 @@ func (r *run) present(ctx context.Context, sv *versionContent) (bool, error) {
 		}
 	}
 	if err != nil {
-		return false, fmt.Errorf("%w: target %s: tag %s of %s holds something this transfer cannot read as the component version, nothing was overwritten: %w",
+		if !foreignContent(err) {
+			// The target did not show what the tag holds: say what
+			// happened, and no conflict that an operator would clear by
+			// deleting tags.
+			return false, fmt.Errorf("target %s: reading tag %s of %s: %w", r.dst, sv.tag, sv.repo, err)
+		}
+		return false, fmt.Errorf("%w: target %s: tag %s of %s holds something that is not this component version, nothing was overwritten: %w",
 			errdef.ErrConflict, r.dst, sv.tag, sv.repo, err)
 	}
-	if tv.manifestDesc.Digest == sv.manifestDesc.Digest {
+	if tv.tagDesc.Digest == sv.tagDesc.Digest || tv.manifestDesc.Digest == sv.manifestDesc.Digest {
 		return true, nil
 	}
 	a, errA := signing.Digest(sv.d, signing.JSONNormalisationV3, "SHA-256")
@@ -438,6 +473,20 @@ func (r *run) present(ctx context.Context, sv *versionContent) (bool, error) {
 	}
 	return false, fmt.Errorf("%w: target %s already holds %s:%s with another descriptor (normalised digest %s, the source's is %s); nothing was overwritten",
 		errdef.ErrConflict, r.dst, sv.d.Name, sv.d.Version, orUnknown(b, errB), orUnknown(a, errA))
+}
+
+// foreignContent reports whether err, from reading the target's tag of a
+// version, is about what the tag names: content that was read and is
+// another artifact or another descriptor. A failed connection, timeout,
+// refused credentials, a protocol mismatch or a server error (the registry
+// client's errors) and content that could not be read whole (a missing or
+// corrupt blob) are not: the target may well hold the version.
+func foreignContent(err error) bool {
+	var re *registry.Error
+	if errors.As(err, &re) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	return errors.Is(err, errdef.ErrConflict) || errors.Is(err, errdef.ErrInvalidDescriptor) || errors.Is(err, errdef.ErrUnsupportedMediaType)
 }
 
 func orUnknown(s string, err error) string {
@@ -539,6 +588,9 @@ func (r *run) plan(ctx context.Context, sv *versionContent) (*plan, error) {
 	if err != nil {
 		return p, err
 	}
+	if err := r.planIndexArtifacts(ctx, p, sv, rp); err != nil {
+		return p, err
+	}
 	if loc != nil {
 		if err := doc.appendContext(loc.repositoryContext()); err != nil {
 			return p, err
@@ -548,7 +600,7 @@ func (r *run) plan(ctx context.Context, sv *versionContent) (*plan, error) {
 	if !rp.changed {
 		return p, r.planUnchanged(ctx, p, sv)
 	}
-	return p, r.planRewritten(ctx, p, sv, doc, append(layers, rp.extra...))
+	return p, r.planRewritten(ctx, p, sv, doc, append(layers, rp.extra...), rp)
 }
 
 // resourcePlan is what planning a version's resources decided about the
@@ -558,12 +610,15 @@ type resourcePlan struct {
 	exploded map[digest.Digest]bool // layers that became artifacts
 	local    map[digest.Digest]bool // layers still named by a localBlob
 	extra    []ocispec.Descriptor   // new layers (images carried into a CTF)
+	// dropped are index entries (OCM CLI v0.13+ artifacts) that became
+	// artifacts of their own; the index keeps the others.
+	dropped map[digest.Digest]bool
 }
 
 // planResources plans the artifacts of each resource and rewrites the
 // access of those that move in doc.
 func (r *run) planResources(ctx context.Context, p *plan, sv *versionContent, doc *document, loc *location) (*resourcePlan, error) {
-	rp := &resourcePlan{exploded: map[digest.Digest]bool{}, local: map[digest.Digest]bool{}}
+	rp := &resourcePlan{exploded: map[digest.Digest]bool{}, local: map[digest.Digest]bool{}, dropped: map[digest.Digest]bool{}}
 	for i, res := range sv.d.Resources {
 		var err error
 		switch res.Access.Kind() {
@@ -584,9 +639,15 @@ func (r *run) planResources(ctx context.Context, p *plan, sv *versionContent, do
 func (r *run) planLocalResource(ctx context.Context, p *plan, sv *versionContent, doc *document, loc *location, rp *resourcePlan, i int, res ocm.Resource) error {
 	rid := resourceName(res)
 	acc := res.Access
-	layers, err := ocimapping.LocalBlobLayers(sv.manifest, acc.String("localReference"))
+	layers, artifact, err := sv.ver.LocalBlob(acc.String("localReference"))
 	if err != nil {
 		return errdef.Wrap(err, errdef.Error{Resource: rid})
+	}
+	if artifact != nil {
+		if err := r.planLocalArtifact(ctx, p, sv, doc, loc, rp, i, res, *artifact); err != nil {
+			return errdef.Wrap(err, errdef.Error{Resource: rid})
+		}
+		return nil
 	}
 	if r.t.CopyResources && loc != nil && isArtifactSet(acc.String("mediaType")) {
 		r.prog.line("  ...resource %d %s[%s](%s) as an OCI artifact...", i, res.Name, res.Type, acc.String("referenceName"))
@@ -608,6 +669,77 @@ func (r *run) planLocalResource(ctx context.Context, p *plan, sv *versionContent
 		rp.local[l.Digest] = true
 	}
 	return nil
+}
+
+// planLocalArtifact plans resource i, a local blob that is a manifest of
+// the version's index (OCM CLI v0.13+): with CopyResources into a
+// registry, its manifest and layers become an artifact of their own
+// (<prefix>/<referenceName>, else the version's repository) and the access
+// ociArtifact; otherwise it stays an entry of the index (planIndexArtifacts).
+func (r *run) planLocalArtifact(ctx context.Context, p *plan, sv *versionContent, doc *document, loc *location, rp *resourcePlan, i int, res ocm.Resource, entry ocispec.Descriptor) error {
+	if err := checkArtifactDigest(res, entry.Digest.String()); err != nil {
+		return err
+	}
+	if res.Digest != nil && res.Digest.NormalisationAlgorithm == "genericBlobDigest/v1" && "sha256:"+res.Digest.Value != entry.Digest.String() {
+		return fmt.Errorf("%w: the artifact's manifest is %s, the resource's digest says sha256:%s", errdef.ErrDigestMismatch, entry.Digest, res.Digest.Value)
+	}
+	if !r.t.CopyResources || loc == nil {
+		r.prog.line("  ...resource %d %s[%s] (an artifact of the index)...", i, res.Name, res.Type)
+		return nil
+	}
+	hint := res.Access.String("referenceName")
+	r.prog.line("  ...resource %d %s[%s](%s) as an OCI artifact...", i, res.Name, res.Type, hint)
+	name, tag := splitHint(hint)
+	if name == "" {
+		name = sv.repo // no hint: the component's own repository, as for artifact sets
+	} else if err := checkRepositoryName("referenceName", name); err != nil {
+		return err
+	}
+	if tag != "" {
+		if err := checkTag("the tag of referenceName "+errdef.Quote(hint)+",", tag); err != nil {
+			return err
+		}
+	}
+	fetch := func(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+		return r.src.Fetch(ctx, sv.repo, d)
+	}
+	if err := r.planGraph(ctx, p, fetch, entry, name, tag, res.Name); err != nil {
+		return err
+	}
+	if err := doc.setAccess(i, map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": loc.imageReference(name, tag, entry.Digest.String())}); err != nil {
+		return err
+	}
+	rp.changed = true
+	rp.dropped[entry.Digest] = true
+	return nil
+}
+
+// planIndexArtifacts plans the manifests (and their config and layers) of
+// the version's index that stay in it: every entry besides the descriptor
+// manifest that no resource moved out, named by a resource or not.
+func (r *run) planIndexArtifacts(ctx context.Context, p *plan, sv *versionContent, rp *resourcePlan) error {
+	fetch := func(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+		return r.src.Fetch(ctx, sv.repo, d)
+	}
+	for _, e := range sv.ver.Artifacts {
+		if rp.dropped[e.Digest] {
+			continue
+		}
+		if err := r.planGraph(ctx, p, fetch, e, sv.repo, "", localArtifactName(sv.d, e)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// localArtifactName names the resource an index entry holds, for errors.
+func localArtifactName(d *ocm.Descriptor, e ocispec.Descriptor) string {
+	for _, res := range d.Resources {
+		if res.Access.Kind() == ocm.AccessLocalBlob && strings.TrimSpace(res.Access.String("localReference")) == e.Digest.String() {
+			return resourceName(res)
+		}
+	}
+	return path.Base(e.Digest.String())
 }
 
 // planExternalResource plans resource i, an OCI artifact kept apart from
@@ -682,13 +814,19 @@ func (r *run) planUnchanged(ctx context.Context, p *plan, sv *versionContent) er
 			return err
 		}
 	}
+	if sv.index != nil {
+		if err := r.addManifest(ctx, p, manifestTask{repo: sv.repo, desc: sv.manifestDesc, raw: sv.manifestRaw}); err != nil {
+			return err
+		}
+		return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: sv.tagDesc, raw: sv.indexRaw})
+	}
 	return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: sv.manifestDesc, raw: sv.manifestRaw})
 }
 
 // planRewritten plans a version whose descriptor doc was rewritten: a new
 // descriptor layer, config and manifest over layers, once the rewrite is
 // proven to keep every signature.
-func (r *run) planRewritten(ctx context.Context, p *plan, sv *versionContent, doc *document, layers []ocispec.Descriptor) error {
+func (r *run) planRewritten(ctx context.Context, p *plan, sv *versionContent, doc *document, layers []ocispec.Descriptor, rp *resourcePlan) error {
 	newDoc, err := doc.marshal()
 	if err != nil {
 		return err
@@ -696,11 +834,19 @@ func (r *run) planRewritten(ctx context.Context, p *plan, sv *versionContent, do
 	if err := keepsSignatures(sv.d, newDoc); err != nil {
 		return err
 	}
-	layerRaw, err := descriptorLayer(newDoc)
+	layerType := ocimapping.MediaTypeDescriptorTar
+	var layerRaw []byte
+	if strings.HasSuffix(sv.layerDesc.MediaType, "+json") {
+		// The OCM CLI v0.13's JSON descriptor layer stays JSON.
+		layerType = sv.layerDesc.MediaType
+		layerRaw, err = yaml.YAMLToJSON(newDoc)
+	} else {
+		layerRaw, err = descriptorLayer(newDoc)
+	}
 	if err != nil {
 		return err
 	}
-	descLayer := ocispec.Descriptor{MediaType: ocimapping.MediaTypeDescriptorTar, Digest: digest.FromBytes(layerRaw), Size: int64(len(layerRaw))}
+	descLayer := ocispec.Descriptor{MediaType: layerType, Digest: digest.FromBytes(layerRaw), Size: int64(len(layerRaw))}
 	cfgRaw, err := json.Marshal(map[string]any{"componentDescriptorLayer": descLayer})
 	if err != nil {
 		return err
@@ -719,7 +865,50 @@ func (r *run) planRewritten(ctx context.Context, p *plan, sv *versionContent, do
 		}
 	}
 	md := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(mraw), Size: int64(len(mraw))}
-	return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: md, raw: mraw})
+	if sv.index == nil {
+		return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: md, raw: mraw})
+	}
+	iraw, err := versionIndex(sv, md, rp.dropped)
+	if err != nil {
+		return err
+	}
+	if err := r.addManifest(ctx, p, manifestTask{repo: sv.repo, desc: md, raw: mraw}); err != nil {
+		return err
+	}
+	id := ocispec.Descriptor{MediaType: sv.tagDesc.MediaType, Digest: digest.FromBytes(iraw), Size: int64(len(iraw))}
+	return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: id, raw: iraw})
+}
+
+// versionIndex encodes the new index of a rewritten OCM CLI v0.13+ version:
+// the source's, its descriptor entry pointing at the new manifest md (its
+// annotations and artifactType kept), without the entries that became
+// artifacts of their own, this plugin as creator.
+func versionIndex(sv *versionContent, md ocispec.Descriptor, dropped map[digest.Digest]bool) ([]byte, error) {
+	idx := *sv.index
+	idx.Manifests = nil
+	for _, e := range sv.index.Manifests {
+		switch {
+		case e.Digest == sv.manifestDesc.Digest:
+			e.Digest, e.Size = md.Digest, md.Size
+			e.Annotations = withCreator(e.Annotations)
+		case dropped[e.Digest]:
+			continue
+		}
+		idx.Manifests = append(idx.Manifests, e)
+	}
+	idx.Annotations = withCreator(idx.Annotations)
+	return json.Marshal(idx)
+}
+
+// withCreator is a copy of ann naming this plugin as creator, when ann
+// names one.
+func withCreator(ann map[string]string) map[string]string {
+	if _, ok := ann["software.ocm.creator"]; !ok {
+		return ann
+	}
+	ann = maps.Clone(ann)
+	ann["software.ocm.creator"] = Creator
+	return ann
 }
 
 // versionManifest encodes the new manifest of a rewritten version: the
@@ -731,7 +920,7 @@ func versionManifest(sv *versionContent, cfg ocispec.Descriptor, layers []ocispe
 	}
 	ann[ocimapping.AnnotationComponentVersion] = sv.d.Name + ":" + sv.d.Version
 	ann["software.ocm.creator"] = Creator
-	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: cfg, Layers: layers, Annotations: ann}
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: sv.manifest.ArtifactType, Config: cfg, Layers: layers, Annotations: ann}
 	m.SchemaVersion = 2
 	return json.Marshal(m)
 }
