@@ -53,8 +53,8 @@ rotated Secret takes effect without a restart.`,
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM), with --tls-key")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
 	fl.StringArrayVar(&f.ctfDirs, "ctf-dir", nil, "directory CTFs and component archives may be read from (repeatable; default: none, registries only)")
-	fl.DurationVar(&f.listTTL, "list-ttl", generator.DefaultListTTL, "how long version and component lists are reused (negative: not at all)")
-	fl.DurationVar(&f.versionTTL, "version-ttl", generator.DefaultVersionTTL, "how long a version's descriptor digest is reused (negative: not at all)")
+	fl.DurationVar(&f.listTTL, "list-ttl", generator.DefaultListTTL, "how long version lists (and a prefix's component list) are reused (0 or negative: not at all)")
+	fl.DurationVar(&f.versionTTL, "version-ttl", generator.DefaultVersionTTL, "how long a version's descriptor digest is reused (0 or negative: not at all)")
 	fl.DurationVar(&f.timeout, "request-timeout", generator.DefaultRequestTimeout, "deadline of one request, waiting for a turn included (keep it below the ConfigMap's requestTimeout)")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", generator.DefaultMaxConcurrent, "requests served at once, at most one per ApplicationSet (its others meanwhile get 503); the others wait")
 	return c

@@ -174,6 +174,17 @@ func (g *Generator) Generate(ctx context.Context, q Query) ([]map[string]any, er
 	if err != nil {
 		return nil, err
 	}
+	out, err := g.generate(ctx, q, spec, key, ociRepo)
+	if err != nil && !ociRepo {
+		// The message reaches the ApplicationSet's status: the CTF is named
+		// as the tenant may name it, relative to its CTF directory.
+		err = g.relativePaths(err, spec)
+	}
+	return out, err
+}
+
+func (g *Generator) generate(ctx context.Context, q Query, spec, key string, ociRepo bool) ([]map[string]any, error) {
+	var err error
 	r := &lazyRepo{open: func() (ocm.Repository, error) { return g.o.Open(ctx, spec) }}
 	defer r.close()
 	req := &request{g: g, q: q, key: key, repo: r, oci: ociRepo}
@@ -331,6 +342,56 @@ func (g *Generator) locate(repository string, sp oci.Spec) (spec, key string, is
 
 var errOutside = errors.New("outside the CTF directories")
 
+// relativePaths rewrites err's message so that it names the CTF at real (an
+// absolute path below a CTF root) and anything else below a root relative
+// to that root, keeping err's chain for errors.Is: the generator's
+// directories are none of an ApplicationSet's business.
+func (g *Generator) relativePaths(err error, real string) error {
+	msg := err.Error()
+	if rel := g.relative(real); rel != "" {
+		msg = strings.ReplaceAll(msg, real, rel)
+	}
+	// Roots as configured and as resolved, longest first (one may contain
+	// another).
+	roots := append(append([]string(nil), g.o.CTFRoots...), g.roots...)
+	for i, r := range roots {
+		if a, aerr := filepath.Abs(r); aerr == nil {
+			roots[i] = a
+		}
+	}
+	sort.Slice(roots, func(i, j int) bool { return len(roots[i]) > len(roots[j]) })
+	for _, r := range roots {
+		if r == string(filepath.Separator) || r == "" {
+			continue
+		}
+		msg = strings.ReplaceAll(msg, r+string(filepath.Separator), "")
+		msg = strings.ReplaceAll(msg, r, ".")
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &relativeError{msg: msg, err: err}
+}
+
+// relative is p relative to the CTF root it lies below, "" if none.
+func (g *Generator) relative(p string) string {
+	for _, r := range g.roots {
+		if rel, err := filepath.Rel(r, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return rel
+		}
+	}
+	return ""
+}
+
+// relativeError is err with the message relativePaths made of it.
+type relativeError struct {
+	msg string
+	err error
+}
+
+func (e *relativeError) Error() string { return e.msg }
+func (e *relativeError) Unwrap() error { return e.err }
+
 func (g *Generator) inRoots(p string) bool {
 	for _, r := range g.roots {
 		if rel, err := filepath.Rel(r, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
@@ -458,19 +519,7 @@ func (r *request) selectVersions(ctx context.Context, component string) ([]strin
 		out = append(out, c.raw)
 	}
 	if len(out) == 0 {
-		what := "version"
-		if r.q.Exact != "" {
-			what += " " + r.q.Exact
-		} else if r.q.Constraint != nil {
-			what += " matching " + r.q.Constraint.String()
-		}
-		if r.q.Filter != nil {
-			what += " and semverFilter " + r.q.Filter.String()
-		}
-		if len(r.q.Signatures) > 0 {
-			what += " signed (" + strings.Join(r.q.Signatures, ", ") + ")"
-		}
-		return nil, fmt.Errorf("component %s: no %s %w (available: %s)", component, what, errdef.ErrNotFound, available(all))
+		return nil, r.noMatch(component, all)
 	}
 	// Lookups of the selected versions, in parallel: their digests.
 	if err := r.prefetch(ctx, component, out); err != nil {
@@ -479,6 +528,37 @@ func (r *request) selectVersions(ctx context.Context, component string) ([]strin
 	r.selected += len(out)
 	return out, nil
 }
+
+// noMatch says which of the query's conditions no version of component
+// met, in plain words: `no version of C matches "~9" (available: …)`.
+func (r *request) noMatch(component string, all []string) error {
+	var conds []string
+	switch {
+	case r.q.Exact != "":
+		conds = append(conds, "matches "+errdef.Quote(r.q.Exact))
+	case r.q.Constraint != nil:
+		conds = append(conds, "matches "+errdef.Quote(r.q.Constraint.String()))
+	}
+	if r.q.Filter != nil {
+		conds = append(conds, "matches semverFilter "+errdef.Quote(r.q.Filter.String()))
+	}
+	if len(r.q.Signatures) > 0 {
+		conds = append(conds, "is signed with "+strings.Join(r.q.Signatures, ", ")+" and verifies")
+	}
+	msg := "no version of " + clip(component) + " " + strings.Join(conds, " and ")
+	if len(conds) == 0 {
+		// No version parameter: release versions only.
+		msg = "no release version of " + clip(component) + " (a version constraint with a prerelease part selects prereleases)"
+	}
+	return &notFound{msg: msg + " (available: " + available(all) + ")"}
+}
+
+// notFound is errdef.ErrNotFound (a request fault, HTTP 400) with a message
+// of its own, which need not end in "not found".
+type notFound struct{ msg string }
+
+func (e *notFound) Error() string { return e.msg }
+func (e *notFound) Unwrap() error { return errdef.ErrNotFound }
 
 func available(vs []string) string {
 	vs = append([]string(nil), vs...)

@@ -55,7 +55,7 @@ func TestHTTPContract(t *testing.T) {
 		{"unknown signature key", testToken, body(`,"signature":"nobody"`), 400, `no key for signature "nobody"`},
 		{"bad constraint", testToken, body(`,"version":">=1.0 <<2"`), 400, "not a semver constraint"},
 		{"bad semverFilter", testToken, body(`,"semverFilter":"(["`), 400, "parameter semverFilter"},
-		{"no match", testToken, body(`,"version":"~9"`), 400, "no version matching"},
+		{"no match", testToken, body(`,"version":"~9"`), 400, `no version of example.org/apps/podinfo matches "~9" (available: `},
 		{"unknown component", testToken, `{"input":{"parameters":{"repository":"` + f.repo + `","component":"example.org/apps/nope"}}}`, 400, "not found"},
 		{"bad component", testToken, `{"input":{"parameters":{"repository":"` + f.repo + `","component":"../x"}}}`, 400, "parameter component"},
 		{"wildcard inside", testToken, `{"input":{"parameters":{"repository":"` + f.repo + `","component":"a/*/b"}}}`, 400, "parameter component"},

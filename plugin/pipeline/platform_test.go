@@ -29,8 +29,8 @@ func TestNestedPlatformChildrenCannotEscape(t *testing.T) {
 		name, grandchildConfig, mention string
 	}{
 		{"admin project", "project: admin-project", `project "admin-project", but children stay in their parent Application's project "team-a"`},
-		{"kube-system", "packages: {extras: {namespace: kube-system}}", `reference extras: not allowed: the platform config sends the child Application to server "https://kubernetes.default.svc", namespace "kube-system"`},
-		{"another cluster", "destination: {server: 'https://prod.example.com:6443'}", `server "https://prod.example.com:6443"`},
+		{"admin project and kube-system", "{project: admin-project, packages: {extras: {namespace: kube-system}}}", `project "admin-project"`},
+		{"admin project and another cluster", "{project: admin-project, destination: {server: 'https://prod.example.com:6443'}}", `project "admin-project"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var grand map[string]any
@@ -69,8 +69,8 @@ func TestNestedPlatformChildrenCannotEscape(t *testing.T) {
 			// The same config at the top level is refused there.
 			direct := base
 			direct.Values = grand
-			if tc.name == "kube-system" {
-				direct.Values = map[string]any{"packages": map[string]any{"shop": map[string]any{"namespace": "kube-system"}}}
+			if tc.name == "admin project and kube-system" {
+				direct.Values = map[string]any{"project": "admin-project", "packages": map[string]any{"shop": map[string]any{"namespace": "kube-system"}}}
 			}
 			if _, err := r.Render(ctx, direct); !errors.Is(err, errdef.ErrNotAllowed) {
 				t.Fatalf("top level: %v", err)
@@ -81,6 +81,50 @@ func TestNestedPlatformChildrenCannotEscape(t *testing.T) {
 				t.Fatalf("allowed: %v", err)
 			}
 		})
+	}
+}
+
+// Within their project, a platform's children (and grandchildren) may go
+// to the namespace or cluster their config gives: Argo CD checks each
+// against that AppProject's destinations.
+func TestNestedPlatformChildrenChooseDestinationsInTheirProject(t *testing.T) {
+	ctx := context.Background()
+	r := &pipeline.Renderer{}
+	src := pipeline.PlatformSource{RepoURL: "https://git.example.com/idp.git", Path: "prod", TargetRevision: "main"}
+	grand := map[string]any{"packages": map[string]any{"extras": map[string]any{"namespace": "kube-system"}}}
+	top := pipeline.Request{Application: "idp", Repository: distroBundle, Component: examples.Distro, Version: "1.0.0",
+		ReleaseName: "idp", Namespace: "argocd", Platform: pipeline.PlatformRequest{Source: src, Project: "team-a"},
+		Values: map[string]any{"packages": map[string]any{"core": map[string]any{"values": grand}}}}
+	res, err := r.Render(ctx, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var core map[string]any
+	for _, app := range res.Objects {
+		if get(app, "metadata", "name") == "idp-core" {
+			core = app
+		}
+	}
+	p := params(core)
+	vals := map[string]any{}
+	if err := yaml.Unmarshal([]byte(p["values"].(string)), &vals); err != nil {
+		t.Fatal(err)
+	}
+	child := pipeline.Request{Application: "idp-core", Repository: p["repository"].(string), Component: p["component"].(string), Version: p["version"].(string),
+		ReleaseName: "idp-core", Namespace: "core", Values: vals,
+		Platform: pipeline.PlatformRequest{Source: src, Project: get(core, "spec", "project").(string)}}
+	res, err = r.Render(ctx, child)
+	if err != nil {
+		t.Fatalf("grandchild in its project: %v", err)
+	}
+	found := false
+	for _, app := range res.Objects {
+		if get(app, "spec", "destination", "namespace") == "kube-system" && get(app, "spec", "project") == "team-a" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no grandchild in kube-system, project team-a: %v", res.Objects)
 	}
 }
 
