@@ -68,9 +68,13 @@ func runGenerator(ctx context.Context, f generatorFlags, stderr io.Writer, geten
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return fmt.Errorf("%w: --tls-cert and --tls-key go together", errdef.ErrInvalidInput)
 	}
+	// Without a usable token the generator starts anyway and refuses every
+	// request (not ready, /readyz) until the file holds one: installed before
+	// its Secret is set, it waits instead of restarting.
 	token := &generator.TokenFile{Path: f.tokenFile}
 	if err := token.Load(); err != nil {
-		return err
+		log.Warn("no usable token yet: every request is refused and /readyz answers 503 until the token file holds one (set the Secret's token: docs/applicationset.md)",
+			"cause", err.Error())
 	}
 	gen, err := buildGenerator(f, log, getenv, diag)
 	if err != nil {

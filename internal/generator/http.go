@@ -24,6 +24,10 @@ import (
 const (
 	PathGetParams = "/api/v1/getparams.execute"
 	PathHealth    = "/healthz"
+	// PathReady answers 200 once the generator holds a usable token, 503
+	// before: the readiness probe, so that a generator installed before its
+	// token is set waits (no restarts) and gets no traffic.
+	PathReady = "/readyz"
 )
 
 // Defaults of Handler.
@@ -150,9 +154,23 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
 		return false
+	case PathReady:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, "use GET")
+			return false
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if tok, err := h.Token(); err != nil || len(tok) == 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "no token yet: every request is refused until the token file holds one\n")
+			return false
+		}
+		io.WriteString(w, "ok\n")
+		return false
 	case PathGetParams:
 	default:
-		refuse(w, http.StatusNotFound, "no such endpoint: POST "+PathGetParams+" or GET "+PathHealth)
+		refuse(w, http.StatusNotFound, "no such endpoint: POST "+PathGetParams+", GET "+PathHealth+" or GET "+PathReady)
 		return false
 	}
 	if r.Method != http.MethodPost {
