@@ -9,7 +9,8 @@
 // also checked with `bash -n` and by lints for what cannot run here:
 // kubectl namespaces used before they are created, `--server-side` without
 // `--force-conflicts`, `-k DIR` that does not build offline (built with the
-// kustomize library), a Helm chart without `helm repo add` and `--version`,
+// kustomize library; `bin/manifests/X`, what make manifests writes, as its
+// source `manifests/X`), a Helm chart without `helm repo add` and `--version`,
 // `cd` into a directory that does not exist from where the previous blocks
 // left the reader, and the plugin called by a bare name that no step put on
 // PATH (`make build` puts it in bin/).

@@ -140,6 +140,11 @@ func (p *Page) kubectl(args []string, fail func(string, ...any)) {
 		fail("kubectl apply --server-side without --force-conflicts: re-applying over fields another manager owns (Argo CD's own, kubectl's client-side apply) fails")
 	}
 	if dir := flagValue(args, "-k", "--kustomize"); dir != "" {
+		// make manifests writes bin/manifests: manifests/ with the image
+		// pinned, nothing else changed. A fresh checkout has only the source.
+		if rest, ok := strings.CutPrefix(filepath.ToSlash(filepath.Clean(dir)), "bin/manifests"); ok && (rest == "" || strings.HasPrefix(rest, "/")) {
+			dir = "manifests" + rest
+		}
 		if l := p.local(dir); l != "" && p.Kustomize != nil {
 			if err := p.Kustomize(l); err != nil {
 				fail("kubectl -k %s does not build offline: %v", dir, err)
