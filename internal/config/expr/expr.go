@@ -22,6 +22,7 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/suggest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -569,7 +570,7 @@ func undeclaredHint(env *cel.Env, msgs []string) string {
 			if len(n) >= 4 {
 				limit = max(2, len(n)/4)
 			}
-			if d := editDistance(strings.ToLower(n), strings.ToLower(k)); d <= limit {
+			if d := suggest.Distance(strings.ToLower(n), strings.ToLower(k)); d <= limit {
 				close = append(close, k)
 				break
 			}
@@ -581,27 +582,6 @@ func undeclaredHint(env *cel.Env, msgs []string) string {
 	}
 	return "the plugin's functions: image.parse, image.registry, image.repository, image.name, image.tag, image.digest, toOCI; " +
 		"and CEL's standard library with the strings, lists, math and encoders extensions (docs/deployment-definition.md)"
-}
-
-// editDistance is the Levenshtein distance of two short names.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 func (e *Evaluator) mustEnv() *cel.Env {
