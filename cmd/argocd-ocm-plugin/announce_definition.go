@@ -11,17 +11,19 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/rgd"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // definitionParameters announces the instance parameters of the component's
 // deployment definition as typed fields ("parameters.<name>"), with their
-// defaults, so the Argo CD UI offers them for editing.
-func definitionParameters(planner *config.Planner) cmp.ParameterSource {
+// defaults, so the Argo CD UI offers them for editing. The definition is
+// read as r renders: through its access, the request's files confined.
+func definitionParameters(planner *config.Planner, r *pipeline.Renderer) cmp.ParameterSource {
 	return cmp.ParameterSourceFunc(func(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) ([]cmp.Announcement, error) {
 		// The ComponentDeployment's parameters, or the RGD's (package config/rgd).
-		def, err := rgd.Wrap(planner).LoadParameters(ctx, cv, req)
+		def, err := rgd.Wrap(planner).LoadParameters(ctx, cv, plan.InputOf(r, req))
 		if err != nil || def == nil {
 			return nil, err
 		}

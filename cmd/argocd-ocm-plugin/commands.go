@@ -289,13 +289,13 @@ func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout
 	// Deployment definitions, config resources and localisation (package
 	// config) plan every render and the work that finishes its output; the
 	// planner reads resources through the renderer.
-	planner := &config.Planner{Resources: plan.ResourcesOf(r), Log: &notes, RequireDigests: r.Signatures != nil}
+	planner := &config.Planner{Log: &notes, RequireDigests: r.Signatures != nil}
 	var report *explain.Report
 	if opts.explain {
 		planner.Explain = func(rep *explain.Report) { report = rep }
 	}
 	// RGDs (package config/rgd) where the component has no definition.
-	plan.SetPlanner(r, rgd.Wrap(planner))
+	plan.Attach(r, rgd.Wrap(planner))
 	res, err := r.Render(ctx, req)
 	prog.done()
 	if err != nil {

@@ -53,7 +53,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			}
 			defer found.Close()
 			ectx.Version = found.Version
-			out, err := rgd.Wrap(&config.Planner{Resources: plan.ResourcesOf(r)}).Convert(ctx, found.Component, req)
+			out, err := rgd.Wrap(&config.Planner{}).Convert(ctx, found.Component, plan.InputOf(r, req))
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -50,8 +49,8 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}
 			defer root.Close()
-			planner := &config.Planner{Resources: plan.ResourcesOf(r), Log: &notes}
-			a := &cmp.Announcer{Renderer: r, Sources: []cmp.ParameterSource{definitionParameters(planner)}, Dir: dir, Root: root, AllowLocalArchive: rule.AllowLocalArchive}
+			planner := &config.Planner{Log: &notes}
+			a := &cmp.Announcer{Renderer: r, Sources: []cmp.ParameterSource{definitionParameters(planner, r)}, Dir: dir, Root: root, AllowLocalArchive: rule.AllowLocalArchive}
 			params, err := a.Announce(ctx, getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})

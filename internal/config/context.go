@@ -8,9 +8,9 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // componentVars describes a component version to expressions:
@@ -127,7 +127,7 @@ func referenceVars(ctx context.Context, cv ocm.ComponentVersion) (map[string]any
 }
 
 // baseVars are the variables every expression sees.
-func baseVars(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request, params []explain.ParamValue, withRefs bool) (map[string]any, error) {
+func baseVars(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, params []explain.ParamValue, withRefs bool) (map[string]any, error) {
 	d := cv.Descriptor()
 	pm := map[string]any{}
 	for _, p := range params {

@@ -28,7 +28,7 @@
 // expr evaluates them).
 //
 // The planner is pure: it reads what it needs of the component's resources
-// through a ResourceReader the pipeline implements, and returns a
+// through the plan.Input the pipeline builds (its Reader), and returns a
 // plan.Plan that carries the work finishing the output (patches on the
 // steps, automatic localisation and the report on the plan), which the
 // pipeline runs once every step is rendered.

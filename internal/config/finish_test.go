@@ -31,7 +31,7 @@ func TestOnePlannerConcurrentRenders(t *testing.T) {
 	var mu sync.Mutex
 	reports := map[string]*explain.Report{}
 	r := &pipeline.Renderer{}
-	plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r), Explain: func(rep *explain.Report) {
+	plan.Attach(r, &config.Planner{Explain: func(rep *explain.Report) {
 		mu.Lock()
 		defer mu.Unlock()
 		reports[rep.Parameters[0].Value.(string)] = rep

@@ -66,7 +66,7 @@ func TestMain(m *testing.M) {
 // renderer wires the config Planner in as the CLI does.
 func renderer(explain func(*explain.Report)) *pipeline.Renderer {
 	r := &pipeline.Renderer{}
-	plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r), Explain: explain})
+	plan.Attach(r, &config.Planner{Explain: explain})
 	return r
 }
 

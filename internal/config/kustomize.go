@@ -7,9 +7,9 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/overlay"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // kustomizeField is where a render's kustomize field sits, for messages
@@ -23,7 +23,7 @@ func (rs *resolver) definitionOverlay(ctx context.Context, rp renderPlan) (*kust
 		return nil, nil
 	}
 	where := fmt.Sprintf("%s: spec.renders[%d].%s", rs.def.Source, rp.index, kustomizeField)
-	if rp.res.Type == pipeline.TypeHelmChart {
+	if rp.res.Type == plan.TypeHelmChart {
 		return nil, fmt.Errorf("%w: %s: resource %s is a helmChart; a kustomize overlay applies to a directoryTree whose entry is a kustomization", errdef.ErrInvalidInput, where, rp.res.Identity())
 	}
 	if err := overlay.CheckFields(where, rp.render.Kustomize); err != nil {

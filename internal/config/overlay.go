@@ -14,8 +14,8 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/overlay"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // configMapKeyRE is what Kubernetes accepts as a ConfigMap data key.
@@ -79,7 +79,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 	if err != nil {
 		return nil, nil, err
 	}
-	if rp.res.Type == pipeline.TypeHelmChart {
+	if rp.res.Type == plan.TypeHelmChart {
 		return patches, nil, nil
 	}
 	appOverlay := rs.applicationOverlay(rp)
@@ -100,7 +100,7 @@ func (rs *resolver) overlay(ctx context.Context, rp renderPlan, patches []boundP
 func (rs *resolver) explainOverlay(rp renderPlan, ov, defined, derived *kustomize.Overlay, from derivedFrom, entry string, appOverlay bool) {
 	if entry == "" && !appOverlay {
 		// an entry that cannot be read is the render's to report
-		entry, _ = pipeline.EntryPath(rp.path, *rp.res)
+		entry, _ = plan.EntryPath(rp.path, *rp.res)
 	}
 	if entry == "" {
 		entry = "."
@@ -201,8 +201,8 @@ func (rs *resolver) entryOrigin(rp renderPlan) string {
 	case rp.path != "":
 		return "entry path: the Application's path"
 	}
-	if _, ok := rp.res.Label(pipeline.EntryPathLabel); ok {
-		return "entry path: the resource's label " + pipeline.EntryPathLabel
+	if _, ok := rp.res.Label(plan.EntryPathLabel); ok {
+		return "entry path: the resource's label " + plan.EntryPathLabel
 	}
 	return ""
 }
@@ -242,7 +242,7 @@ func (rs *resolver) derivedOverlay(ctx context.Context, rp renderPlan, patches [
 	// An entry or a tree that cannot be read here cannot be rendered either:
 	// the render reports it, with its own context (the entry path hint, the
 	// resource), so the overlay is then left out rather than failing first.
-	entry, err := pipeline.EntryPath(rp.path, *rp.res)
+	entry, err := plan.EntryPath(rp.path, *rp.res)
 	if err != nil {
 		return patches, nil, derivedFrom{}, ""
 	}
@@ -344,16 +344,16 @@ type generatedKind struct {
 
 // applicationOverlay records, for --explain, that the render builds the
 // Application's own kustomization over the resource (see
-// pipeline.ApplicationOverlay), and reports it.
+// plan.Files.ApplicationOverlay), and reports it.
 func (rs *resolver) applicationOverlay(rp renderPlan) bool {
-	ok, named, err := pipeline.ApplicationOverlay(rs.req)
+	ok, named, err := rs.req.ApplicationOverlay()
 	if err != nil || !ok || !slices.Contains(named, rp.res.Name) {
 		return false
 	}
 	text := fmt.Sprintf("kustomization.yaml of the Application's directory, with this resource shown as %s/%s; it names the directories it builds, the entry path is not used",
-		pipeline.ApplicationOverlayDir, rp.res.Name)
+		kustomize.MountDir, rp.res.Name)
 	if rs.p.Explain != nil {
-		if at := pipeline.ApplicationOverlayNamedAt(rs.req, rp.res.Name); at != "" {
+		if at := rs.req.ApplicationOverlayNamedAt(rp.res.Name); at != "" {
 			text += "; named first at " + at
 		}
 	}

@@ -17,22 +17,18 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // Planner plans a component version from its deployment definition (see
 // LoadDefinition): the renders with their values, and the work that
 // finishes their output (patches, ConfigData file rules, automatic
 // localisation, the --explain report), which the plan carries: each step
-// its own patches, the plan what concerns the whole output. Register it as
-// the Renderer's Planner, with the Renderer's Resources. Without a
+// its own patches, the plan what concerns the whole output. Set it as the
+// Renderer's Planner (pipeline.WithPlanner); it reads resources through
+// each call's plan.Input. Without a
 // definition it plans like the pipeline without a planner, with the component's
 // config resources as the lowest value layer.
 type Planner struct {
-	// Resources reads shipped definitions, config resources and (for rules,
-	// overlays and --explain) charts and trees: the Renderer's
-	// (plan.ResourcesOf a renderer). Nil reads offline.
-	Resources ResourceReader
 	// Log receives notes for people (images left alone by localisation).
 	Log io.Writer
 	// Explain, when set, receives the report of each render once its
@@ -48,11 +44,14 @@ type Planner struct {
 	RequireDigests bool
 }
 
-var _ plan.Planner[pipeline.Request] = (*Planner)(nil)
+var (
+	_ plan.Planner        = (*Planner)(nil)
+	_ plan.PackageChecker = (*Planner)(nil)
+)
 
 // Plan implements plan.Planner: one step per render that runs, then
 // one per job; the finishing work rides on the plan.
-func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*plan.Plan, error) {
+func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*plan.Plan, error) {
 	rs, err := p.newResolver(ctx, cv, req)
 	if err != nil {
 		return nil, err
@@ -111,7 +110,7 @@ type renderPlan struct {
 type resolver struct {
 	p       *Planner
 	cv      ocm.ComponentVersion
-	req     pipeline.Request
+	req     plan.Input
 	def     *Definition
 	eval    *expr.Evaluator
 	vars    map[string]any
@@ -129,7 +128,7 @@ type resolver struct {
 
 // newResolver loads the definition of a request and prepares what its
 // expressions see.
-func (p *Planner) newResolver(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*resolver, error) {
+func (p *Planner) newResolver(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*resolver, error) {
 	d := cv.Descriptor()
 	def, err := p.LoadDefinition(ctx, cv, req)
 	if err != nil {
@@ -193,7 +192,7 @@ func (rs *resolver) renderPlans(ctx context.Context) ([]renderPlan, error) {
 	if rs.def != nil {
 		return rs.definitionPlans(ctx)
 	}
-	targets, err := pipeline.SelectResources(rs.cv.Descriptor(), rs.req.Resources)
+	targets, err := plan.SelectResources(rs.cv.Descriptor(), rs.req.Resources)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +287,7 @@ func (rs *resolver) definitionPlan(ctx context.Context, i int, sel *selection) (
 	if !sel.matches(res) {
 		return renderPlan{}, false, nil
 	}
-	if !pipeline.Renderable(res.Type) {
+	if !plan.Renderable(res.Type) {
 		return renderPlan{}, false, fmt.Errorf("%w: %s.resource: resource %s has type %s; the plugin renders helmChart and directoryTree resources",
 			errdef.ErrUnsupportedMediaType, where, res.Identity(), res.Type)
 	}
@@ -479,7 +478,7 @@ func (rs *resolver) configLayers(ctx context.Context, rp renderPlan, where strin
 	if err != nil {
 		return nil, nil, err
 	}
-	isChart := rp.res.Type == pipeline.TypeHelmChart
+	isChart := rp.res.Type == plan.TypeHelmChart
 	var configs []*configResource
 	var ops []layerOp
 	for _, res := range cfgRes {
@@ -519,7 +518,7 @@ func (rs *resolver) localizationLayer(rp renderPlan, where string, configs []*co
 		assigns = append(assigns, as...)
 		return err
 	}
-	if rs.autoLocalize && rp.res.Type == pipeline.TypeHelmChart {
+	if rs.autoLocalize && rp.res.Type == plan.TypeHelmChart {
 		d := rs.cv.Descriptor()
 		for i := range d.Resources {
 			res := &d.Resources[i]
@@ -642,7 +641,7 @@ func (rs *resolver) reportRender(ctx context.Context, rp renderPlan, ops []layer
 	}
 	if rs.p.Explain != nil {
 		shown := NewValues()
-		if rp.res.Type == pipeline.TypeHelmChart {
+		if rp.res.Type == plan.TypeHelmChart {
 			if defaults, err := rs.chartDefaults(ctx, rp.res); err == nil {
 				shown.Merge(defaults, layerFrom(explain.LayerChart, "values.yaml of the chart"))
 			} else {
@@ -680,7 +679,7 @@ func (rs *resolver) config(ctx context.Context, res *ocm.Resource) (*configResou
 	if c, ok := rs.configs[key]; ok {
 		return c, nil
 	}
-	data, err := rs.p.readResource(ctx, rs.cv, res)
+	data, err := rs.p.readResource(ctx, rs.req.Reader, rs.cv, res)
 	if err != nil {
 		return nil, fmt.Errorf("config resource %s: %w", res.Identity(), err)
 	}

@@ -10,41 +10,18 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
 
-// ResourceReader is what the planner reads of a component version's
-// resources: shipped definitions and config resources, a chart's default
-// values (for --explain) and the files of a tree (for file rules and
-// kustomize overlays). The pipeline implements it (plan.Resources,
-// from plan.ResourcesOf a renderer), so that the planner reads through the same
-// verified access as the render and never fetches on its own.
-type ResourceReader interface {
-	// ReadDocument reads a small document resource of at most max bytes,
-	// verified; an archive is refused.
-	ReadDocument(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource, max int64) ([]byte, error)
-	// ChartValues returns the default values of a helmChart resource.
-	ChartValues(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (map[string]any, error)
-	// ReadTree reads a directoryTree resource, verified.
-	ReadTree(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (plan.Tree, error)
-}
-
-var _ ResourceReader = plan.Resources{}
-
-func (p *Planner) resources() ResourceReader {
-	if p.Resources == nil {
-		return plan.Resources{} // offline: CTFs and component archives
-	}
-	return p.Resources
-}
-
-// readResource reads a small document resource (definition, config), verified.
-func (p *Planner) readResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) ([]byte, error) {
+// readResource reads a small document resource (definition, config)
+// through the renderer's verified access (plan.Input.Reader): the planner
+// never fetches on its own.
+func (p *Planner) readResource(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion, res *ocm.Resource) ([]byte, error) {
 	if p.RequireDigests && (res.Digest == nil || res.Digest.Value == "") {
 		return nil, fmt.Errorf("%w: resource %s has no digest, so no signature covers it", errdef.ErrSignature, res.Identity())
 	}
-	return p.resources().ReadDocument(ctx, cv, res, yamlfile.MaxDocumentSize)
+	return rd.ReadDocument(ctx, cv, res, yamlfile.MaxDocumentSize)
 }
 
 func (rs *resolver) chartDefaults(ctx context.Context, res *ocm.Resource) (map[string]any, error) {
-	values, err := rs.p.resources().ChartValues(ctx, rs.cv, res)
+	values, err := rs.req.Reader.ChartValues(ctx, rs.cv, res)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +40,7 @@ func (rs *resolver) tree(ctx context.Context, res *ocm.Resource) (plan.Tree, err
 	if t, ok := rs.trees[key]; ok {
 		return t, nil
 	}
-	t, err := rs.p.resources().ReadTree(ctx, rs.cv, res)
+	t, err := rs.req.Reader.ReadTree(ctx, rs.cv, res)
 	if err != nil {
 		return plan.Tree{}, err
 	}

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // ResourcePrefix in Request.DefinitionFile selects a definition shipped in
@@ -25,7 +25,7 @@ const ResourcePrefix = "resource:"
 //
 // An explicit definition replaces the shipped one entirely; they are never
 // merged. It returns nil, nil when there is none.
-func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*Definition, error) {
+func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*Definition, error) {
 	d := cv.Descriptor()
 	spec := strings.TrimSpace(req.DefinitionFile)
 	switch {
@@ -38,7 +38,7 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 		if err != nil {
 			return nil, fmt.Errorf("deployment definition %q: %w", spec, err)
 		}
-		return p.definitionFromResource(ctx, cv, res)
+		return p.definitionFromResource(ctx, req.Reader, cv, res)
 	case spec != "":
 		// As the request reads its files: inside the Application's
 		// directory when it is confined.
@@ -58,7 +58,7 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 	case 0:
 		return nil, nil
 	case 1:
-		return p.definitionFromResource(ctx, cv, found[0])
+		return p.definitionFromResource(ctx, req.Reader, cv, found[0])
 	default:
 		names := make([]string, len(found))
 		for i, r := range found {
@@ -69,8 +69,8 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 	}
 }
 
-func (p *Planner) definitionFromResource(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (*Definition, error) {
-	data, err := p.readResource(ctx, cv, res)
+func (p *Planner) definitionFromResource(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion, res *ocm.Resource) (*Definition, error) {
+	data, err := p.readResource(ctx, rd, cv, res)
 	if err != nil {
 		return nil, fmt.Errorf("deployment definition resource %s: %w", res.Identity(), err)
 	}
@@ -82,12 +82,13 @@ func (p *Planner) definitionFromResource(ctx context.Context, cv ocm.ComponentVe
 // resource:NAME or the one the child ships. A definition file in git is the
 // child's to read (its render reads it confined to the Application's
 // directory); those parameters are checked there.
-func (p *Planner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, definition string, parameters map[string]string) error {
-	definition = strings.TrimSpace(definition)
+func (p *Planner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, in plan.Input) error {
+	definition := strings.TrimSpace(in.DefinitionFile)
 	if definition != "" && !strings.HasPrefix(definition, ResourcePrefix) {
 		return nil
 	}
-	def, err := p.LoadDefinition(ctx, child, pipeline.Request{DefinitionFile: definition})
+	parameters := in.Parameters
+	def, err := p.LoadDefinition(ctx, child, plan.Input{DefinitionFile: definition, Reader: in.Reader})
 	if err != nil {
 		return err
 	}

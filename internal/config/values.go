@@ -9,8 +9,8 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // Values are layered values with the history of every leaf (scalars, lists
@@ -127,9 +127,9 @@ func layerFrom(layer, source string) func(fieldpath.Path, any) explain.Origin {
 // (values files < inline values < --set-json < --set < --set-string <
 // --set-file), reading each values file once,
 // and says, per leaf, which of them set it.
-func instanceValues(req pipeline.Request) (map[string]any, func(fieldpath.Path, any) explain.Origin, error) {
+func instanceValues(req plan.Input) (map[string]any, func(fieldpath.Path, any) explain.Origin, error) {
 	var files [][]byte // as read, in order
-	final, err := pipeline.HelmValuesFrom(req, func(name string) ([]byte, error) {
+	final, err := plan.HelmValues(req, func(name string) ([]byte, error) {
 		b, err := req.ReadFile(param.ValueFiles, name)
 		files = append(files, b)
 		return b, err

@@ -218,7 +218,7 @@ func TestPostProcessorRelocatedGoldens(t *testing.T) {
 	// As the CLI wires it: the config planner plans the render and its
 	// finishing work (localisation).
 	r := &pipeline.Renderer{}
-	plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r), Explain: func(r *explain.Report) { reported = r.Images }})
+	plan.Attach(r, &config.Planner{Explain: func(r *explain.Report) { reported = r.Images }})
 	req := pipeline.Request{Repository: dir, Component: c.Name, Version: c.Version, Resources: []string{"chart"},
 		ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0",
 		Set: []string{"replicaCount=2", "ui.message=hello from the relocated registry"}}

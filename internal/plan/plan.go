@@ -54,15 +54,17 @@ type Finisher interface {
 }
 
 // Planner decides the plan for a component version: cv is the resolved
-// version (the request's Version is its constraint, as it was given). Req
-// is pipeline.Request.
-type Planner[Req any] interface {
-	Plan(ctx context.Context, cv ocm.ComponentVersion, req Req) (*Plan, error)
+// version (in.Version is its constraint, as it was given). A renderer
+// without one plans from the request alone, and refuses what only a
+// planner honours (a definition, instance parameters).
+type Planner interface {
+	Plan(ctx context.Context, cv ocm.ComponentVersion, in Input) (*Plan, error)
 }
 
 // PackageChecker is a Planner that can validate a platform package's
 // settings against its child component version (see
-// platform.Options.CheckPackage).
+// platform.Options.CheckPackage): in holds the package's DefinitionFile
+// and Parameters, and the renderer's Reader.
 type PackageChecker interface {
-	CheckPackage(ctx context.Context, child ocm.ComponentVersion, definition string, parameters map[string]string) error
+	CheckPackage(ctx context.Context, child ocm.ComponentVersion, in Input) error
 }

@@ -15,7 +15,7 @@ import (
 // Resources reads what a planner needs to see of a component version's
 // resources before anything renders: small documents (definitions, config
 // resources), the default values of a chart, the files of a tree. It reads
-// through a renderer's access and archive limits (ResourcesOf), verified
+// through a renderer's access and archive limits (Input.Reader), verified
 // like a render. The zero value reads offline (CTFs and component
 // archives) within the defaults of package archive.
 type Resources struct {
@@ -24,7 +24,7 @@ type Resources struct {
 }
 
 // NewResources reads through a and unpacks trees within opts: for package
-// pipeline, which gives a renderer's (ResourcesOf).
+// pipeline, which gives a renderer's to its planner (Input.Reader).
 func NewResources(a access.Resolver, opts ...archive.Option) Resources {
 	return Resources{access: a, archiveOptions: opts}
 }

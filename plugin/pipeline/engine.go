@@ -171,7 +171,7 @@ type Generation struct {
 // Renderer builds the renderer of one generation: a registry client of its
 // own configured by g.Rule (nothing is connected to before the rule allowed
 // it), sharing the engine's connections, tokens, tag resolutions and cache.
-// The caller may set the planner, post-processors, signatures and hooks on
+// The caller may set the planner (plan.Attach), signatures and hooks on
 // the result before it renders.
 func (e *Engine) Renderer(g Generation) (*Renderer, error) {
 	src, err := e.source(g)
@@ -184,7 +184,9 @@ func (e *Engine) Renderer(g Generation) (*Renderer, error) {
 
 // Render renders one request with a renderer of its own under the
 // rule of the process's environment (Engine.Rule(nil)) and the
-// default planner; notes go to log (nil: discarded).
+// request's own planner: a request that names a DefinitionFile or
+// Parameters, which it cannot honour, is refused with
+// errdef.ErrInvalidInput. Notes go to log (nil: discarded).
 func (e *Engine) Render(ctx context.Context, req Request, log io.Writer) (*Result, error) {
 	rule, err := e.Rule(nil)
 	if err != nil {

@@ -80,3 +80,16 @@ func applicationOverlayOption(req Request, res *ocm.Resource) (kustomize.Option,
 // directory under which its kustomization names the component's trees
 // (kustomize.MountDir).
 const ApplicationOverlayDir = kustomize.MountDir
+
+// requestFiles is a request's side of its plan (plan.Files): the files it
+// names and its Application's overlay, as the render reads them.
+type requestFiles struct{ req Request }
+
+func (f requestFiles) ReadFile(param, name string) ([]byte, error) {
+	return f.req.ReadFile(param, name)
+}
+func (f requestFiles) ReadSetFile(name string) ([]byte, error)     { return f.req.readSetFile(name) }
+func (f requestFiles) ApplicationOverlay() (bool, []string, error) { return ApplicationOverlay(f.req) }
+func (f requestFiles) ApplicationOverlayNamedAt(name string) string {
+	return ApplicationOverlayNamedAt(f.req, name)
+}

@@ -32,7 +32,7 @@ func hooksRepo(t *testing.T) string {
 
 type stepsPlanner func(d *ocm.Descriptor) []plan.Step
 
-func (p stepsPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, _ pipeline.Request) (*plan.Plan, error) {
+func (p stepsPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, _ plan.Input) (*plan.Plan, error) {
 	return &plan.Plan{Steps: p(cv.Descriptor())}, nil
 }
 
@@ -42,7 +42,7 @@ type planFinisher struct {
 	finish finishFunc
 }
 
-func (p planFinisher) Plan(_ context.Context, cv ocm.ComponentVersion, _ pipeline.Request) (*plan.Plan, error) {
+func (p planFinisher) Plan(_ context.Context, cv ocm.ComponentVersion, _ plan.Input) (*plan.Plan, error) {
 	return &plan.Plan{Steps: p.steps(cv.Descriptor()), Finish: []plan.Finisher{p.finish}}, nil
 }
 

@@ -443,7 +443,7 @@ func (h *hostileFixture) cases(t *testing.T) []hostileCase {
 	}
 	celRenderer := func() *pipeline.Renderer {
 		r := &pipeline.Renderer{}
-		plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r)})
+		plan.Attach(r, &config.Planner{})
 		return r
 	}
 	celReq := func(def string) pipeline.Request {

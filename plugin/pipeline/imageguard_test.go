@@ -93,7 +93,7 @@ func guardedCTF(t *testing.T, key *rsa.PrivateKey, images bool) string {
 // last.
 func guardedRenderer(key *rsa.PrivateKey) *pipeline.Renderer {
 	r := &pipeline.Renderer{}
-	plan.SetPlanner(r, &config.Planner{Resources: plan.ResourcesOf(r)})
+	plan.Attach(r, &config.Planner{})
 	if key != nil {
 		r.Signatures = &signing.Verifier{Keys: map[string]crypto.PublicKey{"release": &key.PublicKey}}
 	}

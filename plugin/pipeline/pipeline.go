@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
@@ -29,11 +29,10 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
 
-// Resource types the pipeline renders.
+// Resource types the pipeline renders (see plan.RendersOf for all of them).
 const (
-	TypeHelmChart     = "helmChart"
-	TypeDirectoryTree = "directoryTree"
-	typeFilesystem    = "filesystem" // legacy name of directoryTree
+	TypeHelmChart     = plan.TypeHelmChart
+	TypeDirectoryTree = plan.TypeDirectoryTree
 )
 
 // Request is what to render. The CLI fills it from flags, the CMP front end from
@@ -63,7 +62,8 @@ type Request struct {
 	// Path is the entry path inside directory resources (default: the root).
 	Path string
 	// DefinitionFile is a deployment definition given by the user (CLI flag or
-	// a file in the Application's git path); see package config.
+	// a file in the Application's git path); see package config. Only a
+	// Renderer with a Planner honours it; without one it is refused.
 	DefinitionFile string
 	// Platform configures app-of-apps rendering of platform components.
 	Platform PlatformRequest
@@ -71,7 +71,8 @@ type Request struct {
 	// "provenance" parameter; the sidecar may also force them on).
 	Provenance bool
 	// Parameters are instance parameters (name → value as text; the deployment
-	// definition declares their types).
+	// definition declares their types). Like DefinitionFile, they need a
+	// Renderer with a Planner.
 	Parameters map[string]string
 	// Localize turns on automatic localisation: image references in the
 	// rendered workloads that match an image resource of the component are
@@ -199,12 +200,14 @@ type Renderer struct {
 	// resource of the component is refused (package imageguard; it runs last,
 	// after localisation and hooks). Off by default.
 	RequireComponentImages bool
+	// Set by Engine.Renderer (planner: by plan.Attach); the zero values
+	// render offline, planned from the request alone.
 
-	// Set by Engine.Renderer (planner: by plan.SetPlanner); the zero
-	// values render offline, planned from the request alone.
-
-	// planner decides what to render; nil: requestPlanner.
-	planner plan.Planner[Request]
+	// planner decides what each request renders, from the request's
+	// plan.Input (deployment definitions and instance parameters: package
+	// config); nil plans from the request alone (its selected resources,
+	// values, release and path) and refuses a DefinitionFile or Parameters.
+	planner plan.Planner
 
 	// access reads resource content; its Artifacts source is nil offline.
 	access access.Resolver
@@ -228,12 +231,12 @@ type Renderer struct {
 // only renderable one), all with the request's values, release and path.
 type requestPlanner struct{}
 
-func (requestPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, req Request) (*plan.Plan, error) {
-	targets, err := SelectResources(cv.Descriptor(), req.Resources)
+func (requestPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, req plan.Input) (*plan.Plan, error) {
+	targets, err := plan.SelectResources(cv.Descriptor(), req.Resources)
 	if err != nil {
 		return nil, err
 	}
-	values, err := HelmValues(req)
+	values, err := plan.HelmValues(req, func(name string) ([]byte, error) { return req.ReadFile(param.ValueFiles, name) })
 	if err != nil {
 		return nil, err
 	}
@@ -288,6 +291,9 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if err := validate(req); err != nil {
 		return nil, err
 	}
+	if err := r.checkPlanned(req); err != nil {
+		return nil, err
+	}
 	found, err := r.Resolve(ctx, req)
 	if err != nil {
 		return nil, err
@@ -311,7 +317,7 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		}
 		return out, nil
 	}
-	p, err := r.plannerOrDefault().Plan(ctx, cv, req)
+	p, err := r.plannerOrDefault().Plan(ctx, cv, r.planInput(req))
 	if err != nil {
 		return nil, err
 	}
@@ -334,21 +340,58 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	return out, nil
 }
 
-func (r *Renderer) plannerOrDefault() plan.Planner[Request] {
+func (r *Renderer) plannerOrDefault() plan.Planner {
 	if r.planner == nil {
 		return requestPlanner{}
 	}
 	return r.planner
 }
 
-// resources is how r's planner reads resources (plan.ResourcesOf).
-func (r *Renderer) resources() plan.Resources {
-	return plan.NewResources(r.access, r.archiveOptions...)
+// checkPlanned refuses, before anything is fetched, what only a planner
+// honours when r has none: rendered without, the definition and the
+// parameters would be ignored and something other than what was asked for
+// would render.
+func (r *Renderer) checkPlanned(req Request) error {
+	if r.planner != nil {
+		return nil
+	}
+	var asked []string
+	if req.DefinitionFile != "" {
+		asked = append(asked, "a deployment definition ("+errdef.Quote(req.DefinitionFile)+")")
+	}
+	if len(req.Parameters) > 0 {
+		asked = append(asked, "instance parameters ("+errdef.Truncate(strings.Join(slices.Sorted(maps.Keys(req.Parameters)), ", "), 200)+")")
+	}
+	if len(asked) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the request asks for %s, which only a renderer with a planner of deployment definitions honours; this one plans from the request alone",
+		errdef.ErrInvalidInput, strings.Join(asked, " and "))
 }
 
+// planInput is what r's planner plans req from: the request's inputs, its
+// files and r's verified access to resources (plan.InputOf, for a caller
+// that asks the planner something else of a request).
+func (r *Renderer) planInput(req Request) plan.Input {
+	return plan.Input{
+		Application: req.Application, Repository: req.Repository, RepositoryLocation: req.RepositoryLocation(),
+		Component: req.Component, Version: req.Version, Resources: req.Resources, Path: req.Path,
+		DefinitionFile: req.DefinitionFile, Parameters: req.Parameters, Localize: req.Localize,
+		ValueFiles: req.ValueFiles, Values: req.Values, SetJSON: req.SetJSON, Set: req.Set, SetString: req.SetString, SetFile: req.SetFile,
+		ReleaseName: req.ReleaseName, Namespace: req.Namespace, KubeVersion: req.KubeVersion, APIVersions: req.APIVersions,
+		Files:  requestFiles{req},
+		Reader: plan.NewResources(r.access, r.archiveOptions...),
+	}
+}
+
+// The renderer's exported API may not name the planning contract (it is
+// internal; hack/exportcount), so the planner is attached, and its input
+// built, through package plan's typed entry points, bound here.
 func init() {
-	plan.Bind(func(r, p any) { r.(*Renderer).planner = p.(plan.Planner[Request]) },
-		func(r any) plan.Resources { return r.(*Renderer).resources() })
+	plan.Bind(plan.Binding{
+		Attach:  func(r any, p plan.Planner) { r.(*Renderer).planner = p },
+		InputOf: func(r, req any) plan.Input { return r.(*Renderer).planInput(req.(Request)) },
+	})
 }
 
 // renderSteps fetches, verifies, renders and places each step of the plan
@@ -468,122 +511,77 @@ func checkName(what, s string, limit int) error {
 }
 
 // Renderable reports whether the pipeline can render a resource type.
-func Renderable(t string) bool {
-	return t == TypeHelmChart || t == TypeDirectoryTree || t == typeFilesystem
-}
+func Renderable(t string) bool { return plan.Renderable(t) }
 
 // SelectResources returns the resources named by selectors ("name" or
 // "name,key=value"), or the only renderable resource when there are none.
 func SelectResources(d *ocm.Descriptor, selectors []string) ([]*ocm.Resource, error) {
-	if len(selectors) == 0 {
-		var cands []*ocm.Resource
-		var all []string
-		for i := range d.Resources {
-			all = append(all, d.Resources[i].Identity().String()+" ("+d.Resources[i].Type+")")
-			if Renderable(d.Resources[i].Type) {
-				cands = append(cands, &d.Resources[i])
-			}
-		}
-		switch len(cands) {
-		case 1:
-			return cands, nil
-		case 0:
-			return nil, fmt.Errorf("%w: no renderable resource (helmChart or directoryTree) in component %s:%s; it has: %s",
-				errdef.ErrNotFound, d.Name, d.Version, orNone(all))
-		default:
-			names := make([]string, len(cands))
-			for i, c := range cands {
-				names[i] = c.Identity().String()
-			}
-			return nil, fmt.Errorf("%w: component %s:%s has %d renderable resources (%s): choose with --resource / the resource parameter",
-				errdef.ErrInvalidInput, d.Name, d.Version, len(cands), strings.Join(names, ", "))
-		}
-	}
-	var out []*ocm.Resource
-	seen := map[string]bool{} // a selector repeated (10 000 times by a hostile Application) selects once
-	for _, s := range selectors {
-		if seen[s] {
-			continue
-		}
-		seen[s] = true
-		id, err := ocm.ParseIdentity(s)
-		if err != nil {
-			return nil, err
-		}
-		res, err := d.Resource(id)
-		if err != nil {
-			return nil, err
-		}
-		if !Renderable(res.Type) {
-			return nil, fmt.Errorf("%w: resource %s has type %s; the plugin renders helmChart and directoryTree resources",
-				errdef.ErrUnsupportedMediaType, res.Identity(), res.Type)
-		}
-		if !slices.Contains(out, res) { // two spellings of one identity
-			out = append(out, res)
-		}
-	}
-	return out, nil
+	return plan.SelectResources(d, selectors)
 }
 
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "no resources"
-	}
-	sort.Strings(s)
-	return strings.Join(s, ", ")
+// stepRenderers render a step's resource, one per way a resource type
+// renders (plan.RendersOf): a new resource type is an entry of plan's
+// table, and a new way of rendering one an entry here.
+var stepRenderers = map[plan.Renders]func(r *Renderer, ctx context.Context, cv ocm.ComponentVersion, step plan.Step, req Request) ([]manifests.Object, error){
+	plan.RendersChart: (*Renderer).renderChart,
+	plan.RendersTree:  (*Renderer).renderTree,
 }
 
 func (r *Renderer) renderStep(ctx context.Context, cv ocm.ComponentVersion, step plan.Step, req Request) ([]manifests.Object, error) {
+	render, ok := stepRenderers[plan.RendersOf(step.Resource.Type)]
+	if !ok {
+		return nil, plan.NotRenderable(step.Resource)
+	}
+	return render(r, ctx, cv, step, req)
+}
+
+func (r *Renderer) renderChart(ctx context.Context, cv ocm.ComponentVersion, step plan.Step, req Request) ([]manifests.Object, error) {
 	res := step.Resource
-	if !Renderable(res.Type) {
-		return nil, fmt.Errorf("%w: resource %s has type %s; the plugin renders helmChart and directoryTree resources",
-			errdef.ErrUnsupportedMediaType, res.Identity(), res.Type)
+	if step.Path != "" {
+		// Refused before anything is fetched: ignoring it would render
+		// something other than what was asked for.
+		return nil, fmt.Errorf("%w: path %q: resource %s is a helmChart; a path (--path, parameter path) selects an entry in a directoryTree resource",
+			errdef.ErrInvalidInput, step.Path, res.Identity())
 	}
-	switch res.Type {
-	case TypeHelmChart:
-		if step.Path != "" {
-			// Refused before anything is fetched: ignoring it would render
-			// something other than what was asked for.
-			return nil, fmt.Errorf("%w: path %q: resource %s is a helmChart; a path (--path, parameter path) selects an entry in a directoryTree resource",
-				errdef.ErrInvalidInput, step.Path, res.Identity())
-		}
-		c, err := r.access.Read(ctx, cv, res)
-		if err != nil {
-			return nil, err
-		}
-		chart, err := access.ChartArchive(c)
-		if err != nil {
-			return nil, err
-		}
-		return helm.Render(ctx, chart, helm.Options{
-			ReleaseName: step.ReleaseName,
-			Namespace:   step.Namespace,
-			KubeVersion: req.KubeVersion,
-			APIVersions: req.APIVersions,
-			Values:      step.Values,
-			CRDs:        r.helmCRDs,
-			Charts:      r.helmCharts,
-		})
-	default: // directoryTree
-		// Streamed from where the blob lives, unpacked as it is read and
-		// verified at its end (see access.Resolver.ReadTree): a large tree
-		// is never held twice.
-		entry, err := EntryPath(step.Path, *res)
-		if err != nil {
-			return nil, err
-		}
-		tree, err := r.access.ReadTree(ctx, cv, res, r.archiveOptions...)
-		if err != nil {
-			return nil, err
-		}
-		app, err := applicationOverlayOption(req, res)
-		if err != nil {
-			return nil, err
-		}
-		objs, err := kustomize.Render(ctx, tree, entry, kustomize.WithOverlay(step.Overlay), app)
-		if noEntry := (*kustomize.NoEntryError)(nil); errors.As(err, &noEntry) {
-			return nil, fmt.Errorf("%w: with --path, the parameter path, a definition's path, or the resource label %s", err, EntryPathLabel)
-		}
-		return objs, err
+	c, err := r.access.Read(ctx, cv, res)
+	if err != nil {
+		return nil, err
 	}
+	chart, err := access.ChartArchive(c)
+	if err != nil {
+		return nil, err
+	}
+	return helm.Render(ctx, chart, helm.Options{
+		ReleaseName: step.ReleaseName,
+		Namespace:   step.Namespace,
+		KubeVersion: req.KubeVersion,
+		APIVersions: req.APIVersions,
+		Values:      step.Values,
+		CRDs:        r.helmCRDs,
+		Charts:      r.helmCharts,
+	})
+}
+
+// renderTree streams the tree from where the blob lives, unpacked as it is
+// read and verified at its end (see access.Resolver.ReadTree): a large
+// tree is never held twice.
+func (r *Renderer) renderTree(ctx context.Context, cv ocm.ComponentVersion, step plan.Step, req Request) ([]manifests.Object, error) {
+	res := step.Resource
+	entry, err := EntryPath(step.Path, *res)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := r.access.ReadTree(ctx, cv, res, r.archiveOptions...)
+	if err != nil {
+		return nil, err
+	}
+	app, err := applicationOverlayOption(req, res)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := kustomize.Render(ctx, tree, entry, kustomize.WithOverlay(step.Overlay), app)
+	if noEntry := (*kustomize.NoEntryError)(nil); errors.As(err, &noEntry) {
+		return nil, fmt.Errorf("%w: with --path, the parameter path, a definition's path, or the resource label %s", err, EntryPathLabel)
+	}
+	return objs, err
 }

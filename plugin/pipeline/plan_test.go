@@ -84,9 +84,9 @@ func TestPlanFinishError(t *testing.T) {
 // constraint as it was given, and the component version and the Result
 // carry the version it resolved to.
 func TestResolvedVersionIsNotWrittenBack(t *testing.T) {
-	var seen pipeline.Request
+	var seen plan.Input
 	var planned string
-	r := plannedRenderer(plannerFunc(func(cv ocm.ComponentVersion, req pipeline.Request) (*plan.Plan, error) {
+	r := plannedRenderer(plannerFunc(func(cv ocm.ComponentVersion, req plan.Input) (*plan.Plan, error) {
 		seen, planned = req, cv.Descriptor().Version
 		d := cv.Descriptor()
 		chart, _ := d.Resource(ocm.Identity{"name": "chart"})
@@ -108,19 +108,19 @@ func TestResolvedVersionIsNotWrittenBack(t *testing.T) {
 
 type planFunc func(d *ocm.Descriptor) *plan.Plan
 
-func (p planFunc) Plan(_ context.Context, cv ocm.ComponentVersion, _ pipeline.Request) (*plan.Plan, error) {
+func (p planFunc) Plan(_ context.Context, cv ocm.ComponentVersion, _ plan.Input) (*plan.Plan, error) {
 	return p(cv.Descriptor()), nil
 }
 
-type plannerFunc func(cv ocm.ComponentVersion, req pipeline.Request) (*plan.Plan, error)
+type plannerFunc func(cv ocm.ComponentVersion, req plan.Input) (*plan.Plan, error)
 
-func (p plannerFunc) Plan(_ context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*plan.Plan, error) {
+func (p plannerFunc) Plan(_ context.Context, cv ocm.ComponentVersion, req plan.Input) (*plan.Plan, error) {
 	return p(cv, req)
 }
 
 // plannedRenderer is an offline renderer with planner p.
-func plannedRenderer(p plan.Planner[pipeline.Request]) *pipeline.Renderer {
+func plannedRenderer(p plan.Planner) *pipeline.Renderer {
 	r := &pipeline.Renderer{}
-	plan.SetPlanner(r, p)
+	plan.Attach(r, p)
 	return r
 }

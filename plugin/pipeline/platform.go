@@ -88,7 +88,10 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 	}
 	if pc, ok := r.planner.(plan.PackageChecker); ok {
 		opts.CheckPackage = func(ctx context.Context, child ocm.ComponentVersion, pkg platform.Package) error {
-			return pc.CheckPackage(ctx, child, pkg.Definition, pkg.Parameters)
+			// Only the package's own settings: the child renders as an
+			// Application of its own, with its own request.
+			in := r.planInput(Request{DefinitionFile: pkg.Definition, Parameters: pkg.Parameters})
+			return pc.CheckPackage(ctx, child, in)
 		}
 	}
 	apps, err := platform.Applications(ctx, repo, cv, opts)

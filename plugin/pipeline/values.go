@@ -8,12 +8,11 @@ import (
 	"os"
 	"syscall"
 
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -24,61 +23,9 @@ import (
 // order, pkg/cli/values.Options.MergeValues). Maps merge deeply, everything
 // else is replaced.
 func HelmValues(req Request) (map[string]any, error) {
-	return HelmValuesFrom(req, func(name string) ([]byte, error) { return req.ReadFile(param.ValueFiles, name) })
-}
-
-// HelmValuesFrom is HelmValues reading each values file with read, once and
-// in order, for a caller that also looks at what the files hold.
-func HelmValuesFrom(req Request, read func(name string) ([]byte, error)) (map[string]any, error) {
-	base := map[string]any{}
-	for _, f := range req.ValueFiles {
-		b, err := read(f)
-		if err != nil {
-			return nil, err
-		}
-		cur := map[string]any{}
-		if err := yaml.Unmarshal(b, &cur); err != nil {
-			return nil, fmt.Errorf("%w: values file %s: %v", errdef.ErrInvalidInput, f, err)
-		}
-		base = chartutil.MergeTables(cur, base)
-	}
-	if req.Values != nil {
-		base = chartutil.MergeTables(manifests.DeepCopy(req.Values), base)
-	}
-	for _, s := range req.SetJSON {
-		if err := strvals.ParseJSON(s, base); err != nil {
-			return nil, fmt.Errorf("%w: --set-json %s: %v", errdef.ErrInvalidInput, errdef.Quote(s), err)
-		}
-	}
-	for _, s := range req.Set {
-		if err := strvals.ParseInto(s, base); err != nil {
-			return nil, fmt.Errorf("%w: --set %s: %v", errdef.ErrInvalidInput, s, err)
-		}
-	}
-	for _, s := range req.SetString {
-		if err := strvals.ParseIntoString(s, base); err != nil {
-			return nil, fmt.Errorf("%w: --set-string %s: %v", errdef.ErrInvalidInput, errdef.Quote(s), err)
-		}
-	}
-	for _, s := range req.SetFile {
-		var readErr error
-		reader := func(rs []rune) (any, error) {
-			b, err := req.readSetFile(string(rs))
-			if err != nil {
-				// Kept apart: strvals would add nothing but its own wording.
-				readErr = err
-				return nil, err
-			}
-			return string(b), nil
-		}
-		if err := strvals.ParseIntoFile(s, base, reader); err != nil {
-			if readErr != nil {
-				return nil, fmt.Errorf("--set-file %s: %w", errdef.Quote(s), readErr)
-			}
-			return nil, fmt.Errorf("%w: --set-file %s: %v", errdef.ErrInvalidInput, errdef.Quote(s), err)
-		}
-	}
-	return base, nil
+	in := plan.Input{ValueFiles: req.ValueFiles, Values: req.Values, SetJSON: req.SetJSON, Set: req.Set, SetString: req.SetString, SetFile: req.SetFile,
+		Files: requestFiles{req}}
+	return plan.HelmValues(in, func(name string) ([]byte, error) { return req.ReadFile(param.ValueFiles, name) })
 }
 
 // readSetFile reads the file a --set-file value names; errors leave the name

@@ -11,9 +11,9 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // Value layers, lowest first. Maps merge deeply; lists and scalars replace.
@@ -297,7 +297,7 @@ func writeDirectoryRules(b *strings.Builder, rr RenderReport) {
 	if rr.Path != "" {
 		fmt.Fprintf(b, "  path: %s%s\n", rr.Path, at(rr.PathAt))
 	} else {
-		fmt.Fprintf(b, "  path: (not set) the resource label %s, else the root kustomization, else plain manifests if the tree has no kustomization; refused if its kustomizations are all below the root\n", pipeline.EntryPathLabel)
+		fmt.Fprintf(b, "  path: (not set) the resource label %s, else the root kustomization, else plain manifests if the tree has no kustomization; refused if its kustomizations are all below the root\n", plan.EntryPathLabel)
 	}
 	ns := "the Application's destination namespace"
 	if rr.Namespace != "" {

@@ -14,9 +14,9 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // Convert writes the ComponentDeployment equivalent to the RGD a request
@@ -28,7 +28,7 @@ import (
 // resources["name"]). What a ComponentDeployment cannot say (objects
 // emitted as they are, chained RGDs, resources of referenced components)
 // is listed in comments at the top, to be carried over by hand.
-func (p *Planner) Convert(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) ([]byte, error) {
+func (p *Planner) Convert(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) ([]byte, error) {
 	sel, err := p.choose(ctx, cv, req)
 	if err != nil {
 		return nil, err

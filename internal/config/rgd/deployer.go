@@ -14,7 +14,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // chooseBlocks picks the deployer blocks to render: Argo CD's by default
@@ -110,7 +109,7 @@ func (e *evaluation) argoStep(g *graph, n *Node, obj, spec map[string]any, where
 	}
 	rr := explain.RenderReport{Name: n.ID + " (Argo CD Application)", Resource: b.res.Identity().String(), Type: b.res.Type, Namespace: ns}
 	switch b.res.Type {
-	case pipeline.TypeHelmChart:
+	case plan.TypeHelmChart:
 		h, _ := source["helm"].(map[string]any)
 		for _, f := range []string{"valueFiles", "fileParameters"} {
 			if v, ok := h[f].([]any); ok && len(v) > 0 {
@@ -148,7 +147,7 @@ func (e *evaluation) argoStep(g *graph, n *Node, obj, spec map[string]any, where
 		}
 		s.ReleaseName, s.Values = release, normalizeJSON(jsonCopy(vals)).(map[string]any)
 		rr.ReleaseName, rr.Values = release, leaves(vals, n.ID+": spec.source.helm")
-	case pipeline.TypeDirectoryTree:
+	case plan.TypeDirectoryTree:
 		path, _ := source["path"].(string)
 		s.Path = treePath(path)
 		k, _ := source["kustomize"].(map[string]any)
@@ -193,7 +192,7 @@ func (e *evaluation) helmReleaseStep(g *graph, n *Node, obj, spec map[string]any
 	if err != nil {
 		return step{}, err
 	}
-	if b.res.Type != pipeline.TypeHelmChart {
+	if b.res.Type != plan.TypeHelmChart {
 		return step{}, notRenderable(where, b)
 	}
 	meta, _ := obj["metadata"].(map[string]any)
@@ -243,7 +242,7 @@ func (e *evaluation) kustomizationStep(g *graph, n *Node, _ map[string]any, spec
 	if err != nil {
 		return step{}, err
 	}
-	if b.res.Type != pipeline.TypeDirectoryTree {
+	if b.res.Type != plan.TypeDirectoryTree {
 		return step{}, notRenderable(where, b)
 	}
 	ov := map[string]any{}

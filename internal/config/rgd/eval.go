@@ -14,14 +14,13 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // evaluation is the state of one Plan over an RGD and its chained RGDs.
 type evaluation struct {
 	p        *Planner
 	cv       ocm.ComponentVersion
-	req      pipeline.Request
+	req      plan.Input
 	all      []*RGD
 	deployer string
 	report   *explain.Report

@@ -221,7 +221,7 @@ func (e *evaluation) repositoryBase() string {
 	host, _, _ := strings.Cut(s, "/")
 	// A registry spec without a scheme looks like a host; a CTF is a path
 	// that exists (only its existence is looked at).
-	if scheme || (!localPath(e.req.RepositoryLocation()) && (strings.ContainsAny(host, ".:") || host == "localhost")) {
+	if scheme || (!localPath(e.req.RepositoryLocation) && (strings.ContainsAny(host, ".:") || host == "localhost")) {
 		return strings.TrimSuffix(s, "/")
 	}
 	return ctfRegistry

@@ -16,7 +16,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // Prefix in the definition parameter (and --definition) chooses an RGD and
@@ -43,7 +42,7 @@ type Planner struct {
 	Timeout time.Duration
 }
 
-var _ plan.Planner[pipeline.Request] = (*Planner)(nil)
+var _ plan.Planner = (*Planner)(nil)
 var _ plan.PackageChecker = (*Planner)(nil)
 
 // Wrap is the planner for a renderer: c, and RGDs where c has no definition.
@@ -68,13 +67,6 @@ func (p *Planner) config() *config.Planner {
 		return &config.Planner{}
 	}
 	return p.Config
-}
-
-func (p *Planner) reader() config.ResourceReader {
-	if p.Config != nil && p.Config.Resources != nil {
-		return p.Config.Resources
-	}
-	return plan.Resources{}
 }
 
 // choice is what the request asks for.
@@ -113,7 +105,7 @@ type selection struct {
 // choose decides between a ComponentDeployment and an RGD: an explicit
 // definition file or resource wins, then a shipped ComponentDeployment,
 // then the component's RGDs.
-func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*selection, error) {
+func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*selection, error) {
 	c, err := parseChoice(req.DefinitionFile)
 	if err != nil {
 		return nil, err
@@ -125,7 +117,7 @@ func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req pipel
 			id, err := ocm.ParseIdentity(name)
 			if err == nil {
 				if res, err := d.Resource(id); err == nil && isRGDCandidate(res) {
-					if r, err := p.readRGD(ctx, cv, res, true); err == nil && r != nil {
+					if r, err := p.readRGD(ctx, req.Reader, cv, res, true); err == nil && r != nil {
 						c = choice{rgd: true, name: name}
 					}
 				}
@@ -144,7 +136,7 @@ func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req pipel
 			}
 		}
 	}
-	all, err := p.findRGDs(ctx, cv)
+	all, err := p.findRGDs(ctx, req.Reader, cv)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +222,7 @@ func isRGDCandidate(res *ocm.Resource) bool {
 
 // findRGDs reads every RGD of the component: resources with the RGD media
 // type (an error when unreadable) and blobs that turn out to be one.
-func (p *Planner) findRGDs(ctx context.Context, cv ocm.ComponentVersion) ([]*RGD, error) {
+func (p *Planner) findRGDs(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion) ([]*RGD, error) {
 	d := cv.Descriptor()
 	var out []*RGD
 	kinds := map[string]string{}
@@ -240,7 +232,7 @@ func (p *Planner) findRGDs(ctx context.Context, cv ocm.ComponentVersion) ([]*RGD
 			continue
 		}
 		mt, _ := res.Access.Fields["mediaType"].(string)
-		r, err := p.readRGD(ctx, cv, res, mt == MediaType)
+		r, err := p.readRGD(ctx, rd, cv, res, mt == MediaType)
 		if err != nil {
 			return nil, err
 		}
@@ -258,14 +250,14 @@ func (p *Planner) findRGDs(ctx context.Context, cv ocm.ComponentVersion) ([]*RGD
 
 // readRGD reads and decodes one candidate; nil, nil when it is not an RGD
 // and must not be one.
-func (p *Planner) readRGD(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource, must bool) (*RGD, error) {
+func (p *Planner) readRGD(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion, res *ocm.Resource, must bool) (*RGD, error) {
 	if p.Config != nil && p.Config.RequireDigests && (res.Digest == nil || res.Digest.Value == "") {
 		if !must {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("%w: resource %s has no digest, so no signature covers it", errdef.ErrSignature, res.Identity())
 	}
-	data, err := p.reader().ReadDocument(ctx, cv, res, yamlfile.MaxDocumentSize)
+	data, err := rd.ReadDocument(ctx, cv, res, yamlfile.MaxDocumentSize)
 	if err != nil {
 		if must {
 			return nil, fmt.Errorf("ResourceGraphDefinition resource %s: %w", res.Identity(), err)
@@ -290,7 +282,7 @@ func (p *Planner) readRGD(ctx context.Context, cv ocm.ComponentVersion, res *ocm
 // LoadParameters is the instance parameters a request has: its
 // ComponentDeployment's, or its RGD's (nil when it has neither), for the
 // parameter announcement.
-func (p *Planner) LoadParameters(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*config.Definition, error) {
+func (p *Planner) LoadParameters(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*config.Definition, error) {
 	sel, err := p.choose(ctx, cv, req)
 	if err != nil {
 		return nil, err
@@ -303,24 +295,24 @@ func (p *Planner) LoadParameters(ctx context.Context, cv ocm.ComponentVersion, r
 
 // CheckPackage implements plan.PackageChecker: a platform package's
 // parameters against its child's definition or RGD.
-func (p *Planner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, definition string, parameters map[string]string) error {
-	sel, err := p.choose(ctx, child, pipeline.Request{DefinitionFile: definition})
+func (p *Planner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, in plan.Input) error {
+	sel, err := p.choose(ctx, child, in)
 	if err != nil {
 		return err
 	}
 	if sel == nil {
-		return p.config().CheckPackage(ctx, child, definition, parameters)
+		return p.config().CheckPackage(ctx, child, in)
 	}
 	def, err := sel.rgd.Parameters()
 	if err != nil {
 		return err
 	}
-	_, err = def.ResolveParameters(parameters)
+	_, err = def.ResolveParameters(in.Parameters)
 	return err
 }
 
 // Plan implements plan.Planner.
-func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) (*plan.Plan, error) {
+func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*plan.Plan, error) {
 	sel, err := p.choose(ctx, cv, req)
 	if err != nil {
 		return nil, err

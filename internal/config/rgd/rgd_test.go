@@ -49,7 +49,7 @@ func writeCTF(t testing.TB, comps ...*ocmbuild.Component) string {
 func renderRGD(req pipeline.Request) ([]manifests.Object, *explain.Report, error) {
 	r := &pipeline.Renderer{}
 	var rep *explain.Report
-	plan.SetPlanner(r, rgd.Wrap(&config.Planner{Resources: plan.ResourcesOf(r), Explain: func(x *explain.Report) { rep = x }}))
+	plan.Attach(r, rgd.Wrap(&config.Planner{Explain: func(x *explain.Report) { rep = x }}))
 	res, err := r.Render(context.Background(), req)
 	if err != nil {
 		return nil, nil, err

@@ -1,0 +1,140 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+)
+
+// Resource types a step renders.
+const (
+	TypeHelmChart     = "helmChart"
+	TypeDirectoryTree = "directoryTree"
+	TypeFilesystem    = "filesystem" // legacy name of directoryTree
+)
+
+// Renders is how a resource type renders: the pipeline keeps one step
+// renderer per value.
+type Renders int
+
+// How resource types render; RendersNothing: the type is not rendered.
+const (
+	RendersNothing Renders = iota
+	RendersChart           // helm template of a chart archive
+	RendersTree            // kustomize or plain manifests of a directory tree
+)
+
+// resourceTypes is every resource type a step renders: adding one is an
+// entry here and, for a new Renders, a step renderer in the pipeline.
+// Messages name the types that are not legacy, in this order.
+var resourceTypes = []struct {
+	name    string
+	renders Renders
+	legacy  bool // accepted, never offered
+}{
+	{TypeHelmChart, RendersChart, false},
+	{TypeDirectoryTree, RendersTree, false},
+	{TypeFilesystem, RendersTree, true},
+}
+
+// RendersOf is how resources of type t render.
+func RendersOf(t string) Renders {
+	for _, rt := range resourceTypes {
+		if rt.name == t {
+			return rt.renders
+		}
+	}
+	return RendersNothing
+}
+
+// Renderable reports whether a step can render resources of type t.
+func Renderable(t string) bool { return RendersOf(t) != RendersNothing }
+
+// RenderableTypes names the renderable types for messages, joined by
+// conjunction: "helmChart and directoryTree".
+func RenderableTypes(conjunction string) string {
+	var names []string
+	for _, rt := range resourceTypes {
+		if !rt.legacy {
+			names = append(names, rt.name)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + conjunction + " " + names[len(names)-1]
+}
+
+// NotRenderable is the error for a resource whose type no step renders.
+func NotRenderable(res *ocm.Resource) error {
+	return fmt.Errorf("%w: resource %s has type %s; the plugin renders %s resources",
+		errdef.ErrUnsupportedMediaType, res.Identity(), res.Type, RenderableTypes("and"))
+}
+
+// SelectResources returns the resources named by selectors ("name" or
+// "name,key=value"), or the only renderable resource when there are none.
+func SelectResources(d *ocm.Descriptor, selectors []string) ([]*ocm.Resource, error) {
+	if len(selectors) == 0 {
+		return onlyRenderable(d)
+	}
+	var out []*ocm.Resource
+	seen := map[string]bool{} // a selector repeated (10 000 times by a hostile Application) selects once
+	for _, s := range selectors {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		id, err := ocm.ParseIdentity(s)
+		if err != nil {
+			return nil, err
+		}
+		res, err := d.Resource(id)
+		if err != nil {
+			return nil, err
+		}
+		if !Renderable(res.Type) {
+			return nil, NotRenderable(res)
+		}
+		if !slices.Contains(out, res) { // two spellings of one identity
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
+
+func onlyRenderable(d *ocm.Descriptor) ([]*ocm.Resource, error) {
+	var cands []*ocm.Resource
+	var all []string
+	for i := range d.Resources {
+		all = append(all, d.Resources[i].Identity().String()+" ("+d.Resources[i].Type+")")
+		if Renderable(d.Resources[i].Type) {
+			cands = append(cands, &d.Resources[i])
+		}
+	}
+	switch len(cands) {
+	case 1:
+		return cands, nil
+	case 0:
+		return nil, fmt.Errorf("%w: no renderable resource (%s) in component %s:%s; it has: %s",
+			errdef.ErrNotFound, RenderableTypes("or"), d.Name, d.Version, orNone(all))
+	default:
+		names := make([]string, len(cands))
+		for i, c := range cands {
+			names[i] = c.Identity().String()
+		}
+		return nil, fmt.Errorf("%w: component %s:%s has %d renderable resources (%s): choose with --resource / the resource parameter",
+			errdef.ErrInvalidInput, d.Name, d.Version, len(cands), strings.Join(names, ", "))
+	}
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "no resources"
+	}
+	sort.Strings(s)
+	return strings.Join(s, ", ")
+}
