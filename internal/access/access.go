@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/accessmethod"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/artifactset"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -81,12 +82,13 @@ func (r *Resolver) remote(acc ocm.Access) error {
 	return nil
 }
 
-// unreadable is the error for an access kind the resolver does not read.
+// unreadable is the error for an access kind the resolver does not read:
+// the table's NoContent kind (none) says so, others list what is read.
 func unreadable(acc ocm.Access) error {
-	if acc.Kind() == ocm.AccessNone {
-		return fmt.Errorf("%w: access type none has no content", errdef.ErrUnsupportedAccess)
+	if m, _ := accessmethod.Lookup(acc.Type); m.Where == accessmethod.NoContent {
+		return fmt.Errorf("%w: access type %s has no content", errdef.ErrUnsupportedAccess, m.Name)
 	}
-	return fmt.Errorf("%w %q: the plugin reads localBlob, localFilesystemBlob, ociArtifact, relativeOciReference and helm", errdef.ErrUnsupportedAccess, acc.Type)
+	return accessmethod.Unsupported(acc.Type, accessmethod.Readable)
 }
 
 // Read returns the verified content of a resource of cv.
@@ -95,8 +97,9 @@ func (r *Resolver) Read(ctx context.Context, cv ocm.ComponentVersion, res *ocm.R
 	acc := res.Access
 	var c *Content
 	var err error
-	switch acc.Kind() {
-	case ocm.AccessLocalBlob, ocm.AccessLocalFilesystemBlob:
+	m, _ := accessmethod.Lookup(acc.Type)
+	switch m.Where {
+	case accessmethod.Local:
 		if lo, ok := localArtifact(cv, acc); ok {
 			c, err = r.readLocalArtifact(ctx, lo, acc, limit)
 		} else {
@@ -107,7 +110,7 @@ func (r *Resolver) Read(ctx context.Context, cv ocm.ComponentVersion, res *ocm.R
 				c, err = r.readRemote(ctx, cv, *g, limit)
 			}
 		}
-	case ocm.AccessOCIArtifact, ocm.AccessRelativeOCIReference, ocm.AccessHelm, ocm.AccessOCIBlob:
+	case accessmethod.Remote:
 		if err := r.remote(acc); err != nil {
 			return nil, err
 		}

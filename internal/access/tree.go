@@ -14,6 +14,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/accessmethod"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/artifactset"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -56,8 +57,9 @@ func (r *Resolver) ReadTree(ctx context.Context, cv ocm.ComponentVersion, res *o
 func (r *Resolver) readTree(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource, opts []archive.Option) (*archive.Tree, error) {
 	limit := r.limit()
 	acc := res.Access
-	switch acc.Kind() {
-	case ocm.AccessLocalBlob, ocm.AccessLocalFilesystemBlob:
+	m, _ := accessmethod.Lookup(acc.Type)
+	switch m.Where {
+	case accessmethod.Local:
 		if lo, ok := localArtifact(cv, acc); ok {
 			b, md, err := lo.OpenLocalArtifact(ctx, acc)
 			if err != nil {
@@ -81,7 +83,7 @@ func (r *Resolver) readTree(ctx context.Context, cv ocm.ComponentVersion, res *o
 			mt = b.MediaType()
 		}
 		return streamTree(b, "local blob "+acc.String("localReference")+acc.String("fileName"), res, mt, "", limit, opts)
-	case ocm.AccessOCIArtifact, ocm.AccessRelativeOCIReference, ocm.AccessHelm, ocm.AccessOCIBlob:
+	case accessmethod.Remote:
 		if err := r.remote(acc); err != nil {
 			return nil, err
 		}

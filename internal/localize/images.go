@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/accessmethod"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -43,23 +44,21 @@ func IsImage(res *ocm.Resource) bool {
 	return res.Type == TypeOCIImage || res.Type == TypeOCIArtifact
 }
 
-// ImageOf returns where an image resource lives. It reads ociArtifact
-// accesses and the ociArtifact globalAccess of a localBlob (a transferred
-// image); other accesses have no registry location.
+// ImageOf returns where an image resource lives. It reads the image
+// reference of an access that has one (ociArtifact), or of the globalAccess
+// of a local blob (a transferred image); other accesses have no registry
+// location.
 func ImageOf(res *ocm.Resource) (Image, error) {
 	acc := res.Access
-	ref := ""
-	switch acc.Kind() {
-	case ocm.AccessOCIArtifact:
-		ref = acc.String("imageReference")
-	case ocm.AccessLocalBlob, ocm.AccessLocalFilesystemBlob:
-		if g, ok := acc.GlobalAccess(); ok && g.Kind() == ocm.AccessOCIArtifact {
-			ref = g.String("imageReference")
+	ref := imageRef(acc)
+	if m, _ := accessmethod.Lookup(acc.Type); ref == "" && m.GlobalAccess {
+		if g, ok := acc.GlobalAccess(); ok {
+			ref = imageRef(*g)
 		}
 	}
 	if ref == "" {
-		return Image{}, fmt.Errorf("%w: image resource %s has access %s, which names no registry location (want ociArtifact with an imageReference)",
-			errdef.ErrUnsupportedAccess, res.Identity(), acc.Type)
+		return Image{}, fmt.Errorf("%w: image resource %s has access %s, which names no registry location (want %s)",
+			errdef.ErrUnsupportedAccess, res.Identity(), acc.Type, wantImageRef())
 	}
 	r, err := registry.ParseReference(ref)
 	if err != nil {
@@ -74,6 +73,25 @@ func ImageOf(res *ocm.Resource) (Image, error) {
 		img.Digest = alg + ":" + res.Digest.Value
 	}
 	return img, nil
+}
+
+// imageRef is the image reference of acc, "" when its type has none.
+func imageRef(acc ocm.Access) string {
+	if m, _ := accessmethod.Lookup(acc.Type); m.ImageRef != "" {
+		return acc.String(m.ImageRef)
+	}
+	return ""
+}
+
+// wantImageRef names the accesses that have an image reference, for
+// messages: "ociArtifact with an imageReference".
+func wantImageRef() string {
+	var want []string
+	for _, n := range accessmethod.Names(func(m accessmethod.Method) bool { return m.ImageRef != "" }) {
+		m, _ := accessmethod.Lookup(n)
+		want = append(want, n+" with an "+m.ImageRef)
+	}
+	return strings.Join(want, " or ")
 }
 
 // Images returns the image resources of a descriptor that have a registry

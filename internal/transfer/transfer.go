@@ -20,6 +20,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/bytesize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/accessmethod"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
@@ -621,10 +622,12 @@ func (r *run) planResources(ctx context.Context, p *plan, sv *versionContent, do
 	rp := &resourcePlan{exploded: map[digest.Digest]bool{}, local: map[digest.Digest]bool{}, dropped: map[digest.Digest]bool{}}
 	for i, res := range sv.d.Resources {
 		var err error
-		switch res.Access.Kind() {
-		case ocm.AccessLocalBlob:
+		// Layers of the version's manifest move with it; artifacts named
+		// by reference are copied by digest; other accesses stay as written.
+		switch m, _ := accessmethod.Lookup(res.Access.Type); {
+		case m.Layer:
 			err = r.planLocalResource(ctx, p, sv, doc, loc, rp, i, res)
-		case ocm.AccessOCIArtifact, ocm.AccessRelativeOCIReference:
+		case m.Artifact:
 			err = r.planExternalResource(ctx, p, doc, rp, i, res)
 		}
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/accessmethod"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/artifactset"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -191,10 +192,12 @@ func (v *Verifier) checkResource(ctx context.Context, cv ocm.ComponentVersion, r
 			return out
 		}
 	}
-	switch res.Access.Kind() {
-	case ocm.AccessNone:
-		out.Status, out.Detail = NotCheckable, "access type none: no content"
-	case ocm.AccessLocalBlob, ocm.AccessLocalFilesystemBlob:
+	// Unknown types, like remote ones, are checked by the digest their
+	// reference pins, if any.
+	switch m, _ := accessmethod.Lookup(res.Access.Type); m.Where {
+	case accessmethod.NoContent:
+		out.Status, out.Detail = NotCheckable, "access type "+m.Name+": no content"
+	case accessmethod.Local:
 		v.checkLocal(ctx, cv, res, &out)
 	default:
 		checkPinned(res, &out)

@@ -3,32 +3,22 @@ package ocm
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/accessmethod"
 )
 
-// Canonical access type names (without the optional "/v1" suffix).
+// Canonical access type names (without the optional "/v1" suffix), from the
+// table of access methods (internal/ocm/accessmethod), which also holds
+// their other spellings.
 const (
-	AccessLocalBlob            = "localBlob"
-	AccessLocalFilesystemBlob  = "localFilesystemBlob"
-	AccessOCIArtifact          = "ociArtifact"
-	AccessOCIBlob              = "ociBlob"
-	AccessRelativeOCIReference = "relativeOciReference"
-	AccessHelm                 = "helm"
-	AccessNone                 = "none"
+	AccessLocalBlob            = accessmethod.LocalBlob
+	AccessLocalFilesystemBlob  = accessmethod.LocalFilesystemBlob
+	AccessOCIArtifact          = accessmethod.OCIArtifact
+	AccessOCIBlob              = accessmethod.OCIBlob
+	AccessRelativeOCIReference = accessmethod.RelativeOCIReference
+	AccessHelm                 = accessmethod.Helm
+	AccessNone                 = accessmethod.None
 )
-
-var accessAliases = map[string]string{
-	"localblob":            AccessLocalBlob,
-	"localfilesystemblob":  AccessLocalFilesystemBlob,
-	"ociartifact":          AccessOCIArtifact,
-	"ociregistry":          AccessOCIArtifact,
-	"ociimage":             AccessOCIArtifact,
-	"ociblob":              AccessOCIBlob,
-	"ociimagelayer":        AccessOCIBlob,
-	"relativeocireference": AccessRelativeOCIReference,
-	"helm":                 AccessHelm,
-	"none":                 AccessNone,
-}
 
 // Access is an access specification: its type plus type-specific fields, kept
 // as decoded so that unknown types survive for error messages and signing.
@@ -62,16 +52,7 @@ func (a Access) MarshalJSON() ([]byte, error) {
 
 // Kind returns the canonical access type ("localBlob", "ociArtifact", …) for any
 // accepted spelling, version suffix removed; unknown types come back as written.
-func (a Access) Kind() string {
-	t := a.Type
-	if i := strings.LastIndex(t, "/"); i >= 0 {
-		t = t[:i]
-	}
-	if k, ok := accessAliases[strings.ToLower(t)]; ok {
-		return k
-	}
-	return t
-}
+func (a Access) Kind() string { return accessmethod.Canonical(a.Type) }
 
 // String returns the string field key, or "" when absent or not a string.
 func (a Access) String(key string) string {

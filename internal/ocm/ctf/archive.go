@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/accessmethod"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
@@ -83,15 +84,13 @@ func (a *ComponentArchive) Repository() ocm.Repository  { return a }
 // OpenLocalBlob reads blobs/<file>. A file named like a digest (sha256.<hex>)
 // is verified against that digest.
 func (a *ComponentArchive) OpenLocalBlob(_ context.Context, acc ocm.Access) (ocm.Blob, error) {
-	var file string
-	switch acc.Kind() {
-	case ocm.AccessLocalBlob:
-		file = acc.String("localReference")
-	case ocm.AccessLocalFilesystemBlob:
-		file = acc.String("fileName")
-	default:
+	// The table names the field of each local kind (localReference,
+	// fileName).
+	m, _ := accessmethod.Lookup(acc.Type)
+	if m.Where != accessmethod.Local {
 		return nil, fmt.Errorf("%w: %s is not a local blob of a component archive", errdef.ErrUnsupportedAccess, acc.Type)
 	}
+	file := acc.String(m.LocalRef)
 	if strings.Contains(file, ",") {
 		return nil, fmt.Errorf("%w: chunked local blobs are not supported in component archives", errdef.ErrUnsupportedAccess)
 	}

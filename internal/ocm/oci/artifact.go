@@ -10,6 +10,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/accessmethod"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -211,59 +212,12 @@ func (c *Client) OpenBlob(ctx context.Context, ref, dgst string, size int64, med
 	return &Blob{ReadCloser: rc, size: bsize, mediaType: mediaType, digest: d, cancel: cancel}, nil
 }
 
-// OpenAccess implements ArtifactResolver.
+// OpenAccess implements ArtifactResolver, through the opener of the
+// access type (openers.go).
 func (c *Client) OpenAccess(ctx context.Context, cv ocm.ComponentVersion, acc ocm.Access) (ocm.Blob, string, error) {
-	chart := func(ch *Chart, err error) (ocm.Blob, string, error) {
-		if err != nil {
-			return nil, "", err
-		}
-		return ch, ch.ManifestDigest(), nil
+	o, ok := openerOf(acc.Type)
+	if !ok {
+		return nil, "", accessmethod.Unsupported(acc.Type, opens)
 	}
-	switch acc.Kind() {
-	case ocm.AccessOCIArtifact:
-		ref := acc.String("imageReference")
-		if ref == "" {
-			return nil, "", fmt.Errorf("%w: ociArtifact access without imageReference", errdef.ErrInvalidDescriptor)
-		}
-		return chart(c.OpenChart(ctx, ref))
-	case ocm.AccessRelativeOCIReference:
-		ref := acc.String("reference")
-		var r *Repository
-		if cv != nil {
-			r, _ = cv.Repository().(*Repository)
-		}
-		if r == nil {
-			return nil, "", fmt.Errorf("%w: relativeOciReference %s needs the component version to come from an OCI registry", errdef.ErrUnsupportedAccess, registry.Quote(ref))
-		}
-		abs, err := r.Resolve(ref)
-		if err != nil {
-			return nil, "", err
-		}
-		return chart(c.OpenChart(ctx, abs))
-	case ocm.AccessHelm:
-		h, err := HelmAccessOf(acc)
-		if err != nil {
-			return nil, "", err
-		}
-		return chart(c.OpenHelm(ctx, h))
-	case ocm.AccessOCIBlob:
-		size, _ := acc.Fields["size"].(float64)
-		b, err := c.OpenBlob(ctx, acc.String("ref"), acc.String("digest"), int64(size), acc.String("mediaType"))
-		return b, "", err
-	case ocm.AccessLocalBlob, ocm.AccessLocalFilesystemBlob:
-		if cv == nil {
-			return nil, "", fmt.Errorf("%w: a local blob needs its component version", errdef.ErrInvalidInput)
-		}
-		b, err := cv.OpenLocalBlob(ctx, acc)
-		if err != nil {
-			return nil, "", err
-		}
-		md := ""
-		if ch, ok := b.(*Chart); ok {
-			md = ch.ManifestDigest()
-		}
-		return b, md, nil
-	default:
-		return nil, "", fmt.Errorf("%w: %s", errdef.ErrUnsupportedAccess, acc.Type)
-	}
+	return o.open(c, ctx, cv, acc)
 }

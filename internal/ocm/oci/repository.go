@@ -13,6 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry/remote"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/accessmethod"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -397,21 +398,14 @@ func (cv *componentVersion) newBlob(acc ocm.Access, layers []ocispec.Descriptor,
 	return &Blob{ReadCloser: rc, size: total, mediaType: mt, digest: d, cancel: cancel}
 }
 
-// openGlobal reads a localBlob's globalAccess.
+// openGlobal reads a localBlob's globalAccess, through the global opener
+// of its type (openers.go).
 func (r *Repository) openGlobal(ctx context.Context, ga ocm.Access) (ocm.Blob, error) {
-	switch ga.Kind() {
-	case ocm.AccessOCIArtifact:
-		ch, err := r.c.OpenChart(ctx, ga.String("imageReference"))
-		if err != nil {
-			return nil, fmt.Errorf("globalAccess: %w", err)
-		}
-		return ch, nil
-	case ocm.AccessOCIBlob:
-		size, _ := ga.Fields["size"].(float64)
-		return r.c.OpenBlob(ctx, ga.String("ref"), ga.String("digest"), int64(size), ga.String("mediaType"))
-	default:
-		return nil, fmt.Errorf("%w: globalAccess of type %s", errdef.ErrUnsupportedAccess, ga.Type)
+	o, ok := openerOf(ga.Type)
+	if !ok || o.global == nil {
+		return nil, fmt.Errorf("globalAccess: %w", accessmethod.Unsupported(ga.Type, opensGlobal))
 	}
+	return o.global(r.c, ctx, ga)
 }
 
 // Resolve makes a relativeOciReference absolute: it is relative to the
