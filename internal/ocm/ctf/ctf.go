@@ -291,7 +291,7 @@ func (c *componentVersion) OpenLocalBlob(ctx context.Context, acc ocm.Access) (o
 // version's index (OCM CLI v0.13+): its bytes are the manifest's, and the
 // reader verifies the config and layers after them.
 func (c *componentVersion) openArtifactBlob(ctx context.Context, acc ocm.Access, entry ocispec.Descriptor) (ocm.Blob, error) {
-	a, err := ocimapping.FetchArtifact(ctx, c.repo, entry)
+	a, err := c.v.Artifact(ctx, c.repo, entry)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +320,7 @@ func (c *componentVersion) OpenLocalArtifact(ctx context.Context, acc ocm.Access
 	if err != nil {
 		return nil, "", err
 	}
-	a, err := ocimapping.FetchArtifact(ctx, c.repo, entry)
+	a, err := c.v.Artifact(ctx, c.repo, entry)
 	if err != nil {
 		return nil, "", err
 	}

@@ -332,7 +332,7 @@ func (cv *componentVersion) OpenLocalBlob(ctx context.Context, acc ocm.Access) (
 // reader fetches and verifies the config and layers after them.
 func (cv *componentVersion) openArtifactBlob(ctx context.Context, acc ocm.Access, entry ocispec.Descriptor) (ocm.Blob, error) {
 	opCtx, cancel := cv.repo.c.op(ctx)
-	a, err := ocimapping.FetchArtifact(opCtx, cv.f, entry)
+	a, err := cv.v.Artifact(opCtx, cv.f, entry)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -360,7 +360,7 @@ func (cv *componentVersion) OpenLocalArtifact(ctx context.Context, acc ocm.Acces
 		return nil, "", err
 	}
 	opCtx, cancel := cv.repo.c.op(ctx)
-	a, err := ocimapping.FetchArtifact(opCtx, cv.f, entry)
+	a, err := cv.v.Artifact(opCtx, cv.f, entry)
 	if err != nil {
 		cancel()
 		return nil, "", err

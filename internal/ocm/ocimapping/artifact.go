@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -54,6 +55,10 @@ type Version struct {
 	// Artifacts are the other manifests of the image index the tag names
 	// (local blobs that are OCI artifacts); nil when it names a manifest.
 	Artifacts []ocispec.Descriptor
+	// prefetched holds the artifact manifests read while the descriptor
+	// manifest was (by digest, verified): one round trip fewer for a
+	// chart in the index. Missing entries are read when asked for.
+	prefetched map[string][]byte
 }
 
 // ResolveVersion reads what desc names: a manifest (OCM CLI v0.48 and
@@ -87,7 +92,14 @@ func ResolveVersion(ctx context.Context, f Fetcher, desc ocispec.Descriptor) (*V
 	if isIndexMediaType(used.MediaType) {
 		return nil, fmt.Errorf("%w: nested index at %s", errdef.ErrInvalidDescriptor, used.Digest)
 	}
+	// The artifact manifests (small; what a chart's layer is, is in them)
+	// are read while the descriptor manifest is: a render of a chart in the
+	// index then waits on one round trip fewer. At most maxPrefetched of
+	// them, only manifests; a failure here is not one: the entry is read
+	// again, and its error reported, when it is used.
+	pre := prefetchManifests(ctx, f, idx.Manifests, pick)
 	mraw, err := FetchVerified(ctx, f, used, MaxManifestSize)
+	prefetched := pre()
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
@@ -100,13 +112,59 @@ func ResolveVersion(ctx context.Context, f Fetcher, desc ocispec.Descriptor) (*V
 	if err != nil {
 		return nil, err
 	}
-	v := &Version{Manifest: m, Desc: used}
+	v := &Version{Manifest: m, Desc: used, prefetched: prefetched}
 	for i, e := range idx.Manifests {
 		if i != pick {
 			v.Artifacts = append(v.Artifacts, e)
 		}
 	}
 	return v, nil
+}
+
+// maxPrefetched bounds the artifact manifests ResolveVersion reads ahead.
+const maxPrefetched = 8
+
+// prefetchManifests starts reading the manifests of an index other than
+// entry skip, concurrently; the function it returns waits for them and
+// returns those read and verified, by digest.
+func prefetchManifests(ctx context.Context, f Fetcher, entries []ocispec.Descriptor, skip int) func() map[string][]byte {
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		out = map[string][]byte{}
+	)
+	n := 0
+	for i, e := range entries {
+		if i == skip || !IsManifestMediaType(e.MediaType) || e.Size <= 0 || e.Size > MaxManifestSize {
+			continue
+		}
+		if n == maxPrefetched {
+			break
+		}
+		n++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if raw, err := FetchVerified(ctx, f, e, MaxManifestSize); err == nil {
+				mu.Lock()
+				out[e.Digest.String()] = raw
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() map[string][]byte {
+		wg.Wait()
+		return out
+	}
+}
+
+// Artifact is FetchArtifact of an entry of v's index, from what
+// ResolveVersion read ahead when it has it.
+func (v *Version) Artifact(ctx context.Context, f Fetcher, entry ocispec.Descriptor) (*Artifact, error) {
+	if raw, ok := v.prefetched[entry.Digest.String()]; ok {
+		return artifactOf(raw, entry)
+	}
+	return FetchArtifact(ctx, f, entry)
 }
 
 // descriptorEntry picks the descriptor manifest of an index: annotated
@@ -205,6 +263,11 @@ func FetchArtifact(ctx context.Context, f Fetcher, entry ocispec.Descriptor) (*A
 	if err != nil {
 		return nil, fmt.Errorf("local artifact %s: %w", entry.Digest, err)
 	}
+	return artifactOf(raw, entry)
+}
+
+// artifactOf checks that raw, the verified bytes of entry, is a manifest.
+func artifactOf(raw []byte, entry ocispec.Descriptor) (*Artifact, error) {
 	if idx, err := probeIndex(raw, entry); err != nil {
 		return nil, err
 	} else if idx != nil {

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -199,5 +201,72 @@ func TestArtifactReaderVerifiesLayers(t *testing.T) {
 	}
 	if _, err := a.Reader(context.Background(), b, 100); !errors.Is(err, errdef.ErrLimitExceeded) {
 		t.Fatalf("limit: %v", err)
+	}
+}
+
+// gated holds back one digest's fetch until another digest's fetch has
+// begun: a lookup that fetches the two one after the other fails.
+type gated struct {
+	blobs
+	hold, until digest.Digest
+	begun       chan struct{}
+	once        sync.Once
+	fetched     map[digest.Digest]int
+	mu          sync.Mutex
+}
+
+func (g *gated) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	g.mu.Lock()
+	g.fetched[d.Digest]++
+	g.mu.Unlock()
+	if d.Digest == g.until {
+		g.once.Do(func() { close(g.begun) })
+	}
+	if d.Digest == g.hold {
+		select {
+		case <-g.begun:
+		case <-time.After(10 * time.Second):
+			return nil, fmt.Errorf("%s was fetched only after %s: one round trip more", g.until, g.hold)
+		}
+	}
+	return g.blobs.Fetch(ctx, d)
+}
+
+func newGated(b blobs, hold, until digest.Digest) *gated {
+	return &gated{blobs: b, hold: hold, until: until, begun: make(chan struct{}), fetched: map[digest.Digest]int{}}
+}
+
+// A cold lookup of a chart in the index waits on as few round trips as it
+// can: the chart's manifest is read while the descriptor manifest is, and
+// the descriptor layer while the component config is. Each pair is checked
+// by holding one fetch back until the other has begun.
+func TestLookupRoundTrips(t *testing.T) {
+	b := v2Blobs(t)
+	ctx := context.Background()
+	idx := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: helmDirIndex, Size: int64(len(b[helmDirIndex]))}
+
+	g := newGated(b, helmDirManifest, chartManifest)
+	v, err := ocimapping.ResolveVersion(ctx, g, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Artifact(ctx, g, v.Artifacts[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.fetched[chartManifest]; n != 1 {
+		t.Errorf("the chart manifest was fetched %d times, want once (read ahead, then used)", n)
+	}
+
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b[helmDirManifest], &m); err != nil {
+		t.Fatal(err)
+	}
+	g = newGated(b, m.Config.Digest, m.Layers[0].Digest)
+	d, err := ocimapping.ReadDescriptor(ctx, g, &m)
+	if err != nil || d.Name != "ocm.example/fixtures/helm-dir" {
+		t.Fatalf("descriptor %v: %v", d, err)
+	}
+	if n := g.fetched[m.Layers[0].Digest]; n != 1 {
+		t.Errorf("the descriptor layer was fetched %d times, want once", n)
 	}
 }
