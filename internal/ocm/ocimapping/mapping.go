@@ -100,8 +100,8 @@ func ReadDescriptor(ctx context.Context, f Fetcher, m *ocispec.Manifest) (*ocm.D
 	// It is used only when the config names it.
 	guess, guessed := descriptorLayerGuess(m)
 	var (
-		guessRaw []byte
-		guessErr error
+		guessRaw  []byte
+		guessErr  error
 		guessDone = make(chan struct{})
 	)
 	if guessed {
