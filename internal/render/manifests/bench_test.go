@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	sigsyaml "sigs.k8s.io/yaml"
+
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 )
@@ -246,4 +248,24 @@ func BenchmarkEncodeJSONKubePrometheusStack(b *testing.B) {
 	data, objs := realworldObjects(b, "kube-prometheus-stack-default.yaml")
 	b.SetBytes(int64(len(data)))
 	benchLoop(b, func() error { return manifests.EncodeJSON(io.Discard, objs) })
+}
+
+// BenchmarkEncodeKubePrometheusStackReference writes the same objects the
+// way the writer's reference does (sigs.k8s.io/yaml.Marshal per object, and
+// the document separators): what the port of yaml.v2's emitter saves
+// `render -o yaml` (issue 30: keep the port only if users wait on it).
+func BenchmarkEncodeKubePrometheusStackReference(b *testing.B) {
+	data, objs := realworldObjects(b, "kube-prometheus-stack-default.yaml")
+	b.SetBytes(int64(len(data)))
+	benchLoop(b, func() error {
+		for _, o := range objs {
+			out, err := sigsyaml.Marshal(map[string]any(o))
+			if err != nil {
+				return err
+			}
+			io.WriteString(io.Discard, "---\n")
+			io.Discard.Write(out)
+		}
+		return nil
+	})
 }
