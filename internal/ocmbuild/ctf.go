@@ -3,54 +3,38 @@ package ocmbuild
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
 
 // CTF returns the files of a CTF (artifact-index.json and blobs/sha256.<hex>)
-// holding the given component versions.
+// holding the given component versions, laid out by package ctf. The index
+// keeps the key order the committed fixtures (testdata/) were written with.
 func CTF(comps ...*Component) (map[string][]byte, error) {
-	files := map[string][]byte{}
-	type entry struct {
-		Repository string `json:"repository"`
-		Tag        string `json:"tag"`
-		Digest     string `json:"digest"`
-		MediaType  string `json:"mediaType"`
-	}
-	var entries []entry
+	blobs := map[string][]byte{}
+	ix := ctf.Index{SchemaVersion: 1}
 	for _, c := range comps {
 		a, err := c.Artifact()
 		if err != nil {
 			return nil, fmt.Errorf("component %s:%s: %w", c.Name, c.Version, err)
 		}
-		for d, b := range a.Blobs {
-			files["blobs/"+strings.Replace(d, ":", ".", 1)] = b
-		}
-		entries = append(entries, entry{ocm.DescriptorRepository(c.Name), ocm.VersionToTag(c.Version), a.ManifestDigest, ocispec.MediaTypeImageManifest})
+		maps.Copy(blobs, a.Blobs)
+		ix.Artifacts = append(ix.Artifacts, ctf.IndexArtifact{Repository: ocm.DescriptorRepository(c.Name),
+			Tag: ocm.VersionToTag(c.Version), Digest: a.ManifestDigest, MediaType: ocispec.MediaTypeImageManifest})
 	}
-	sort.Slice(entries, func(i, j int) bool {
-		if entries[i].Repository != entries[j].Repository {
-			return entries[i].Repository < entries[j].Repository
-		}
-		return entries[i].Tag < entries[j].Tag
-	})
-	idx, err := json.Marshal(map[string]any{"schemaVersion": 1, "artifacts": entries})
-	if err != nil {
-		return nil, err
-	}
-	files["artifact-index.json"] = idx
-	return files, nil
+	return ctf.Files(ix, blobs, ctf.SortedKeyOrder)
 }
 
-// WriteCTF writes a CTF in directory form.
+// WriteCTF writes a CTF in directory form. The files are written as they
+// are rather than through ctf.Writer: a fixture replaces any index already
+// in dir (a Writer adds to it), and its files stay 0644 and byte-stable.
 func WriteCTF(dir string, comps ...*Component) error {
 	files, err := CTF(comps...)
 	if err != nil {

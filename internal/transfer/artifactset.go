@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -21,6 +22,10 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
+
+// fixedTime is the modification time of every entry of the tars a transfer
+// writes, as the OCM CLI writes it.
+var fixedTime = time.Date(2022, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Artifact sets: an OCI artifact (a Helm chart, an image) as one local
 // blob: a tar (optionally gzipped) holding index.json (annotated

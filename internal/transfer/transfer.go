@@ -195,7 +195,7 @@ func (r *run) open(spec string, target bool) (store, error) {
 	case errors.Is(err, fs.ErrNotExist) && r.t.DryRun:
 		return emptyStore{name: p}, nil // a dry run creates nothing
 	case err == nil && fi.IsDir():
-		return openCTFDir(p, p, true)
+		return openCTFDir(p, p)
 	case err == nil && fi.Mode().IsRegular():
 		return openCTFArchive(p)
 	case err == nil:
@@ -205,7 +205,7 @@ func (r *run) open(spec string, target bool) (store, error) {
 	case isArchiveName(p):
 		return openCTFArchive(p)
 	default:
-		return openCTFDir(p, p, true)
+		return openCTFDir(p, p)
 	}
 }
 

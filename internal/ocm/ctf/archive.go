@@ -97,7 +97,7 @@ func (a *ComponentArchive) OpenLocalBlob(_ context.Context, acc ocm.Access) (ocm
 	// A local reference may be the file name or a digest.
 	dg, derr := blob.Normalize(file)
 	if derr == nil {
-		name, _ := blobFileName(dg)
+		name, _ := BlobFileName(dg)
 		file = path.Base(name)
 	}
 	if file == "" || strings.ContainsAny(file, `/\`) || file == "." || file == ".." {

@@ -13,7 +13,6 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -157,7 +156,7 @@ func (r *Repository) Artifacts() []IndexArtifact { return r.index.Artifacts }
 // Fetch implements ocimapping.Fetcher over the CTF's flat blob directory; the
 // returned reader is not verified (callers verify, see ocimapping.FetchVerified).
 func (r *Repository) Fetch(_ context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
-	name, err := blobFileName(desc.Digest.String())
+	name, err := BlobFileName(desc.Digest.String())
 	if err != nil {
 		return nil, err
 	}
@@ -166,15 +165,6 @@ func (r *Repository) Fetch(_ context.Context, desc ocispec.Descriptor) (io.ReadC
 		return nil, fmt.Errorf("blob %s: %w", desc.Digest, err)
 	}
 	return rc, nil
-}
-
-// blobFileName maps "sha256:<hex>" to "blobs/sha256.<hex>".
-func blobFileName(d string) (string, error) {
-	alg, h, err := blob.ParseDigest(d)
-	if err != nil {
-		return "", err
-	}
-	return BlobsDir + "/" + alg + "." + h, nil
 }
 
 // ListVersions implements ocm.Repository.

@@ -9,4 +9,10 @@
 // most once per content digest, and a long-lived Unpacker remembers archives
 // and indexes between opens. Every blob is verified against its digest as it
 // is read.
+//
+// It also writes CTFs, the one place that does: a Writer adds verified blobs
+// (written beside their place, renamed in) and tags (the index rewritten
+// atomically) to a directory; Pack makes a tar or tgz of a directory and
+// Extract unpacks one to add to it; EncodeIndex and Files give the index and
+// files of a CTF built in memory.
 package ctf

@@ -18,12 +18,21 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
 
 const testComp = "example.com/test/unpack"
+
+// The archives are built by internal/ocmbuild, which imports this package:
+// the external test package sets these (fixtures_test.go).
+var (
+	// WriteTestTgz writes at p a CTF tgz whose component comp, version
+	// 1.0.0, has a resource "data" of data.
+	WriteTestTgz func(p, comp string, data []byte) error
+	// StoredTestTgz is that CTF as a tgz gzipped without compression.
+	StoredTestTgz func(comp string, data []byte) ([]byte, error)
+)
 
 // countGunzips counts decompressions for the rest of the test.
 func countGunzips(t *testing.T) *atomic.Int64 {
@@ -36,9 +45,8 @@ func countGunzips(t *testing.T) *atomic.Int64 {
 // writeTgz writes a CTF tgz whose component has a blob of data.
 func writeTgz(t *testing.T, dir, name string, data []byte) string {
 	t.Helper()
-	c := &ocmbuild.Component{Name: testComp, Version: "1.0.0", Resources: []ocmbuild.Resource{{Name: "data", Type: "blob", Data: data, MediaType: "application/octet-stream"}}}
 	p := filepath.Join(dir, name)
-	if err := ocmbuild.WriteCTFArchive(p, true, c); err != nil {
+	if err := WriteTestTgz(p, testComp, data); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -315,8 +323,7 @@ func randomData(seed byte, n int) []byte {
 // gzipped without compression: archives of data of one length have one size.
 func writeStoredTgz(t *testing.T, dir, name string, data []byte) string {
 	t.Helper()
-	c := &ocmbuild.Component{Name: testComp, Version: "1.0.0", Resources: []ocmbuild.Resource{{Name: "data", Type: "blob", Data: data, MediaType: "application/octet-stream"}}}
-	tgz, err := ocmbuild.StoredCTFTgz(c)
+	tgz, err := StoredTestTgz(testComp, data)
 	if err != nil {
 		t.Fatal(err)
 	}
