@@ -105,7 +105,7 @@ func parseConfigResource(res *ocm.Resource, data []byte) (*configResource, error
 	if v == nil {
 		v = map[string]any{}
 	}
-	m, ok := normalize(v).(map[string]any)
+	m, ok := NormalizeNumbers(v).(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s is not a YAML map of values", errdef.ErrInvalidInput, name)
 	}
@@ -122,11 +122,11 @@ func parseConfigResource(res *ocm.Resource, data []byte) (*configResource, error
 		}
 		c := &configResource{res: res, cd: &cd, values: map[string]any{}}
 		if cd.Configuration != nil {
-			cd.Configuration.Defaults, _ = normalize(cd.Configuration.Defaults).(map[string]any)
-			cd.Configuration.Schema, _ = normalize(cd.Configuration.Schema).(map[string]any)
+			cd.Configuration.Defaults, _ = NormalizeNumbers(cd.Configuration.Defaults).(map[string]any)
+			cd.Configuration.Schema, _ = NormalizeNumbers(cd.Configuration.Schema).(map[string]any)
 			for i := range cd.Configuration.Rules {
 				r := &cd.Configuration.Rules[i]
-				r.Value = normalize(r.Value)
+				r.Value = NormalizeNumbers(r.Value)
 				if _, err := fieldpath.Parse(r.Path); err != nil {
 					return nil, fmt.Errorf("%w: %s: configuration.rules[%d].path: %v", errdef.ErrInvalidInput, name, i, err)
 				}

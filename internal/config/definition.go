@@ -181,7 +181,7 @@ func Decode(source string, data []byte) (*Definition, error) {
 		return nil, err
 	}
 	d.Source, d.Positions = source, pos
-	d.normalize()
+	d.NormalizeNumbers()
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
@@ -189,36 +189,36 @@ func Decode(source string, data []byte) (*Definition, error) {
 }
 
 // normalize turns the json.Numbers of free-form fields into int64 or float64.
-func (d *Definition) normalize() {
+func (d *Definition) NormalizeNumbers() {
 	for _, p := range d.Spec.Parameters {
 		if p == nil {
 			continue
 		}
-		p.Default = normalize(p.Default)
+		p.Default = NormalizeNumbers(p.Default)
 		for i := range p.Enum {
-			p.Enum[i] = normalize(p.Enum[i])
+			p.Enum[i] = NormalizeNumbers(p.Enum[i])
 		}
-		p.Schema, _ = normalize(p.Schema).(map[string]any)
+		p.Schema, _ = NormalizeNumbers(p.Schema).(map[string]any)
 	}
 	for i := range d.Spec.Renders {
 		r := &d.Spec.Renders[i]
-		r.Values, _ = normalize(r.Values).(map[string]any)
+		r.Values, _ = NormalizeNumbers(r.Values).(map[string]any)
 		for j := range r.Patches {
-			r.Patches[j].Value = normalize(r.Patches[j].Value)
+			r.Patches[j].Value = NormalizeNumbers(r.Patches[j].Value)
 		}
-		r.SyncWave = normalize(r.SyncWave)
+		r.SyncWave = NormalizeNumbers(r.SyncWave)
 		for j := range r.Ordering {
-			r.Ordering[j].SyncWave = normalize(r.Ordering[j].SyncWave)
+			r.Ordering[j].SyncWave = NormalizeNumbers(r.Ordering[j].SyncWave)
 		}
 	}
 	for i := range d.Spec.Jobs {
-		d.Spec.Jobs[i].SyncWave = normalize(d.Spec.Jobs[i].SyncWave)
+		d.Spec.Jobs[i].SyncWave = NormalizeNumbers(d.Spec.Jobs[i].SyncWave)
 	}
 }
 
-// normalize converts json.Number to int64 where it fits, else float64,
-// recursively, in place.
-func normalize(v any) any {
+// NormalizeNumbers converts json.Number to int64 where it fits, else
+// float64, recursively, in place (what decoding with UseNumber leaves).
+func NormalizeNumbers(v any) any {
 	switch v := v.(type) {
 	case json.Number:
 		if i, err := v.Int64(); err == nil {
@@ -231,11 +231,11 @@ func normalize(v any) any {
 			return v
 		}
 		for k, e := range v {
-			v[k] = normalize(e)
+			v[k] = NormalizeNumbers(e)
 		}
 	case []any:
 		for i, e := range v {
-			v[i] = normalize(e)
+			v[i] = NormalizeNumbers(e)
 		}
 	}
 	return v

@@ -29,7 +29,7 @@ func (rs *resolver) definitionOverlay(ctx context.Context, rp renderPlan) (*kust
 	if err := overlay.CheckFields(where, rp.render.Kustomize); err != nil {
 		return nil, err
 	}
-	v, err := rs.eval.Walk(ctx, where, normalize(map[string]any(rp.render.Kustomize)), rs.vars)
+	v, err := rs.eval.Walk(ctx, where, NormalizeNumbers(map[string]any(rp.render.Kustomize)), rs.vars)
 	if err != nil {
 		return nil, err
 	}

@@ -106,7 +106,7 @@ func parseYAMLValue(s string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return normalize(v), nil
+	return NormalizeNumbers(v), nil
 }
 
 // ResolveParameters types, defaults and validates the instance parameters

@@ -184,5 +184,5 @@ func instanceValues(req plan.Input) (map[string]any, func(fieldpath.Path, any) e
 		}
 		return explain.Origin{Layer: explain.LayerInstance, Source: "values", Value: value}
 	}
-	return normalize(final).(map[string]any), origin, nil
+	return NormalizeNumbers(final).(map[string]any), origin, nil
 }

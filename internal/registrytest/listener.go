@@ -28,25 +28,14 @@ func CountingListener(t testing.TB, mode string) (string, *atomic.Int32) {
 		t.Cleanup(srv.Close)
 		return strings.TrimPrefix(srv.URL, "https://"), &n
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			if mode == "banner" {
-				io.WriteString(c, "SSH-2.0-OpenSSH_9.6 secret-banner\r\n")
-			}
-			c.Close()
+	addr := serveLoopback(t, func(c net.Conn) {
+		n.Add(1)
+		if mode == "banner" {
+			io.WriteString(c, "SSH-2.0-OpenSSH_9.6 secret-banner\r\n")
 		}
-	}()
-	return l.Addr().String(), &n
+		c.Close()
+	})
+	return addr, &n
 }
 
 // Replying listens on the loopback and answers every connection with reply
@@ -54,6 +43,20 @@ func CountingListener(t testing.TB, mode string) (string, *atomic.Int32) {
 // that speaks something else than it is asked (a malformed HTTP status
 // line, another protocol). It returns host:port.
 func Replying(t testing.TB, reply string) string {
+	t.Helper()
+	return serveLoopback(t, func(c net.Conn) {
+		go func() {
+			defer c.Close()
+			buf := make([]byte, 4096)
+			_, _ = c.Read(buf)
+			_, _ = io.WriteString(c, reply)
+		}()
+	})
+}
+
+// serveLoopback listens on the loopback until the test ends and hands every
+// connection to handle; it returns host:port.
+func serveLoopback(t testing.TB, handle func(net.Conn)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -66,12 +69,7 @@ func Replying(t testing.TB, reply string) string {
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				_, _ = c.Read(buf)
-				_, _ = io.WriteString(c, reply)
-			}()
+			handle(c)
 		}
 	}()
 	return l.Addr().String()

@@ -39,29 +39,8 @@ func TestNestedPlatformChildrenCannotEscape(t *testing.T) {
 			}
 			top := base
 			top.Values = map[string]any{"packages": map[string]any{"core": map[string]any{"values": grand}}}
-			res, err := r.Render(ctx, top)
-			if err != nil {
-				t.Fatalf("top level: %v", err) // the top level itself stays in its project
-			}
-			var core map[string]any
-			for _, app := range res.Objects {
-				if get(app, "metadata", "name") == "idp-core" {
-					core = app
-				}
-			}
-			if core == nil || get(core, "spec", "project") != "team-a" {
-				t.Fatalf("core child: %v", core)
-			}
-			// Render core as Argo CD does: its parameters, its project.
-			p := params(core)
-			vals := map[string]any{}
-			if err := yaml.Unmarshal([]byte(p["values"].(string)), &vals); err != nil {
-				t.Fatal(err)
-			}
-			child := pipeline.Request{Application: "idp-core", Repository: p["repository"].(string), Component: p["component"].(string), Version: p["version"].(string),
-				ReleaseName: "idp-core", Namespace: "core", Values: vals,
-				Platform: pipeline.PlatformRequest{Source: src, Project: get(core, "spec", "project").(string)}}
-			_, err = r.Render(ctx, child)
+			child := coreChild(t, r, top)
+			_, err := r.Render(ctx, child)
 			if !errors.Is(err, errdef.ErrNotAllowed) || !strings.Contains(err.Error(), tc.mention) ||
 				!strings.HasPrefix(err.Error(), "application idp-core: component "+examples.DistroCore+":1.0.0: ") {
 				t.Fatalf("grandchild: got %v, want %q", err, tc.mention)
@@ -95,25 +74,7 @@ func TestNestedPlatformChildrenChooseDestinationsInTheirProject(t *testing.T) {
 	top := pipeline.Request{Application: "idp", Repository: distroBundle, Component: examples.Distro, Version: "1.0.0",
 		ReleaseName: "idp", Namespace: "argocd", Platform: pipeline.PlatformRequest{Source: src, Project: "team-a"},
 		Values: map[string]any{"packages": map[string]any{"core": map[string]any{"values": grand}}}}
-	res, err := r.Render(ctx, top)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var core map[string]any
-	for _, app := range res.Objects {
-		if get(app, "metadata", "name") == "idp-core" {
-			core = app
-		}
-	}
-	p := params(core)
-	vals := map[string]any{}
-	if err := yaml.Unmarshal([]byte(p["values"].(string)), &vals); err != nil {
-		t.Fatal(err)
-	}
-	child := pipeline.Request{Application: "idp-core", Repository: p["repository"].(string), Component: p["component"].(string), Version: p["version"].(string),
-		ReleaseName: "idp-core", Namespace: "core", Values: vals,
-		Platform: pipeline.PlatformRequest{Source: src, Project: get(core, "spec", "project").(string)}}
-	res, err = r.Render(ctx, child)
+	res, err := r.Render(ctx, coreChild(t, r, top))
 	if err != nil {
 		t.Fatalf("grandchild in its project: %v", err)
 	}
@@ -126,6 +87,33 @@ func TestNestedPlatformChildrenChooseDestinationsInTheirProject(t *testing.T) {
 	if !found {
 		t.Errorf("no grandchild in kube-system, project team-a: %v", res.Objects)
 	}
+}
+
+// coreChild renders the platform top and returns the request Argo CD makes
+// for its child Application idp-core: its parameters, its project.
+func coreChild(t *testing.T, r *pipeline.Renderer, top pipeline.Request) pipeline.Request {
+	t.Helper()
+	res, err := r.Render(context.Background(), top)
+	if err != nil {
+		t.Fatalf("top level: %v", err) // the top level itself stays in its project
+	}
+	var core map[string]any
+	for _, app := range res.Objects {
+		if get(app, "metadata", "name") == "idp-core" {
+			core = app
+		}
+	}
+	if core == nil || get(core, "spec", "project") != "team-a" {
+		t.Fatalf("core child: %v", core)
+	}
+	p := params(core)
+	vals := map[string]any{}
+	if err := yaml.Unmarshal([]byte(p["values"].(string)), &vals); err != nil {
+		t.Fatal(err)
+	}
+	return pipeline.Request{Application: "idp-core", Repository: p["repository"].(string), Component: p["component"].(string), Version: p["version"].(string),
+		ReleaseName: "idp-core", Namespace: "core", Values: vals,
+		Platform: pipeline.PlatformRequest{Source: top.Platform.Source, Project: get(core, "spec", "project").(string)}}
 }
 
 func get(o any, path ...string) any {

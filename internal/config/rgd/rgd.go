@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -94,7 +95,7 @@ func Decode(source string, data []byte) (*RGD, error) {
 	if err != nil {
 		return nil, err
 	}
-	v = normalize(v)
+	v = config.NormalizeNumbers(v)
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, source, err)
@@ -154,27 +155,6 @@ func gvk(obj map[string]any) (group, kind string) {
 	av, _ := obj["apiVersion"].(string)
 	k, _ := obj["kind"].(string)
 	return apiGroup(av), k
-}
-
-// normalize turns json.Numbers into int64 or float64.
-func normalize(v any) any {
-	switch v := v.(type) {
-	case json.Number:
-		if i, err := v.Int64(); err == nil {
-			return i
-		}
-		f, _ := v.Float64()
-		return f
-	case map[string]any:
-		for k, e := range v {
-			v[k] = normalize(e)
-		}
-	case []any:
-		for i, e := range v {
-			v[i] = normalize(e)
-		}
-	}
-	return v
 }
 
 // looksLikeRGD is a cheap test before decoding a blob of unknown content.
