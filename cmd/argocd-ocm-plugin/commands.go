@@ -74,6 +74,7 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 	var params []string
 	var explain bool
 	var output string
+	var requireImages bool
 	c := &cobra.Command{
 		Use:   "render --repository REPO --component NAME --version VERSION [flags]",
 		Short: "Render a component version's chart or kustomization and print the manifests",
@@ -82,8 +83,6 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.APIVersions = splitComma(apiVersions)
-			// People previewing a platform may choose any project and destination.
-			req.Platform.AllowOtherProjects, req.Platform.AllowOtherDestinations = true, true
 			ps, err := parseParams(params)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
@@ -97,7 +96,7 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 				return errdef.Wrap(fmt.Errorf("%w: --output %q: want yaml or json", errdef.ErrInvalidInput, output), errdef.Error{Component: req.Component, Version: req.Version})
 			}
 			return renderAndPrint(cmd, p, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: sig.provenance, explain: explain, json: output == "json",
-				diag: diag, progress: diag.terminal(stderr) && !diag.verbose, person: true})
+				diag: diag, progress: diag.terminal(stderr) && !diag.verbose, person: true, requireImages: requireImages})
 		},
 	}
 	f := c.Flags()
@@ -127,7 +126,7 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 	f.StringVar(&req.DefinitionFile, "definition", "", "deployment definition file (replaces one shipped in the component), or resource:NAME to pick a shipped one")
 	f.StringArrayVar(&params, "param", nil, "instance parameter name=value, typed by the deployment definition (repeatable)")
 	f.BoolVar(&req.Localize, "localize", false, "automatic localisation: point workload images that are resources of the component at the component's location of them")
-	f.BoolVar(&req.RequireComponentImages, "require-component-images", false, "image origin guard: refuse output whose workloads run an image that is not an image resource of the component (by digest, or by exact reference)")
+	f.BoolVar(&requireImages, "require-component-images", false, "image origin guard: refuse output whose workloads run an image that is not an image resource of the component (by digest, or by exact reference)")
 	f.BoolVar(&explain, "explain", false, "print, instead of the manifests, where every value came from and what each expression evaluated to")
 	f.StringVarP(&output, "output", "o", "yaml", "manifest format: yaml, or json (one JSON object per document, what generate prints)")
 	return c
@@ -164,18 +163,18 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 			defer root.Close()
 			req.Root = root
 			req.Platform.Source.PluginName = getenv(envPluginName)
-			if err := applyTenancy(&req, getenv); err != nil {
+			t, err := readTenancy(getenv)
+			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 			}
-			// One rule for the whole generation (the policy file is read once).
+			// One rule for the whole generation (the policy file is read
+			// once), with the sidecar's tenancy switches; the renderer
+			// applies it.
 			rule, err := p.sidecarRule(getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 			}
-			req.AllowLocalArchive = rule.AllowLocalArchive
-			req.RequireComponentImages = req.RequireComponentImages || rule.RequireComponentImages
-			req.Platform.AllowOtherProjects = req.Platform.AllowOtherProjects || rule.Platform.AllowOtherProjects
-			req.Platform.AllowOtherDestinations = req.Platform.AllowOtherDestinations || rule.Platform.AllowOtherDestinations
+			rule = t.apply(rule)
 			v, err := p.engine.Verifier(rule.SignatureFlags())
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
@@ -232,12 +231,15 @@ type renderOptions struct {
 	diag       *diagnostics
 	progress   bool // a download progress line on stderr (render, on a terminal)
 	// rule is the sidecar rule when the caller resolved it (generate); else
-	// the renderer resolves it. Its RequireComponentImages and Platform
-	// switches are for the image guard and the platform renderer.
+	// the sidecar's rule is read here. The renderer applies it: local
+	// archives, the image guard, the platform allowances.
 	rule *policy.Rule
 	// person: a person runs the command (render), not Argo CD for an
-	// Application: it may connect to any address, the loopback included.
+	// Application: it may connect to any address, the loopback included,
+	// and chooses freely (forPerson, forRender).
 	person bool
+	// requireImages is render's --require-component-images (person only).
+	requireImages bool
 }
 
 // forPerson is rule for a command a person runs: connections go to any
@@ -247,6 +249,17 @@ func forPerson(rule *policy.Rule) *policy.Rule {
 	r := *rule
 	r.AnyAddress = true
 	return &r
+}
+
+// forRender is the permissive rule of render, for people: forPerson, and
+// a person previewing a platform may choose any project and destination;
+// the image origin guard is what --require-component-images says (the
+// sidecar's own switch is for generations only).
+func forRender(rule *policy.Rule, requireImages bool) *policy.Rule {
+	r := forPerson(rule)
+	r.Platform.AllowOtherProjects, r.Platform.AllowOtherDestinations = true, true
+	r.RequireComponentImages = requireImages
+	return r
 }
 
 func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
@@ -271,7 +284,7 @@ func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout
 		}
 	}
 	if opts.person {
-		rule = forPerson(rule)
+		rule = forRender(rule, opts.requireImages)
 	}
 	r, log, err := p.renderer(&notes, rule, getenv, opts.diag, prog)
 	if err != nil {

@@ -50,7 +50,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			}
 			defer root.Close()
 			planner := &config.Planner{Log: &notes}
-			a := &cmp.Announcer{Renderer: r, Sources: []cmp.ParameterSource{definitionParameters(planner, r)}, Dir: dir, Root: root, AllowLocalArchive: rule.AllowLocalArchive}
+			a := &cmp.Announcer{Renderer: r, Sources: []cmp.ParameterSource{definitionParameters(planner, r)}, Dir: dir, Root: root}
 			params, err := a.Announce(ctx, getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})

@@ -77,8 +77,8 @@ func newServerProcess(getenv func(string) string, log io.Writer) (*process, erro
 // the Application's project (ARGOCD_OCM_POLICY, ARGOCD_APP_PROJECT_NAME), or
 // without a policy the default rule of the ARGOCD_OCM_* variables. The file
 // is read for every generation, so that an updated ConfigMap applies to the
-// next one. Its RequireComponentImages and Platform switches are for the
-// image guard and the platform renderer.
+// next one. The renderer built with it (renderer) applies it: local
+// archives, the image guard and the platform allowances.
 func (p *process) sidecarRule(getenv func(string) string) (*policy.Rule, error) {
 	return p.engine.Rule(getenv)
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 )
 
 // Tenant isolation switches of the sidecar. Like every sidecar setting they
@@ -24,25 +24,43 @@ const (
 	envPlatformAllowOtherDestinations = "ARGOCD_OCM_PLATFORM_ALLOW_OTHER_DESTINATIONS"
 )
 
-// applyTenancy sets on a generate request what the sidecar's operator
-// decides. A switch only ever turns a guard on or an allowance off when it is
+// tenancy are the sidecar's tenancy switches, read before the rule so that
+// a misspelt one is the error a generation reports.
+type tenancy struct {
+	requireImages, otherProjects, otherDestinations bool
+}
+
+// readTenancy reads the tenancy switches of the sidecar's environment. A
+// switch only ever turns a guard on or an allowance off when it is
 // misspelt: an unknown value is an error, not a silent default.
-func applyTenancy(req *pipeline.Request, getenv func(string) string) error {
+func readTenancy(getenv func(string) string) (tenancy, error) {
+	var t tenancy
 	for _, s := range []struct {
 		env string
 		to  *bool
 	}{
-		{envRequireComponentImages, &req.RequireComponentImages},
-		{envPlatformAllowOtherProjects, &req.Platform.AllowOtherProjects},
-		{envPlatformAllowOtherDestinations, &req.Platform.AllowOtherDestinations},
+		{envRequireComponentImages, &t.requireImages},
+		{envPlatformAllowOtherProjects, &t.otherProjects},
+		{envPlatformAllowOtherDestinations, &t.otherDestinations},
 	} {
 		v, err := parseSwitch(s.env, getenv(s.env))
 		if err != nil {
-			return err
+			return tenancy{}, err
 		}
-		*s.to = *s.to || v
+		*s.to = v
 	}
-	return nil
+	return t, nil
+}
+
+// apply turns the switches into fields of a copy of the generation's rule
+// (what the sidecar's operator decides): each switch adds to what the rule
+// already allows or requires, it never takes anything away.
+func (t tenancy) apply(rule *policy.Rule) *policy.Rule {
+	r := *rule
+	r.RequireComponentImages = r.RequireComponentImages || t.requireImages
+	r.Platform.AllowOtherProjects = r.Platform.AllowOtherProjects || t.otherProjects
+	r.Platform.AllowOtherDestinations = r.Platform.AllowOtherDestinations || t.otherDestinations
+	return &r
 }
 
 func parseSwitch(name, s string) (bool, error) {

@@ -64,7 +64,8 @@ func (f ParameterSourceFunc) Announce(ctx context.Context, cv ocm.ComponentVersi
 type Announcer struct {
 	// Renderer opens the repository and resolves the component version as
 	// generate does (pipeline.Renderer.Resolve: the same stage, the same
-	// rules); nil: a zero Renderer, which reads CTFs and component archives.
+	// rules, the sidecar policy's localArchives among them); nil: a zero
+	// Renderer, which reads CTFs and component archives.
 	Renderer *pipeline.Renderer
 	// Sources add announcements for the resolved component version (the
 	// deployment definition's instance parameters), in order.
@@ -72,9 +73,6 @@ type Announcer struct {
 	// Dir is the Application's directory (pipeline.Request.Dir); empty: the
 	// working directory.
 	Dir string
-	// AllowLocalArchive is pipeline.Request.AllowLocalArchive (the sidecar
-	// policy's localArchives); nil allows.
-	AllowLocalArchive func() error
 	// Root confines the files the Application names (pipeline.Request.Root).
 	Root *pipeline.Root
 }
@@ -126,7 +124,7 @@ func (a *Announcer) Announce(ctx context.Context, getenv func(string) string) ([
 	if err != nil {
 		return nil, err
 	}
-	req.Dir, req.Root, req.AllowLocalArchive = a.Dir, a.Root, a.AllowLocalArchive
+	req.Dir, req.Root = a.Dir, a.Root
 	if req.Repository == "" || req.Component == "" {
 		return out, nil
 	}

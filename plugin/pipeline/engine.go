@@ -154,9 +154,14 @@ func (e *Engine) Rule(getenv func(string) string) (*policy.Rule, error) {
 
 // Generation is what one render brings to Engine.Renderer.
 type Generation struct {
-	// Rule is the generation's sidecar rule (Engine.Rule); nil: the rule of
-	// a sidecar without a policy or settings (any repository, the sidecar's
-	// own credentials).
+	// Rule is the generation's sidecar rule (Engine.Rule): what the operator
+	// allows, which the Request never carries. It configures the registry
+	// client, and the renderer applies it to every request: local archives
+	// (Rule.LocalArchives), the image origin guard
+	// (Rule.RequireComponentImages) and the platform allowances
+	// (Rule.Platform). nil: the rule of a sidecar without a policy or
+	// settings (any repository, the sidecar's own credentials, local
+	// archives, no image guard, platform children inherit).
 	Rule *policy.Rule
 	// Logger receives the log of the registry client, the cache and the
 	// pipeline; nil: discarded.
@@ -170,16 +175,22 @@ type Generation struct {
 
 // Renderer builds the renderer of one generation: a registry client of its
 // own configured by g.Rule (nothing is connected to before the rule allowed
-// it), sharing the engine's connections, tokens, tag resolutions and cache.
+// it), the rule's allowances applied to every request it renders (local
+// archives, the image origin guard, platform children), sharing the engine's connections, tokens, tag resolutions and cache.
 // The caller may set the planner (plan.Attach), signatures and hooks on
 // the result before it renders.
 func (e *Engine) Renderer(g Generation) (*Renderer, error) {
-	src, err := e.source(g)
+	rule := g.Rule
+	if rule == nil {
+		rule = policy.Legacy(func(string) string { return "" }, "")
+	}
+	src, err := e.source(rule, g)
 	if err != nil {
 		return nil, err
 	}
 	return &Renderer{OpenRepository: src.Open, access: access.Resolver{Artifacts: src}, Log: g.Notes, archiveOptions: e.archiveOpts,
-		helmCRDs: e.crds, helmCharts: e.charts, ctfOptions: []ctf.Option{ctf.WithUnpacker(e.unpacker), ctf.WithCache(src.Client.Cache())}}, nil
+		helmCRDs: e.crds, helmCharts: e.charts, ctfOptions: []ctf.Option{ctf.WithUnpacker(e.unpacker), ctf.WithCache(src.Client.Cache())},
+		rule: rule}, nil
 }
 
 // Render renders one request with a renderer of its own under the
@@ -196,16 +207,11 @@ func (e *Engine) Render(ctx context.Context, req Request, log io.Writer) (*Resul
 	if err != nil {
 		return nil, errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 	}
-	req.AllowLocalArchive = rule.AllowLocalArchive
-	r.RequireComponentImages = rule.RequireComponentImages
 	return r.Render(ctx, req)
 }
 
-func (e *Engine) source(g Generation) (*resolve.Source, error) {
-	rule := g.Rule
-	if rule == nil {
-		rule = policy.Legacy(func(string) string { return "" }, "")
-	}
+// source is the registry source of one generation, configured by its rule.
+func (e *Engine) source(rule *policy.Rule, g Generation) (*resolve.Source, error) {
 	logger := g.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

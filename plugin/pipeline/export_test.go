@@ -4,6 +4,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/resolve"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 )
 
 // NewSourceRenderer is a renderer that opens repositories and reads remote
@@ -19,3 +20,7 @@ func NewSourceRenderer(src *resolve.Source) *Renderer {
 func NewOfflineRenderer(opts ...archive.Option) *Renderer {
 	return &Renderer{archiveOptions: opts}
 }
+
+// SetRule gives an offline renderer the generation rule that
+// Engine.Renderer sets from Generation.Rule, for tests of what it allows.
+func (r *Renderer) SetRule(rule *policy.Rule) { r.rule = rule }

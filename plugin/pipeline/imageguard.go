@@ -10,11 +10,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
 
-// requireImages reports whether the image origin guard applies to req.
-func (r *Renderer) requireImages(req Request) bool {
-	return r.RequireComponentImages || req.RequireComponentImages
-}
-
 // origins remembers which step's resource rendered each object, so that a
 // refusal names it; objects are maps, and post-processors change them in
 // place, so their identity survives post-processing.

@@ -18,6 +18,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
 
@@ -91,6 +92,9 @@ func guardedCTF(t *testing.T, key *rsa.PrivateKey, images bool) string {
 // guardedRenderer is wired as the CLI wires it: the config planner plans
 // the renders and their finishing work (localisation), and the guard runs
 // last.
+// guardOn is an operator's rule with the image origin guard on.
+var guardOn = &policy.Rule{LocalArchives: true, RequireComponentImages: true}
+
 func guardedRenderer(key *rsa.PrivateKey) *pipeline.Renderer {
 	r := &pipeline.Renderer{}
 	plan.Attach(r, &config.Planner{})
@@ -126,8 +130,9 @@ func TestImageGuardSignedComponent(t *testing.T) {
 	key, _ := rsa.GenerateKey(rand.Reader, 2048)
 	repo := guardedCTF(t, key, true)
 	r := guardedRenderer(key)
+	r.SetRule(guardOn)
 	base := pipeline.Request{Application: "shop", Repository: repo, Component: guardedApp, Version: "1.0.0",
-		ReleaseName: "shop", Namespace: "shop", RequireComponentImages: true}
+		ReleaseName: "shop", Namespace: "shop"}
 
 	prefix := "application shop: component " + guardedApp + ":1.0.0: resource chart: not allowed: image origin guard: "
 	for _, tc := range []struct {
@@ -196,7 +201,8 @@ func TestImageGuardSignedComponent(t *testing.T) {
 // does not.
 func TestImageGuardUnsignedByTag(t *testing.T) {
 	r := guardedRenderer(nil)
-	req := pipeline.Request{Repository: guardedCTF(t, nil, true), Component: guardedApp, Version: "1.0.0", ReleaseName: "a", Namespace: "a", RequireComponentImages: true}
+	r.SetRule(guardOn)
+	req := pipeline.Request{Repository: guardedCTF(t, nil, true), Component: guardedApp, Version: "1.0.0", ReleaseName: "a", Namespace: "a"}
 	if _, err := r.Render(context.Background(), req); err != nil {
 		t.Fatalf("exact reference refused: %v", err)
 	}
@@ -212,7 +218,7 @@ func TestImageGuardUnsignedByTag(t *testing.T) {
 // workload is refused, and the message says why.
 func TestImageGuardComponentWithoutImages(t *testing.T) {
 	r := guardedRenderer(nil)
-	r.RequireComponentImages = true // process-wide, as an operator's environment sets it
+	r.SetRule(guardOn) // the generation's rule, as an operator's environment or policy sets it
 	_, err := r.Render(context.Background(), pipeline.Request{Repository: guardedCTF(t, nil, false), Component: guardedApp, Version: "1.0.0",
 		Set: []string{"image.digest=" + guardedDigest}})
 	if !errors.Is(err, errdef.ErrNotAllowed) || !strings.Contains(err.Error(), "the component declares no image resources (ociImage/ociArtifact), so the guard refuses every workload image") {
@@ -237,7 +243,7 @@ func TestImageGuardOffAndUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.RequireComponentImages = true
+	r.SetRule(guardOn)
 	on, err := r.Render(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

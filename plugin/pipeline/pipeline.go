@@ -26,6 +26,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )
 
@@ -35,8 +36,12 @@ const (
 	TypeDirectoryTree = plan.TypeDirectoryTree
 )
 
-// Request is what to render. The CLI fills it from flags, the CMP front end from
-// Argo CD's environment.
+// Request is what to render: what the Application (or the person running
+// render) asks for, and nothing the operator decides. The CLI fills it from
+// flags, the CMP front end from Argo CD's environment. What the operator
+// allows (local archives, the image origin guard, platform children leaving
+// their parent's project or destination) is the generation's sidecar rule,
+// Generation.Rule, which the Renderer applies.
 type Request struct {
 	Application string // Argo CD Application, for error messages
 	Repository  string // CTF/component archive path, or registry spec
@@ -49,13 +54,9 @@ type Request struct {
 	// value files, platform configs, definition) to the Application's
 	// directory: generate and the render server set it, render (for people)
 	// does not. The caller opens it (OpenRoot) and closes it.
-	Root *Root `json:"-"`
-	// AllowLocalArchive, when set, is asked before a confined request opens
-	// a CTF or component archive of its checkout (the sidecar policy's
-	// localArchives); like Root, the sidecar front end sets it.
-	AllowLocalArchive func() error `json:"-"`
-	Component         string
-	Version           string
+	Root      *Root `json:"-"`
+	Component string
+	Version   string
 	// Resources to render, as identities "name" or "name,key=value";
 	// empty means the component's only renderable resource.
 	Resources []string
@@ -78,11 +79,6 @@ type Request struct {
 	// rendered workloads that match an image resource of the component are
 	// rewritten to the component's location of it (see package localize).
 	Localize bool
-	// RequireComponentImages turns the image origin guard on for this request
-	// (see Renderer.RequireComponentImages). The sidecar sets it, from its
-	// environment or its policy for the Application's project; an
-	// Application's parameters never do.
-	RequireComponentImages bool
 
 	// Helm inputs.
 	ValueFiles  []string       // values files, later ones win
@@ -134,7 +130,9 @@ func (r Request) RepositoryLocation() string {
 //
 // A CTF or component archive file is opened with opts (an unpack cache:
 // ctf.WithUnpacker, ctf.WithCache) and unpacked within ctx.
-func (r Request) openRepository(ctx context.Context, open func(context.Context, string) (ocm.Repository, error), opts ...ctf.Option) (ocm.Repository, error) {
+// allowLocal, when set, is asked before a confined request opens a CTF or
+// component archive of its checkout (the rule's localArchives).
+func (r Request) openRepository(ctx context.Context, open func(context.Context, string) (ocm.Repository, error), allowLocal func() error, opts ...ctf.Option) (ocm.Repository, error) {
 	if r.Root == nil {
 		return open(ctx, r.RepositoryLocation())
 	}
@@ -149,8 +147,8 @@ func (r Request) openRepository(ctx context.Context, open func(context.Context, 
 		}
 		return open(ctx, string(explicit))
 	}
-	if r.AllowLocalArchive != nil {
-		if err := r.AllowLocalArchive(); err != nil {
+	if allowLocal != nil {
+		if err := allowLocal(); err != nil {
 			return nil, err
 		}
 	}
@@ -195,13 +193,15 @@ type Renderer struct {
 	// descriptor digest, resource and verified signatures. Off by default so
 	// output stays identical to helm template.
 	Provenance bool
-	// RequireComponentImages turns the image origin guard on for every
-	// request: output whose workloads run an image that is not an image
-	// resource of the component is refused (package imageguard; it runs last,
-	// after localisation and hooks). Off by default.
-	RequireComponentImages bool
 	// Set by Engine.Renderer (planner: by plan.Attach); the zero values
 	// render offline, planned from the request alone.
+
+	// rule is the generation's sidecar rule (Generation.Rule), what the
+	// operator allows every request of this renderer; the renderer applies
+	// it in one place (allowances). nil (the zero Renderer): local archives
+	// allowed, no image origin guard, platform children inherit their
+	// parent's project and destination.
+	rule *policy.Rule
 
 	// planner decides what each request renders, from the request's
 	// plan.Input (deployment definitions and instance parameters: package
@@ -332,7 +332,7 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if out.Objects, err = finish(ctx, p, out.Objects); err != nil {
 		return nil, err
 	}
-	if r.requireImages(req) {
+	if r.allowances().requireImages {
 		if err := r.guardImages(cv, out.Objects, len(signatures) > 0, from, ectx); err != nil {
 			return nil, err
 		}
@@ -399,7 +399,7 @@ func init() {
 // image guard (nil when it is off).
 func (r *Renderer) renderSteps(ctx context.Context, cv ocm.ComponentVersion, req Request, p *plan.Plan, out *Result, ectx *errdef.Error) (origins, error) {
 	var from origins
-	if r.requireImages(req) {
+	if r.allowances().requireImages {
 		from = origins{}
 	}
 	for _, step := range p.Steps {

@@ -25,12 +25,9 @@ type PlatformRequest struct {
 	// Project is the parent Application's Argo CD project
 	// (ARGOCD_APP_PROJECT_NAME), which its children inherit.
 	Project string
-	// AllowOtherProjects and AllowOtherDestinations let a platform config give
-	// children another project or destination than they inherit (see
-	// platform.Options). The sidecar sets them, from its environment or its
-	// policy for the parent's project; `render` for people sets both. Off by
-	// default.
-	AllowOtherProjects, AllowOtherDestinations bool
+	// Whether a platform config may give children another project or
+	// destination than they inherit is the operator's, not the request's:
+	// the generation's rule (policy.Rule.Platform, see Generation.Rule).
 }
 
 // PlatformSource is the git source of a platform's parent Application,
@@ -59,8 +56,9 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 	if src.Repository == "" {
 		src.Repository = req.Repository
 	}
+	allow := r.allowances()
 	opts := platform.Options{Parent: req.ReleaseName, ParentProject: req.Platform.Project, Source: src,
-		AllowOtherProjects: req.Platform.AllowOtherProjects, AllowOtherDestinations: req.Platform.AllowOtherDestinations}
+		AllowOtherProjects: allow.otherProjects, AllowOtherDestinations: allow.otherDestinations}
 	if opts.Parent == "" {
 		opts.Parent = req.Application
 	}

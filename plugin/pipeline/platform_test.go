@@ -11,6 +11,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 )
 
 // Nested platforms, as Argo CD renders them: the parent's platform config
@@ -54,9 +55,10 @@ func TestNestedPlatformChildrenCannotEscape(t *testing.T) {
 			if _, err := r.Render(ctx, direct); !errors.Is(err, errdef.ErrNotAllowed) {
 				t.Fatalf("top level: %v", err)
 			}
-			// The operator may allow it.
-			child.Platform.AllowOtherProjects, child.Platform.AllowOtherDestinations = true, true
-			if _, err := r.Render(ctx, child); err != nil {
+			// The operator may allow it (the generation's rule).
+			allowed := &pipeline.Renderer{}
+			allowed.SetRule(&policy.Rule{LocalArchives: true, Platform: policy.Platform{AllowOtherProjects: true, AllowOtherDestinations: true}})
+			if _, err := allowed.Render(ctx, child); err != nil {
 				t.Fatalf("allowed: %v", err)
 			}
 		})

@@ -26,13 +26,13 @@ func (c *Resolved) Close() error { return c.Repository.Close() }
 
 // Open opens the request's repository as Render does: through
 // Request.openRepository with the renderer's OpenRepository (default
-// OpenOffline), then Opened.
+// OpenOffline) and its rule's localArchives, then Opened.
 func (r *Renderer) Open(ctx context.Context, req Request) (ocm.Repository, error) {
 	open := r.OpenRepository
 	if open == nil {
 		open = OpenOffline
 	}
-	repo, err := req.openRepository(ctx, open, r.ctfOptions...)
+	repo, err := req.openRepository(ctx, open, r.allowances().localArchive, r.ctfOptions...)
 	if err != nil {
 		return nil, err
 	}
