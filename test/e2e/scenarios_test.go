@@ -407,9 +407,21 @@ func TestF_ApplicationSetPluginGenerator(t *testing.T) {
 	_, _ = rand.Read(tok)
 	token := hex.EncodeToString(tok)
 	must(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
+	// The generator lists a CTF of its own that holds 1.0.0 only; 1.1.0+build.7
+	// is transferred into it later, as a release pipeline would push it.
+	appsetRoot := path(cl.dir, "appset")
+	transfer := func(version string) {
+		t.Helper()
+		out, err := exec.Command(path(pluginBin, "argocd-ocm-plugin"), "transfer", "--from", path(repoRoot, "testdata", "demo", "ctf"),
+			"--to", path(appsetRoot, "ctf"), "--component", "example.com/demo/podinfo", "--version", version).CombinedOutput()
+		if err != nil {
+			t.Fatalf("transfer %s: %v\n%s", version, err, out)
+		}
+	}
+	transfer("1.0.0")
 	gen, err := cl.start("generator", append(cl.baseEnv("home"), "ARGOCD_OCM_CACHE_DIR="+path(cl.dir, "cache")),
 		path(pluginBin, "argocd-ocm-plugin"), "generator", "--listen", generatorAddr, "--token-file", tokenFile,
-		"--ctf-dir", path(cl.dir, "git", "work", "testdata", "demo"))
+		"--ctf-dir", appsetRoot, "--list-ttl", "1s")
 	must(t, err)
 	must(t, gen.waitFor("/healthz", 30*time.Second, httpOK("http://"+generatorAddr+"/healthz")))
 	for _, doc := range []string{
@@ -436,6 +448,7 @@ spec:
   generators:
     - plugin:
         configMapRef: {name: argocd-ocm-generator}
+        requeueAfterSeconds: 5
         input:
           parameters: {repository: ./ctf, component: example.com/demo/podinfo, latest: 0}
   template:
@@ -458,7 +471,8 @@ spec:
       syncPolicy:
         automated: {prune: true}
         syncOptions: [CreateNamespace=true]`))
-	for _, name := range []string{"appset-1-0-0", "appset-1-1-0-build-7"} {
+	appear := func(name string) {
+		t.Helper()
 		deadline := time.Now().Add(2 * time.Minute)
 		for live(t, appGVR, argocdNamespace, name) == nil {
 			if time.Now().After(deadline) {
@@ -469,8 +483,16 @@ spec:
 		}
 		waitApp(t, name, "Synced and Healthy", 3*time.Minute, syncedHealthy)
 	}
-	note(t, "f: ApplicationSet with the plugin generator: Applications appset-1-0-0 and appset-1-1-0-build-7 Synced and Healthy %s after the ApplicationSet was applied",
-		time.Since(start).Round(100*time.Millisecond))
+	appear("appset-1-0-0")
+	first := time.Since(start)
+	if live(t, appGVR, argocdNamespace, "appset-1-1-0-build-7") != nil {
+		t.Fatalf("appset-1-1-0-build-7 exists before its version was transferred")
+	}
+	pushed := time.Now()
+	transfer("1.1.0+build.7")
+	appear("appset-1-1-0-build-7")
+	note(t, "f: ApplicationSet with the plugin generator: appset-1-0-0 Synced and Healthy %s after the ApplicationSet was applied; a version transferred into the listed CTF afterwards became appset-1-1-0-build-7, Synced and Healthy %s later (requeueAfterSeconds 5)",
+		first.Round(100*time.Millisecond), time.Since(pushed).Round(100*time.Millisecond))
 	assertAllServed(t)
 }
 
@@ -506,7 +528,7 @@ spec:
   syncPolicy:
     automated: {prune: true}
     syncOptions: [CreateNamespace=true]`))
-	took, _ := waitApp(t, "hydrated", "hydrated, Synced and Healthy", 3*time.Minute, func(u *unstructured.Unstructured) bool {
+	took, first := waitApp(t, "hydrated", "hydrated, Synced and Healthy", 3*time.Minute, func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "sourceHydrator", "currentOperation", "phase") == "Hydrated" && syncedHealthy(u)
 	})
 	out, err := exec.Command("git", "--git-dir", path(cl.dir, "git", "repo.git"), "show", "environments/hydrated:hydrated/manifest.yaml").CombinedOutput()
@@ -516,7 +538,36 @@ spec:
 	if live(t, deploymentsGVR, "hydrated", "hydrated-podinfo") == nil {
 		t.Errorf("Deployment hydrated/hydrated-podinfo missing")
 	}
-	note(t, "g: Source Hydrator: rendered by the plugin, committed to environments/hydrated by argocd-commit-server, Synced and Healthy %s after the Application was applied",
-		took.Round(100*time.Millisecond))
+	// The same input hydrates to the same manifests: a new dry commit that
+	// changes nothing the plugin reads is rendered again, byte for byte.
+	gitOut := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir, cmd.Env = dir, cl.baseEnv("home")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	bare, work := path(cl.dir, "git", "repo.git"), path(cl.dir, "git", "work")
+	before := gitOut(cl.dir, "--git-dir", bare, "show", "environments/hydrated:hydrated/manifest.yaml")
+	gitOut(work, "commit", "-q", "--allow-empty", "-m", "an unrelated change")
+	gitOut(work, "push", "-q", bare, "main")
+	dry := gitOut(cl.dir, "--git-dir", bare, "rev-parse", "main")
+	patchApp(t, "hydrated", map[string]any{"metadata": map[string]any{"annotations": map[string]any{"argocd.argoproj.io/refresh": "normal"}}})
+	again, second := waitApp(t, "hydrated", "hydrated again from "+dry[:8], 3*time.Minute, func(u *unstructured.Unstructured) bool {
+		op := func(f string) string { return str(u, "status", "sourceHydrator", "currentOperation", f) }
+		return op("drySHA") == dry && op("phase") == "Hydrated"
+	})
+	if after := gitOut(cl.dir, "--git-dir", bare, "show", "environments/hydrated:hydrated/manifest.yaml"); after != before {
+		t.Errorf("the same input hydrated to other manifests:\n%.1500s\n---\n%.1500s", before, after)
+	}
+	commit := "the same hydrated commit"
+	if h1, h2 := str(first, "status", "sourceHydrator", "currentOperation", "hydratedSHA"), str(second, "status", "sourceHydrator", "currentOperation", "hydratedSHA"); h1 != h2 {
+		commit = "a new hydrated commit (Argo CD records the dry commit in it), the manifest unchanged"
+	}
+	note(t, "g: Source Hydrator: rendered by the plugin, committed to environments/hydrated by argocd-commit-server, Synced and Healthy %s after the Application was applied; a new dry commit changing nothing the plugin reads was hydrated again %s later to byte-identical manifests: %s",
+		took.Round(100*time.Millisecond), again.Round(100*time.Millisecond), commit)
 	assertAllServed(t)
 }
