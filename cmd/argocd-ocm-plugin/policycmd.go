@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -40,22 +39,7 @@ fields known there. A valid file prints a one-line summary and exits 0.`,
 }
 
 func checkPolicy(stdout io.Writer, file string) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return fmt.Errorf("%w: sidecar policy %s: cannot open it", errdef.ErrInvalidInput, errdef.Quote(file))
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: sidecar policy %s: not a regular file", errdef.ErrInvalidInput, errdef.Quote(file))
-	}
-	b, err := io.ReadAll(io.LimitReader(f, policy.MaxFileSize+1))
-	if err != nil {
-		return fmt.Errorf("%w: sidecar policy %s: cannot read it", errdef.ErrInvalidInput, errdef.Quote(file))
-	}
-	if len(b) > policy.MaxFileSize {
-		return fmt.Errorf("%w: sidecar policy %s is larger than %d bytes", errdef.ErrLimitExceeded, errdef.Quote(file), policy.MaxFileSize)
-	}
-	p, err := policy.Parse(b, file)
+	p, err := policy.Load(file) // what serve and every generation read
 	if err != nil {
 		return err
 	}

@@ -131,6 +131,11 @@ func Load(p string) (*Policy, error) {
 		return nil, fmt.Errorf("%w: sidecar policy %s: cannot open it", errdef.ErrInvalidInput, p)
 	}
 	defer f.Close()
+	// A directory or a FIFO where the file should be would fail or block
+	// every generation's read.
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: sidecar policy %s: not a regular file", errdef.ErrInvalidInput, p)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: sidecar policy %s: cannot read it", errdef.ErrInvalidInput, p)
