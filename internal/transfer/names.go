@@ -2,8 +2,8 @@ package transfer
 
 import (
 	"fmt"
-	"regexp"
-	"sync"
+
+	orasregistry "oras.land/oras-go/v2/registry"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
@@ -16,25 +16,16 @@ const (
 	maxTag            = 128
 )
 
-// The OCI distribution spec's grammar of a repository name and of a tag.
-// The name grammar has no ".", ".." or empty segment, no leading "/", no
-// backslash, "%" or upper case: a name that matches stays below the prefix
-// it is joined to, whatever the registry does with the path.
-var (
-	repositoryNameRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$`)
-	})
-	tagRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
-	})
-)
-
+// Names are checked with oras-go's validation of the OCI distribution
+// grammar: a repository name has no ".", ".." or empty segment, no leading
+// "/", no backslash, "%" or upper case, so one that passes stays below the
+// prefix it is joined to, whatever the registry does with the path.
 // checkRepositoryName refuses a repository name (below the target's prefix)
 // that a descriptor derived and that is not an OCI repository name: every
 // such name is checked before the transfer writes, or asks the target,
 // anything. what says where the name came from ("referenceName").
 func checkRepositoryName(what, name string) error {
-	if len(name) > maxRepositoryName || !repositoryNameRE().MatchString(name) {
+	if len(name) > maxRepositoryName || (orasregistry.Reference{Repository: name}).ValidateRepository() != nil {
 		return fmt.Errorf("%w: %s %s is not an OCI repository name below the target's prefix (lower-case letters and digits separated by '.', '_', '__', '-' or '/', at most %d bytes; no '..', '.', empty or absolute path)",
 			errdef.ErrInvalidDescriptor, what, errdef.Quote(name), maxRepositoryName)
 	}
@@ -44,7 +35,7 @@ func checkRepositoryName(what, name string) error {
 // checkTag refuses a tag that a descriptor derived and that is not an OCI
 // tag (a tag is a path segment of the registry's URL too).
 func checkTag(what, tag string) error {
-	if len(tag) > maxTag || !tagRE().MatchString(tag) {
+	if len(tag) > maxTag || (orasregistry.Reference{Reference: tag}).ValidateReferenceAsTag() != nil {
 		return fmt.Errorf("%w: %s %s is not an OCI tag (letters, digits, '_', '.' and '-', at most %d bytes)",
 			errdef.ErrInvalidDescriptor, what, errdef.Quote(tag), maxTag)
 	}
