@@ -98,7 +98,7 @@ var (
 )
 
 // MaxQuoted caps every piece of input or registry text quoted in an error.
-const MaxQuoted = 200
+const MaxQuoted = errdef.MaxQuoted
 
 // Sanitize removes what must not reach a log or the Argo CD UI from a message:
 // URL query strings (signed blob redirect URLs carry credentials there), URL
