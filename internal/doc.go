@@ -8,6 +8,13 @@
 // resolve, fetch and verify, in formats (the OCM model, blobs, archives)
 // built on small utilities.
 //
+// The folders are the roles: internal/util, internal/format, internal/source,
+// internal/render, internal/finish, internal/planning, internal/frontend and
+// internal/testsupport. plugin/ is the public Go API; its leaves (errdef, ocm,
+// signing, policy) are the types that API exposes and sit low, its pipeline
+// orchestrates. TestLayers also checks that each package's folder matches its
+// layer (folderRanks in layers_test.go), so that the tree shows the layers.
+//
 // A package may import packages of its own layer and of layers below it,
 // never above: the layer of every package under internal/, plugin/ and cmd/
 // is listed here, and TestLayers (layers_test.go) checks every import of
@@ -18,16 +25,16 @@
 // Layers, from the bottom (the number is the rank; directories relative to
 // the repository):
 //
-//	0 utilities: plugin/errdef internal/bytesize internal/parallel internal/fieldpath internal/suggest internal/startheap internal/confine internal/cmp/param
-//	1 formats: internal/yamlfile internal/blob internal/archive internal/ocm/accessmethod plugin/ocm plugin/signing
-//	2 sources: internal/registry plugin/policy internal/registry/policyopts internal/cache internal/ocm/ocimapping internal/ocm/artifactset internal/ocm/ctf internal/ocm/oci internal/ocm/resolve internal/access internal/verify
+//	0 utilities: plugin/errdef internal/util/bytesize internal/util/parallel internal/util/fieldpath internal/util/suggest internal/util/startheap internal/util/confine internal/util/param
+//	1 formats: internal/format/yamlfile internal/format/blob internal/format/archive internal/source/ocm/accessmethod plugin/ocm plugin/signing
+//	2 sources: internal/source/registry plugin/policy internal/source/registry/policyopts internal/source/cache internal/source/ocm/ocimapping internal/source/ocm/artifactset internal/source/ocm/ctf internal/source/ocm/oci internal/source/ocm/resolve internal/source/access internal/source/verify
 //	3 renderers: internal/render/manifests internal/render/helm internal/render/kustomize
-//	4 finishing: internal/hooks internal/localize internal/imageguard
-//	5 planning: internal/plan internal/config internal/config/expr internal/config/explain internal/config/ordering internal/config/overlay internal/config/rgd internal/platform
+//	4 finishing: internal/finish/hooks internal/finish/localize internal/finish/imageguard
+//	5 planning: internal/planning/plan internal/planning/config internal/planning/config/expr internal/planning/config/explain internal/planning/config/ordering internal/planning/config/overlay internal/planning/config/rgd internal/planning/platform
 //	6 orchestration: plugin/pipeline
-//	7 front ends: internal/cmp internal/generator internal/server internal/transfer internal/docs
+//	7 front ends: internal/frontend/cmp internal/frontend/generator internal/frontend/server internal/frontend/transfer
 //	8 commands: cmd/argocd-ocm-plugin cmd/argocd-ocm-client
-//	9 test support: internal/examples internal/ocmbuild internal/registrytest internal/fixtures internal/testutil internal/render/manifests/manifeststest internal/deps
+//	9 test support: internal/testsupport/examples internal/testsupport/ocmbuild internal/testsupport/registrytest internal/testsupport/fixtures internal/testsupport/testutil internal/render/manifests/manifeststest internal/testsupport/docs
 //
 // Test support sits on top so that no product package can import it; tests
 // of any layer may.

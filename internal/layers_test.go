@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +41,34 @@ func layers(t *testing.T) map[string]int {
 		t.Fatalf("doc.go lists %d packages: the list did not parse", len(out))
 	}
 	return out
+}
+
+// folderRanks: the layers a package under each role folder of internal/ may
+// have (doc.go). manifeststest is test support kept beside what it compares,
+// as net/http/httptest is; the access-method table is a format the sources own.
+var folderRanks = map[string][]int{
+	"util": {0}, "format": {1}, "source": {1, 2}, "render": {3, 9}, "finish": {4},
+	"planning": {5}, "frontend": {7}, "testsupport": {9},
+}
+
+// TestFoldersShowLayers: every package under internal/ lives in the folder of
+// its role.
+func TestFoldersShowLayers(t *testing.T) {
+	for dir, rank := range layers(t) {
+		rest, ok := strings.CutPrefix(dir, "internal/")
+		if !ok {
+			continue
+		}
+		folder, _, _ := strings.Cut(rest, "/")
+		ranks, known := folderRanks[folder]
+		if !known {
+			t.Errorf("%s is in internal/%s, which is no role folder of internal/doc.go", dir, folder)
+			continue
+		}
+		if !slices.Contains(ranks, rank) {
+			t.Errorf("%s has layer %d, but internal/%s holds layers %v: move it to the folder of its role", dir, rank, folder, ranks)
+		}
+	}
 }
 
 // TestLayers: every import between the product's packages goes to the

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 )
 
 // concurrent: N Applications of one component generated at once, one

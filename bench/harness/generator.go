@@ -13,7 +13,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 )
 
 // generatorVersions is how many versions of one component the generator

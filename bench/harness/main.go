@@ -3,7 +3,7 @@
 // issue 9 asks: warm and cold renders, request counts, 100 concurrent
 // generations sharing one cache, peak memory, unused and large resources,
 // kustomize. It serves the components from an in-process CNCF distribution
-// registry (internal/registrytest) and runs every generation twice, with
+// registry (internal/testsupport/registrytest) and runs every generation twice, with
 // Argo CD's environment, over loopback: as installed in the sidecar
 // (argocd-ocm-client handing generate to a long-lived `argocd-ocm-plugin
 // serve`, see sidecar.go) and as a separate `generate` process.

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
 )
 
 // The sidecar as installed: argocd-cmp-server runs `argocd-ocm-client

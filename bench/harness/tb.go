@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// harnessTB lets the harness use the test helpers of internal/registrytest
+// harnessTB lets the harness use the test helpers of internal/testsupport/registrytest
 // (which take a testing.TB) outside `go test`. Only the methods those helpers
 // call are implemented; the embedded nil interface satisfies the rest of the
 // method set and would panic if one of them were ever called.

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
 )
 
 // The workers section (issue 15's "must not regress"): the render server of

@@ -30,7 +30,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
 )
 
 // envPluginBinary overrides where the fallback finds argocd-ocm-plugin

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
 )
 
 // The test binary doubles as the argocd-ocm-plugin the client falls back to

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 )
 
 // The shop component ships a deployment definition: its instance parameters

@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testutil"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/testutil"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 )
 

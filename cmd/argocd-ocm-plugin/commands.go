@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/rgd"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"

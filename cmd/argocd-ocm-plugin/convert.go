@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/config/rgd"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )

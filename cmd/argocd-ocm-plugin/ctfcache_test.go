@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/fixtures"
 )
 
 // A CTF tgz committed in the Application's directory is unpacked into the

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/bytesize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/bytesize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/blob"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 )
 
 const cliHelperEnv = "ARGOCD_OCM_CLI_TEST_ARGS"

@@ -11,7 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testutil"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/testutil"
 	"io"
 	"math/big"
 	"net"

@@ -26,7 +26,7 @@ func TestBinaryDoesNotLinkHelmActionOrKubectl(t *testing.T) {
 	}
 }
 
-// internal/startheap must raise GOGC before the heavy package inits (Helm's
+// internal/util/startheap must raise GOGC before the heavy package inits (Helm's
 // jsonschema/v6 metaschemas, client-go's scheme: 4.6 MiB in all): a process
 // that collects during its start-up pays 6 ms of CPU for nothing. The test
 // binary links the same packages as the command; it is run again with
@@ -60,16 +60,16 @@ func TestStartHeapRaisedBeforeHeavyInitsAndNoCollectionDuringInit(t *testing.T) 
 			firstGC = i
 		}
 	}
-	sh, ok := pos["github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/startheap"]
+	sh, ok := pos["github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/startheap"]
 	if !ok {
-		t.Fatalf("no init line of internal/startheap:\n%s", stderr.String())
+		t.Fatalf("no init line of internal/util/startheap:\n%s", stderr.String())
 	}
 	for _, heavy := range []string{"github.com/santhosh-tekuri/jsonschema/v6", "k8s.io/client-go/kubernetes/scheme"} {
 		p, ok := pos[heavy]
 		if !ok {
 			t.Errorf("no init line of %s (still linked? then update this test)", heavy)
 		} else if p < sh {
-			t.Errorf("%s initialised before internal/startheap", heavy)
+			t.Errorf("%s initialised before internal/util/startheap", heavy)
 		}
 	}
 	if firstGC >= 0 && firstGC < lastInit {

@@ -18,7 +18,7 @@ import (
 
 	// First, for its init: no garbage collection before the heap reaches
 	// 16 MiB (a small generation never collects; see its doc).
-	_ "github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/startheap"
+	_ "github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/startheap"
 )
 
 func main() {

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 )
 
 const policySecret = "pOl1cy-S3cret-never-shown"

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 )

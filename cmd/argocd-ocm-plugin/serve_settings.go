@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cache"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 

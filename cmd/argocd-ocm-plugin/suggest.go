@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/suggest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/suggest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"

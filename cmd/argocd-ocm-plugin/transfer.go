@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry/policyopts"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/transfer"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/transfer"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry/policyopts"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -28,7 +28,7 @@ func newTransferCommand(p *process, stderr io.Writer, getenv func(string) string
   argocd-ocm-plugin transfer --from ghcr.io/acme/ocm --to bundle.tgz \
     --component acme.org/platform --version 1.4.0 --recursive --copy-resources --copy-images
   # inside: into the internal registry
-  argocd-ocm-plugin transfer --from bundle.tgz --to registry.internal/ocm \
+  argocd-ocm-plugin transfer --from bundle.tgz --to registry.internal/source/ocm \
     --component acme.org/platform --version 1.4.0 --recursive --copy-resources`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/server"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
 )
 
 // A generate (or parameters) process of its own — the client's fallback

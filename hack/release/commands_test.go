@@ -19,7 +19,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/hack/release/internal/cosign"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/hack/release/internal/image"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/hack/release/internal/pin"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 )
 
 func TestPushRef(t *testing.T) {

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/accessmethod"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/accessmethod"
 )
 
 // Canonical access type names (without the optional "/v1" suffix), from the
-// table of access methods (internal/ocm/accessmethod), which also holds
+// table of access methods (internal/source/ocm/accessmethod), which also holds
 // their other spellings.
 const (
 	AccessLocalBlob            = accessmethod.LocalBlob

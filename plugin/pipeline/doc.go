@@ -9,7 +9,7 @@
 //
 // Without a planner the request alone decides (its resources, values,
 // release and path); the deployment definitions' planner is set by this
-// module's front ends through internal/plan, the planner's contract, and
+// module's front ends through internal/planning/plan, the planner's contract, and
 // reads what it needs of the resources through the same verified access the
 // render uses. Build renderers with an Engine (NewEngine and its options);
 // the CLI's `render` (people) and `generate` (Argo CD) are two front ends

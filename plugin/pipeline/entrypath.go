@@ -1,7 +1,7 @@
 package pipeline
 
 import (
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
 

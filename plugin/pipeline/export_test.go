@@ -1,9 +1,9 @@
 package pipeline
 
 import (
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/access"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/resolve"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/access"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
 )
 

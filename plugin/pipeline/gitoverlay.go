@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )

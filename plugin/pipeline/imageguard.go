@@ -4,7 +4,7 @@ import (
 	"errors"
 	"reflect"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/imageguard"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/imageguard"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"

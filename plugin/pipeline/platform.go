@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/cmp/param"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/plan"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/platform"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
 

@@ -3,7 +3,7 @@ package pipeline
 import (
 	"context"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/resolve"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )

@@ -1,6 +1,6 @@
 package pipeline
 
-import "github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
+import "github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/confine"
 
 // Root is an Application's directory, opened as the root of every file a
 // confined request names (Request.Root). Names are resolved by the kernel

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 )
 
 // MirrorSpec names the pull-through caches (registry mirrors) of one

@@ -14,8 +14,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/fixtures"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ctf"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ctf"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
 )

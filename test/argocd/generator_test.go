@@ -592,7 +592,7 @@ func TestGeneratorManifests(t *testing.T) {
 	}
 }
 
-// registryHelper is internal/generator's TestHelperRegistry: a CNCF
+// registryHelper is internal/frontend/generator's TestHelperRegistry: a CNCF
 // distribution registry with basic auth, in a process of its own (this
 // module cannot import it), that pushes versions when told.
 type registryHelper struct {
@@ -604,7 +604,7 @@ type registryHelper struct {
 func startRegistry(t *testing.T) *registryHelper {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "generator.test")
-	build := exec.Command("go", "test", "-c", "-o", bin, "./internal/generator")
+	build := exec.Command("go", "test", "-c", "-o", bin, "./internal/frontend/generator")
 	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the registry helper: %v\n%s", err, out)

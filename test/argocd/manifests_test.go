@@ -570,7 +570,7 @@ func TestExamplesDecode(t *testing.T) {
 				}
 			case "Job", "CronJob":
 				// The replication example: transfer in the sidecar's image
-				// (docs/airgap.md; internal/transfer tests run its arguments).
+				// (docs/airgap.md; internal/frontend/transfer tests run its arguments).
 				if !strings.HasPrefix(rel, filepath.Join("manifests", "examples", "replication")+string(filepath.Separator)) {
 					t.Errorf("%s: unexpected %s", where, meta.Kind)
 					continue

@@ -10,8 +10,8 @@ import (
 
 	"helm.sh/helm/v3/pkg/chartutil"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 )
 
 // What renders of a cached chart share (the files' bytes, the Lock, the

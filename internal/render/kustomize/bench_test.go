@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/archive"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 )
 
 // BenchmarkRender renders the rich overlay the way the plugin does: from an

@@ -11,8 +11,8 @@ import (
 
 	"sigs.k8s.io/kustomize/api/types"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 )
 
 // platformManifest is what `helm template --include-crds` prints for a

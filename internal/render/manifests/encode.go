@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/parallel"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/parallel"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
 )
 
 // fastDecode decodes one YAML document of the block-style subset that

@@ -10,7 +10,7 @@ import (
 
 	yamlv2 "go.yaml.in/yaml/v2"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 )
 
 // checkFastDecode fails t unless fastDecode gives what the reference path

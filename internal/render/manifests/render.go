@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/yamlfile"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 

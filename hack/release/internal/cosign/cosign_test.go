@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/hack/release/internal/cosign"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 )
 
 func pushRandom(t *testing.T, reg *registrytest.Registry, tag string) name.Digest {

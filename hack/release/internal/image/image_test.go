@@ -23,7 +23,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/hack/release/internal/build"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/hack/release/internal/image"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/registrytest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 )
 
 const testVersion = "v9.8.7-test"

@@ -1,0 +1,143 @@
+package yamlfile_test
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
+)
+
+// plainCases are plain scalars whose reading differs between YAML 1.1 and
+// 1.2, or between kinds, and ordinary ones.
+var plainCases = []string{
+	"yes", "Yes", "YES", "no", "No", "on", "On", "off", "OFF", "y", "Y", "n", "N",
+	"true", "False", "TRUE", "null", "~", "Null",
+	"0", "12", "-3", "+4", "0777", "0o17", "0x1F", "0b101", "-0b11", "1_000", "9223372036854775807", "18446744073709551615",
+	"1.5", "-2.0e3", ".5", "1e3", "6.7.0", "1.2.3-rc.1",
+	"2001-12-14", "2001-12-14T21:59:43.10Z", "2001-12-14 21:59:43.10", "2024-13-45",
+	"hello", "ghcr.io/a/b:1", "a:b", "+", "0x", "08", "1__0",
+}
+
+// Plain reads every plain scalar as sigs.k8s.io/yaml does (compared through
+// JSON, which is what both end up as).
+func TestPlainReadsLikeSigsYAML(t *testing.T) {
+	for _, s := range plainCases {
+		want, err := yaml.YAMLToJSON([]byte("v: " + s + "\n"))
+		if err != nil {
+			t.Fatalf("%q: sigs.k8s.io/yaml: %v", s, err)
+		}
+		got, err := json.Marshal(map[string]any{"v": yamlfile.Plain(s)})
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("Plain(%q) = %s, sigs.k8s.io/yaml reads %s", s, got, want)
+		}
+	}
+	for _, s := range []string{".inf", "-.Inf", "+.INF"} {
+		if f, ok := yamlfile.Plain(s).(float64); !ok || !math.IsInf(f, 0) {
+			t.Errorf("Plain(%q) = %v", s, yamlfile.Plain(s))
+		}
+	}
+	if f, ok := yamlfile.Plain(".nan").(float64); !ok || !math.IsNaN(f) {
+		t.Errorf("Plain(.nan) = %v", yamlfile.Plain(".nan"))
+	}
+}
+
+// Key turns a plain key into the JSON key sigs.k8s.io/yaml makes of it.
+func TestKeyLikeSigsYAML(t *testing.T) {
+	for _, s := range []string{"on", "yes", "No", "y", "12", "0x10", "1.5", "name", "2001-12-14"} {
+		var doc map[string]any
+		if err := yaml.Unmarshal([]byte(s+": 1\n"), &doc); err != nil {
+			t.Fatalf("%q: sigs.k8s.io/yaml: %v", s, err)
+		}
+		var want string
+		for k := range doc {
+			want = k
+		}
+		got, ok := yamlfile.Key(s)
+		if !ok || got != want {
+			t.Errorf("Key(%q) = %q, %v; sigs.k8s.io/yaml makes %q", s, got, ok, want)
+		}
+	}
+	if _, ok := yamlfile.Key("null"); ok {
+		t.Error("a null key was accepted")
+	}
+}
+
+func TestStructureCount(t *testing.T) {
+	if n := yamlfile.StructureCount([]byte("a: [1, 2]\n- {b: c}\n")); n != 8 {
+		t.Errorf("StructureCount = %d, want 8", n)
+	}
+}
+
+// DecodeStrictPositions names where each field is written: a key's line
+// and column, a list item's first character (block, flow, alias), and an
+// explicit key before the one << merges under it.
+func TestDecodeStrictPositions(t *testing.T) {
+	type item struct {
+		Name string `json:"name"`
+		Size int    `json:"size,omitempty"`
+	}
+	var doc struct {
+		A     string          `json:"a"`
+		Items []item          `json:"items"`
+		Flow  []item          `json:"flow"`
+		Base  map[string]any  `json:"base"`
+		Over  map[string]any  `json:"over"`
+		Alias []item          `json:"alias"`
+		Map   map[string]item `json:"map"`
+	}
+	src := "a: x\n" + // 1
+		"items:\n" + // 2
+		"  - name: one\n" + // 3
+		"    size: 1\n" + // 4
+		"  - name: two\n" + // 5
+		"flow: [{name: f}]\n" + // 6
+		"base: &b {k: 1, j: 2}\n" + // 7
+		"over:\n" + // 8
+		"  k: 3\n" + // 9
+		"  <<: *b\n" + // 10
+		"alias: [&i {name: a}, *i]\n" + // 11
+		"map:\n" + // 12
+		"  \"x.y\": {name: m}\n" // 13
+	pos, err := yamlfile.DecodeStrictPositions("t.yaml", []byte(src), &doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]yamlfile.Position{
+		"a":             {1, 1},
+		"items":         {2, 1},
+		"items[0]":      {3, 5},
+		"items[0].size": {4, 5},
+		"items[1].name": {5, 5},
+		"flow[0]":       {6, 8},
+		"flow[0].name":  {6, 9},
+		"over.k":        {9, 3},
+		"over.j":        {7, 17}, // only the anchor writes it
+		"alias[1]":      {11, 23},
+		`map["x.y"]`:    {13, 3},
+	} {
+		if got, ok := pos[path]; !ok || got != want {
+			t.Errorf("%s: %v (found %v), want %v", path, got, ok, want)
+		}
+	}
+}
+
+// StructureCount counts exactly the seven structural bytes, each byte value
+// checked.
+func TestStructureCountEveryByte(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		want := 0
+		if strings.IndexByte(",[{-:?\n", byte(c)) >= 0 {
+			want = 3
+		}
+		if n := yamlfile.StructureCount([]byte{byte(c), 'x', byte(c), byte(c)}); n != want {
+			t.Errorf("byte %#x: StructureCount = %d, want %d", c, n, want)
+		}
+	}
+}

@@ -1,0 +1,966 @@
+//go:build linux
+
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/testutil"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as a worker (and as a supervisor for the kill
+// test): its handler does what the request's first argument says.
+const (
+	envTestWorker     = "SERVER_TEST_WORKER"
+	envTestSupervisor = "SERVER_TEST_SUPERVISOR"
+)
+
+func TestMain(m *testing.M) {
+	switch {
+	case os.Getenv(envTestWorker) == "1":
+		err := ServeWorker(context.Background(), os.NewFile(WorkerFD, "supervisor"), testHandler, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case os.Getenv(envTestSupervisor) != "":
+		os.Exit(runTestSupervisor(os.Getenv(envTestSupervisor)))
+	}
+	os.Exit(m.Run())
+}
+
+var hold [][]byte
+
+var spins atomic.Int64
+
+func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) int {
+	switch req.Args[0] {
+	case "echo":
+		fmt.Fprintf(stdout, "pid %d args %s\n", os.Getpid(), strings.Join(req.Args[1:], " "))
+		return 0
+	case "spin": // a template loop: ignores its context
+		// No allocation: under heavy load a garbage-making loop was seen to
+		// reach the address-space limit in the test binary's workers (cause
+		// "memory" instead of "deadline"); this case is about the deadline.
+		for {
+			spins.Add(1)
+		}
+	case "grow": // string doubling: 8 MiB more every millisecond
+		for {
+			hold = append(hold, make([]byte, 8<<20))
+			for i := range hold[len(hold)-1] {
+				hold[len(hold)-1][i] = 1
+			}
+			time.Sleep(time.Millisecond)
+		}
+	case "use": // a generation that used N MiB and returned
+		n, _ := strconv.Atoi(req.Args[1])
+		b := make([]byte, n<<20)
+		for i := range b {
+			b[i] = 1
+		}
+		hold = append(hold, b)
+		fmt.Fprintln(stdout, "used")
+		return 0
+	case "usefree": // a generation that used N MiB, all garbage once it ends
+		n, _ := strconv.Atoi(req.Args[1])
+		b := make([]byte, n<<20)
+		for i := range b {
+			b[i] = 1
+		}
+		fmt.Fprintln(stdout, "used", len(b))
+		return 0
+	case "huge": // one allocation far past any limit, touched at once
+		b := make([]byte, 2<<30)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		hold = append(hold, b)
+		return 0
+	case "big": // N MiB of manifests
+		n, _ := strconv.Atoi(req.Args[1])
+		chunk := bytes.Repeat([]byte("0123456789abcdef"), 64<<10)
+		for range n {
+			stdout.Write(chunk)
+		}
+		return 0
+	case "procs": // the Ps and the GOGC this generation renders with
+		gc := debug.SetGCPercent(100)
+		debug.SetGCPercent(gc)
+		fmt.Fprintf(stdout, "%d %d\n", runtime.GOMAXPROCS(0), gc)
+		return 0
+	case "nap": // a generation that runs N ms
+		n, _ := strconv.Atoi(req.Args[1])
+		time.Sleep(time.Duration(n) * time.Millisecond)
+		return 0
+	case "sleep": // waits for a registry that does not answer
+		time.Sleep(3 * time.Second)
+		return 0
+	case "holdlock": // fetches a blob from a slow registry, holding its cache lock
+		f, err := os.OpenFile(req.Args[1], os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil || syscall.Flock(int(f.Fd()), syscall.LOCK_EX) != nil {
+			return 3
+		}
+		time.Sleep(2 * time.Second)
+		f.Close()
+		return 0
+	case "waitlock": // another fetch of that blob: polls its lock as internal/source/cache does
+		f, err := os.OpenFile(req.Args[1], os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return 3
+		}
+		defer f.Close()
+		for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		return 0
+	case "polite": // stops at its context's deadline with its own error
+		<-ctx.Done()
+		fmt.Fprintln(stderr, "argocd-ocm-plugin: application shop: resource chart: context deadline exceeded")
+		return 1
+	case "crash":
+		os.Exit(3)
+	case "panic":
+		panic("boom")
+	}
+	return 2
+}
+
+func testPool(t *testing.T, p *Pool, env ...string) *Pool {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Command = func() *exec.Cmd {
+		cmd := exec.Command(self)
+		cmd.Env = append(append(os.Environ(), envTestWorker+"=1"), env...)
+		return cmd
+	}
+	if p.Deadline == 0 {
+		p.Deadline = 5 * time.Second
+	}
+	if p.Stderr == nil {
+		p.Stderr = io.Discard
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func do(p *Pool, args ...string) (*Result, Outcome) {
+	return p.Do(context.Background(), &Request{Args: args}, time.Now())
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// A zombie is dead too (state Z after the command name).
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+// Generations run in warm workers that are reused; a worker's panic is one
+// failed generation.
+func TestPoolRunsInWarmWorkers(t *testing.T) {
+	p := testPool(t, &Pool{Size: 2, Warm: 2})
+	pids := map[string]bool{}
+	for i := range 6 {
+		res, out := do(p, "echo", strconv.Itoa(i))
+		if res == nil || res.Exit != 0 || !strings.HasSuffix(string(res.Stdout), "args "+strconv.Itoa(i)+"\n") {
+			t.Fatalf("run %d: %+v %+v", i, res, out)
+		}
+		pids[strings.Fields(string(res.Stdout))[1]] = true
+	}
+	if len(pids) > 2 {
+		t.Errorf("6 sequential generations used %d workers, want them reused", len(pids))
+	}
+	res, _ := do(p, "panic")
+	if res == nil || res.Exit != 1 || len(res.Stdout) != 0 || !strings.Contains(string(res.Stderr), "internal error (render server): boom") {
+		t.Errorf("panic: %+v", res)
+	}
+}
+
+// A worker past its deadline or memory limit is killed, the outcome names
+// the limit, and the next generation is served by a fresh worker. Each
+// limit has a pool of its own, so that a loaded machine cannot make the
+// other one come first: at load 20 on 2 cores, "grow" took over 2 s to
+// allocate 96 MiB, and "polite" over its 200 ms grace to answer.
+func TestPoolKillsAtLimits(t *testing.T) {
+	deadline := testPool(t, &Pool{Size: 2, Deadline: 800 * time.Millisecond, Grace: 200 * time.Millisecond, MaxMemory: 96 << 20})
+	memory := testPool(t, &Pool{Size: 2, Deadline: time.Minute, MaxMemory: 96 << 20})
+	for _, tc := range []struct {
+		p     *Pool
+		args  []string
+		cause string
+		max   time.Duration
+	}{
+		{deadline, []string{"spin"}, CauseDeadline, 5 * time.Second},
+		{memory, []string{"grow"}, CauseMemory, 30 * time.Second},
+		{deadline, []string{"crash"}, CauseCrashed, 5 * time.Second},
+	} {
+		p := tc.p
+		start := time.Now()
+		res, out := do(p, tc.args...)
+		took := time.Since(start)
+		if res != nil || out.Cause != tc.cause {
+			t.Errorf("%s: result %+v, outcome %+v; want cause %s", tc.args[0], res, out, tc.cause)
+		}
+		if took > tc.max {
+			t.Errorf("%s: stopped after %v", tc.args[0], took)
+		}
+		if alive(out.Worker) {
+			t.Errorf("%s: worker %d still alive", tc.args[0], out.Worker)
+		}
+		t.Logf("%s: %s (%s) after %v", tc.args[0], out.Cause, out.Detail, took.Round(time.Millisecond))
+		if res, _ := do(p, "echo", "after"); res == nil || res.Exit != 0 {
+			t.Fatalf("after %s: %+v", tc.args[0], res)
+		}
+	}
+	// Cooperative code reports its own error at the deadline: no kill (the
+	// grace is long: answering takes the worker a moment under load).
+	polite := testPool(t, &Pool{Size: 1, Deadline: 800 * time.Millisecond, Grace: 20 * time.Second})
+	start := time.Now()
+	res, out := do(polite, "polite")
+	if res == nil || out.Cause != "" || !strings.Contains(string(res.Stderr), "resource chart") {
+		t.Errorf("polite: %+v %+v", res, out)
+	}
+	if took := time.Since(start); took < 800*time.Millisecond {
+		t.Errorf("polite answered after %v, before its deadline", took)
+	}
+}
+
+// The deadline counts from arrival: a request queued behind a busy worker
+// fails at its own deadline, not the busy one's end. The request arrived
+// 19.5 s of its 20 s ago, so it is refused 0.5 s from now; counting from
+// the call, or waiting for the busy generation (20 s), would take 20 s.
+// The margin between the two is wide enough for a loaded machine (a 1 s
+// deadline and 0.5 s against 0.9 s failed on 2 cores at load 20; 0.1 s
+// against 0.7 s leaves 0.6 s, and a refusal came 0.97 s late there).
+func TestPoolQueueCountsAgainstTheDeadline(t *testing.T) {
+	const deadline, queued = 20 * time.Second, 19500 * time.Millisecond
+	p := testPool(t, &Pool{Size: 1, Deadline: deadline, Grace: 100 * time.Millisecond})
+	go do(p, "spin")
+	waitRunning(t, p, 1)
+	start := time.Now()
+	res, out := p.Do(context.Background(), &Request{Args: []string{"echo"}}, start.Add(-queued))
+	took := time.Since(start)
+	if res != nil || out.Cause != CauseQueueDeadline {
+		t.Fatalf("%+v %+v", res, out)
+	}
+	if own := deadline - queued; took < own || took > deadline/2 {
+		t.Errorf("refused after %v, want its own deadline %v from now (the busy generation ends in %v)", took, own, deadline)
+	}
+}
+
+// A client that goes away kills its worker.
+func TestPoolCancelKillsTheWorker(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, out := p.Do(ctx, &Request{Args: []string{"spin"}}, time.Now())
+	if res != nil || out.Cause != CauseCanceled {
+		t.Fatalf("%+v %+v", res, out)
+	}
+	waitDead(t, out.Worker)
+}
+
+// kill -9 of a worker: mid-render, one failed generation; while idle, no
+// generation notices.
+func TestPoolWorkerKilledFromOutside(t *testing.T) {
+	p := testPool(t, &Pool{Size: 2, Warm: 2})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var res *Result
+	var out Outcome
+	go func() { defer wg.Done(); res, out = do(p, "spin") }()
+	busy := waitBusy(t, p, 1)
+	syscall.Kill(busy, syscall.SIGKILL)
+	wg.Wait()
+	if res != nil || out.Cause != CauseCrashed || !strings.Contains(out.Detail, "killed") {
+		t.Errorf("mid-render kill: %+v %+v", res, out)
+	}
+	// Once the pool has reaped them (a dead process's last threads can hold
+	// its end of the socket a while after it shows as a zombie), none of
+	// them is handed out. A 50 ms sleep stood for that here; without it 6
+	// runs in 30 handed a killed worker to the next generation.
+	killed := p.Pids()
+	for _, pid := range killed {
+		syscall.Kill(pid, syscall.SIGKILL)
+		waitDead(t, pid)
+	}
+	for deadline := time.Now().Add(10 * time.Second); slices.ContainsFunc(p.Pids(), func(pid int) bool { return slices.Contains(killed, pid) }); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool still lists killed workers 10 s after they died: %v of %v", p.Pids(), killed)
+		}
+	}
+	for i := range 4 {
+		if res, out := do(p, "echo"); res == nil || res.Exit != 0 {
+			t.Fatalf("generation %d after the idle workers were killed: %+v %+v", i, res, out)
+		}
+	}
+}
+
+// An idle worker killed from outside (kill -9, the OOM killer) just before a
+// generation is handed to it, before the pool has reaped it: the generation
+// never reached it and runs in another worker instead of failing. A pool of
+// one, so that the killed worker is the one handed out.
+func TestPoolIdleWorkerKilledJustBefore(t *testing.T) {
+	m := NewMetrics()
+	p := testPool(t, &Pool{Size: 1, Warm: 1, Metrics: m})
+	const rounds = 50
+	for i := range rounds {
+		if res, out := do(p, "echo"); res == nil || res.Exit != 0 {
+			t.Fatalf("round %d, before the kill: %+v %+v", i, res, out)
+		}
+		// The worker is parked once its result was read: kill it there
+		// (through its os.Process, which knows when it was reaped).
+		var killed []int
+		p.mu.Lock()
+		for _, w := range p.idle {
+			if w.killed == "" && !isClosed(w.exited) && w.cmd.Process.Signal(syscall.SIGKILL) == nil {
+				killed = append(killed, w.pid)
+			}
+		}
+		p.mu.Unlock()
+		if len(killed) == 0 {
+			t.Fatalf("round %d: no idle worker to kill", i)
+		}
+		res, out := do(p, "echo", "after")
+		if res == nil || res.Exit != 0 || !strings.Contains(string(res.Stdout), "args after") {
+			t.Fatalf("round %d: a generation handed to a worker killed just before failed: %+v %+v", i, res, out)
+		}
+		if slices.Contains(killed, out.Worker) {
+			t.Fatalf("round %d: the result came from killed worker %d: %+v", i, out.Worker, out)
+		}
+	}
+	m.mu.Lock()
+	redelivered := m.redeliveries
+	m.mu.Unlock()
+	if redelivered > rounds {
+		t.Errorf("%d redeliveries in %d rounds of one kill each", redelivered, rounds)
+	}
+	t.Logf("%d of %d generations were handed a killed worker first", redelivered, rounds)
+}
+
+// A worker that took its job and then died (by itself, or killed from
+// outside mid-render) fails that generation once: it is never given to
+// another worker, since it may have run.
+func TestPoolJobTakenIsNotRedelivered(t *testing.T) {
+	m := NewMetrics()
+	p := testPool(t, &Pool{Size: 1, Warm: 1, Metrics: m})
+	if res, out := do(p, "crash"); res != nil || out.Cause != CauseCrashed || out.Detail != "exit status 3" {
+		t.Errorf("crash: %+v %+v", res, out)
+	}
+	done := make(chan Outcome, 1)
+	go func() { _, out := do(p, "spin"); done <- out }()
+	syscall.Kill(waitBusy(t, p, 1), syscall.SIGKILL)
+	if out := <-done; out.Cause != CauseCrashed || out.Detail != "signal killed" {
+		t.Errorf("killed mid-render: %+v", out)
+	}
+	if res, out := do(p, "echo"); res == nil || res.Exit != 0 {
+		t.Fatalf("echo after: %+v %+v", res, out)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.redeliveries != 0 || m.workerStarts != 3 {
+		t.Errorf("%d redeliveries, %d workers started (want 0 and 3: the first, one after each death, the last serving the echo)", m.redeliveries, m.workerStarts)
+	}
+}
+
+// A worker that used much memory for one generation is replaced after it;
+// so is one that served RecycleAfter generations.
+func TestPoolRecycles(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1, MaxMemory: 256 << 20, RecycleAbove: 48 << 20, RecycleAfter: 3})
+	pidOf := func() int {
+		res, _ := do(p, "echo")
+		if res == nil {
+			t.Fatal("echo failed")
+		}
+		pid, _ := strconv.Atoi(strings.Fields(string(res.Stdout))[1])
+		return pid
+	}
+	first := pidOf()
+	if res, out := do(p, "use", "64"); res == nil || res.Exit != 0 || out.Worker != first {
+		t.Fatalf("use: %+v %+v", res, out)
+	}
+	waitDead(t, first)
+	second := pidOf()
+	pidOf()
+	pidOf() // its third
+	waitDead(t, second)
+}
+
+func waitBusy(t *testing.T, p *Pool, n int) int {
+	t.Helper()
+	for range 200 {
+		p.mu.Lock()
+		for w := range p.workers {
+			if w.busy && w.killed == "" {
+				p.mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+				return w.pid
+			}
+		}
+		p.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no busy worker")
+	return 0
+}
+
+func waitDead(t *testing.T, pid int) {
+	t.Helper()
+	for range 200 {
+		if !alive(pid) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("process %d still alive", pid)
+}
+
+// The server with a pool: a limit is one error line naming the application,
+// component, version and limit, with nothing on stdout. Each limit has a
+// server and pool of its own: the memory case's deadline is long (at load
+// 20 on 2 cores, "grow" took over 2 s to allocate 96 MiB).
+func TestServerWithPoolLimitError(t *testing.T) {
+	for _, tc := range []struct {
+		arg     string
+		pool    *Pool
+		want    string
+		outcome string
+	}{
+		{"grow", &Pool{Size: 1, Deadline: time.Minute, MaxMemory: 96 << 20, Stderr: os.Stderr},
+			"argocd-ocm-plugin: application shop: component example.com/shop:1.0.0: generation exceeded the memory limit of 96 MiB (the render server stopped it): limit exceeded\n", "memory"},
+		{"spin", &Pool{Size: 1, Deadline: 2 * time.Second, Grace: 100 * time.Millisecond, MaxMemory: 96 << 20, Stderr: os.Stderr},
+			"argocd-ocm-plugin: application shop: component example.com/shop:1.0.0: generation exceeded the deadline of 2s (the render server stopped it): limit exceeded\n", "deadline"},
+	} {
+		t.Run(tc.arg, func(t *testing.T) {
+			p := testPool(t, tc.pool)
+			var log strings.Builder
+			var logMu sync.Mutex
+			metrics := NewMetrics()
+			p.Metrics, metrics.Stats = metrics, p.Stats
+			s := &Server{Pool: p, Fingerprint: "fp", Metrics: metrics, Log: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &log}, nil)),
+				Describe: func(*Request) Description {
+					return Description{Application: "shop", Project: "team-a", Component: "example.com/shop", Version: "1.0.0"}
+				}}
+			sock := start(t, s)
+			res, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{tc.arg}, Fingerprint: "fp"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Exit != 1 || len(res.Stdout) != 0 || string(res.Stderr) != tc.want {
+				t.Errorf("%s: exit %d, stdout %q, stderr %q\nwant %q", tc.arg, res.Exit, res.Stdout, res.Stderr, tc.want)
+			}
+			// The killed worker leaves the busy gauge once it is reaped, which
+			// may be just after its client has the result.
+			var text strings.Builder
+			wants := []string{`argocd_ocm_generations_total{outcome="` + tc.outcome + `"} 1`, `argocd_ocm_worker_kills_total{cause="` + tc.outcome + `"} 1`,
+				"argocd_ocm_generation_seconds_count 1", `argocd_ocm_workers{state="busy"} 0`}
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				text.Reset()
+				if err := metrics.WriteText(&text); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(text.String(), w) }) || time.Now().After(deadline) {
+					break
+				}
+			}
+			for _, want := range wants {
+				if !strings.Contains(text.String(), want) {
+					t.Errorf("metrics lack %s:\n%s", want, text.String())
+				}
+			}
+			logMu.Lock()
+			defer logMu.Unlock()
+			for _, want := range []string{`outcome=` + tc.outcome, `project=team-a`, `component=example.com/shop`} {
+				if !strings.Contains(log.String(), want) {
+					t.Errorf("log lacks %s:\n%s", want, log.String())
+				}
+			}
+		})
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// runTestSupervisor serves a pool on socket until killed; it prints its
+// workers' pids once they are busy, for the test to check.
+func runTestSupervisor(socket string) int {
+	self, _ := os.Executable()
+	p := &Pool{Size: 2, Warm: 2, Stderr: os.Stderr, Command: func() *exec.Cmd {
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), envTestWorker+"=1", envTestSupervisor+"=")
+		return cmd
+	}}
+	if err := p.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	l, err := Listen(socket)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() {
+		for {
+			time.Sleep(20 * time.Millisecond)
+			if s := p.Stats(); s.Busy > 0 {
+				fmt.Println(p.Pids())
+				return
+			}
+		}
+	}()
+	if err := (&Server{Pool: p, Fingerprint: "fp"}).Serve(context.Background(), l); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// kill -9 of the supervisor mid-render: the client gets ErrLost (an error,
+// not a second run), and the workers die with it.
+func TestSupervisorKilled(t *testing.T) {
+	sock := filepath.Join(shortTempDir(t), "r.sock")
+	self, _ := os.Executable()
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), envTestSupervisor+"="+sock)
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for range 300 {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{"spin"}, Fingerprint: "fp"})
+		errc <- err
+	}()
+	var line [256]byte
+	n, _ := stdout.Read(line[:])
+	pids := strings.Fields(strings.Trim(string(line[:n]), "[]\n"))
+	if len(pids) == 0 {
+		t.Fatalf("no worker pids from the supervisor: %q", line[:n])
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrLost) {
+			t.Errorf("client: %v, want ErrLost", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("client still waiting after the supervisor died")
+	}
+	for _, s := range pids {
+		pid, _ := strconv.Atoi(s)
+		waitDead(t, pid)
+	}
+}
+
+// The memory limit holds without polling: an allocation past the
+// address-space limit fails inside the worker, which is reported as the
+// memory limit (and its runtime traceback is left out of the log).
+func TestPoolAddressSpaceLimit(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a worker built with -race runs without an address-space limit")
+	}
+	var stderr testutil.SyncBuffer
+	p := testPool(t, &Pool{Size: 1, MaxMemory: 96 << 20, Poll: time.Hour, Stderr: &stderr})
+	for _, arg := range []string{"huge", "grow"} {
+		start := time.Now()
+		res, out := do(p, arg)
+		if res != nil || out.Cause != CauseMemory {
+			t.Errorf("%s: %+v %+v, want the memory limit", arg, res, out)
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("%s: stopped after %v", arg, took)
+		}
+	}
+	if res, _ := do(p, "echo", "after"); res == nil || res.Exit != 0 {
+		t.Fatalf("after: %+v", res)
+	}
+	log := stderr.String()
+	if !strings.Contains(log, "fatal error: out of memory") || strings.Contains(log, "goroutine ") || !strings.Contains(log, "traceback left out") {
+		t.Errorf("worker stderr:\n%s", log)
+	}
+}
+
+// A result of many MiB goes from the worker to the client without the
+// supervisor holding it: what the supervisor allocates stays far below the
+// result's size.
+func TestServerStreamsResults(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1})
+	sock := start(t, &Server{Pool: p, Fingerprint: "fp"})
+	do := func(mib int) (exit int, n int64, allocated uint64) {
+		s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+		metrics.Read(s)
+		before := s[0].Value.Uint64()
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := writeRequest(c, &Request{Protocol: ProtocolVersion, Args: []string{"big", strconv.Itoa(mib)}, Fingerprint: "fp"}); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReaderSize(c, 32<<10)
+		if h, err := readHeader(br); err != nil || !h.Accepted {
+			t.Fatalf("%+v %v", h, err)
+		}
+		h, err := readHeader(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err = io.Copy(io.Discard, br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics.Read(s)
+		return h.Exit, n, s[0].Value.Uint64() - before
+	}
+	exit, n, allocated := do(64)
+	if exit != 0 || n != 64<<20 {
+		t.Fatalf("exit %d, %d bytes", exit, n)
+	}
+	if allocated > 16<<20 {
+		t.Errorf("the supervisor allocated %d MiB for a 64 MiB result", allocated>>20)
+	}
+	t.Logf("64 MiB result: %d KiB allocated in the supervisor (and this client)", allocated>>10)
+}
+
+// Requests bigger together than the server's budget are refused with one
+// error line (not left to the client to render itself); the budget comes
+// back when they are done.
+func TestServerRequestBudget(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1})
+	sock := start(t, &Server{Pool: p, Fingerprint: "fp", RequestBudget: 1 << 20})
+	big := &Request{Protocol: ProtocolVersion, Args: []string{"echo"}, Fingerprint: "fp",
+		Env: []string{"ARGOCD_ENV_X=" + strings.Repeat("x", 2<<20)}}
+	res, err := Do(context.Background(), sock, big)
+	if err != nil {
+		t.Fatalf("%v (want a result, not a fallback)", err)
+	}
+	if res.Exit != 1 || len(res.Stdout) != 0 || strings.Count(string(res.Stderr), "\n") != 1 ||
+		!strings.Contains(string(res.Stderr), "too many large requests") {
+		t.Errorf("big request: %+v %q", res, res.Stderr)
+	}
+	for range 3 {
+		res, err = Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{"echo", "small"}, Fingerprint: "fp"})
+		if err != nil || res.Exit != 0 {
+			t.Fatalf("small request after: %v %+v", err, res)
+		}
+	}
+	// Beyond MaxRequestSize the client does not send it at all.
+	huge := &Request{Protocol: ProtocolVersion, Args: []string{"echo"}, Fingerprint: "fp", Env: []string{"ARGOCD_ENV_X=" + strings.Repeat("x", MaxRequestSize)}}
+	if _, err := Do(context.Background(), sock, huge); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("request over MaxRequestSize: %v, want ErrUnavailable", err)
+	}
+}
+
+// One warm worker; a second starts at once for a request that finds it busy
+// (Eager); beyond Eager, another starts only behind generations that have
+// run GrowAfter and do not wait for a CPU (here: asleep, a tarpit registry).
+func TestPoolGrowth(t *testing.T) {
+	p := testPool(t, &Pool{Size: 3, Warm: 1, Eager: 2, GrowAfter: 200 * time.Millisecond, Deadline: 10 * time.Second})
+	if n := len(p.Pids()); n != 1 {
+		t.Fatalf("%d workers at start, want 1 warm", n)
+	}
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); do(p, "sleep") }()
+		waitRunning(t, p, i+1)
+	}
+	// Both sleepers run (the second worker started at once); the third
+	// request gets a third worker once they have slept GrowAfter + a window.
+	start := time.Now()
+	res, out := do(p, "echo", "third")
+	took := time.Since(start)
+	if res == nil || res.Exit != 0 {
+		t.Fatalf("third: %+v %+v", res, out)
+	}
+	if took > 2*time.Second {
+		t.Errorf("third waited %v: no worker was started behind the sleeping generations", took)
+	}
+	if n := len(p.Pids()); n != 3 {
+		t.Errorf("%d workers, want 3", n)
+	}
+	wg.Wait()
+	t.Logf("third generation served after %v", took.Round(time.Millisecond))
+}
+
+// A generation that waits for another's fetch of the same blob (it polls
+// the cache's lock file, which the fetching generation holds) ends soon
+// after that fetch, and requests queued behind the two (a burst of one
+// component on a cold cache) would wait for the same blob: the pool does
+// not grow for them, although both generations run past GrowAfter without
+// waiting for a CPU. Without Pool.LockDir it cannot tell and grows, as for
+// two tarpits (TestPoolGrowth).
+func TestPoolGrowthWaitsForTheFetchItIsBehind(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lockDir bool
+		want    int
+	}{
+		{"behind a fetch", true, 2},
+		{"lock directory not given", false, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			locks := filepath.Join(dir, "locks")
+			if err := os.MkdirAll(filepath.Join(locks, "sha256"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			pool := &Pool{Size: 3, Warm: 1, Eager: 2, GrowAfter: 200 * time.Millisecond, Deadline: 10 * time.Second}
+			if tc.lockDir {
+				pool.LockDir = locks
+			}
+			p := testPool(t, pool)
+			lock := filepath.Join(locks, "sha256", "5735e7fc")
+			var wg sync.WaitGroup
+			for i, cmd := range []string{"holdlock", "waitlock"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if res, out := do(p, cmd, lock); res == nil || res.Exit != 0 {
+						t.Errorf("%s: %+v %+v", cmd, res, out)
+					}
+				}()
+				// The holder has the lock before the waiter starts (a 150 ms
+				// sleep did not always on a loaded machine: then the waiter
+				// took it and was done at once).
+				waitRunning(t, p, i+1)
+				if cmd == "holdlock" {
+					waitLocked(t, lock)
+				}
+			}
+			start := time.Now()
+			if res, out := do(p, "echo", "third"); res == nil || res.Exit != 0 {
+				t.Fatalf("third: %+v %+v", res, out)
+			}
+			took := time.Since(start)
+			wg.Wait()
+			if n := len(p.Pids()); n != tc.want {
+				t.Errorf("%d workers, want %d", n, tc.want)
+			}
+			t.Logf("third generation served after %v; %d workers", took.Round(time.Millisecond), len(p.Pids()))
+		})
+	}
+}
+
+// The growth rule, case by case (TestPoolGrowth and the test above run it
+// on real workers).
+func TestShouldGrow(t *testing.T) {
+	const after = 250 * time.Millisecond
+	const ms = time.Millisecond
+	slow := busyGen{age: 400 * ms, window: 50 * ms, waited: 5 * ms} // asleep: a tarpit registry
+	loop := busyGen{age: 2 * time.Second, window: 50 * ms, waited: 20 * ms}
+	behind := slow
+	behind.behind = true
+	for _, tc := range []struct {
+		name     string
+		starting int
+		gens     []busyGen
+		want     bool
+	}{
+		{"two tarpits", 0, []busyGen{slow, slow}, true},
+		{"template loops with cores to spare", 0, []busyGen{loop, loop}, true},
+		{"one generation may end soon", 0, []busyGen{slow, {age: 100 * ms, window: 50 * ms}}, false},
+		{"not watched for a window yet", 0, []busyGen{slow, {age: 300 * ms}}, false},
+		{"one waits for a CPU half the window", 0, []busyGen{slow, {age: 400 * ms, window: 50 * ms, waited: 25 * ms}}, false},
+		{"cold burst: one fetches, the other waits for its fetch", 0, []busyGen{slow, behind}, false},
+		{"a worker is starting", 1, []busyGen{slow, slow}, false},
+	} {
+		if got := shouldGrow(tc.starting, tc.gens, after); got != tc.want {
+			t.Errorf("%s: shouldGrow = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// kill -9 of a worker while its result streams to the client: the client
+// gets fewer bytes than announced (Do: ErrLost, one error line), never a
+// result that looks complete; the next generation is served.
+func TestWorkerKilledWhileDelivering(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1, Deadline: time.Minute})
+	sock := start(t, &Server{Pool: p, Fingerprint: "fp"})
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := writeRequest(c, &Request{Protocol: ProtocolVersion, Args: []string{"big", "256"}, Fingerprint: "fp"}); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReaderSize(c, 32<<10)
+	if h, err := readHeader(br); err != nil || !h.Accepted {
+		t.Fatalf("%+v %v", h, err)
+	}
+	h, err := readHeader(br) // the worker is done rendering and sends
+	if err != nil || h.Stdout != 256<<20 {
+		t.Fatalf("%+v %v", h, err)
+	}
+	for _, pid := range p.Pids() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_, _, err = readBody(br, h)
+	if err == nil {
+		t.Fatal("the whole result arrived although its worker was killed while sending it")
+	}
+	t.Logf("client: %v", err)
+	if res, err := Do(context.Background(), sock, &Request{Protocol: ProtocolVersion, Args: []string{"echo", "after"}, Fingerprint: "fp"}); err != nil || res.Exit != 0 {
+		t.Fatalf("after: %v %+v", err, res)
+	}
+}
+
+// The pool tells each generation's worker how many Ps to render with: all
+// the cores when it renders alone, a share when others run or wait, and
+// nothing (the worker's own GOMAXPROCS) when Procs is negative; and GCAlone
+// as GOGC to a generation alone only. The workers start with GOMAXPROCS=3
+// and GOGC=90, which no share here equals.
+func TestPoolSharesCores(t *testing.T) {
+	gcOf := map[*Pool]int{}
+	procs := func(t *testing.T, p *Pool) (int, Outcome) {
+		t.Helper()
+		res, out := do(p, "procs")
+		if res == nil || res.Exit != 0 {
+			t.Fatalf("procs: %+v %+v", res, out)
+		}
+		var n, gc int
+		if _, err := fmt.Sscanf(string(res.Stdout), "%d %d", &n, &gc); err != nil {
+			t.Fatalf("procs printed %q", res.Stdout)
+		}
+		gcOf[p] = gc
+		return n, out
+	}
+	t.Run("share", func(t *testing.T) {
+		p := testPool(t, &Pool{Size: 4, Warm: 1, Eager: 4, Procs: 4, GCAlone: 250, Deadline: 20 * time.Second}, "GOMAXPROCS=3", "GOGC=90")
+		if n, out := procs(t, p); n != 4 || out.Procs != 4 || gcOf[p] != 250 {
+			t.Errorf("alone: worker rendered with %d Ps (outcome %d) and GOGC %d, want all 4 and 250", n, out.Procs, gcOf[p])
+		}
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for i := 1; i <= 2; i++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); do(p, "nap", "3000") }()
+			waitRunning(t, p, i)
+			want := 4 / (i + 1) // i napping + this one
+			if n, out := procs(t, p); n != want || out.Procs != want || gcOf[p] != 90 {
+				t.Errorf("beside %d running: worker rendered with %d Ps (outcome %d) and GOGC %d, want %d and its own 90", i, n, out.Procs, gcOf[p], want)
+			}
+		}
+	})
+	t.Run("off", func(t *testing.T) {
+		p := testPool(t, &Pool{Size: 1, Procs: -1, Deadline: 10 * time.Second}, "GOMAXPROCS=3")
+		if n, out := procs(t, p); n != 3 || out.Procs != 0 {
+			t.Errorf("Procs -1: worker rendered with %d Ps (outcome %d), want its own 3", n, out.Procs)
+		}
+	})
+}
+
+// waitLocked waits until another process holds an flock on path.
+func waitLocked(t *testing.T, path string) {
+	t.Helper()
+	for range 500 {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		f.Close() // releases a lock taken just now
+		if err == syscall.EWOULDBLOCK {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s not locked after 5 s", path)
+}
+
+// waitRunning waits until n workers render.
+func waitRunning(t *testing.T, p *Pool, n int) {
+	t.Helper()
+	for range 500 {
+		if p.Stats().Busy >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d workers busy after 5 s, want %d", p.Stats().Busy, n)
+}
+
+func TestProcsFor(t *testing.T) {
+	for _, c := range []struct{ cores, running, waiting, want int }{
+		{2, 1, 0, 2},   // alone: every core
+		{2, 2, 0, 1},   // two at once on two cores
+		{2, 1, 5, 1},   // alone in the workers, a queue behind: the burst's share
+		{8, 2, 0, 4},   // a share of a larger machine
+		{8, 3, 0, 2},   // rounded down: never more Ps than cores in all
+		{1, 1, 0, 1},   // one core
+		{2, 0, 0, 2},   // nothing counted (defensive): all
+		{2, 50, 50, 1}, // never 0
+	} {
+		if got := ProcsFor(c.cores, c.running, c.waiting); got != c.want {
+			t.Errorf("ProcsFor(%d cores, %d running, %d waiting) = %d, want %d", c.cores, c.running, c.waiting, got, c.want)
+		}
+	}
+}
+
+// A worker returns the heap of a large generation once it is idle, and the
+// pool's figure of its memory follows: the peak it no longer holds does not
+// stay counted against TotalMemory.
+func TestPoolIdleWorkerReturnsMemory(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1, Deadline: 10 * time.Second, MaxMemory: 512 << 20})
+	if res, out := do(p, "usefree", "160"); res == nil || res.Exit != 0 {
+		t.Fatalf("usefree: %+v %+v", res, out)
+	}
+	if got := p.Stats().PrivateBytes; got < 100<<20 {
+		t.Logf("private memory right after the generation: %d MiB (already returned)", got>>20)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().PrivateBytes > 64<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle worker still counted with %d MiB 10 s after a generation whose 160 MiB were garbage", p.Stats().PrivateBytes>>20)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,1316 @@
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/accessmethod"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/bytesize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
+)
+
+// Creator is the software.ocm.creator annotation of the manifests a
+// transfer writes.
+const Creator = "argocd-ocm-plugin"
+
+// Transfer copies a component version (and with Recursive its references)
+// from one OCM repository to another: CTF (directory, tar, tgz) or OCI
+// registry, in every direction. Configure the exported fields, then Run.
+type Transfer struct {
+	// From and To are repository specs (see oci.ParseSpec): a CTF path
+	// ("./bundle", "bundle.tgz") or a registry ("registry.example.com/ocm",
+	// "http://127.0.0.1:5000/ocm"). A CTF target that does not exist is
+	// created: a directory, or a tar/tgz when the name ends in .tar, .tgz
+	// or .tar.gz.
+	From, To string
+	// Component and Version name the component version.
+	Component, Version string
+	// Recursive transfers the referenced component versions too.
+	Recursive bool
+	// CopyResources uploads local blobs that are OCI artifacts (Helm charts
+	// as artifact sets, images carried in a CTF) into a registry target as
+	// artifacts of their own and rewrites their access to ociArtifact,
+	// as `ocm transfer --copy-resources` does. Other local blobs stay layers.
+	CopyResources bool
+	// CopyImages copies the OCI artifacts that ociArtifact accesses point at
+	// (images) by digest: into a registry target as artifacts below its
+	// prefix, into a CTF target as artifact set local blobs; the access is
+	// rewritten to the copy. Without it, ociArtifact accesses are kept as
+	// they are (`ocm transfer --omit-access-types ociArtifact`).
+	CopyImages bool
+	// DryRun plans and reports, and writes nothing.
+	DryRun bool
+	// Registry is the registry client of both sides (credentials, trust,
+	// plain HTTP, the sidecar policy's gate); it must allow plain HTTP to
+	// the http:// sides (see PlainHTTPHosts). Default:
+	// registry.NewClient(RegistryOptions..., WithPlainHTTP(PlainHTTPHosts(From, To)...)).
+	Registry        *registry.Client
+	RegistryOptions []registry.Option
+	// Progress receives one line per version, resource and copied blob,
+	// and for a long blob a line every ProgressInterval (default 2s). nil:
+	// silent.
+	Progress         io.Writer
+	ProgressInterval time.Duration
+	// TempDir holds the temporary files of artifact sets (default os.TempDir()).
+	TempDir string
+}
+
+// Summary is what a Run did (or, in a dry run, would do).
+type Summary struct {
+	Versions []VersionSummary
+	// Blobs and Bytes copied (blobs and manifests); Present is the number
+	// of blobs the target already held.
+	Blobs, Bytes int64
+	Present      int64
+	DryRun       bool
+}
+
+// VersionSummary is one component version of a Run.
+type VersionSummary struct {
+	Component, Version string
+	// Status is "copied", "present" (already in the target, skipped) or
+	// "planned" (dry run).
+	Status string
+}
+
+// Copied reports whether the run copied (or would copy) anything.
+func (s *Summary) Copied() bool { return s.Blobs > 0 }
+
+// String is the one-line summary.
+func (s *Summary) String() string {
+	var copied, present int
+	for _, v := range s.Versions {
+		if v.Status == "present" {
+			present++
+		} else {
+			copied++
+		}
+	}
+	if copied == 0 {
+		return fmt.Sprintf("nothing to copy: %d component version(s) already present in the target", present)
+	}
+	verb := "copied"
+	if s.DryRun {
+		verb = "would copy"
+	}
+	return fmt.Sprintf("%s %d component version(s) (%d blobs, %s); %d already present; %d blobs were in the target already",
+		verb, copied, s.Blobs, bytesize.Format(s.Bytes), present, s.Present)
+}
+
+// Run performs the transfer. Errors name the component, version and
+// resource; nothing the target held is ever overwritten: a tag that names
+// other content, or a version whose descriptor differs (in what its
+// digest covers), is refused with errdef.ErrConflict.
+func (t *Transfer) Run(ctx context.Context) (*Summary, error) {
+	ectx := errdef.Error{Component: t.Component, Version: t.Version}
+	if t.From == "" || t.To == "" || t.Component == "" || t.Version == "" {
+		return nil, errdef.Wrap(fmt.Errorf("%w: from, to, component and version are required", errdef.ErrInvalidInput), ectx)
+	}
+	r := &run{t: t, seen: map[string]bool{}, sum: &Summary{DryRun: t.DryRun}, prog: newProgress(t.Progress, t.ProgressInterval)}
+	r.reg = t.Registry
+	if r.reg == nil {
+		// The operator names both sides: an http:// side is a registry
+		// they chose to reach over plain HTTP, with its credentials
+		// (pushing needs a request body, which the registry client sends
+		// over plain HTTP only to hosts the operator allowed).
+		opts := append([]registry.Option{}, t.RegistryOptions...)
+		opts = append(opts, registry.WithPlainHTTP(PlainHTTPHosts(t.From, t.To)...))
+		// Mirrors serve readers; a transfer talks to both registries
+		// themselves (a mirror's HEAD must not stand for the target's).
+		opts = append(opts, registry.WithoutMirrors())
+		c, err := registry.NewClient(opts...)
+		if err != nil {
+			return nil, errdef.Wrap(err, ectx)
+		}
+		r.reg = c
+	}
+	r.tmp = t.TempDir
+	var err error
+	if r.src, err = r.open(t.From, false); err != nil {
+		return nil, errdef.Wrap(fmt.Errorf("source: %w", err), ectx)
+	}
+	defer r.src.Close()
+	if r.dst, err = r.open(t.To, true); err != nil {
+		return nil, errdef.Wrap(fmt.Errorf("target: %w", err), ectx)
+	}
+	defer r.dst.Close()
+	if err := r.version(ctx, t.Component, t.Version); err != nil {
+		return r.sum, err
+	}
+	if !t.DryRun {
+		if err := r.dst.Commit(r.sum.Blobs > 0); err != nil {
+			return r.sum, errdef.Wrap(err, ectx)
+		}
+	}
+	r.prog.line("%s", r.sum)
+	return r.sum, nil
+}
+
+type run struct {
+	t        *Transfer
+	reg      *registry.Client
+	src, dst store
+	seen     map[string]bool
+	sum      *Summary
+	prog     *progress
+	tmp      string
+}
+
+// open opens a side of the transfer.
+func (r *run) open(spec string, target bool) (store, error) {
+	sp, err := oci.ParseSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	if sp.Type != oci.TypeCTF {
+		return newRegistryStore(r.reg, sp)
+	}
+	p := sp.FilePath
+	if !target {
+		// Every form through package ctf, which confines and bounds it.
+		return openCTFReader(p)
+	}
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && r.t.DryRun:
+		return emptyStore{name: p}, nil // a dry run creates nothing
+	case err == nil && fi.IsDir():
+		return openCTFDir(p, p)
+	case err == nil && fi.Mode().IsRegular():
+		return openCTFArchive(p)
+	case err == nil:
+		return nil, fmt.Errorf("%w: %s is neither a directory nor a file", errdef.ErrInvalidInput, p)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	case isArchiveName(p):
+		return openCTFArchive(p)
+	default:
+		return openCTFDir(p, p)
+	}
+}
+
+// PlainHTTPHosts are the hosts of the repository specs written with
+// http://, which a transfer reaches over plain HTTP.
+func PlainHTTPHosts(specs ...string) []string {
+	var out []string
+	for _, s := range specs {
+		sp, err := oci.ParseSpec(s)
+		if err != nil || sp.Type != oci.TypeOCIRegistry {
+			continue
+		}
+		if l, err := parseLocation(sp); err == nil && l.scheme == "http" {
+			out = append(out, l.host)
+		}
+	}
+	return out
+}
+
+func isArchiveName(p string) bool {
+	l := strings.ToLower(p)
+	return strings.HasSuffix(l, ".tgz") || strings.HasSuffix(l, ".tar.gz") || strings.HasSuffix(l, ".tar")
+}
+
+// storeFetcher adapts a store and repository to ocimapping.Fetcher.
+type storeFetcher struct {
+	s    store
+	repo string
+}
+
+func (f storeFetcher) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	return f.s.Fetch(ctx, f.repo, d)
+}
+
+// versionContent is a component version as its store holds it.
+type versionContent struct {
+	repo, tag    string
+	manifestDesc ocispec.Descriptor
+	manifestRaw  []byte
+	manifest     *ocispec.Manifest
+	configRaw    []byte
+	layerDesc    ocispec.Descriptor // the descriptor layer
+	layerRaw     []byte
+	doc          []byte
+	d            *ocm.Descriptor
+	// ver is the version as ocimapping resolved it: the descriptor
+	// manifest and the other manifests of the index the tag names.
+	ver *ocimapping.Version
+	// tagDesc is what the tag names: manifestDesc, or the image index of
+	// a version written by the OCM CLI v0.13+ (index and indexRaw then).
+	tagDesc  ocispec.Descriptor
+	index    *ocispec.Index
+	indexRaw []byte
+}
+
+// readVersion reads a version's manifest, config and descriptor, each
+// verified against its digest.
+func readVersion(ctx context.Context, s store, name, version string) (*versionContent, error) {
+	v := &versionContent{repo: ocm.DescriptorRepository(name), tag: ocm.VersionToTag(version)}
+	desc, err := s.Resolve(ctx, v.repo, v.tag)
+	if err != nil {
+		return nil, err
+	}
+	f := storeFetcher{s: s, repo: v.repo}
+	ver, err := ocimapping.ResolveVersion(ctx, f, desc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s:%s: %w", s, v.repo, v.tag, err)
+	}
+	m, used := ver.Manifest, ver.Desc
+	v.ver, v.manifest, v.manifestDesc = ver, m, used
+	if used.Digest != desc.Digest {
+		// An image index (OCM CLI v0.13+): kept, entries and annotations,
+		// so that the copy stays in that format.
+		if v.indexRaw, err = ocimapping.FetchVerified(ctx, f, desc, ocimapping.MaxManifestSize); err != nil {
+			return nil, fmt.Errorf("index: %w", err)
+		}
+		v.index = &ocispec.Index{}
+		if err := json.Unmarshal(v.indexRaw, v.index); err != nil {
+			return nil, fmt.Errorf("%w: index %s: %v", errdef.ErrInvalidDescriptor, desc.Digest, err)
+		}
+		desc.Size = int64(len(v.indexRaw))
+		if desc.MediaType = v.index.MediaType; desc.MediaType == "" {
+			desc.MediaType = ocispec.MediaTypeImageIndex
+		}
+	}
+	if v.manifestRaw, err = ocimapping.FetchVerified(ctx, f, used, ocimapping.MaxManifestSize); err != nil {
+		return nil, err
+	}
+	v.manifestDesc.Size = int64(len(v.manifestRaw))
+	if v.manifestDesc.MediaType == "" {
+		v.manifestDesc.MediaType = ocispec.MediaTypeImageManifest
+	}
+	v.tagDesc = v.manifestDesc
+	if v.index != nil {
+		v.tagDesc = desc
+	}
+	switch m.Config.MediaType {
+	case ocimapping.MediaTypeComponentConfig, ocimapping.MediaTypeLegacyComponentConfig, ocimapping.MediaTypeLegacyComponentConfig2:
+	default:
+		return nil, fmt.Errorf("%w: %s: %s:%s is not an OCM component version (config %q)", errdef.ErrConflict, s, v.repo, v.tag, m.Config.MediaType)
+	}
+	if v.configRaw, err = ocimapping.FetchVerified(ctx, f, m.Config, ocimapping.MaxConfigSize); err != nil {
+		return nil, fmt.Errorf("component config: %w", err)
+	}
+	var cfg struct {
+		Layer *ocispec.Descriptor `json:"componentDescriptorLayer"`
+	}
+	if err := json.Unmarshal(v.configRaw, &cfg); err != nil {
+		return nil, fmt.Errorf("%w: component config: %v", errdef.ErrInvalidDescriptor, err)
+	}
+	switch {
+	case cfg.Layer != nil:
+		v.layerDesc = *cfg.Layer
+	case len(m.Layers) > 0:
+		v.layerDesc = m.Layers[0]
+	default:
+		return nil, fmt.Errorf("%w: the manifest has no descriptor layer", errdef.ErrInvalidDescriptor)
+	}
+	for _, l := range m.Layers {
+		if l.Digest == v.layerDesc.Digest && v.layerDesc.MediaType == "" {
+			v.layerDesc.MediaType = l.MediaType
+		}
+	}
+	if v.layerRaw, err = ocimapping.FetchVerified(ctx, f, v.layerDesc, ocm.MaxDescriptorSize+64<<10); err != nil {
+		return nil, fmt.Errorf("descriptor layer: %w", err)
+	}
+	if v.doc, err = descriptorDocument(v.layerDesc.MediaType, v.layerRaw); err != nil {
+		return nil, err
+	}
+	if v.d, err = ocm.DecodeDescriptor(v.doc); err != nil {
+		return nil, err
+	}
+	if v.d.Name != name || v.d.Version != version {
+		return nil, fmt.Errorf("%w: %s:%s holds the descriptor of %s:%s", errdef.ErrInvalidDescriptor, v.repo, v.tag, v.d.Name, v.d.Version)
+	}
+	return v, nil
+}
+
+// version transfers one component version, its references first when
+// Recursive.
+func (r *run) version(ctx context.Context, name, version string) error {
+	key := name + ":" + version
+	if r.seen[key] {
+		return nil
+	}
+	r.seen[key] = true
+	ectx := errdef.Error{Component: name, Version: version}
+	if err := ctx.Err(); err != nil {
+		return errdef.Wrap(err, ectx)
+	}
+	// A reference's name and version come from a descriptor: they become a
+	// repository and a tag of both stores.
+	if err := checkVersionName(name, version); err != nil {
+		return errdef.Wrap(err, ectx)
+	}
+	r.prog.line("transferring version %q...", key)
+	sv, err := readVersion(ctx, r.src, name, version)
+	if err != nil {
+		if errors.Is(err, errdef.ErrNotFound) {
+			err = r.notFound(ctx, name, version, err)
+		}
+		return errdef.Wrap(fmt.Errorf("source %s: %w", r.src, err), ectx)
+	}
+	if r.t.Recursive {
+		for _, ref := range sv.d.References {
+			if err := r.version(ctx, ref.ComponentName, ref.Version); err != nil {
+				return errdef.Wrap(err, errdef.Error{Component: name, Version: version, Resource: "reference " + ref.Name})
+			}
+		}
+	}
+	present, err := r.present(ctx, sv)
+	if err != nil {
+		return errdef.Wrap(err, ectx)
+	}
+	if present {
+		r.prog.line("  version %q already present -> skip transport", key)
+		r.sum.Versions = append(r.sum.Versions, VersionSummary{Component: name, Version: version, Status: "present"})
+		return nil
+	}
+	p, err := r.plan(ctx, sv)
+	defer p.close()
+	if err != nil {
+		return errdef.Wrap(err, ectx)
+	}
+	status := "planned"
+	if r.t.DryRun {
+		r.sum.Blobs += int64(len(p.blobs) + len(p.manifests))
+		r.sum.Bytes += p.bytes
+		r.sum.Present += p.present
+		for _, b := range p.blobs {
+			r.prog.line("  would copy %s %s (%s)", b.repo, b.desc.Digest, bytesize.Format(b.desc.Size))
+		}
+		for _, m := range p.manifests {
+			r.prog.line("  would push manifest %s:%s %s", m.repo, m.tag, m.desc.Digest)
+		}
+	} else {
+		if err := r.execute(ctx, p); err != nil {
+			return errdef.Wrap(err, ectx)
+		}
+		status = "copied"
+		r.prog.line("  ...added component version %q", key)
+	}
+	r.sum.Versions = append(r.sum.Versions, VersionSummary{Component: name, Version: version, Status: status})
+	return nil
+}
+
+// checkVersionName refuses a component version whose descriptor repository
+// or tag is not an OCI name.
+func checkVersionName(name, version string) error {
+	if err := checkRepositoryName("the descriptor repository of component "+errdef.Quote(name)+",", ocm.DescriptorRepository(name)); err != nil {
+		return err
+	}
+	return checkTag("the tag of version "+errdef.Quote(version)+",", ocm.VersionToTag(version))
+}
+
+// tagLister is a store that can list a repository's tags.
+type tagLister interface {
+	Tags(ctx context.Context, repo string) ([]string, error)
+}
+
+// notFound says which versions the source has, when it can list them.
+func (r *run) notFound(ctx context.Context, name, version string, cause error) error {
+	l, ok := r.src.(tagLister)
+	if !ok {
+		return cause
+	}
+	tags, err := l.Tags(ctx, ocm.DescriptorRepository(name))
+	if err != nil || len(tags) == 0 {
+		return fmt.Errorf("component %s %w", name, errdef.ErrNotFound)
+	}
+	var versions []string
+	for _, t := range tags {
+		versions = append(versions, ocm.TagToVersion(t))
+	}
+	oci.SortVersions(versions)
+	return fmt.Errorf("version %s of component %s %w (available: %s)", version, name, errdef.ErrNotFound, strings.Join(versions, ", "))
+}
+
+// present reports whether the target holds the version already. A target
+// whose version differs in what the signature digest covers, or whose tag
+// names something that is not this component version, is a conflict.
+func (r *run) present(ctx context.Context, sv *versionContent) (bool, error) {
+	tv, err := readVersion(ctx, r.dst, sv.d.Name, sv.d.Version)
+	if errors.Is(err, errdef.ErrNotFound) {
+		if _, rerr := r.dst.Resolve(ctx, sv.repo, sv.tag); rerr != nil && errors.Is(rerr, errdef.ErrNotFound) {
+			return false, nil
+		}
+	}
+	if err != nil {
+		if !foreignContent(err) {
+			// The target did not show what the tag holds: say what
+			// happened, and no conflict that an operator would clear by
+			// deleting tags.
+			return false, fmt.Errorf("target %s: reading tag %s of %s: %w", r.dst, sv.tag, sv.repo, err)
+		}
+		return false, fmt.Errorf("%w: target %s: tag %s of %s holds something that is not this component version, nothing was overwritten: %w",
+			errdef.ErrConflict, r.dst, sv.tag, sv.repo, err)
+	}
+	if tv.tagDesc.Digest == sv.tagDesc.Digest || tv.manifestDesc.Digest == sv.manifestDesc.Digest {
+		return true, nil
+	}
+	a, errA := signing.Digest(sv.d, signing.JSONNormalisationV3, "SHA-256")
+	b, errB := signing.Digest(tv.d, signing.JSONNormalisationV3, "SHA-256")
+	if errA == nil && errB == nil && a == b {
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: target %s already holds %s:%s with another descriptor (normalised digest %s, the source's is %s); nothing was overwritten",
+		errdef.ErrConflict, r.dst, sv.d.Name, sv.d.Version, orUnknown(b, errB), orUnknown(a, errA))
+}
+
+// foreignContent reports whether err, from reading the target's tag of a
+// version, is about what the tag names: content that was read and is
+// another artifact or another descriptor. A failed connection, timeout,
+// refused credentials, a protocol mismatch or a server error (the registry
+// client's errors) and content that could not be read whole (a missing or
+// corrupt blob) are not: the target may well hold the version.
+func foreignContent(err error) bool {
+	var re *registry.Error
+	if errors.As(err, &re) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	return errors.Is(err, errdef.ErrConflict) || errors.Is(err, errdef.ErrInvalidDescriptor) || errors.Is(err, errdef.ErrUnsupportedMediaType)
+}
+
+func orUnknown(s string, err error) string {
+	if err != nil {
+		return "unknown"
+	}
+	return s
+}
+
+// blobTask copies one blob (or, with raw set, writes one) into repo.
+type blobTask struct {
+	repo string
+	desc ocispec.Descriptor
+	open func(ctx context.Context) (io.ReadCloser, error)
+	raw  []byte
+	res  string // resource, for errors
+}
+
+// manifestTask pushes one manifest, after the blobs it names.
+type manifestTask struct {
+	repo, tag string
+	desc      ocispec.Descriptor
+	raw       []byte
+	res       string
+}
+
+type plan struct {
+	blobs     []blobTask
+	manifests []manifestTask
+	closers   []io.Closer
+	bytes     int64
+	present   int64
+	seen      map[string]bool
+}
+
+func (p *plan) close() {
+	for _, c := range p.closers {
+		c.Close()
+	}
+}
+
+// addBlob plans a blob unless the target holds it already.
+func (r *run) addBlob(ctx context.Context, p *plan, t blobTask) error {
+	k := t.repo + "@" + t.desc.Digest.String()
+	if p.seen[k] {
+		return nil
+	}
+	p.seen[k] = true
+	ok, err := r.dst.Exists(ctx, t.repo, t.desc)
+	if err != nil {
+		return err
+	}
+	if ok {
+		p.present++
+		return nil
+	}
+	p.blobs = append(p.blobs, t)
+	p.bytes += t.desc.Size
+	return nil
+}
+
+// addManifest plans a manifest; a tag that names another manifest in the
+// target is refused.
+func (r *run) addManifest(ctx context.Context, p *plan, t manifestTask) error {
+	if t.tag != "" {
+		cur, err := r.dst.Resolve(ctx, t.repo, t.tag)
+		switch {
+		case err == nil && cur.Digest != t.desc.Digest:
+			return fmt.Errorf("%w: target %s: %s:%s names %s, not %s; nothing was overwritten", errdef.ErrConflict, r.dst, t.repo, t.tag, cur.Digest, t.desc.Digest)
+		case err == nil:
+			return nil // there, under its tag
+		case !errors.Is(err, errdef.ErrNotFound):
+			return err
+		}
+	} else if ok, err := r.dst.Exists(ctx, t.repo, t.desc); err != nil {
+		return err
+	} else if ok {
+		return nil
+	}
+	p.manifests = append(p.manifests, t)
+	p.bytes += int64(len(t.raw))
+	return nil
+}
+
+// plan decides what to copy for one version and builds its new descriptor.
+func (r *run) plan(ctx context.Context, sv *versionContent) (*plan, error) {
+	p := &plan{seen: map[string]bool{}}
+	doc, err := parseDocument(sv.doc)
+	if err != nil {
+		return p, err
+	}
+	loc := r.dst.Registry()
+	rp, err := r.planResources(ctx, p, sv, doc, loc)
+	if err != nil {
+		return p, err
+	}
+	rp.markSourceBlobs(sv)
+	layers, err := r.planLayers(ctx, p, sv, rp)
+	if err != nil {
+		return p, err
+	}
+	if err := r.planIndexArtifacts(ctx, p, sv, rp); err != nil {
+		return p, err
+	}
+	if loc != nil {
+		if err := doc.appendContext(loc.repositoryContext()); err != nil {
+			return p, err
+		}
+		rp.changed = true
+	}
+	if !rp.changed {
+		return p, r.planUnchanged(ctx, p, sv)
+	}
+	return p, r.planRewritten(ctx, p, sv, doc, append(layers, rp.extra...), rp)
+}
+
+// resourcePlan is what planning a version's resources decided about the
+// layers of its manifest.
+type resourcePlan struct {
+	changed  bool                   // the descriptor is rewritten
+	exploded map[digest.Digest]bool // layers that became artifacts
+	local    map[digest.Digest]bool // layers still named by a localBlob
+	extra    []ocispec.Descriptor   // new layers (images carried into a CTF)
+	// dropped are index entries (OCM CLI v0.13+ artifacts) that became
+	// artifacts of their own; the index keeps the others.
+	dropped map[digest.Digest]bool
+}
+
+// planResources plans the artifacts of each resource and rewrites the
+// access of those that move in doc.
+func (r *run) planResources(ctx context.Context, p *plan, sv *versionContent, doc *document, loc *location) (*resourcePlan, error) {
+	rp := &resourcePlan{exploded: map[digest.Digest]bool{}, local: map[digest.Digest]bool{}, dropped: map[digest.Digest]bool{}}
+	for i, res := range sv.d.Resources {
+		var err error
+		// Layers of the version's manifest move with it; artifacts named
+		// by reference are copied by digest; other accesses stay as written.
+		switch m, _ := accessmethod.Lookup(res.Access.Type); {
+		case m.Layer:
+			err = r.planLocalResource(ctx, p, sv, doc, loc, rp, i, res)
+		case m.Artifact:
+			err = r.planExternalResource(ctx, p, doc, rp, i, res)
+		}
+		if err != nil {
+			return rp, err
+		}
+	}
+	return rp, nil
+}
+
+// planLocalResource plans resource i, a localBlob: kept as a layer, or
+// exploded into an OCI artifact of the target registry.
+func (r *run) planLocalResource(ctx context.Context, p *plan, sv *versionContent, doc *document, loc *location, rp *resourcePlan, i int, res ocm.Resource) error {
+	rid := resourceName(res)
+	acc := res.Access
+	layers, artifact, err := sv.ver.LocalBlob(acc.String("localReference"))
+	if err != nil {
+		return errdef.Wrap(err, errdef.Error{Resource: rid})
+	}
+	if artifact != nil {
+		if err := r.planLocalArtifact(ctx, p, sv, doc, loc, rp, i, res, *artifact); err != nil {
+			return errdef.Wrap(err, errdef.Error{Resource: rid})
+		}
+		return nil
+	}
+	if r.t.CopyResources && loc != nil && isArtifactSet(acc.String("mediaType")) {
+		r.prog.line("  ...resource %d %s[%s](%s) as an OCI artifact...", i, res.Name, res.Type, acc.String("referenceName"))
+		ref, err := r.planExplode(ctx, p, sv, layers, acc.String("referenceName"), res)
+		if err != nil {
+			return errdef.Wrap(err, errdef.Error{Resource: rid})
+		}
+		if err := doc.setAccess(i, map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": ref}); err != nil {
+			return err
+		}
+		rp.changed = true
+		for _, l := range layers {
+			rp.exploded[l.Digest] = true
+		}
+		return nil
+	}
+	r.prog.line("  ...resource %d %s[%s]...", i, res.Name, res.Type)
+	for _, l := range layers {
+		rp.local[l.Digest] = true
+	}
+	return nil
+}
+
+// planLocalArtifact plans resource i, a local blob that is a manifest of
+// the version's index (OCM CLI v0.13+): with CopyResources into a
+// registry, its manifest and layers become an artifact of their own
+// (<prefix>/<referenceName>, else the version's repository) and the access
+// ociArtifact; otherwise it stays an entry of the index (planIndexArtifacts).
+func (r *run) planLocalArtifact(ctx context.Context, p *plan, sv *versionContent, doc *document, loc *location, rp *resourcePlan, i int, res ocm.Resource, entry ocispec.Descriptor) error {
+	if err := checkArtifactDigest(res, entry.Digest.String()); err != nil {
+		return err
+	}
+	if res.Digest != nil && res.Digest.NormalisationAlgorithm == "genericBlobDigest/v1" && "sha256:"+res.Digest.Value != entry.Digest.String() {
+		return fmt.Errorf("%w: the artifact's manifest is %s, the resource's digest says sha256:%s", errdef.ErrDigestMismatch, entry.Digest, res.Digest.Value)
+	}
+	if !r.t.CopyResources || loc == nil {
+		r.prog.line("  ...resource %d %s[%s] (an artifact of the index)...", i, res.Name, res.Type)
+		return nil
+	}
+	hint := res.Access.String("referenceName")
+	r.prog.line("  ...resource %d %s[%s](%s) as an OCI artifact...", i, res.Name, res.Type, hint)
+	name, tag := splitHint(hint)
+	if name == "" {
+		name = sv.repo // no hint: the component's own repository, as for artifact sets
+	} else if err := checkRepositoryName("referenceName", name); err != nil {
+		return err
+	}
+	if tag != "" {
+		if err := checkTag("the tag of referenceName "+errdef.Quote(hint)+",", tag); err != nil {
+			return err
+		}
+	}
+	fetch := func(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+		return r.src.Fetch(ctx, sv.repo, d)
+	}
+	if err := r.planGraph(ctx, p, fetch, entry, name, tag, res.Name); err != nil {
+		return err
+	}
+	if err := doc.setAccess(i, map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": loc.imageReference(name, tag, entry.Digest.String())}); err != nil {
+		return err
+	}
+	rp.changed = true
+	rp.dropped[entry.Digest] = true
+	return nil
+}
+
+// planIndexArtifacts plans the manifests (and their config and layers) of
+// the version's index that stay in it: every entry besides the descriptor
+// manifest that no resource moved out, named by a resource or not.
+func (r *run) planIndexArtifacts(ctx context.Context, p *plan, sv *versionContent, rp *resourcePlan) error {
+	fetch := func(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+		return r.src.Fetch(ctx, sv.repo, d)
+	}
+	for _, e := range sv.ver.Artifacts {
+		if rp.dropped[e.Digest] {
+			continue
+		}
+		if err := r.planGraph(ctx, p, fetch, e, sv.repo, "", localArtifactName(sv.d, e)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// localArtifactName names the resource an index entry holds, for errors.
+func localArtifactName(d *ocm.Descriptor, e ocispec.Descriptor) string {
+	for _, res := range d.Resources {
+		if res.Access.Kind() == ocm.AccessLocalBlob && strings.TrimSpace(res.Access.String("localReference")) == e.Digest.String() {
+			return resourceName(res)
+		}
+	}
+	return path.Base(e.Digest.String())
+}
+
+// planExternalResource plans resource i, an OCI artifact kept apart from
+// the version, and rewrites its access when it is copied.
+func (r *run) planExternalResource(ctx context.Context, p *plan, doc *document, rp *resourcePlan, i int, res ocm.Resource) error {
+	// Images (external resources) with CopyImages; the component's
+	// own artifacts a registry holds apart from it (charts an
+	// earlier transfer uploaded) with CopyResources, so that a
+	// bundle made from a registry carries them.
+	if !r.t.CopyImages && !(r.t.CopyResources && res.Relation == "local") {
+		return nil
+	}
+	r.prog.line("  ...resource %d %s[%s](%s) by digest...", i, res.Name, res.Type, res.Access.String("imageReference"))
+	access, layer, err := r.planImage(ctx, p, res)
+	if err != nil {
+		return errdef.Wrap(err, errdef.Error{Resource: resourceName(res)})
+	}
+	if err := doc.setAccess(i, access); err != nil {
+		return err
+	}
+	if layer != nil {
+		rp.extra = append(rp.extra, *layer)
+		rp.local[layer.Digest] = true
+	}
+	rp.changed = true
+	return nil
+}
+
+// markSourceBlobs marks the layers the version's localBlob sources name,
+// so that they are copied even when a resource shares them.
+func (rp *resourcePlan) markSourceBlobs(sv *versionContent) {
+	for _, s := range sv.d.Sources {
+		if s.Access.Kind() != ocm.AccessLocalBlob {
+			continue
+		}
+		if layers, err := ocimapping.LocalBlobLayers(sv.manifest, s.Access.String("localReference")); err == nil {
+			for _, l := range layers {
+				rp.local[l.Digest] = true
+			}
+		}
+	}
+}
+
+// planLayers plans the layers of the source manifest and returns those the
+// new manifest keeps: the descriptor layer is rewritten or kept; local blobs
+// are copied unless they became artifacts.
+func (r *run) planLayers(ctx context.Context, p *plan, sv *versionContent, rp *resourcePlan) ([]ocispec.Descriptor, error) {
+	var layers []ocispec.Descriptor
+	for _, l := range sv.manifest.Layers {
+		if l.Digest == sv.layerDesc.Digest {
+			continue
+		}
+		if rp.exploded[l.Digest] && !rp.local[l.Digest] {
+			continue
+		}
+		layers = append(layers, l)
+		if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: l, open: r.srcOpen(sv.repo, l), res: layerResource(sv.d, l)}); err != nil {
+			return layers, err
+		}
+	}
+	return layers, nil
+}
+
+// planUnchanged plans a version with nothing to rewrite (into a CTF): its
+// manifest, config and descriptor as they are, byte for byte.
+func (r *run) planUnchanged(ctx context.Context, p *plan, sv *versionContent) error {
+	for _, b := range []struct {
+		d   ocispec.Descriptor
+		raw []byte
+	}{{sv.manifest.Config, sv.configRaw}, {sv.layerDesc, sv.layerRaw}} {
+		if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: b.d, raw: b.raw}); err != nil {
+			return err
+		}
+	}
+	if sv.index != nil {
+		if err := r.addManifest(ctx, p, manifestTask{repo: sv.repo, desc: sv.manifestDesc, raw: sv.manifestRaw}); err != nil {
+			return err
+		}
+		return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: sv.tagDesc, raw: sv.indexRaw})
+	}
+	return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: sv.manifestDesc, raw: sv.manifestRaw})
+}
+
+// planRewritten plans a version whose descriptor doc was rewritten: a new
+// descriptor layer, config and manifest over layers, once the rewrite is
+// proven to keep every signature.
+func (r *run) planRewritten(ctx context.Context, p *plan, sv *versionContent, doc *document, layers []ocispec.Descriptor, rp *resourcePlan) error {
+	newDoc, err := doc.marshal()
+	if err != nil {
+		return err
+	}
+	if err := keepsSignatures(sv.d, newDoc); err != nil {
+		return err
+	}
+	layerType := ocimapping.MediaTypeDescriptorTar
+	var layerRaw []byte
+	if strings.HasSuffix(sv.layerDesc.MediaType, "+json") {
+		// The OCM CLI v0.13's JSON descriptor layer stays JSON.
+		layerType = sv.layerDesc.MediaType
+		layerRaw, err = yaml.YAMLToJSON(newDoc)
+	} else {
+		layerRaw, err = descriptorLayer(newDoc)
+	}
+	if err != nil {
+		return err
+	}
+	descLayer := ocispec.Descriptor{MediaType: layerType, Digest: digest.FromBytes(layerRaw), Size: int64(len(layerRaw))}
+	cfgRaw, err := json.Marshal(map[string]any{"componentDescriptorLayer": descLayer})
+	if err != nil {
+		return err
+	}
+	cfg := ocispec.Descriptor{MediaType: ocimapping.MediaTypeComponentConfig, Digest: digest.FromBytes(cfgRaw), Size: int64(len(cfgRaw))}
+	mraw, err := versionManifest(sv, cfg, append([]ocispec.Descriptor{descLayer}, layers...))
+	if err != nil {
+		return err
+	}
+	for _, b := range []struct {
+		d   ocispec.Descriptor
+		raw []byte
+	}{{cfg, cfgRaw}, {descLayer, layerRaw}} {
+		if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: b.d, raw: b.raw}); err != nil {
+			return err
+		}
+	}
+	md := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(mraw), Size: int64(len(mraw))}
+	if sv.index == nil {
+		return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: md, raw: mraw})
+	}
+	iraw, err := versionIndex(sv, md, rp.dropped)
+	if err != nil {
+		return err
+	}
+	if err := r.addManifest(ctx, p, manifestTask{repo: sv.repo, desc: md, raw: mraw}); err != nil {
+		return err
+	}
+	id := ocispec.Descriptor{MediaType: sv.tagDesc.MediaType, Digest: digest.FromBytes(iraw), Size: int64(len(iraw))}
+	return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: id, raw: iraw})
+}
+
+// versionIndex encodes the new index of a rewritten OCM CLI v0.13+ version:
+// the source's, its descriptor entry pointing at the new manifest md (its
+// annotations and artifactType kept), without the entries that became
+// artifacts of their own, this plugin as creator.
+func versionIndex(sv *versionContent, md ocispec.Descriptor, dropped map[digest.Digest]bool) ([]byte, error) {
+	idx := *sv.index
+	idx.Manifests = nil
+	for _, e := range sv.index.Manifests {
+		switch {
+		case e.Digest == sv.manifestDesc.Digest:
+			e.Digest, e.Size = md.Digest, md.Size
+			e.Annotations = withCreator(e.Annotations)
+		case dropped[e.Digest]:
+			continue
+		}
+		idx.Manifests = append(idx.Manifests, e)
+	}
+	idx.Annotations = withCreator(idx.Annotations)
+	return json.Marshal(idx)
+}
+
+// withCreator is a copy of ann naming this plugin as creator, when ann
+// names one.
+func withCreator(ann map[string]string) map[string]string {
+	if _, ok := ann["software.ocm.creator"]; !ok {
+		return ann
+	}
+	ann = maps.Clone(ann)
+	ann["software.ocm.creator"] = Creator
+	return ann
+}
+
+// versionManifest encodes the new manifest of a rewritten version: the
+// source's annotations, with this plugin as creator.
+func versionManifest(sv *versionContent, cfg ocispec.Descriptor, layers []ocispec.Descriptor) ([]byte, error) {
+	ann := maps.Clone(sv.manifest.Annotations)
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[ocimapping.AnnotationComponentVersion] = sv.d.Name + ":" + sv.d.Version
+	ann["software.ocm.creator"] = Creator
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: sv.manifest.ArtifactType, Config: cfg, Layers: layers, Annotations: ann}
+	m.SchemaVersion = 2
+	return json.Marshal(m)
+}
+
+// keepsSignatures checks, before anything is written, that the rewritten
+// descriptor has the digest every signature of the source signed: the
+// rewrites touch only what normalisation leaves out (access,
+// repositoryContexts), and this proves it for each signature's algorithm.
+func keepsSignatures(src *ocm.Descriptor, newDoc []byte) error {
+	if len(src.Signatures) == 0 {
+		return nil
+	}
+	nd, err := ocm.DecodeDescriptor(newDoc)
+	if err != nil {
+		return fmt.Errorf("rewritten descriptor: %w", err)
+	}
+	for _, s := range src.Signatures {
+		before, err := signing.Digest(src, s.Digest.NormalisationAlgorithm, s.Digest.HashAlgorithm)
+		if err != nil {
+			continue // an algorithm this plugin cannot compute: kept as it is
+		}
+		after, err := signing.Digest(nd, s.Digest.NormalisationAlgorithm, s.Digest.HashAlgorithm)
+		if err != nil || after != before {
+			return fmt.Errorf("%w: signature %s: the rewritten descriptor's digest %s differs from %s", errdef.ErrSignature, s.Name, after, before)
+		}
+	}
+	return nil
+}
+
+func (r *run) srcOpen(repo string, d ocispec.Descriptor) func(context.Context) (io.ReadCloser, error) {
+	return func(ctx context.Context) (io.ReadCloser, error) { return r.src.Fetch(ctx, repo, d) }
+}
+
+// planExplode reads a local blob that is an artifact set and plans it as an
+// artifact of the target registry: repository <prefix>/<referenceName
+// without tag>, tagged with referenceName's tag, as the OCM CLI's OCI
+// blob handler does. It returns the new imageReference.
+func (r *run) planExplode(ctx context.Context, p *plan, sv *versionContent, layers []ocispec.Descriptor, hint string, res ocm.Resource) (string, error) {
+	rc, size, err := ocimapping.OpenLayers(ctx, storeFetcher{s: r.src, repo: sv.repo}, layers)
+	if err != nil {
+		return "", err
+	}
+	set, err := openArtifactSet(rc, size, r.tmp)
+	rc.Close()
+	if err != nil {
+		return "", err
+	}
+	p.closers = append(p.closers, set)
+	name, tag := splitHint(hint)
+	if name == "" {
+		name = sv.repo // no hint: the component's own repository, as the OCM CLI does
+	} else if err := checkRepositoryName("referenceName", name); err != nil {
+		return "", err
+	}
+	if tag == "" {
+		tag = set.tag
+	}
+	if tag != "" {
+		if err := checkTag("the tag of referenceName "+errdef.Quote(hint)+",", tag); err != nil {
+			return "", err
+		}
+	}
+	if err := checkArtifactDigest(res, set.main.Digest.String()); err != nil {
+		return "", err
+	}
+	if err := r.planGraph(ctx, p, set.fetch, set.main, name, tag, res.Name); err != nil {
+		return "", err
+	}
+	return r.dst.Registry().imageReference(name, tag, set.main.Digest.String()), nil
+}
+
+// splitHint splits a reference hint "name[:tag][@digest]".
+func splitHint(hint string) (name, tag string) {
+	name, _, _ = strings.Cut(hint, "@")
+	if i := strings.LastIndex(name, ":"); i > 0 && !strings.Contains(name[i:], "/") {
+		name, tag = name[:i], name[i+1:]
+	}
+	return name, tag
+}
+
+// checkArtifactDigest compares an artifact's manifest digest with the
+// resource's ociArtifactDigest/v1 digest, when it has one.
+func checkArtifactDigest(res ocm.Resource, manifestDigest string) error {
+	if res.Digest == nil || res.Digest.NormalisationAlgorithm != "ociArtifactDigest/v1" {
+		return nil
+	}
+	if "sha256:"+res.Digest.Value != manifestDigest {
+		return fmt.Errorf("%w: the artifact's manifest is %s, the resource's digest says sha256:%s", errdef.ErrDigestMismatch, manifestDigest, res.Digest.Value)
+	}
+	return nil
+}
+
+// planGraph plans an OCI artifact (manifest or index, recursively) read
+// through fetch into repo of the target; the root under tag.
+func (r *run) planGraph(ctx context.Context, p *plan, fetch fetchFunc, root ocispec.Descriptor, repo, tag, res string) error {
+	nodes, err := walkGraph(ctx, fetch, root, 0)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if n.raw == nil {
+			if err := r.addBlob(ctx, p, blobTask{repo: repo, desc: n.desc, open: fetchOpen(fetch, n.desc), res: res}); err != nil {
+				return err
+			}
+			continue
+		}
+		t := manifestTask{repo: repo, desc: n.desc, raw: n.raw, res: res}
+		if n.desc.Digest == root.Digest {
+			t.tag = tag
+		}
+		if err := r.addManifest(ctx, p, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fetchOpen(fetch fetchFunc, d ocispec.Descriptor) func(context.Context) (io.ReadCloser, error) {
+	return func(ctx context.Context) (io.ReadCloser, error) { return fetch(ctx, d) }
+}
+
+type graphNode struct {
+	desc ocispec.Descriptor
+	raw  []byte // manifests and indexes; nil for blobs
+}
+
+const maxGraphDepth = 4
+
+// walkGraph lists an artifact's nodes, children before their parents (the
+// order they must be pushed in); manifests are read and verified.
+func walkGraph(ctx context.Context, fetch fetchFunc, d ocispec.Descriptor, depth int) ([]graphNode, error) {
+	if depth > maxGraphDepth {
+		return nil, fmt.Errorf("%w: artifact nested deeper than %d", errdef.ErrLimitExceeded, maxGraphDepth)
+	}
+	rc, err := fetch(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	size := d.Size
+	if size <= 0 {
+		size = -1
+	}
+	raw, err := blob.ReadAll(rc, d.Digest.String(), size, ocimapping.MaxManifestSize)
+	rc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", d.Digest, err)
+	}
+	d.Size = int64(len(raw))
+	d.MediaType = probeMediaType(raw, d.MediaType)
+	var m struct {
+		Config    *ocispec.Descriptor  `json:"config"`
+		Layers    []ocispec.Descriptor `json:"layers"`
+		Manifests []ocispec.Descriptor `json:"manifests"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%w: manifest %s: %v", errdef.ErrInvalidDescriptor, d.Digest, err)
+	}
+	var out []graphNode
+	for _, c := range m.Manifests {
+		sub, err := walkGraph(ctx, fetch, c, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sub...)
+	}
+	if m.Config != nil {
+		out = append(out, graphNode{desc: *m.Config})
+	}
+	for _, l := range m.Layers {
+		out = append(out, graphNode{desc: l})
+	}
+	return append(out, graphNode{desc: d, raw: raw}), nil
+}
+
+// planImage plans the copy of the artifact an ociArtifact access names
+// (into a registry: an artifact below the target's prefix; into a CTF: an
+// artifact set local blob) and returns the new access, and for a CTF the
+// new layer.
+func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[string]any, *ocispec.Descriptor, error) {
+	srcLoc := r.src.Registry()
+	image, err := imageOf(res, srcLoc)
+	if err != nil {
+		return nil, nil, err
+	}
+	ref, err := registry.ParseReference(image)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ref.Scheme == "http" {
+		r.reg.AllowPlainHTTP(ref.Registry)
+	}
+	repo, err := r.reg.Repository(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := repo.Resolve(ctx, ref.Ref())
+	if err != nil {
+		return nil, nil, r.reg.Wrap(err, "resolve image", ref)
+	}
+	if ref.Digest != "" && root.Digest.String() != ref.Digest {
+		return nil, nil, fmt.Errorf("%w: %s resolved to %s", errdef.ErrDigestMismatch, ref, root.Digest)
+	}
+	if err := checkArtifactDigest(res, root.Digest.String()); err != nil {
+		return nil, nil, err
+	}
+	fetch := func(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+		rc, err := repo.Fetch(ctx, d)
+		if err != nil {
+			return nil, r.reg.Wrap(err, fetchOp(d), ref)
+		}
+		return rc, nil
+	}
+	name := carriedName(ref, srcLoc)
+	if err := checkRepositoryName("the repository of image "+errdef.Quote(image)+",", name); err != nil {
+		return nil, nil, err
+	}
+	if ref.Tag != "" {
+		if err := checkTag("the tag of image "+errdef.Quote(image)+",", ref.Tag); err != nil {
+			return nil, nil, err
+		}
+	}
+	if loc := r.dst.Registry(); loc != nil {
+		if err := r.planGraph(ctx, p, fetch, root, name, ref.Tag, res.Name); err != nil {
+			return nil, nil, err
+		}
+		return map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": loc.imageReference(name, ref.Tag, root.Digest.String())}, nil, nil
+	}
+	return r.planImageSet(ctx, p, fetch, root, name, ref.Tag, res)
+}
+
+// imageOf is the image reference of an ociArtifact access; a
+// relativeOciReference is relative to the registry that hosts the
+// component (host only).
+func imageOf(res ocm.Resource, srcLoc *location) (string, error) {
+	image := res.Access.String("imageReference")
+	if res.Access.Kind() != ocm.AccessRelativeOCIReference {
+		return image, nil
+	}
+	if srcLoc == nil {
+		return "", fmt.Errorf("%w: relativeOciReference in a CTF names no registry", errdef.ErrInvalidDescriptor)
+	}
+	image = srcLoc.host + "/" + strings.TrimPrefix(res.Access.String("reference"), "/")
+	if srcLoc.scheme != "" {
+		image = srcLoc.scheme + "://" + image
+	}
+	return image, nil
+}
+
+// carriedName is the image's name below the target's prefix: its
+// repository, without the source repository's prefix when it lives there
+// (as the OCM CLI's reference hint keeps names stable across transfers).
+func carriedName(ref registry.Reference, srcLoc *location) string {
+	name := ref.Repository
+	if srcLoc != nil && ref.Registry == srcLoc.host && srcLoc.prefix != "" && strings.HasPrefix(name, srcLoc.prefix+"/") {
+		name = strings.TrimPrefix(name, srcLoc.prefix+"/")
+	}
+	return name
+}
+
+// planImageSet plans the graph under root (read through fetch) as an
+// artifact set local blob of a CTF and returns its localBlob access and
+// layer.
+func (r *run) planImageSet(ctx context.Context, p *plan, fetch fetchFunc, root ocispec.Descriptor, name, tag string, res ocm.Resource) (map[string]any, *ocispec.Descriptor, error) {
+	nodes, err := walkGraph(ctx, fetch, root, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	var descs []ocispec.Descriptor
+	for _, n := range nodes {
+		descs = append(descs, n.desc)
+	}
+	root.Size = nodes[len(nodes)-1].desc.Size
+	root.MediaType = nodes[len(nodes)-1].desc.MediaType
+	set, err := writeArtifactSet(ctx, fetch, root, tag, r.tmp, descs)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.closers = append(p.closers, set.f)
+	layer := set.desc
+	id, _ := json.Marshal([]any{map[string]any{"kind": "resource", "identity": res.Identity()}})
+	layer.Annotations = map[string]string{ocimapping.AnnotationArtifact: string(id)}
+	f := set.f
+	if err := r.addBlob(ctx, p, blobTask{repo: "", desc: layer, res: res.Name,
+		open: func(context.Context) (io.ReadCloser, error) {
+			return io.NopCloser(io.NewSectionReader(f, 0, layer.Size)), nil
+		}}); err != nil {
+		return nil, nil, err
+	}
+	hint := name
+	if tag != "" {
+		hint += ":" + tag
+	}
+	return map[string]any{"type": ocm.AccessLocalBlob, "localReference": layer.Digest.String(), "mediaType": set.mediaType, "referenceName": hint}, &layer, nil
+}
+
+// execute pushes what the plan needs: blobs first, streamed and verified
+// on the way (the target verifies what it stores), then manifests, the
+// component version's last, so that a version present in the target is
+// always complete.
+func (r *run) execute(ctx context.Context, p *plan) error {
+	total := int64(len(p.blobs) + len(p.manifests))
+	r.prog.start(total, p.bytes)
+	defer r.prog.finish()
+	r.sum.Present += p.present
+	for _, b := range p.blobs {
+		if err := r.pushBlob(ctx, b); err != nil {
+			return errdef.Wrap(fmt.Errorf("copy blob %s: %w", b.desc.Digest, err), errdef.Error{Resource: b.res})
+		}
+		r.sum.Blobs++
+		r.sum.Bytes += b.desc.Size
+		r.prog.blobDone()
+	}
+	for _, m := range p.manifests {
+		if err := r.dst.PushManifest(ctx, m.repo, m.desc, m.raw, m.tag); err != nil {
+			return errdef.Wrap(fmt.Errorf("push manifest %s: %w", m.desc.Digest, err), errdef.Error{Resource: m.res})
+		}
+		r.sum.Blobs++
+		r.sum.Bytes += m.desc.Size
+		r.prog.add(m.desc.Size)
+		r.prog.blobDone()
+	}
+	return nil
+}
+
+func (r *run) pushBlob(ctx context.Context, b blobTask) error {
+	// The blob's repository in the target: for a CTF every repository is
+	// one flat blob store, for a registry the version's own repository.
+	repo := b.repo
+	if b.raw != nil {
+		if err := r.dst.Push(ctx, repo, b.desc, bytes.NewReader(b.raw)); err != nil {
+			return err
+		}
+		r.prog.add(b.desc.Size)
+		return nil
+	}
+	rc, err := b.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	size := b.desc.Size
+	if size <= 0 {
+		size = -1
+	}
+	v, err := blob.NewVerifier(rc, b.desc.Digest.String(), size)
+	if err != nil {
+		return err
+	}
+	sr := &sourceReader{r: v}
+	err = r.dst.Push(ctx, repo, b.desc, r.prog.reader(sr))
+	if err != nil && sr.err != nil && !errors.Is(sr.err, io.EOF) {
+		// The source failed (or did not match its digest): that is the
+		// cause, not the target's reaction to an aborted upload.
+		return fmt.Errorf("source %s: %w", r.src, sr.err)
+	}
+	return err
+}
+
+// sourceReader remembers the error reading the source ended with.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// resourceName is a resource's identity as errors name it.
+func resourceName(res ocm.Resource) string {
+	id := res.Identity()
+	if len(id) == 1 {
+		return res.Name
+	}
+	return id.String()
+}
+
+// layerResource names the resource a layer holds, for errors.
+func layerResource(d *ocm.Descriptor, l ocispec.Descriptor) string {
+	for _, res := range d.Resources {
+		if res.Access.Kind() == ocm.AccessLocalBlob && strings.Contains(res.Access.String("localReference"), l.Digest.String()) {
+			return resourceName(res)
+		}
+	}
+	return path.Base(l.Digest.String())
+}

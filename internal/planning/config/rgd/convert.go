@@ -1,0 +1,413 @@
+package rgd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+)
+
+// Convert writes the ComponentDeployment equivalent to the RGD a request
+// selects (its chosen deployer blocks), for teams moving to the plugin's
+// own format: parameters with "_" for the dots of nested fields, the
+// blocks' values and kustomize fields with their expressions rewritten
+// (schema.spec.a.b → parameters.a_b, an OCM Resource node's
+// status.additional.k → its additionalStatusFields expression over
+// resources["name"]). What a ComponentDeployment cannot say (objects
+// emitted as they are, chained RGDs, resources of referenced components)
+// is listed in comments at the top, to be carried over by hand.
+func (p *Planner) Convert(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) ([]byte, error) {
+	sel, err := p.choose(ctx, cv, req)
+	if err != nil {
+		return nil, err
+	}
+	if sel == nil {
+		return nil, fmt.Errorf("%w: nothing to convert: the component ships no ResourceGraphDefinition, or a deployment definition applies", errdef.ErrNotFound)
+	}
+	r := sel.rgd
+	def, err := r.Parameters()
+	if err != nil {
+		return nil, err
+	}
+	params, err := def.ResolveParameters(nil)
+	if err != nil {
+		// Required parameters: evaluate with placeholders of their type.
+		params = nil
+	}
+	e := &evaluation{p: p, cv: cv, req: req, all: sel.all, deployer: sel.deployer, report: &explain.Report{}}
+	rename := map[string]string{}
+	outParams := map[string]any{}
+	given := map[string]string{}
+	for _, name := range def.ParamNames() {
+		pp := def.Spec.Parameters[name]
+		cn := strings.ReplaceAll(name, ".", "_")
+		rename[name] = cn
+		outParams[cn] = pp
+		if pp.Required && pp.Default == nil {
+			given[name] = placeholder(pp.Type)
+		}
+	}
+	if params == nil {
+		if params, err = def.ResolveParameters(given); err != nil {
+			return nil, err
+		}
+	}
+	order, level, err := r.analyze()
+	if err != nil {
+		return nil, err
+	}
+	meta := map[string]any{"name": "${app.name}", "namespace": "${app.namespace}"}
+	g := &graph{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, bindings: map[string]*binding{}}
+	vars := map[string]any{"schema": map[string]any{"metadata": meta, "spec": instanceSpec(def, params, given)}}
+	ids := []string{"schema"}
+	for _, n := range r.Nodes {
+		ids = append(ids, n.ID)
+	}
+	ev := &expr.Evaluator{Variables: ids, CostLimit: p.costLimit(), Timeout: p.exprTimeout()}
+	var notes []string
+	var argo, flux, sources []*Node
+	for _, n := range order {
+		v, err := ev.Walk(ctx, fmt.Sprintf("%s: node %s: template", r.Source, n.ID), n.Template, vars)
+		if err != nil {
+			return nil, err
+		}
+		obj, _ := v.(map[string]any)
+		grp, kind := gvk(obj)
+		switch {
+		case grp == ocmGroup && kind == "Resource":
+			b, err := e.resolveResource(ctx, r, n, obj)
+			if err != nil {
+				return nil, err
+			}
+			g.bindings[n.ID] = b
+		case grp == ocmGroup:
+		case grp == "argoproj.io" && kind == "Application":
+			argo = append(argo, n)
+		case grp == "helm.toolkit.fluxcd.io" && kind == "HelmRelease", grp == "kustomize.toolkit.fluxcd.io" && kind == "Kustomization":
+			flux = append(flux, n)
+		case grp == "source.toolkit.fluxcd.io":
+			sources = append(sources, n)
+		default:
+			notes = append(notes, fmt.Sprintf("node %s (%s) is not converted: a ComponentDeployment renders resources of the component, not objects of its own", n.ID, groupKind(grp, kind)))
+		}
+		g.objs[n.ID] = obj
+		vars[n.ID] = obj
+	}
+	blocks, err := e.chooseBlocks(r, argo, flux)
+	if err != nil {
+		return nil, err
+	}
+	rw := &rewriter{rename: rename, g: g, cv: cv}
+	var renders []any
+	for _, n := range blocks {
+		s, err := e.blockStep(g, n, sources)
+		if err != nil {
+			return nil, err
+		}
+		if s.Component != nil {
+			notes = append(notes, fmt.Sprintf("node %s renders resource %s of a referenced component: a ComponentDeployment renders the component's own resources", n.ID, s.Resource.Identity()))
+			continue
+		}
+		render := map[string]any{"name": n.ID, "resource": identityMap(s.Resource.Identity())}
+		raw, err := rw.tree(blockFields(n))
+		if err != nil {
+			return nil, fmt.Errorf("%s: node %s: %w", r.Source, n.ID, err)
+		}
+		for k, v := range raw {
+			render[k] = v
+		}
+		if s.Path != "" {
+			render["path"] = s.Path
+		}
+		if len(levels(level, blocks)) > 1 {
+			render["syncWave"] = level[n.ID]
+		}
+		renders = append(renders, render)
+	}
+	if len(renders) == 0 {
+		return nil, fmt.Errorf("%w: %s: no deployer block to convert (%s)", errdef.ErrInvalidInput, r.Source, strings.Join(notes, "; "))
+	}
+	doc := map[string]any{"apiVersion": config.APIVersion, "kind": config.Kind,
+		"metadata": map[string]any{"name": r.Name, "description": "converted from " + r.Source + " by argocd-ocm-plugin convert"},
+		"spec":     map[string]any{"parameters": outParams, "renders": renders}}
+	body, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	// What is written must read back as a valid definition.
+	if _, err := config.Decode("converted definition", body); err != nil {
+		return nil, fmt.Errorf("%s: the converted definition does not validate: %w", r.Source, err)
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# Converted from %s (kind %s). Review before use.\n", r.Source, r.Schema.Kind)
+	for _, x := range e.report.Notes {
+		fmt.Fprintf(&buf, "# %s\n", x)
+	}
+	for _, x := range notes {
+		fmt.Fprintf(&buf, "# %s\n", x)
+	}
+	buf.Write(body)
+	return buf.Bytes(), nil
+}
+
+func placeholder(t string) string {
+	switch t {
+	case config.TypeInteger, config.TypeNumber:
+		return "0"
+	case config.TypeBoolean:
+		return "false"
+	case config.TypeObject:
+		return "{}"
+	case config.TypeArray:
+		return "[]"
+	}
+	return "x"
+}
+
+func levels(level map[string]int, ns []*Node) map[int]bool {
+	out := map[int]bool{}
+	for _, n := range ns {
+		out[level[n.ID]] = true
+	}
+	return out
+}
+
+func identityMap(id ocm.Identity) map[string]any {
+	m := map[string]any{}
+	for k, v := range id {
+		m[k] = v
+	}
+	return m
+}
+
+// blockFields are the raw (unevaluated) fields of a block that become the
+// render's: releaseName, namespace, values, kustomize.
+func blockFields(n *Node) map[string]any {
+	spec, _ := n.Template["spec"].(map[string]any)
+	out := map[string]any{}
+	_, kind := gvk(n.Template)
+	switch kind {
+	case "Application":
+		src, _ := spec["source"].(map[string]any)
+		if src == nil {
+			if l, _ := spec["sources"].([]any); len(l) == 1 {
+				src, _ = l[0].(map[string]any)
+			}
+		}
+		h, _ := src["helm"].(map[string]any)
+		vals := map[string]any{}
+		if s, _ := h["values"].(string); strings.TrimSpace(s) != "" {
+			_ = yaml.Unmarshal([]byte(s), &vals) // checked when the block is interpreted
+		}
+		if v, ok := h["valuesObject"].(map[string]any); ok {
+			merge(vals, jsonCopy(v).(map[string]any))
+		}
+		ps, _ := h["parameters"].([]any)
+		for _, x := range ps {
+			pm, _ := x.(map[string]any)
+			name, _ := pm["name"].(string)
+			if name == "" || strings.ContainsAny(name, "[]\\") {
+				continue // listed by the caller's check: interpreted like Helm's --set
+			}
+			keys := strings.Split(name, ".")
+			m := vals
+			for _, k := range keys[:len(keys)-1] {
+				next, ok := m[k].(map[string]any)
+				if !ok {
+					next = map[string]any{}
+					m[k] = next
+				}
+				m = next
+			}
+			m[keys[len(keys)-1]] = pm["value"]
+		}
+		if len(vals) > 0 {
+			out["values"] = vals
+		}
+		if v, ok := h["releaseName"]; ok {
+			out["releaseName"] = v
+		}
+		if d, ok := spec["destination"].(map[string]any); ok && d["namespace"] != nil {
+			out["namespace"] = d["namespace"]
+		}
+		if k, ok := src["kustomize"].(map[string]any); ok {
+			kz := map[string]any{}
+			for key, v := range k {
+				switch key {
+				case "commonLabels":
+					kz["labels"] = []any{map[string]any{"pairs": v, "includeSelectors": true}}
+				case "images":
+					list, _ := v.([]any)
+					var imgs []any
+					for _, x := range list {
+						s, _ := x.(string)
+						imgs = append(imgs, argoImage(s))
+					}
+					kz["images"] = imgs
+				case "namePrefix", "nameSuffix", "namespace", "commonAnnotations", "patches", "replicas":
+					kz[key] = v
+				}
+			}
+			out["kustomize"] = kz
+		}
+	case "HelmRelease":
+		for _, k := range []string{"values", "releaseName"} {
+			if v, ok := spec[k]; ok {
+				out[k] = v
+			}
+		}
+		if v, ok := spec["targetNamespace"]; ok {
+			out["namespace"] = v
+		}
+	case "Kustomization":
+		kz := map[string]any{}
+		if v, ok := spec["targetNamespace"]; ok {
+			kz["namespace"] = v
+		}
+		for _, k := range []string{"namePrefix", "nameSuffix", "patches", "images"} {
+			if v, ok := spec[k]; ok {
+				kz[k] = v
+			}
+		}
+		out["kustomize"] = kz
+	}
+	return out
+}
+
+// rewriter turns RGD expressions into deployment definition expressions.
+type rewriter struct {
+	rename map[string]string
+	g      *graph
+	cv     ocm.ComponentVersion
+}
+
+var refRE = regexp.MustCompile(`(^|[^\w.])([A-Za-z_]\w*)((?:\.[A-Za-z_]\w*)*)`)
+
+func (rw *rewriter) tree(v map[string]any) (map[string]any, error) {
+	out, err := rw.walk(v)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := out.(map[string]any)
+	return m, nil
+}
+
+func (rw *rewriter) walk(v any) (any, error) {
+	switch v := v.(type) {
+	case string:
+		return rw.template(v)
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range v {
+			r, err := rw.walk(x)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			r, err := rw.walk(x)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+func (rw *rewriter) template(s string) (string, error) {
+	es, err := expr.Expressions(s)
+	if err != nil || len(es) == 0 {
+		return s, err
+	}
+	out := s
+	for _, x := range es {
+		nx, err := rw.expression(x)
+		if err != nil {
+			return "", err
+		}
+		out = strings.Replace(out, "${"+x+"}", "${"+nx+"}", 1)
+	}
+	return out, nil
+}
+
+// expression rewrites the references of one expression.
+func (rw *rewriter) expression(x string) (string, error) {
+	var failed error
+	out := refRE.ReplaceAllStringFunc(x, func(m string) string {
+		sub := refRE.FindStringSubmatch(m)
+		lead, root, chain := sub[1], sub[2], sub[3]
+		fields := strings.Split(strings.TrimPrefix(chain, "."), ".")
+		if chain == "" {
+			fields = nil
+		}
+		switch {
+		case root == "schema" && len(fields) >= 2 && fields[0] == "spec":
+			// the longest declared parameter the chain starts with
+			for i := len(fields); i >= 2; i-- {
+				name := strings.Join(fields[1:i], ".")
+				if cn, ok := rw.rename[name]; ok {
+					return lead + "parameters." + cn + joinRest(fields[i:])
+				}
+			}
+			failed = fmt.Errorf("${%s}: schema.spec.%s is no parameter", x, strings.Join(fields[1:], "."))
+		case root == "schema" && len(fields) >= 2 && fields[0] == "metadata" && (fields[1] == "name" || fields[1] == "namespace"):
+			return lead + "app." + fields[1] + joinRest(fields[2:])
+		case rw.g.bindings[root] != nil && len(fields) >= 3 && fields[0] == "status" && fields[1] == "additional":
+			b := rw.g.bindings[root]
+			spec, _ := rw.g.objs[root]["spec"].(map[string]any)
+			asf, _ := spec["additionalStatusFields"].(map[string]any)
+			src, _ := asf[fields[2]].(string)
+			if src == "" {
+				failed = fmt.Errorf("${%s}: node %s has no additionalStatusFields.%s", x, root, fields[2])
+				return m
+			}
+			res := "resources[" + strconv.Quote(b.res.Identity().String()) + "]"
+			if b.cv != rw.cv {
+				failed = fmt.Errorf("${%s}: node %s names a resource of a referenced component", x, root)
+				return m
+			}
+			inner := regexp.MustCompile(`(^|[^\w.])resource\b`).ReplaceAllString(src, "${1}"+res)
+			return lead + "(" + inner + ")" + joinRest(fields[3:])
+		case rw.g.objs[root] != nil:
+			// another node's field, known statically: its value
+			var v any = rw.g.objs[root]
+			for _, f := range fields {
+				mm, _ := v.(map[string]any)
+				v = mm[f]
+			}
+			if s, ok := v.(string); ok {
+				return lead + strconv.Quote(s)
+			}
+			failed = fmt.Errorf("${%s}: reads node %s, which the definition does not have", x, root)
+		}
+		return m
+	})
+	return out, failed
+}
+
+func joinRest(fs []string) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	return "." + strings.Join(fs, ".")
+}
+
+var _ = sort.Strings

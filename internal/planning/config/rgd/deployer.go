@@ -1,0 +1,479 @@
+package rgd
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/strvals"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/overlay"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// chooseBlocks picks the deployer blocks to render: Argo CD's by default
+// (what an Argo CD user migrates from), Flux's when asked; the other kind
+// is not rendered, so that one instance does not deploy the app twice.
+func (e *evaluation) chooseBlocks(r *RGD, argo, flux []*Node) ([]*Node, error) {
+	ids := func(ns []*Node) string {
+		var s []string
+		for _, n := range ns {
+			s = append(s, n.ID)
+		}
+		return strings.Join(s, ", ")
+	}
+	want := e.deployer
+	if want == "" {
+		want = DeployerArgoCD
+	}
+	switch {
+	case len(argo) == 0 && len(flux) == 0:
+		return nil, nil
+	case want == DeployerArgoCD && len(argo) > 0:
+		if len(flux) > 0 {
+			e.note("%s: deployer: the Argo CD block (%s) is rendered; the Flux block (%s) is not (definition rgd:@flux renders it instead)", r.Name, ids(argo), ids(flux))
+		} else {
+			e.note("%s: deployer: the Argo CD block (%s) is rendered", r.Name, ids(argo))
+		}
+		return argo, nil
+	case want == DeployerFlux && len(flux) > 0:
+		if len(argo) > 0 {
+			e.note("%s: deployer: the Flux block (%s) is rendered, as asked; the Argo CD block (%s) is not", r.Name, ids(flux), ids(argo))
+		} else {
+			e.note("%s: deployer: the Flux block (%s) is rendered", r.Name, ids(flux))
+		}
+		return flux, nil
+	case len(argo) > 0:
+		e.note("%s: deployer: %s was asked for, but the RGD has only an Argo CD block (%s): rendered", r.Name, want, ids(argo))
+		return argo, nil
+	default:
+		e.note("%s: deployer: %s was asked for, but the RGD has only a Flux block (%s): rendered", r.Name, want, ids(flux))
+		return flux, nil
+	}
+}
+
+// blockStep interprets one deployer block as a render of an OCM resource.
+func (e *evaluation) blockStep(g *graph, n *Node, sources []*Node) (step, error) {
+	obj := g.objs[n.ID]
+	where := fmt.Sprintf("%s: node %s", g.rgd.Source, n.ID)
+	_, kind := gvk(obj)
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		return step{}, fmt.Errorf("%w: %s: no spec", errdef.ErrInvalidInput, where)
+	}
+	switch kind {
+	case "Application":
+		return e.argoStep(g, n, obj, spec, where)
+	case "HelmRelease":
+		return e.helmReleaseStep(g, n, obj, spec, sources, where)
+	default:
+		return e.kustomizationStep(g, n, obj, spec, sources, where)
+	}
+}
+
+// argoStep: an Argo CD Application with one source.
+func (e *evaluation) argoStep(g *graph, n *Node, obj, spec map[string]any, where string) (step, error) {
+	source, _ := spec["source"].(map[string]any)
+	field := "template.spec.source"
+	if source == nil {
+		srcs, _ := spec["sources"].([]any)
+		if len(srcs) != 1 {
+			return step{}, fmt.Errorf("%w: %s: spec.sources has %d sources; the plugin renders an Application with one source", errdef.ErrInvalidInput, where, len(srcs))
+		}
+		source, _ = srcs[0].(map[string]any)
+		field = "template.spec.sources[0]"
+	}
+	if source == nil {
+		return step{}, fmt.Errorf("%w: %s: spec.source is missing", errdef.ErrInvalidInput, where)
+	}
+	repoURL, _ := source["repoURL"].(string)
+	b, err := e.bindingFor(g, n, field+".repoURL", repoURL, where+": spec.source.repoURL")
+	if err != nil {
+		return step{}, err
+	}
+	dest, _ := spec["destination"].(map[string]any)
+	ns, _ := dest["namespace"].(string)
+	if ns == "" {
+		ns = e.req.Namespace
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	appName, _ := meta["name"].(string)
+	s := step{Step: plan.Step{Resource: b.res, Namespace: ns}, node: n.ID}
+	if b.cv != e.cv {
+		s.Component = b.cv
+	}
+	rr := explain.RenderReport{Name: n.ID + " (Argo CD Application)", Resource: b.res.Identity().String(), Type: b.res.Type, Namespace: ns}
+	switch b.res.Type {
+	case plan.TypeHelmChart:
+		h, _ := source["helm"].(map[string]any)
+		for _, f := range []string{"valueFiles", "fileParameters"} {
+			if v, ok := h[f].([]any); ok && len(v) > 0 {
+				return step{}, fmt.Errorf("%w: %s: spec.source.helm.%s: files of the Argo CD source are not supported; give the values in valuesObject", errdef.ErrInvalidInput, where, f)
+			}
+		}
+		vals := map[string]any{}
+		if s, _ := h["values"].(string); strings.TrimSpace(s) != "" {
+			if err := yaml.Unmarshal([]byte(s), &vals); err != nil {
+				return step{}, fmt.Errorf("%w: %s: spec.source.helm.values is not a YAML map: %v", errdef.ErrInvalidInput, where, err)
+			}
+		}
+		if vo, ok := h["valuesObject"].(map[string]any); ok {
+			merge(vals, vo)
+		}
+		ps, _ := h["parameters"].([]any)
+		for i, x := range ps {
+			pm, _ := x.(map[string]any)
+			name, _ := pm["name"].(string)
+			val, err := expr.Stringify(pm["value"])
+			if name == "" || err != nil {
+				return step{}, fmt.Errorf("%w: %s: spec.source.helm.parameters[%d]: want {name, value}", errdef.ErrInvalidInput, where, i)
+			}
+			set := strvals.ParseInto
+			if fs, _ := pm["forceString"].(bool); fs {
+				set = strvals.ParseIntoString
+			}
+			if err := set(name+"="+val, vals); err != nil {
+				return step{}, fmt.Errorf("%w: %s: spec.source.helm.parameters[%d] (%s): %v", errdef.ErrInvalidInput, where, i, errdef.Truncate(name, 60), err)
+			}
+		}
+		release, _ := h["releaseName"].(string)
+		if release == "" {
+			release = appName // Argo CD's default
+		}
+		s.ReleaseName, s.Values = release, normalizeJSON(jsonCopy(vals)).(map[string]any)
+		rr.ReleaseName, rr.Values = release, leaves(vals, n.ID+": spec.source.helm")
+	case plan.TypeDirectoryTree:
+		path, _ := source["path"].(string)
+		s.Path = treePath(path)
+		k, _ := source["kustomize"].(map[string]any)
+		ov, err := argoOverlay(k, where)
+		if err != nil {
+			return step{}, err
+		}
+		s.Overlay = ov
+		rr.Path = s.Path
+		if ov != nil {
+			rr.Overlay = overlay.Text(ov, "", nil)
+		}
+	default:
+		return step{}, notRenderable(where, b)
+	}
+	e.report.Renders = append(e.report.Renders, rr)
+	return s, nil
+}
+
+func notRenderable(where string, b *binding) error {
+	return fmt.Errorf("%w: %s: OCM Resource node %s is resource %s of type %s; the plugin renders helmChart and directoryTree resources of the component",
+		errdef.ErrUnsupportedMediaType, where, b.node, b.res.Identity(), b.res.Type)
+}
+
+// helmReleaseStep: a Flux HelmRelease whose chartRef is an OCIRepository node.
+func (e *evaluation) helmReleaseStep(g *graph, n *Node, obj, spec map[string]any, sources []*Node, where string) (step, error) {
+	for _, f := range []string{"postRenderers", "valuesFrom"} {
+		if v, ok := spec[f]; ok && v != nil {
+			return step{}, fmt.Errorf("%w: %s: spec.%s is not supported: %s", errdef.ErrInvalidInput, where, f,
+				map[string]string{"postRenderers": "Flux post-renderers run in the cluster", "valuesFrom": "values from ConfigMaps and Secrets of the cluster are not known to a static render; put them in spec.values"}[f])
+		}
+	}
+	if _, ok := spec["chart"]; ok {
+		return step{}, fmt.Errorf("%w: %s: spec.chart (a chart of a HelmRepository) is not an OCM resource; use chartRef to an OCIRepository node fed by an OCM Resource node", errdef.ErrInvalidInput, where)
+	}
+	ref, _ := spec["chartRef"].(map[string]any)
+	src, err := e.fluxSource(g, ref, sources, where+": spec.chartRef")
+	if err != nil {
+		return step{}, err
+	}
+	b, err := e.sourceBinding(g, src, where)
+	if err != nil {
+		return step{}, err
+	}
+	if b.res.Type != plan.TypeHelmChart {
+		return step{}, notRenderable(where, b)
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	tns, _ := spec["targetNamespace"].(string)
+	release, _ := spec["releaseName"].(string)
+	if release == "" {
+		release = name
+		if tns != "" {
+			release = tns + "-" + name // Flux's default
+		}
+	}
+	ns := tns
+	if ns == "" {
+		ns, _ = meta["namespace"].(string)
+	}
+	if ns == "" {
+		ns = e.req.Namespace
+	}
+	vals, _ := spec["values"].(map[string]any)
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	s := step{Step: plan.Step{Resource: b.res, ReleaseName: release, Namespace: ns, Values: vals}, node: n.ID}
+	if b.cv != e.cv {
+		s.Component = b.cv
+	}
+	e.report.Renders = append(e.report.Renders, explain.RenderReport{Name: n.ID + " (Flux HelmRelease, source " + src.ID + ")", Resource: b.res.Identity().String(),
+		Type: b.res.Type, ReleaseName: release, Namespace: ns, Values: leaves(vals, n.ID+": spec.values")})
+	return s, nil
+}
+
+// kustomizationStep: a Flux Kustomization whose sourceRef is an
+// OCIRepository or GitRepository node.
+func (e *evaluation) kustomizationStep(g *graph, n *Node, _ map[string]any, spec map[string]any, sources []*Node, where string) (step, error) {
+	for _, f := range []string{"postBuild", "components", "decryption", "kubeConfig"} {
+		if v, ok := spec[f]; ok && v != nil {
+			return step{}, fmt.Errorf("%w: %s: spec.%s is not supported by the static render", errdef.ErrInvalidInput, where, f)
+		}
+	}
+	ref, _ := spec["sourceRef"].(map[string]any)
+	src, err := e.fluxSource(g, ref, sources, where+": spec.sourceRef")
+	if err != nil {
+		return step{}, err
+	}
+	b, err := e.sourceBinding(g, src, where)
+	if err != nil {
+		return step{}, err
+	}
+	if b.res.Type != plan.TypeDirectoryTree {
+		return step{}, notRenderable(where, b)
+	}
+	ov := map[string]any{}
+	if t, _ := spec["targetNamespace"].(string); t != "" {
+		ov["namespace"] = t
+	}
+	for _, f := range []string{"namePrefix", "nameSuffix", "patches", "images"} {
+		if v, ok := spec[f]; ok && v != nil {
+			ov[f] = v
+		}
+	}
+	if cm, ok := spec["commonMetadata"].(map[string]any); ok {
+		if l, ok := cm["labels"].(map[string]any); ok {
+			ov["labels"] = []any{map[string]any{"pairs": l}}
+		}
+		if a, ok := cm["annotations"]; ok {
+			ov["commonAnnotations"] = a
+		}
+	}
+	var o *kustomize.Overlay
+	if len(ov) > 0 {
+		if o, err = overlay.Decode(where, ov); err != nil {
+			return step{}, err
+		}
+	}
+	path, _ := spec["path"].(string)
+	s := step{Step: plan.Step{Resource: b.res, Path: treePath(path), Overlay: o, Namespace: e.req.Namespace}, node: n.ID}
+	if b.cv != e.cv {
+		s.Component = b.cv
+	}
+	rr := explain.RenderReport{Name: n.ID + " (Flux Kustomization, source " + src.ID + ")", Resource: b.res.Identity().String(), Type: b.res.Type, Path: s.Path}
+	if o != nil {
+		rr.Overlay = overlay.Text(o, "", nil)
+	}
+	e.report.Renders = append(e.report.Renders, rr)
+	return s, nil
+}
+
+// fluxSource finds the source node a Flux reference names (by kind and
+// evaluated metadata.name).
+func (e *evaluation) fluxSource(g *graph, ref map[string]any, sources []*Node, where string) (*Node, error) {
+	kind, _ := ref["kind"].(string)
+	name, _ := ref["name"].(string)
+	for _, s := range sources {
+		obj := g.objs[s.ID]
+		_, k := gvk(obj)
+		m, _ := obj["metadata"].(map[string]any)
+		if k == kind && m["name"] == name {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s: %s %q is no Flux source node of the RGD; the plugin renders only sources fed by OCM Resource nodes", errdef.ErrInvalidInput, where, errdef.Truncate(kind, 40), errdef.Truncate(name, 80))
+}
+
+// sourceBinding is the OCM Resource node a Flux source's url was computed from.
+func (e *evaluation) sourceBinding(g *graph, src *Node, where string) (*binding, error) {
+	obj := g.objs[src.ID]
+	spec, _ := obj["spec"].(map[string]any)
+	url, _ := spec["url"].(string)
+	return e.bindingFor(g, src, "template.spec.url", url, fmt.Sprintf("%s: source node %s: spec.url", where, src.ID))
+}
+
+func (e *evaluation) sourceUsed(g *graph, src *Node, blocks []*Node) bool {
+	for _, b := range blocks {
+		if slices.Contains(b.deps, src.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// bindingFor is the OCM Resource node a block's URL names: the one its
+// expression reads, else the one whose computed status spells the URL.
+// The resource is rendered from what the plugin holds, never pulled from
+// the URL.
+func (e *evaluation) bindingFor(g *graph, n *Node, field, url, where string) (*binding, error) {
+	found := map[string]bool{}
+	for _, x := range n.exprs {
+		if x.path != field {
+			continue
+		}
+		refs, _ := expr.References(x.expr)
+		for _, r := range refs {
+			if _, ok := g.bindings[r.Var]; ok {
+				found[r.Var] = true
+			}
+		}
+	}
+	if len(found) == 0 {
+		u := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(url, "oci://"), "https://"), "/")
+		for id, b := range g.bindings {
+			if add, ok := b.status["additional"].(map[string]any); ok && spells(add, u, 0) {
+				found[id] = true
+			}
+		}
+	}
+	ids := sortedKeys(found)
+	switch len(ids) {
+	case 1:
+		return g.bindings[ids[0]], nil
+	case 0:
+		return nil, fmt.Errorf("%w: %s: %q is computed from no OCM Resource node; the plugin renders only resources of the component, never what a URL names",
+			errdef.ErrInvalidInput, where, errdef.Truncate(url, 120))
+	default:
+		return nil, fmt.Errorf("%w: %s: computed from several OCM Resource nodes (%s): ambiguous", errdef.ErrInvalidInput, where, strings.Join(ids, ", "))
+	}
+}
+
+// spells reports whether a computed status (or a map inside it) has a
+// registry and repository that make url.
+func spells(m map[string]any, url string, depth int) bool {
+	reg, _ := m["registry"].(string)
+	repo, _ := m["repository"].(string)
+	if reg != "" && repo != "" && reg+"/"+repo == url {
+		return true
+	}
+	if depth > 3 {
+		return false
+	}
+	for _, v := range m {
+		if mm, ok := v.(map[string]any); ok && spells(mm, url, depth+1) {
+			return true
+		}
+	}
+	return false
+}
+
+// argoOverlay maps an Argo CD source's kustomize field onto the overlay
+// the kustomize renderer builds.
+func argoOverlay(k map[string]any, where string) (*kustomize.Overlay, error) {
+	if len(k) == 0 {
+		return nil, nil
+	}
+	ov := map[string]any{}
+	for key, v := range k {
+		switch key {
+		case "namePrefix", "nameSuffix", "namespace", "commonAnnotations", "patches", "replicas", "components":
+			ov[key] = v
+		case "commonLabels":
+			ov["labels"] = []any{map[string]any{"pairs": v, "includeSelectors": true}}
+		case "images":
+			list, _ := v.([]any)
+			var imgs []any
+			for _, x := range list {
+				s, _ := x.(string)
+				imgs = append(imgs, argoImage(s))
+			}
+			ov["images"] = imgs
+		case "version", "forceCommonLabels", "forceCommonAnnotations", "commonAnnotationsEnvsubst":
+			// kustomize version and label forcing: the plugin's kustomize decides
+		default:
+			return nil, fmt.Errorf("%w: %s: spec.source.kustomize.%s is not supported", errdef.ErrInvalidInput, where, errdef.Truncate(key, 40))
+		}
+	}
+	return overlay.Decode(where+": spec.source.kustomize", ov)
+}
+
+// argoImage reads Argo CD's image override "name=newName:tag",
+// "name:tag", "name@digest".
+func argoImage(s string) map[string]any {
+	name, ref, hasEq := strings.Cut(s, "=")
+	if !hasEq {
+		ref = s
+		name = imageName(s)
+	}
+	m := map[string]any{"name": name}
+	newName := ref
+	if i := strings.Index(ref, "@"); i >= 0 {
+		m["digest"], newName = ref[i+1:], ref[:i]
+	} else if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		m["newTag"], newName = ref[i+1:], ref[:i]
+	}
+	if newName != name {
+		m["newName"] = newName
+	}
+	return m
+}
+
+func imageName(s string) string {
+	if i := strings.Index(s, "@"); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.LastIndex(s, ":"); i > strings.LastIndex(s, "/") {
+		s = s[:i]
+	}
+	return s
+}
+
+// treePath turns "./", "." and "./x" into the entry path of a tree.
+func treePath(p string) string {
+	p = strings.TrimSpace(p)
+	for strings.HasPrefix(p, "./") {
+		p = strings.TrimPrefix(p, "./")
+	}
+	p = strings.TrimSuffix(p, "/")
+	if p == "." {
+		return ""
+	}
+	return p
+}
+
+// merge merges src into dst: maps deeply, the rest replaces.
+func merge(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				merge(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// leaves lists the values of a render for --explain.
+func leaves(v map[string]any, source string) []explain.Leaf {
+	var out []explain.Leaf
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for _, k := range sortedKeys(m) {
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			if mm, ok := m[k].(map[string]any); ok && len(mm) > 0 {
+				walk(p, mm)
+				continue
+			}
+			out = append(out, explain.Leaf{Path: p, Value: m[k], History: []explain.Origin{{Layer: explain.LayerDefinition, Source: source + "." + p, Value: m[k]}}})
+		}
+	}
+	walk("", v)
+	return out
+}

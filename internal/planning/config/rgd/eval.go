@@ -1,0 +1,255 @@
+package rgd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/hooks"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+)
+
+// evaluation is the state of one Plan over an RGD and its chained RGDs.
+type evaluation struct {
+	p        *Planner
+	cv       ocm.ComponentVersion
+	req      plan.Input
+	all      []*RGD
+	deployer string
+	report   *explain.Report
+}
+
+// step is a plan step with the level of the node it came from.
+type step struct {
+	plan.Step
+	level int
+	node  string
+}
+
+// graph is one evaluated RGD.
+type graph struct {
+	rgd      *RGD
+	order    []*Node
+	level    map[string]int
+	objs     map[string]map[string]any
+	bindings map[string]*binding
+}
+
+// run evaluates an RGD for one instance (spec, metadata) and returns its
+// steps; chained RGDs are expanded in place.
+func (e *evaluation) run(ctx context.Context, r *RGD, spec, meta map[string]any, depth, base int, chain []string) ([]step, error) {
+	if slices.Contains(chain, r.Schema.Kind) {
+		return nil, fmt.Errorf("%w: %s: the chained RGDs instantiate each other in a cycle: %s -> %s", errdef.ErrInvalidInput, r.Source, strings.Join(chain, " -> "), r.Schema.Kind)
+	}
+	if depth > maxChainDepth {
+		return nil, fmt.Errorf("%w: %s: RGDs chained more than %d deep", errdef.ErrLimitExceeded, r.Source, maxChainDepth)
+	}
+	chain = append(slices.Clone(chain), r.Schema.Kind)
+	order, level, err := r.analyze()
+	if err != nil {
+		return nil, err
+	}
+	g := &graph{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, bindings: map[string]*binding{}}
+	vars := map[string]any{"schema": map[string]any{"apiVersion": "kro.run/v1alpha1", "kind": r.Schema.Kind, "metadata": meta, "spec": spec}}
+	ids := []string{"schema"}
+	for _, n := range r.Nodes {
+		ids = append(ids, n.ID)
+	}
+	ev := &expr.Evaluator{Variables: ids, CostLimit: e.p.costLimit(), Timeout: e.p.exprTimeout()}
+	for _, n := range order {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %s: node %s: %v", errdef.ErrLimitExceeded, r.Source, n.ID, err)
+		}
+		where := fmt.Sprintf("%s: node %s", r.Source, n.ID)
+		include := true
+		for i, w := range n.IncludeWhen {
+			v, err := ev.Template(ctx, fmt.Sprintf("%s: includeWhen[%d]", where, i), w, vars)
+			if err != nil {
+				return nil, err
+			}
+			b, ok := v.(bool)
+			if !ok {
+				return nil, fmt.Errorf("%w: %s: includeWhen[%d] is %s, want true or false", errdef.ErrInvalidInput, where, i, expr.DescribeValue(v))
+			}
+			include = include && b
+		}
+		if !include {
+			e.note("%s: node %s not included (includeWhen is false)", r.Name, n.ID)
+			continue
+		}
+		v, err := ev.Walk(ctx, where+": template", n.Template, vars)
+		if err != nil {
+			return nil, err
+		}
+		obj, _ := v.(map[string]any)
+		if isOCMResource(obj) {
+			b, err := e.resolveResource(ctx, r, n, obj)
+			if err != nil {
+				return nil, err
+			}
+			g.bindings[n.ID] = b
+			e.noteStatus(r, b)
+		}
+		g.objs[n.ID] = obj
+		vars[n.ID] = obj
+	}
+	for _, x := range ev.Evaluations() {
+		x.Where = strings.TrimPrefix(x.Where, r.Source+": ")
+		if r.Name != "" {
+			x.Where = r.Name + ": " + x.Where
+		}
+		e.report.Expressions = append(e.report.Expressions, x)
+	}
+	return e.steps(ctx, g, meta, depth, base, chain)
+}
+
+// steps turns the evaluated nodes into plan steps: the chosen deployer
+// blocks rendered, chained RGDs expanded, other objects emitted, OCM
+// bootstrap objects dropped.
+func (e *evaluation) steps(ctx context.Context, g *graph, meta map[string]any, depth, base int, chain []string) ([]step, error) {
+	r := g.rgd
+	var argo, flux, fluxSources []*Node
+	var out []step
+	for _, n := range g.order {
+		obj, ok := g.objs[n.ID]
+		if !ok {
+			continue
+		}
+		grp, kind := gvk(obj)
+		switch {
+		case grp == ocmGroup && kind == "Resource":
+			// interpreted: its status feeds the other nodes
+		case grp == ocmGroup:
+			e.note("%s: node %s (OCM %s) dropped: the Application is the deployer, the component is the one it names", r.Name, n.ID, kind)
+		case grp == "argoproj.io" && kind == "Application":
+			argo = append(argo, n)
+		case grp == "helm.toolkit.fluxcd.io" && kind == "HelmRelease", grp == "kustomize.toolkit.fluxcd.io" && kind == "Kustomization":
+			flux = append(flux, n)
+		case grp == "source.toolkit.fluxcd.io":
+			fluxSources = append(fluxSources, n)
+		case grp == "kro.run":
+			child := e.rgdOfKind(kind)
+			if child == nil {
+				return nil, fmt.Errorf("%w: %s: node %s instantiates kind %s, which no ResourceGraphDefinition of the component defines (it has: %s); without kro in the cluster nothing would create its objects",
+					errdef.ErrInvalidInput, r.Source, n.ID, kind, names(e.all))
+			}
+			steps, err := e.chained(ctx, g, n, obj, child, meta, depth, base, chain)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, steps...)
+		default:
+			out = append(out, step{Step: plan.Step{Resource: r.Resource, Objects: []manifests.Object{obj}}, level: base + g.level[n.ID], node: n.ID})
+		}
+	}
+	blocks, err := e.chooseBlocks(r, argo, flux)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range blocks {
+		s, err := e.blockStep(g, n, fluxSources)
+		if err != nil {
+			return nil, err
+		}
+		s.level = base + g.level[n.ID]
+		out = append(out, s)
+	}
+	for _, n := range fluxSources {
+		if !slices.Contains(blocks, n) && !e.sourceUsed(g, n, blocks) {
+			e.note("%s: node %s (Flux %s) dropped: no rendered block uses it", r.Name, n.ID, g.objs[n.ID]["kind"])
+		}
+	}
+	slices.SortStableFunc(out, func(a, b step) int { return a.level - b.level })
+	return out, nil
+}
+
+func (e *evaluation) rgdOfKind(kind string) *RGD {
+	for _, r := range e.all {
+		if r.Schema.Kind == kind {
+			return r
+		}
+	}
+	return nil
+}
+
+// chained expands a node of another RGD's kind: its spec is that RGD's
+// instance, validated against its schema.
+func (e *evaluation) chained(ctx context.Context, g *graph, n *Node, obj map[string]any, child *RGD, meta map[string]any, depth, base int, chain []string) ([]step, error) {
+	where := fmt.Sprintf("%s: node %s (%s)", g.rgd.Source, n.ID, child.Schema.Kind)
+	def, err := child.Parameters()
+	if err != nil {
+		return nil, err
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	texts := map[string]string{}
+	if err := flattenSpec("", spec, texts, def.Spec.Parameters); err != nil {
+		return nil, fmt.Errorf("%w: %s: spec: %v", errdef.ErrInvalidInput, where, err)
+	}
+	params, err := def.ResolveParameters(texts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	childMeta := map[string]any{"name": meta["name"], "namespace": meta["namespace"]}
+	if m, ok := obj["metadata"].(map[string]any); ok {
+		for _, k := range []string{"name", "namespace"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				childMeta[k] = s
+			}
+		}
+	}
+	e.note("%s: node %s expanded: %s (kind %s) with spec %s", g.rgd.Name, n.ID, child.Source, child.Schema.Kind, compact(spec))
+	return e.run(ctx, child, instanceSpec(def, params, texts), childMeta, depth+1, base+g.level[n.ID], chain)
+}
+
+// waves places each step's objects in the sync wave of its node's level
+// (ranked), when the graph has more than one level.
+func (e *evaluation) waves(steps []step) []step {
+	var levels []int
+	for _, s := range steps {
+		if !slices.Contains(levels, s.level) {
+			levels = append(levels, s.level)
+		}
+	}
+	if len(levels) < 2 {
+		return steps
+	}
+	slices.Sort(levels)
+	for i := range steps {
+		w := slices.Index(levels, steps[i].level)
+		steps[i].Ordering = &hooks.Ordering{Placement: hooks.Placement{SyncWave: &w}}
+		e.note("sync wave %d: node %s", w, steps[i].node)
+	}
+	return steps
+}
+
+func (e *evaluation) note(format string, args ...any) {
+	e.report.Notes = append(e.report.Notes, fmt.Sprintf(format, args...))
+}
+
+func (e *evaluation) noteStatus(r *RGD, b *binding) {
+	d := b.cv.Descriptor()
+	at := fmt.Sprintf("%s:%s", d.Name, d.Version)
+	if len(b.path) > 0 {
+		at += " (referencePath " + strings.Join(b.path, "/") + ")"
+	}
+	add := "{}"
+	if a, ok := b.status["additional"]; ok {
+		add = compact(a)
+	}
+	e.note("%s: OCM Resource node %s: resource %s of %s, status.additional = %s", r.Name, b.node, b.res.Identity(), at, add)
+}
+
+func compact(v any) string {
+	bs, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return errdef.Truncate(string(bs), 400)
+}

@@ -1,0 +1,218 @@
+package rgd
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+)
+
+// analyze collects the expressions of every node, their references, and
+// refuses what a static render cannot do: reading the status of a node that
+// is not an OCM Resource (it exists only in a cluster), includeWhen over
+// other nodes, a Secret whose data comes from a plain parameter. It returns
+// the nodes in evaluation order (a topological order of the references,
+// declaration order among equals) and each node's level (1 + the highest
+// level of what it reads).
+func (r *RGD) analyze() ([]*Node, map[string]int, error) {
+	byID := map[string]*Node{}
+	for _, n := range r.Nodes {
+		byID[n.ID] = n
+	}
+	total := 0
+	for _, n := range r.Nodes {
+		n.exprs = nil
+		if err := collect(n.Template, "template", &n.exprs, &total); err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: node %s: %v", errdef.ErrInvalidInput, r.Source, n.ID, err)
+		}
+		deps := map[string]bool{}
+		for _, e := range n.exprs {
+			refs, err := expr.References(e.expr)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: %s: node %s: %s: expression ${%s}: %v", errdef.ErrInvalidInput, r.Source, n.ID, e.path, errdef.Truncate(e.expr, 120), err)
+			}
+			for _, ref := range refs {
+				dep, ok := byID[ref.Var]
+				if !ok {
+					continue
+				}
+				if ref.Field == "status" && !isOCMResource(dep.Template) {
+					g, k := gvk(dep.Template)
+					return nil, nil, fmt.Errorf("%w: %s: node %s: %s: ${%s} reads the status of node %s (%s), which only a cluster has; a static render knows the status of OCM Resource nodes only",
+						errdef.ErrInvalidInput, r.Source, n.ID, e.path, errdef.Truncate(e.expr, 120), dep.ID, groupKind(g, k))
+				}
+				if dep.ID != n.ID {
+					deps[dep.ID] = true
+				}
+			}
+			if err := checkSecret(r, n, e, refs); err != nil {
+				return nil, nil, err
+			}
+		}
+		for i, w := range n.IncludeWhen {
+			es, err := expr.Expressions(w)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: %s: node %s: includeWhen[%d]: %v", errdef.ErrInvalidInput, r.Source, n.ID, i, err)
+			}
+			for _, x := range es {
+				refs, err := expr.References(x)
+				if err != nil {
+					return nil, nil, fmt.Errorf("%w: %s: node %s: includeWhen[%d]: %v", errdef.ErrInvalidInput, r.Source, n.ID, i, err)
+				}
+				for _, ref := range refs {
+					if _, ok := byID[ref.Var]; ok {
+						return nil, nil, fmt.Errorf("%w: %s: node %s: includeWhen[%d] reads node %s: only conditions over schema are known without a cluster",
+							errdef.ErrInvalidInput, r.Source, n.ID, i, ref.Var)
+					}
+				}
+			}
+		}
+		n.deps = slices.Sorted(func(yield func(string) bool) {
+			for d := range deps {
+				if !yield(d) {
+					return
+				}
+			}
+		})
+	}
+	order, err := r.topo(byID)
+	if err != nil {
+		return nil, nil, err
+	}
+	level := map[string]int{}
+	for _, n := range order {
+		l := 0
+		for _, d := range n.deps {
+			l = max(l, level[d]+1)
+		}
+		level[n.ID] = l
+	}
+	return order, level, nil
+}
+
+// collect gathers the ${…} expressions of a template, with their paths.
+func collect(v any, path string, out *[]located, total *int) error {
+	switch v := v.(type) {
+	case string:
+		es, err := expr.Expressions(v)
+		if err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		for _, e := range es {
+			*total++
+			if *total > maxExpressions {
+				return fmt.Errorf("more than %d expressions: %w", maxExpressions, errdef.ErrLimitExceeded)
+			}
+			*out = append(*out, located{path, e})
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			if err := collect(v[k], path+"."+k, out, total); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := collect(e, path+"["+strconv.Itoa(i)+"]", out, total); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// topo orders the nodes so that each comes after what it reads (Kahn's
+// algorithm, declaration order first); a cycle is refused naming it.
+func (r *RGD) topo(byID map[string]*Node) ([]*Node, error) {
+	indeg := map[string]int{}
+	users := map[string][]*Node{}
+	for _, n := range r.Nodes {
+		indeg[n.ID] = len(n.deps)
+		for _, d := range n.deps {
+			users[d] = append(users[d], n)
+		}
+	}
+	var ready, order []*Node
+	for _, n := range r.Nodes {
+		if indeg[n.ID] == 0 {
+			ready = append(ready, n)
+		}
+	}
+	for len(ready) > 0 {
+		slices.SortFunc(ready, func(a, b *Node) int { return a.index - b.index })
+		n := ready[0]
+		ready = ready[1:]
+		order = append(order, n)
+		for _, u := range users[n.ID] {
+			indeg[u.ID]--
+			if indeg[u.ID] == 0 {
+				ready = append(ready, u)
+			}
+		}
+	}
+	if len(order) == len(r.Nodes) {
+		return order, nil
+	}
+	// Name one cycle: follow unresolved dependencies until one repeats.
+	var start *Node
+	for _, n := range r.Nodes {
+		if indeg[n.ID] > 0 {
+			start = n
+			break
+		}
+	}
+	seen := map[string]int{}
+	var path []string
+	for n := start; n != nil; {
+		if i, ok := seen[n.ID]; ok {
+			cycle := append(path[i:], n.ID)
+			return nil, fmt.Errorf("%w: %s: the nodes read each other in a cycle: %s", errdef.ErrInvalidInput, r.Source, strings.Join(cycle, " -> "))
+		}
+		seen[n.ID] = len(path)
+		path = append(path, n.ID)
+		var next *Node
+		for _, d := range n.deps {
+			if indeg[d] > 0 {
+				next = byID[d]
+				break
+			}
+		}
+		n = next
+	}
+	return nil, fmt.Errorf("%w: %s: the nodes read each other in a cycle", errdef.ErrInvalidInput, r.Source)
+}
+
+// checkSecret refuses a Secret whose data or stringData reads schema.spec:
+// an instance parameter is plain text in the Application, and Argo CD keeps
+// generated manifests in plain text too.
+func checkSecret(r *RGD, n *Node, e located, refs []expr.Ref) error {
+	g, k := gvk(n.Template)
+	if g != "" || k != "Secret" {
+		return nil
+	}
+	if !strings.HasPrefix(e.path, "template.data") && !strings.HasPrefix(e.path, "template.stringData") {
+		return nil
+	}
+	for _, ref := range refs {
+		if ref.Var == "schema" {
+			return fmt.Errorf("%w: %s: node %s: %s: a Secret filled from an instance parameter (${%s}): Argo CD stores parameters and generated manifests in plain text, so the secret would leak; reference an existing Secret instead",
+				errdef.ErrInvalidInput, r.Source, n.ID, e.path, errdef.Truncate(e.expr, 80))
+		}
+	}
+	return nil
+}
+
+func isOCMResource(t map[string]any) bool {
+	g, k := gvk(t)
+	return g == ocmGroup && k == "Resource"
+}
+
+func groupKind(g, k string) string {
+	if g == "" {
+		return k
+	}
+	return k + "." + g
+}

@@ -1,0 +1,391 @@
+package rgd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+)
+
+// Prefix in the definition parameter (and --definition) chooses an RGD and
+// the deployer block: "rgd:" (the root RGD), "rgd:NAME" (the RGD resource
+// NAME), each optionally followed by "@flux" or "@argocd".
+const Prefix = "rgd:"
+
+// Deployer blocks.
+const (
+	DeployerArgoCD = "argocd"
+	DeployerFlux   = "flux"
+)
+
+// DefaultTimeout bounds the evaluation of a whole RGD (every expression is
+// bounded on its own too).
+const DefaultTimeout = 20 * time.Second
+
+// Planner plans a component version from its RGD when it has one and no
+// ComponentDeployment definition applies; otherwise it is Config. Register
+// it as the renderer's planner in place of Config.
+type Planner struct {
+	Config *config.Planner
+	// Timeout bounds the evaluation of one RGD (default DefaultTimeout).
+	Timeout time.Duration
+}
+
+var _ plan.Planner = (*Planner)(nil)
+var _ plan.PackageChecker = (*Planner)(nil)
+
+// Wrap is the planner for a renderer: c, and RGDs where c has no definition.
+func Wrap(c *config.Planner) *Planner { return &Planner{Config: c} }
+
+func (p *Planner) costLimit() uint64 {
+	if p.Config != nil {
+		return p.Config.CostLimit
+	}
+	return 0
+}
+
+func (p *Planner) exprTimeout() time.Duration {
+	if p.Config != nil {
+		return p.Config.ExprTimeout
+	}
+	return 0
+}
+
+func (p *Planner) config() *config.Planner {
+	if p.Config == nil {
+		return &config.Planner{}
+	}
+	return p.Config
+}
+
+// choice is what the request asks for.
+type choice struct {
+	rgd      bool   // an RGD is asked for explicitly
+	name     string // its resource, "" for the root one
+	deployer string // "" for the default
+}
+
+// parseChoice reads the definition parameter: rgd:[NAME][@flux|@argocd],
+// or resource:NAME naming an RGD resource.
+func parseChoice(spec string) (choice, error) {
+	spec = strings.TrimSpace(spec)
+	rest, ok := strings.CutPrefix(spec, Prefix)
+	if !ok {
+		return choice{}, nil
+	}
+	c := choice{rgd: true}
+	if name, dep, ok := strings.Cut(rest, "@"); ok {
+		if dep != DeployerArgoCD && dep != DeployerFlux {
+			return c, fmt.Errorf("%w: definition %q: deployer %q is not %s or %s", errdef.ErrInvalidInput, errdef.Truncate(spec, 80), errdef.Truncate(dep, 20), DeployerArgoCD, DeployerFlux)
+		}
+		rest, c.deployer = name, dep
+	}
+	c.name = rest
+	return c, nil
+}
+
+// selection is what a request renders: a ComponentDeployment (rgd nil) or an RGD.
+type selection struct {
+	rgd      *RGD
+	all      []*RGD // every RGD of the component, for chains
+	deployer string
+}
+
+// choose decides between a ComponentDeployment and an RGD: an explicit
+// definition file or resource wins, then a shipped ComponentDeployment,
+// then the component's RGDs.
+func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*selection, error) {
+	c, err := parseChoice(req.DefinitionFile)
+	if err != nil {
+		return nil, err
+	}
+	d := cv.Descriptor()
+	if !c.rgd {
+		spec := strings.TrimSpace(req.DefinitionFile)
+		if name, ok := strings.CutPrefix(spec, config.ResourcePrefix); ok {
+			id, err := ocm.ParseIdentity(name)
+			if err == nil {
+				if res, err := d.Resource(id); err == nil && isRGDCandidate(res) {
+					if r, err := p.readRGD(ctx, req.Reader, cv, res, true); err == nil && r != nil {
+						c = choice{rgd: true, name: name}
+					}
+				}
+			}
+		}
+		if !c.rgd {
+			if spec != "" || len(req.Resources) > 0 {
+				// The definition file or resource; or resources chosen by
+				// the request, rendered as they are (as before RGDs were read).
+				return nil, nil
+			}
+			for i := range d.Resources {
+				if d.Resources[i].Type == config.ResourceType {
+					return nil, nil // a shipped ComponentDeployment wins
+				}
+			}
+		}
+	}
+	all, err := p.findRGDs(ctx, req.Reader, cv)
+	if err != nil {
+		return nil, err
+	}
+	sel := &selection{all: all, deployer: c.deployer}
+	if c.name != "" {
+		id, err := ocm.ParseIdentity(c.name)
+		if err != nil {
+			return nil, fmt.Errorf("definition %q: %w", req.DefinitionFile, err)
+		}
+		for _, r := range all {
+			if r.Resource.Identity().Matches(id) {
+				sel.rgd = r
+				return sel, nil
+			}
+		}
+		return nil, fmt.Errorf("%w: definition %q: the component has no ResourceGraphDefinition resource %s (it has: %s)", errdef.ErrNotFound, req.DefinitionFile, c.name, names(all))
+	}
+	if len(all) == 0 {
+		if c.rgd {
+			return nil, fmt.Errorf("%w: definition %q: the component ships no ResourceGraphDefinition", errdef.ErrNotFound, req.DefinitionFile)
+		}
+		return nil, nil
+	}
+	roots := rootRGDs(all)
+	switch len(roots) {
+	case 1:
+		sel.rgd = roots[0]
+		return sel, nil
+	case 0:
+		return nil, fmt.Errorf("%w: the component's ResourceGraphDefinitions (%s) instantiate each other in a cycle: choose one with the definition parameter rgd:NAME", errdef.ErrInvalidInput, names(all))
+	default:
+		return nil, fmt.Errorf("%w: the component ships %d root ResourceGraphDefinitions (%s): choose one with the definition parameter rgd:NAME", errdef.ErrInvalidInput, len(roots), names(roots))
+	}
+}
+
+func names(rs []*RGD) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Resource.Identity().String()+" (kind "+r.Schema.Kind+")")
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// rootRGDs are the RGDs whose kind no other RGD of the component instantiates.
+func rootRGDs(all []*RGD) []*RGD {
+	used := map[string]bool{}
+	for _, r := range all {
+		for _, n := range r.Nodes {
+			g, k := gvk(n.Template)
+			if g == "kro.run" && k != r.Schema.Kind {
+				used[k] = true
+			}
+		}
+	}
+	var out []*RGD
+	for _, r := range all {
+		if !used[r.Schema.Kind] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// isRGDCandidate: a resource that may hold an RGD: the RGD media type, or
+// a blob of YAML (or unknown) content.
+func isRGDCandidate(res *ocm.Resource) bool {
+	mt, _ := res.Access.Fields["mediaType"].(string)
+	if mt == MediaType {
+		return true
+	}
+	if res.Type != "blob" && res.Type != "resourceGraphDefinition" && res.Type != "kroRGD" {
+		return false
+	}
+	switch {
+	case mt == "", strings.Contains(mt, "yaml"), strings.Contains(mt, "json"), mt == "text/plain", mt == "application/octet-stream":
+		return true
+	}
+	return false
+}
+
+// findRGDs reads every RGD of the component: resources with the RGD media
+// type (an error when unreadable) and blobs that turn out to be one.
+func (p *Planner) findRGDs(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion) ([]*RGD, error) {
+	d := cv.Descriptor()
+	var out []*RGD
+	kinds := map[string]string{}
+	for i := range d.Resources {
+		res := &d.Resources[i]
+		if !isRGDCandidate(res) {
+			continue
+		}
+		mt, _ := res.Access.Fields["mediaType"].(string)
+		r, err := p.readRGD(ctx, rd, cv, res, mt == MediaType)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			continue
+		}
+		if other, ok := kinds[r.Schema.Kind]; ok {
+			return nil, fmt.Errorf("%w: resources %s and %s both define the kind %s", errdef.ErrInvalidInput, other, res.Identity(), r.Schema.Kind)
+		}
+		kinds[r.Schema.Kind] = res.Identity().String()
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// readRGD reads and decodes one candidate; nil, nil when it is not an RGD
+// and must not be one.
+func (p *Planner) readRGD(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion, res *ocm.Resource, must bool) (*RGD, error) {
+	if p.Config != nil && p.Config.RequireDigests && (res.Digest == nil || res.Digest.Value == "") {
+		if !must {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%w: resource %s has no digest, so no signature covers it", errdef.ErrSignature, res.Identity())
+	}
+	data, err := rd.ReadDocument(ctx, cv, res, yamlfile.MaxDocumentSize)
+	if err != nil {
+		if must {
+			return nil, fmt.Errorf("ResourceGraphDefinition resource %s: %w", res.Identity(), err)
+		}
+		if errors.Is(err, errdef.ErrDigestMismatch) || errors.Is(err, errdef.ErrSignature) {
+			return nil, fmt.Errorf("resource %s: %w", res.Identity(), err)
+		}
+		return nil, nil
+	}
+	if !must && !looksLikeRGD(data) {
+		return nil, nil
+	}
+	r, err := Decode("ResourceGraphDefinition resource "+res.Identity().String(), data)
+	if err != nil {
+		return nil, err
+	}
+	r.Resource = res
+	r.Source = fmt.Sprintf("ResourceGraphDefinition %s (resource %s)", r.Name, res.Identity())
+	return r, nil
+}
+
+// LoadParameters is the instance parameters a request has: its
+// ComponentDeployment's, or its RGD's (nil when it has neither), for the
+// parameter announcement.
+func (p *Planner) LoadParameters(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*config.Definition, error) {
+	sel, err := p.choose(ctx, cv, req)
+	if err != nil {
+		return nil, err
+	}
+	if sel == nil {
+		return p.config().LoadDefinition(ctx, cv, req)
+	}
+	return sel.rgd.Parameters()
+}
+
+// CheckPackage implements plan.PackageChecker: a platform package's
+// parameters against its child's definition or RGD.
+func (p *Planner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, in plan.Input) error {
+	sel, err := p.choose(ctx, child, in)
+	if err != nil {
+		return err
+	}
+	if sel == nil {
+		return p.config().CheckPackage(ctx, child, in)
+	}
+	def, err := sel.rgd.Parameters()
+	if err != nil {
+		return err
+	}
+	_, err = def.ResolveParameters(in.Parameters)
+	return err
+}
+
+// Plan implements plan.Planner.
+func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*plan.Plan, error) {
+	sel, err := p.choose(ctx, cv, req)
+	if err != nil {
+		return nil, err
+	}
+	if sel == nil {
+		return p.config().Plan(ctx, cv, req)
+	}
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ectx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	d := cv.Descriptor()
+	report := &explain.Report{Component: d.Name, Version: d.Version,
+		Definition: fmt.Sprintf("%s, kind %s (kro, rendered statically)", sel.rgd.Source, sel.rgd.Schema.Kind)}
+	e := &evaluation{p: p, cv: cv, req: req, all: sel.all, deployer: sel.deployer, report: report}
+	def, err := sel.rgd.Parameters()
+	if err != nil {
+		return nil, err
+	}
+	params, err := def.ResolveParameters(req.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	report.Parameters = params
+	appName := req.Application
+	if appName == "" {
+		appName = req.ReleaseName
+	}
+	meta := map[string]any{"name": appName, "namespace": req.Namespace}
+	steps, err := e.run(ectx, sel.rgd, instanceSpec(def, params, req.Parameters), meta, 0, 0, nil)
+	if err != nil {
+		if ectx.Err() != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("%w: %s: evaluating the graph took longer than %s", errdef.ErrLimitExceeded, sel.rgd.Source, timeout)
+		}
+		return nil, err
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("%w: %s: the graph renders nothing (no deployer block, no object to emit)", errdef.ErrInvalidInput, sel.rgd.Source)
+	}
+	steps = e.waves(steps)
+	out := &plan.Plan{}
+	for _, s := range steps {
+		out.Steps = append(out.Steps, s.Step)
+	}
+	if req.Localize && p.Config != nil {
+		report.Notes = append(report.Notes, "localize: the RGD's own localisation (its OCM Resource statuses) applies; automatic localisation is not run over an RGD's output")
+	}
+	if p.Config != nil && p.Config.Explain != nil {
+		out.Finish = append(out.Finish, explanation{report: report, explain: p.Config.Explain})
+	}
+	return out, nil
+}
+
+// explanation hands the report to Config.Explain once the output is finished.
+type explanation struct {
+	report  *explain.Report
+	explain func(*explain.Report)
+}
+
+func (x explanation) Finish(_ context.Context, objs []manifests.Object) ([]manifests.Object, error) {
+	x.report.AddOrdering(objs)
+	x.explain(x.report)
+	return objs, nil
+}
+
+func localPath(p string) bool {
+	if p == "" {
+		return false
+	}
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+var _ = expr.Ref{}

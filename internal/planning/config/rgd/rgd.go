@@ -1,0 +1,163 @@
+package rgd
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+)
+
+// What an RGD is and what its nodes are.
+const (
+	// MediaType marks an RGD resource (OCM's conformance scenarios use it).
+	MediaType  = "application/vnd.cncf.kro.resourcegraphdefinition.v1+yaml"
+	APIVersion = "kro.run/v1alpha1"
+	Kind       = "ResourceGraphDefinition"
+
+	ocmGroup = "delivery.ocm.software"
+)
+
+// Limits of one RGD: beyond them it is refused before anything is evaluated.
+const (
+	MaxNodes       = 500
+	maxExpressions = 20_000
+	maxChainDepth  = 8
+)
+
+// RGD is a decoded ResourceGraphDefinition.
+type RGD struct {
+	Name     string
+	Source   string // "ResourceGraphDefinition NAME (resource RES)", for messages
+	Resource *ocm.Resource
+	Schema   Schema
+	Nodes    []*Node
+}
+
+// Schema is spec.schema.
+type Schema struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Group      string         `json:"group"`
+	Spec       map[string]any `json:"spec"`
+	Status     map[string]any `json:"status"`
+}
+
+// Node is one entry of spec.resources.
+type Node struct {
+	ID          string         `json:"id"`
+	Template    map[string]any `json:"template"`
+	ExternalRef map[string]any `json:"externalRef"`
+	ReadyWhen   []string       `json:"readyWhen"`
+	IncludeWhen []string       `json:"includeWhen"`
+	ForEach     any            `json:"forEach"`
+
+	index int
+	// refs are the expressions of the template by field path.
+	exprs []located
+	deps  []string // ids of the nodes it reads, sorted
+}
+
+type located struct {
+	path string
+	expr string
+}
+
+var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]{0,62}$`) })
+
+// reserved are names a node id cannot take: the instance, the OCM
+// resource variable, CEL's reserved words.
+var reserved = map[string]bool{"schema": true, "resource": true, "in": true, "as": true, "break": true, "const": true, "continue": true,
+	"else": true, "for": true, "function": true, "if": true, "import": true, "let": true, "loop": true, "package": true, "namespace": true,
+	"return": true, "var": true, "void": true, "while": true, "true": true, "false": true, "null": true, "each": true}
+
+type rawRGD struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Schema    Schema  `json:"schema"`
+		Resources []*Node `json:"resources"`
+	} `json:"spec"`
+}
+
+// Decode reads an RGD document; source names it in messages.
+func Decode(source string, data []byte) (*RGD, error) {
+	v, _, err := yamlfile.ParseStrict(source, data)
+	if err != nil {
+		return nil, err
+	}
+	v = config.NormalizeNumbers(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, source, err)
+	}
+	var raw rawRGD
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", errdef.ErrInvalidInput, source, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if raw.APIVersion != APIVersion || raw.Kind != Kind {
+		return nil, fmt.Errorf("%w: %s: %s %s is not a %s %s", errdef.ErrInvalidInput, source, errdef.Truncate(raw.APIVersion, 60), errdef.Truncate(raw.Kind, 60), APIVersion, Kind)
+	}
+	r := &RGD{Name: raw.Metadata.Name, Source: source, Schema: raw.Spec.Schema, Nodes: raw.Spec.Resources}
+	if r.Schema.Kind == "" {
+		return nil, fmt.Errorf("%w: %s: spec.schema.kind is missing", errdef.ErrInvalidInput, source)
+	}
+	if len(r.Nodes) > MaxNodes {
+		return nil, fmt.Errorf("%w: %s: %d resources, more than the limit of %d: %w", errdef.ErrInvalidInput, source, len(r.Nodes), MaxNodes, errdef.ErrLimitExceeded)
+	}
+	seen := map[string]bool{}
+	for i, n := range r.Nodes {
+		if n == nil {
+			return nil, fmt.Errorf("%w: %s: spec.resources[%d] is empty", errdef.ErrInvalidInput, source, i)
+		}
+		n.index = i
+		if !idRE().MatchString(n.ID) || reserved[n.ID] {
+			return nil, fmt.Errorf("%w: %s: spec.resources[%d]: id %q is not a usable name (letters, digits and _, not starting with a digit, not a CEL or kro reserved word)",
+				errdef.ErrInvalidInput, source, i, errdef.Truncate(n.ID, 60))
+		}
+		if seen[n.ID] {
+			return nil, fmt.Errorf("%w: %s: node %s is defined twice", errdef.ErrInvalidInput, source, n.ID)
+		}
+		seen[n.ID] = true
+		if n.ExternalRef != nil {
+			return nil, fmt.Errorf("%w: %s: node %s: externalRef reads an object that already exists in the cluster; a static render has no cluster to read",
+				errdef.ErrInvalidInput, source, n.ID)
+		}
+		if n.Template == nil {
+			return nil, fmt.Errorf("%w: %s: node %s has no template", errdef.ErrInvalidInput, source, n.ID)
+		}
+		if n.ForEach != nil {
+			return nil, fmt.Errorf("%w: %s: node %s: forEach (collections) is not supported by the static render", errdef.ErrInvalidInput, source, n.ID)
+		}
+	}
+	return r, nil
+}
+
+// apiGroup of an apiVersion ("" for the core group).
+func apiGroup(apiVersion string) string {
+	g, _, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		return ""
+	}
+	return g
+}
+
+func gvk(obj map[string]any) (group, kind string) {
+	av, _ := obj["apiVersion"].(string)
+	k, _ := obj["kind"].(string)
+	return apiGroup(av), k
+}
+
+// looksLikeRGD is a cheap test before decoding a blob of unknown content.
+func looksLikeRGD(data []byte) bool {
+	return bytes.Contains(data, []byte(Kind)) && bytes.Contains(data, []byte("kro.run/"))
+}
