@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -93,11 +95,13 @@ func blobDigest(file string) (string, bool) {
 // to a temporary file, verified and renamed into place, so a blob file is
 // either complete and correct or absent; the index is rewritten
 // (atomically) on every Tag, so an interrupted writer leaves a CTF that
-// holds what was finished. Errors name the CTF as "CTF <name>". Not safe
-// for concurrent use.
+// holds what was finished. Errors name the CTF as "CTF <name>". Blobs may
+// be written concurrently (oras.CopyGraph does, through Storage); the index
+// is guarded.
 type Writer struct {
 	dir   string
 	name  string // how messages call it
+	mu    sync.Mutex
 	index Index
 }
 
@@ -128,8 +132,12 @@ func OpenWriter(dir, name string) (*Writer, error) {
 // Dir is the CTF's directory.
 func (w *Writer) Dir() string { return w.dir }
 
-// Artifacts lists the index entries.
-func (w *Writer) Artifacts() []IndexArtifact { return w.index.Artifacts }
+// Artifacts lists the index entries (a copy).
+func (w *Writer) Artifacts() []IndexArtifact {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.index.Artifacts)
+}
 
 func (w *Writer) blobPath(d string) (string, error) {
 	name, err := BlobFileName(d)
@@ -226,6 +234,8 @@ func (w *Writer) PutBlob(d string, size int64, r io.Reader) error {
 // it named) and writes the index.
 func (w *Writer) Tag(repo, tag, d, mediaType string) error {
 	entry := IndexArtifact{Repository: repo, Tag: tag, Digest: d, MediaType: mediaType}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	replaced := false
 	for i, a := range w.index.Artifacts {
 		if a.Repository == repo && a.Tag == tag {
