@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -227,18 +228,18 @@ func TestStorageWithOrasCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var copied int
-	opts := oras.CopyOptions{CopyGraphOptions: oras.CopyGraphOptions{PostCopy: func(context.Context, ocispec.Descriptor) error { copied++; return nil }}}
+	var copied atomic.Int32 // oras copies concurrently
+	opts := oras.CopyOptions{CopyGraphOptions: oras.CopyGraphOptions{PostCopy: func(context.Context, ocispec.Descriptor) error { copied.Add(1); return nil }}}
 	if _, err := oras.Copy(ctx, src, "1.0.0", w.Storage("app"), "1.0.0", opts); err != nil {
 		t.Fatal(err)
 	}
-	if copied != 3 {
-		t.Errorf("copied %d nodes, want 3", copied)
+	if n := copied.Load(); n != 3 {
+		t.Errorf("copied %d nodes, want 3", n)
 	}
 	// Again: everything is there, nothing is copied (a resumed transfer).
-	copied = 0
-	if _, err := oras.Copy(ctx, src, "1.0.0", w.Storage("app"), "1.0.0", opts); err != nil || copied != 0 {
-		t.Errorf("second copy: %d nodes, %v", copied, err)
+	copied.Store(0)
+	if _, err := oras.Copy(ctx, src, "1.0.0", w.Storage("app"), "1.0.0", opts); err != nil || copied.Load() != 0 {
+		t.Errorf("second copy: %d nodes, %v", copied.Load(), err)
 	}
 	tgz := filepath.Join(t.TempDir(), "ctf.tgz")
 	if err := ctf.Pack(dir, tgz, true); err != nil {
