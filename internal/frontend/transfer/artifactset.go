@@ -207,8 +207,14 @@ func (s *artifactSet) read(name string, limit int64) ([]byte, error) {
 	return io.ReadAll(io.NewSectionReader(s.f, e[0], e[1]))
 }
 
-// fetch implements fetchFunc over the set's blobs (unverified).
-func (s *artifactSet) fetch(_ context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+// Exists and Fetch make the set's blobs an oras content.ReadOnlyStorage
+// (unverified: see source).
+func (s *artifactSet) Exists(_ context.Context, d ocispec.Descriptor) (bool, error) {
+	_, ok := s.entries[s.blobName(d.Digest.String())]
+	return ok, nil
+}
+
+func (s *artifactSet) Fetch(_ context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
 	if _, _, err := blob.ParseDigest(d.Digest.String()); err != nil {
 		return nil, err
 	}

@@ -1,26 +1,25 @@
 package transfer
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // ctfDir is a CTF target in directory form, written through ctf.Writer
 // (blobs verified and renamed into place, the index rewritten atomically
-// after every tagged manifest): an interrupted transfer leaves a CTF that
-// holds what was finished.
+// after every tag): an interrupted transfer leaves a CTF that holds what
+// was finished. Its repositories are ctf.Storage, oras.Targets.
 type ctfDir struct {
 	w    *ctf.Writer
 	name string // how messages call it
@@ -34,68 +33,11 @@ func openCTFDir(dir, name string) (*ctfDir, error) {
 	return &ctfDir{w: w, name: name}, nil
 }
 
-func (c *ctfDir) Resolve(_ context.Context, repo, tag string) (ocispec.Descriptor, error) {
-	desc, err := resolveIn(c.w.Artifacts(), c.name, repo, tag)
-	if err == nil {
-		if fi, err := c.w.Stat(desc.Digest.String()); err == nil {
-			desc.Size = fi.Size()
-		}
-	}
-	return desc, err
-}
-
-// resolveIn returns the descriptor (size unknown) of what repo:tag names in
-// the index entries of the CTF name.
-func resolveIn(arts []ctf.IndexArtifact, name, repo, tag string) (ocispec.Descriptor, error) {
-	for _, a := range arts {
-		if a.Repository == repo && a.Tag == tag {
-			d, err := blob.Normalize(a.Digest)
-			if err != nil {
-				return ocispec.Descriptor{}, fmt.Errorf("%w: CTF %s: %s:%s has digest %q", errdef.ErrInvalidDescriptor, name, repo, tag, a.Digest)
-			}
-			mt := a.MediaType
-			if mt == "" {
-				mt = ocispec.MediaTypeImageManifest
-			}
-			return ocispec.Descriptor{MediaType: mt, Digest: digest.Digest(d), Size: -1}, nil
-		}
-	}
-	return ocispec.Descriptor{}, fmt.Errorf("%s:%s %w in CTF %s", repo, tag, errdef.ErrNotFound, name)
-}
-
-func (c *ctfDir) Fetch(_ context.Context, _ string, d ocispec.Descriptor) (io.ReadCloser, error) {
-	return c.w.Open(d.Digest.String())
-}
-
-// Exists: see ctf.Writer.Has (a blob file with other content is a conflict).
-func (c *ctfDir) Exists(_ context.Context, _ string, d ocispec.Descriptor) (bool, error) {
-	return c.w.Has(d.Digest.String(), d.Size)
-}
-
-func (c *ctfDir) Push(_ context.Context, _ string, d ocispec.Descriptor, r io.Reader) error {
-	return c.w.PutBlob(d.Digest.String(), d.Size, r)
-}
-
-func (c *ctfDir) PushManifest(ctx context.Context, repo string, d ocispec.Descriptor, b []byte, tag string) error {
-	ok, err := c.Exists(ctx, repo, d)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		if err := c.Push(ctx, repo, d, bytes.NewReader(b)); err != nil {
-			return err
-		}
-	}
-	if tag == "" {
-		return nil
-	}
-	return c.w.Tag(repo, tag, d.Digest.String(), d.MediaType)
-}
-
-func (c *ctfDir) Commit(bool) error   { return nil }
-func (c *ctfDir) Close() error        { return nil }
-func (c *ctfDir) Registry() *location { return nil }
-func (c *ctfDir) String() string      { return c.name }
+func (c *ctfDir) Repository(repo string) (oras.Target, error) { return c.w.Storage(repo), nil }
+func (c *ctfDir) Commit(bool) error                           { return nil }
+func (c *ctfDir) Close() error                                { return nil }
+func (c *ctfDir) Registry() *location                         { return nil }
+func (c *ctfDir) String() string                              { return c.name }
 
 // ctfArchive is a CTF target in tar or tgz form. It reads the existing
 // archive (if any) until the first write; then it works in a staging
@@ -107,6 +49,7 @@ type ctfArchive struct {
 	path     string
 	gz       bool
 	existing *ctfReader // the archive as it is, nil if none
+	mu       sync.Mutex // oras.CopyGraph pushes concurrently
 	staging  *ctfDir    // nil until the first write
 }
 
@@ -132,29 +75,62 @@ func openCTFArchive(p string) (*ctfArchive, error) {
 	return a, nil
 }
 
-func (a *ctfArchive) reader() store {
-	if a.staging != nil {
-		return a.staging
+func (a *ctfArchive) reader(repo string) oras.Target {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.staging != nil:
+		return a.staging.w.Storage(repo)
+	case a.existing != nil:
+		return a.existing.r.Storage(repo)
 	}
-	if a.existing != nil {
-		return a.existing
+	return emptyTarget{name: a.path, repo: repo}
+}
+
+// Repository reads the archive (or the staging directory) and writes the
+// staging directory, created at the first write.
+func (a *ctfArchive) Repository(repo string) (oras.Target, error) {
+	return archiveRepo{a: a, repo: repo}, nil
+}
+
+type archiveRepo struct {
+	a    *ctfArchive
+	repo string
+}
+
+func (r archiveRepo) Resolve(ctx context.Context, ref string) (ocispec.Descriptor, error) {
+	return r.a.reader(r.repo).Resolve(ctx, ref)
+}
+
+func (r archiveRepo) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	return r.a.reader(r.repo).Fetch(ctx, d)
+}
+
+func (r archiveRepo) Exists(ctx context.Context, d ocispec.Descriptor) (bool, error) {
+	return r.a.reader(r.repo).Exists(ctx, d)
+}
+
+func (r archiveRepo) Push(ctx context.Context, d ocispec.Descriptor, rd io.Reader) error {
+	s, err := r.a.write()
+	if err != nil {
+		return err
 	}
-	return emptyStore{name: a.path}
+	return s.w.Storage(r.repo).Push(ctx, d, rd)
 }
 
-func (a *ctfArchive) Resolve(ctx context.Context, repo, tag string) (ocispec.Descriptor, error) {
-	return a.reader().Resolve(ctx, repo, tag)
+func (r archiveRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) error {
+	s, err := r.a.write()
+	if err != nil {
+		return err
+	}
+	return s.w.Storage(r.repo).Tag(ctx, d, tag)
 }
 
-func (a *ctfArchive) Fetch(ctx context.Context, repo string, d ocispec.Descriptor) (io.ReadCloser, error) {
-	return a.reader().Fetch(ctx, repo, d)
-}
-
-func (a *ctfArchive) Exists(ctx context.Context, repo string, d ocispec.Descriptor) (bool, error) {
-	return a.reader().Exists(ctx, repo, d)
-}
-
+// write is the staging directory, extracted from the archive at the first
+// write.
 func (a *ctfArchive) write() (*ctfDir, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.staging != nil {
 		return a.staging, nil
 	}
@@ -176,25 +152,11 @@ func (a *ctfArchive) write() (*ctfDir, error) {
 	return s, nil
 }
 
-func (a *ctfArchive) Push(ctx context.Context, repo string, d ocispec.Descriptor, r io.Reader) error {
-	s, err := a.write()
-	if err != nil {
-		return err
-	}
-	return s.Push(ctx, repo, d, r)
-}
-
-func (a *ctfArchive) PushManifest(ctx context.Context, repo string, d ocispec.Descriptor, b []byte, tag string) error {
-	s, err := a.write()
-	if err != nil {
-		return err
-	}
-	return s.PushManifest(ctx, repo, d, b, tag)
-}
-
 // Commit packs the staging directory into the archive when this run or an
 // interrupted one wrote anything.
 func (a *ctfArchive) Commit(bool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.staging == nil {
 		return nil
 	}
@@ -242,40 +204,11 @@ func openCTFReader(p string) (*ctfReader, error) {
 	return &ctfReader{r: r, name: p}, nil
 }
 
-func (c *ctfReader) Resolve(_ context.Context, repo, tag string) (ocispec.Descriptor, error) {
-	return resolveIn(c.r.Artifacts(), c.name, repo, tag)
-}
+func (c *ctfReader) Repository(repo string) (oras.Target, error) { return c.r.Storage(repo), nil }
 
 // Tags lists the tags of repo.
 func (c *ctfReader) Tags(_ context.Context, repo string) ([]string, error) {
-	var out []string
-	for _, a := range c.r.Artifacts() {
-		if a.Repository == repo && a.Tag != "" {
-			out = append(out, a.Tag)
-		}
-	}
-	return out, nil
-}
-
-func (c *ctfReader) Fetch(ctx context.Context, _ string, d ocispec.Descriptor) (io.ReadCloser, error) {
-	return c.r.Fetch(ctx, d)
-}
-
-func (c *ctfReader) Exists(ctx context.Context, _ string, d ocispec.Descriptor) (bool, error) {
-	rc, err := c.r.Fetch(ctx, d)
-	if err != nil {
-		return false, nil
-	}
-	rc.Close()
-	return true, nil
-}
-
-func (c *ctfReader) Push(context.Context, string, ocispec.Descriptor, io.Reader) error {
-	return fmt.Errorf("%w: CTF %s is read only here", errdef.ErrInvalidInput, c.name)
-}
-
-func (c *ctfReader) PushManifest(context.Context, string, ocispec.Descriptor, []byte, string) error {
-	return fmt.Errorf("%w: CTF %s is read only here", errdef.ErrInvalidInput, c.name)
+	return c.r.Storage(repo).Tags(), nil
 }
 
 func (c *ctfReader) Commit(bool) error   { return nil }
@@ -283,23 +216,27 @@ func (c *ctfReader) Close() error        { return c.r.Close() }
 func (c *ctfReader) Registry() *location { return nil }
 func (c *ctfReader) String() string      { return c.name }
 
-// emptyStore is a target that does not exist yet.
+// emptyStore is a target that does not exist yet (a dry run's).
 type emptyStore struct{ name string }
 
-func (e emptyStore) Resolve(_ context.Context, repo, tag string) (ocispec.Descriptor, error) {
-	return ocispec.Descriptor{}, fmt.Errorf("%s:%s %w in %s", repo, tag, errdef.ErrNotFound, e.name)
-}
-func (e emptyStore) Fetch(_ context.Context, _ string, d ocispec.Descriptor) (io.ReadCloser, error) {
-	return nil, fmt.Errorf("blob %s %w in %s", d.Digest, errdef.ErrNotFound, e.name)
-}
-func (e emptyStore) Exists(context.Context, string, ocispec.Descriptor) (bool, error) {
-	return false, nil
-}
-func (e emptyStore) Push(context.Context, string, ocispec.Descriptor, io.Reader) error { return nil }
-func (e emptyStore) PushManifest(context.Context, string, ocispec.Descriptor, []byte, string) error {
-	return nil
+func (e emptyStore) Repository(repo string) (oras.Target, error) {
+	return emptyTarget{name: e.name, repo: repo}, nil
 }
 func (e emptyStore) Commit(bool) error   { return nil }
 func (e emptyStore) Close() error        { return nil }
 func (e emptyStore) Registry() *location { return nil }
 func (e emptyStore) String() string      { return e.name }
+
+// emptyTarget is a repository of an empty store: it holds nothing and
+// keeps nothing.
+type emptyTarget struct{ name, repo string }
+
+func (e emptyTarget) Resolve(_ context.Context, ref string) (ocispec.Descriptor, error) {
+	return ocispec.Descriptor{}, fmt.Errorf("%s:%s %w in %s", e.repo, ref, errdef.ErrNotFound, e.name)
+}
+func (e emptyTarget) Fetch(_ context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	return nil, fmt.Errorf("blob %s %w in %s", d.Digest, errdef.ErrNotFound, e.name)
+}
+func (e emptyTarget) Exists(context.Context, ocispec.Descriptor) (bool, error)  { return false, nil }
+func (e emptyTarget) Push(context.Context, ocispec.Descriptor, io.Reader) error { return nil }
+func (e emptyTarget) Tag(context.Context, ocispec.Descriptor, string) error     { return nil }

@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
 
@@ -19,22 +19,14 @@ import (
 )
 
 // store is one side of a transfer: an OCM repository seen as OCI
-// repositories (paths relative to the repository's prefix) holding blobs,
-// manifests and tags. Readers it returns are NOT verified; the transfer
-// verifies everything it reads.
+// repositories (paths relative to the repository's prefix), each an
+// oras.Target (Fetch, Exists, Push, Resolve, Tag) that oras.Copy and
+// oras.CopyGraph read and write. Readers it returns are NOT verified; the
+// transfer verifies everything it reads (see source).
 type store interface {
-	// Resolve returns the descriptor of the manifest a tag names, or an
-	// error wrapping errdef.ErrNotFound.
-	Resolve(ctx context.Context, repo, tag string) (ocispec.Descriptor, error)
-	// Fetch opens a blob or manifest.
-	Fetch(ctx context.Context, repo string, d ocispec.Descriptor) (io.ReadCloser, error)
-	// Exists reports whether the store holds the blob or manifest in repo.
-	Exists(ctx context.Context, repo string, d ocispec.Descriptor) (bool, error)
-	// Push stores a blob (config, layer) read from r; the store verifies
-	// digest and size before it keeps it.
-	Push(ctx context.Context, repo string, d ocispec.Descriptor, r io.Reader) error
-	// PushManifest stores a manifest or index, under tag when tag is set.
-	PushManifest(ctx context.Context, repo string, d ocispec.Descriptor, b []byte, tag string) error
+	// Repository is repo (below the prefix) as an oras.Target. Resolve
+	// errors wrap errdef.ErrNotFound for a tag the repository lacks.
+	Repository(repo string) (oras.Target, error)
 	// Commit makes what was pushed durable (a CTF writes its index, a tgz
 	// is packed); changed reports whether anything was pushed at all.
 	Commit(changed bool) error
@@ -106,7 +98,7 @@ func parseLocation(sp oci.Spec) (*location, error) {
 type registryStore struct {
 	reg   *registry.Client
 	loc   *location
-	repos map[string]*remote.Repository
+	repos map[string]*registryRepo
 }
 
 func newRegistryStore(reg *registry.Client, sp oci.Spec) (*registryStore, error) {
@@ -117,48 +109,43 @@ func newRegistryStore(reg *registry.Client, sp oci.Spec) (*registryStore, error)
 	if loc.scheme == "http" {
 		reg.AllowPlainHTTP(loc.host)
 	}
-	return &registryStore{reg: reg, loc: loc, repos: map[string]*remote.Repository{}}, nil
+	return &registryStore{reg: reg, loc: loc, repos: map[string]*registryRepo{}}, nil
 }
 
-func (s *registryStore) repo(repo string) (*remote.Repository, registry.Reference, error) {
+// Repository is repo of the registry, reached with the plugin's registry
+// client (its address policy, credentials and gate); errors name the
+// reference (registry.Client.Wrap).
+func (s *registryStore) Repository(repo string) (oras.Target, error) {
+	return s.repo(repo)
+}
+
+func (s *registryStore) repo(repo string) (*registryRepo, error) {
 	// The planning checked every name a descriptor derived, with its
 	// context; this keeps any path that missed it below the prefix.
 	if err := checkRepositoryName("repository", repo); err != nil {
-		return nil, registry.Reference{}, err
+		return nil, err
+	}
+	if r, ok := s.repos[repo]; ok {
+		return r, nil
 	}
 	ref := s.loc.ref(repo)
-	if r, ok := s.repos[repo]; ok {
-		return r, ref, nil
-	}
 	r, err := s.reg.Repository(ref)
 	if err != nil {
-		return nil, ref, err
+		return nil, err
 	}
-	s.repos[repo] = r
-	return r, ref, nil
-}
-
-func (s *registryStore) Resolve(ctx context.Context, repo, tag string) (ocispec.Descriptor, error) {
-	r, ref, err := s.repo(repo)
-	if err != nil {
-		return ocispec.Descriptor{}, err
-	}
-	ref.Tag = tag
-	d, err := r.Resolve(ctx, tag)
-	if err != nil {
-		return ocispec.Descriptor{}, s.reg.Wrap(err, "resolve tag", ref)
-	}
-	return d, nil
+	rr := &registryRepo{reg: s.reg, r: r, ref: ref}
+	s.repos[repo] = rr
+	return rr, nil
 }
 
 // Tags lists the tags of repo (bounded by the registry client's page limit).
 func (s *registryStore) Tags(ctx context.Context, repo string) ([]string, error) {
-	r, ref, err := s.repo(repo)
+	rr, err := s.repo(repo)
 	if err != nil {
 		return nil, err
 	}
 	var tags []string
-	err = r.Tags(ctx, "", func(page []string) error {
+	err = rr.r.Tags(ctx, "", func(page []string) error {
 		tags = append(tags, page...)
 		if len(tags) > 100_000 {
 			return fmt.Errorf("%w: more than 100000 tags", perr.ErrLimitExceeded)
@@ -166,66 +153,73 @@ func (s *registryStore) Tags(ctx context.Context, repo string) ([]string, error)
 		return nil
 	})
 	if err != nil {
-		return nil, s.reg.Wrap(err, "list tags", ref)
+		return nil, s.reg.Wrap(err, "list tags", rr.ref)
 	}
 	return tags, nil
 }
 
-func (s *registryStore) Fetch(ctx context.Context, repo string, d ocispec.Descriptor) (io.ReadCloser, error) {
-	r, ref, err := s.repo(repo)
-	if err != nil {
-		return nil, err
+// registryRepo is one repository of a registry as an oras.Target (and
+// registry.ReferencePusher, so that oras.Copy tags a manifest in the one
+// request that pushes it); every error is the registry client's.
+type registryRepo struct {
+	reg *registry.Client
+	r   *remote.Repository
+	ref registry.Reference
+}
+
+func (t *registryRepo) with(tag string, d ocispec.Descriptor) registry.Reference {
+	ref := t.ref
+	ref.Tag = tag
+	if d.Digest != "" {
+		ref.Digest = d.Digest.String()
 	}
-	ref.Digest = d.Digest.String()
-	rc, err := r.Fetch(ctx, d)
+	return ref
+}
+
+func (t *registryRepo) Resolve(ctx context.Context, tag string) (ocispec.Descriptor, error) {
+	d, err := t.r.Resolve(ctx, tag)
 	if err != nil {
-		return nil, s.reg.Wrap(err, fetchOp(d), ref)
+		return ocispec.Descriptor{}, t.reg.Wrap(err, "resolve tag", t.with(tag, ocispec.Descriptor{}))
+	}
+	return d, nil
+}
+
+func (t *registryRepo) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	rc, err := t.r.Fetch(ctx, d)
+	if err != nil {
+		return nil, t.reg.Wrap(err, fetchOp(d), t.with("", d))
 	}
 	return rc, nil
 }
 
-func (s *registryStore) Exists(ctx context.Context, repo string, d ocispec.Descriptor) (bool, error) {
-	r, ref, err := s.repo(repo)
+func (t *registryRepo) Exists(ctx context.Context, d ocispec.Descriptor) (bool, error) {
+	ok, err := t.r.Exists(ctx, d)
 	if err != nil {
-		return false, err
-	}
-	ok, err := r.Exists(ctx, d)
-	if err != nil {
-		ref.Digest = d.Digest.String()
-		return false, s.reg.Wrap(err, "check "+strings.TrimPrefix(fetchOp(d), "fetch "), ref)
+		return false, t.reg.Wrap(err, "check "+strings.TrimPrefix(fetchOp(d), "fetch "), t.with("", d))
 	}
 	return ok, nil
 }
 
-func (s *registryStore) Push(ctx context.Context, repo string, d ocispec.Descriptor, rd io.Reader) error {
-	r, ref, err := s.repo(repo)
-	if err != nil {
-		return err
-	}
-	ref.Digest = d.Digest.String()
-	// The registry verifies digest and size of what it receives (a
-	// monolithic upload names the digest); oras streams the body.
-	if err := r.Blobs().Push(ctx, d, rd); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-		return s.reg.Wrap(err, "push blob", ref)
+// Push stores a blob or manifest (by media type); the registry verifies
+// digest and size of what it receives, oras streams the body.
+func (t *registryRepo) Push(ctx context.Context, d ocispec.Descriptor, rd io.Reader) error {
+	if err := t.r.Push(ctx, d, rd); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return t.reg.Wrap(err, strings.Replace(fetchOp(d), "fetch", "push", 1), t.with("", d))
 	}
 	return nil
 }
 
-func (s *registryStore) PushManifest(ctx context.Context, repo string, d ocispec.Descriptor, b []byte, tag string) error {
-	r, ref, err := s.repo(repo)
-	if err != nil {
-		return err
+// PushReference pushes a manifest under tag.
+func (t *registryRepo) PushReference(ctx context.Context, d ocispec.Descriptor, rd io.Reader, tag string) error {
+	if err := t.r.PushReference(ctx, d, rd, tag); err != nil {
+		return t.reg.Wrap(err, "push manifest", t.with(tag, ocispec.Descriptor{}))
 	}
-	if tag == "" {
-		ref.Digest = d.Digest.String()
-		if err := r.Manifests().Push(ctx, d, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-			return s.reg.Wrap(err, "push manifest", ref)
-		}
-		return nil
-	}
-	ref.Tag = tag
-	if err := r.Manifests().PushReference(ctx, d, bytes.NewReader(b), tag); err != nil {
-		return s.reg.Wrap(err, "push manifest", ref)
+	return nil
+}
+
+func (t *registryRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) error {
+	if err := t.r.Tag(ctx, d, tag); err != nil {
+		return t.reg.Wrap(err, "tag manifest", t.with(tag, ocispec.Descriptor{}))
 	}
 	return nil
 }

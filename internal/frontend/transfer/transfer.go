@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,15 +10,19 @@ import (
 	"maps"
 	"os"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/accessmethod"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
@@ -174,6 +177,7 @@ type run struct {
 	sum      *Summary
 	prog     *progress
 	tmp      string
+	mu       sync.Mutex // sum, updated by concurrent copies
 }
 
 // open opens a side of the transfer.
@@ -230,16 +234,6 @@ func isArchiveName(p string) bool {
 	return strings.HasSuffix(l, ".tgz") || strings.HasSuffix(l, ".tar.gz") || strings.HasSuffix(l, ".tar")
 }
 
-// storeFetcher adapts a store and repository to ocimapping.Fetcher.
-type storeFetcher struct {
-	s    store
-	repo string
-}
-
-func (f storeFetcher) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
-	return f.s.Fetch(ctx, f.repo, d)
-}
-
 // versionContent is a component version as its store holds it.
 type versionContent struct {
 	repo, tag    string
@@ -265,11 +259,14 @@ type versionContent struct {
 // verified against its digest.
 func readVersion(ctx context.Context, s store, name, version string) (*versionContent, error) {
 	v := &versionContent{repo: ocm.DescriptorRepository(name), tag: ocm.VersionToTag(version)}
-	desc, err := s.Resolve(ctx, v.repo, v.tag)
+	f, err := s.Repository(v.repo)
 	if err != nil {
 		return nil, err
 	}
-	f := storeFetcher{s: s, repo: v.repo}
+	desc, err := f.Resolve(ctx, v.tag)
+	if err != nil {
+		return nil, err
+	}
 	ver, err := ocimapping.ResolveVersion(ctx, f, desc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s:%s: %w", s, v.repo, v.tag, err)
@@ -392,15 +389,10 @@ func (r *run) version(ctx context.Context, name, version string) error {
 	}
 	status := "planned"
 	if r.t.DryRun {
-		r.sum.Blobs += int64(len(p.blobs) + len(p.manifests))
+		r.sum.Blobs += int64(len(p.nodes))
 		r.sum.Bytes += p.bytes
 		r.sum.Present += p.present
-		for _, b := range p.blobs {
-			r.prog.line("  would copy %s %s (%s)", b.repo, b.desc.Digest, bytesize.Format(b.desc.Size))
-		}
-		for _, m := range p.manifests {
-			r.prog.line("  would push manifest %s:%s %s", m.repo, m.tag, m.desc.Digest)
-		}
+		p.report(r.prog)
 	} else {
 		if err := r.execute(ctx, p); err != nil {
 			return errdef.Wrap(err, ectx)
@@ -450,8 +442,10 @@ func (r *run) notFound(ctx context.Context, name, version string, cause error) e
 func (r *run) present(ctx context.Context, sv *versionContent) (bool, error) {
 	tv, err := readVersion(ctx, r.dst, sv.d.Name, sv.d.Version)
 	if errors.Is(err, errdef.ErrNotFound) {
-		if _, rerr := r.dst.Resolve(ctx, sv.repo, sv.tag); rerr != nil && errors.Is(rerr, errdef.ErrNotFound) {
-			return false, nil
+		if t, rerr := r.dst.Repository(sv.repo); rerr == nil {
+			if _, rerr := t.Resolve(ctx, sv.tag); rerr != nil && errors.Is(rerr, errdef.ErrNotFound) {
+				return false, nil
+			}
 		}
 	}
 	if err != nil {
@@ -497,81 +491,6 @@ func orUnknown(s string, err error) string {
 	return s
 }
 
-// blobTask copies one blob (or, with raw set, writes one) into repo.
-type blobTask struct {
-	repo string
-	desc ocispec.Descriptor
-	open func(ctx context.Context) (io.ReadCloser, error)
-	raw  []byte
-	res  string // resource, for errors
-}
-
-// manifestTask pushes one manifest, after the blobs it names.
-type manifestTask struct {
-	repo, tag string
-	desc      ocispec.Descriptor
-	raw       []byte
-	res       string
-}
-
-type plan struct {
-	blobs     []blobTask
-	manifests []manifestTask
-	closers   []io.Closer
-	bytes     int64
-	present   int64
-	seen      map[string]bool
-}
-
-func (p *plan) close() {
-	for _, c := range p.closers {
-		c.Close()
-	}
-}
-
-// addBlob plans a blob unless the target holds it already.
-func (r *run) addBlob(ctx context.Context, p *plan, t blobTask) error {
-	k := t.repo + "@" + t.desc.Digest.String()
-	if p.seen[k] {
-		return nil
-	}
-	p.seen[k] = true
-	ok, err := r.dst.Exists(ctx, t.repo, t.desc)
-	if err != nil {
-		return err
-	}
-	if ok {
-		p.present++
-		return nil
-	}
-	p.blobs = append(p.blobs, t)
-	p.bytes += t.desc.Size
-	return nil
-}
-
-// addManifest plans a manifest; a tag that names another manifest in the
-// target is refused.
-func (r *run) addManifest(ctx context.Context, p *plan, t manifestTask) error {
-	if t.tag != "" {
-		cur, err := r.dst.Resolve(ctx, t.repo, t.tag)
-		switch {
-		case err == nil && cur.Digest != t.desc.Digest:
-			return fmt.Errorf("%w: target %s: %s:%s names %s, not %s; nothing was overwritten", errdef.ErrConflict, r.dst, t.repo, t.tag, cur.Digest, t.desc.Digest)
-		case err == nil:
-			return nil // there, under its tag
-		case !errors.Is(err, errdef.ErrNotFound):
-			return err
-		}
-	} else if ok, err := r.dst.Exists(ctx, t.repo, t.desc); err != nil {
-		return err
-	} else if ok {
-		return nil
-	}
-	p.manifests = append(p.manifests, t)
-	p.bytes += int64(len(t.raw))
-	return nil
-}
-
 // plan decides what to copy for one version and builds its new descriptor.
 func (r *run) plan(ctx context.Context, sv *versionContent) (*plan, error) {
 	p := &plan{seen: map[string]bool{}}
@@ -585,13 +504,7 @@ func (r *run) plan(ctx context.Context, sv *versionContent) (*plan, error) {
 		return p, err
 	}
 	rp.markSourceBlobs(sv)
-	layers, err := r.planLayers(ctx, p, sv, rp)
-	if err != nil {
-		return p, err
-	}
-	if err := r.planIndexArtifacts(ctx, p, sv, rp); err != nil {
-		return p, err
-	}
+	layers := keptLayers(sv, rp)
 	if loc != nil {
 		if err := doc.appendContext(loc.repositoryContext()); err != nil {
 			return p, err
@@ -614,12 +527,16 @@ type resourcePlan struct {
 	// dropped are index entries (OCM CLI v0.13+ artifacts) that became
 	// artifacts of their own; the index keeps the others.
 	dropped map[digest.Digest]bool
+	// made are the new layers' content, names their resources.
+	made  map[digest.Digest]func() io.ReadCloser
+	names map[digest.Digest]string
 }
 
 // planResources plans the artifacts of each resource and rewrites the
 // access of those that move in doc.
 func (r *run) planResources(ctx context.Context, p *plan, sv *versionContent, doc *document, loc *location) (*resourcePlan, error) {
-	rp := &resourcePlan{exploded: map[digest.Digest]bool{}, local: map[digest.Digest]bool{}, dropped: map[digest.Digest]bool{}}
+	rp := &resourcePlan{exploded: map[digest.Digest]bool{}, local: map[digest.Digest]bool{}, dropped: map[digest.Digest]bool{},
+		made: map[digest.Digest]func() io.ReadCloser{}, names: map[digest.Digest]string{}}
 	for i, res := range sv.d.Resources {
 		var err error
 		// Layers of the version's manifest move with it; artifacts named
@@ -703,10 +620,11 @@ func (r *run) planLocalArtifact(ctx context.Context, p *plan, sv *versionContent
 			return err
 		}
 	}
-	fetch := func(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
-		return r.src.Fetch(ctx, sv.repo, d)
+	src, err := r.srcRepo(sv.repo)
+	if err != nil {
+		return err
 	}
-	if err := r.planGraph(ctx, p, fetch, entry, name, tag, res.Name); err != nil {
+	if err := r.addArtifact(ctx, p, src, entry, name, tag, res.Name); err != nil {
 		return err
 	}
 	if err := doc.setAccess(i, map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": loc.imageReference(name, tag, entry.Digest.String())}); err != nil {
@@ -714,24 +632,6 @@ func (r *run) planLocalArtifact(ctx context.Context, p *plan, sv *versionContent
 	}
 	rp.changed = true
 	rp.dropped[entry.Digest] = true
-	return nil
-}
-
-// planIndexArtifacts plans the manifests (and their config and layers) of
-// the version's index that stay in it: every entry besides the descriptor
-// manifest that no resource moved out, named by a resource or not.
-func (r *run) planIndexArtifacts(ctx context.Context, p *plan, sv *versionContent, rp *resourcePlan) error {
-	fetch := func(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
-		return r.src.Fetch(ctx, sv.repo, d)
-	}
-	for _, e := range sv.ver.Artifacts {
-		if rp.dropped[e.Digest] {
-			continue
-		}
-		if err := r.planGraph(ctx, p, fetch, e, sv.repo, "", localArtifactName(sv.d, e)); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -756,7 +656,7 @@ func (r *run) planExternalResource(ctx context.Context, p *plan, doc *document, 
 		return nil
 	}
 	r.prog.line("  ...resource %d %s[%s](%s) by digest...", i, res.Name, res.Type, res.Access.String("imageReference"))
-	access, layer, err := r.planImage(ctx, p, res)
+	access, layer, open, err := r.planImage(ctx, p, res)
 	if err != nil {
 		return errdef.Wrap(err, errdef.Error{Resource: resourceName(res)})
 	}
@@ -766,6 +666,8 @@ func (r *run) planExternalResource(ctx context.Context, p *plan, doc *document, 
 	if layer != nil {
 		rp.extra = append(rp.extra, *layer)
 		rp.local[layer.Digest] = true
+		rp.made[layer.Digest] = open
+		rp.names[layer.Digest] = res.Name
 	}
 	rp.changed = true
 	return nil
@@ -786,10 +688,10 @@ func (rp *resourcePlan) markSourceBlobs(sv *versionContent) {
 	}
 }
 
-// planLayers plans the layers of the source manifest and returns those the
-// new manifest keeps: the descriptor layer is rewritten or kept; local blobs
-// are copied unless they became artifacts.
-func (r *run) planLayers(ctx context.Context, p *plan, sv *versionContent, rp *resourcePlan) ([]ocispec.Descriptor, error) {
+// keptLayers are the layers of the source manifest the new manifest
+// keeps: local blobs, unless they became artifacts (the descriptor layer
+// is rewritten or kept apart).
+func keptLayers(sv *versionContent, rp *resourcePlan) []ocispec.Descriptor {
 	var layers []ocispec.Descriptor
 	for _, l := range sv.manifest.Layers {
 		if l.Digest == sv.layerDesc.Digest {
@@ -799,31 +701,78 @@ func (r *run) planLayers(ctx context.Context, p *plan, sv *versionContent, rp *r
 			continue
 		}
 		layers = append(layers, l)
-		if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: l, open: r.srcOpen(sv.repo, l), res: layerResource(sv.d, l)}); err != nil {
-			return layers, err
-		}
 	}
-	return layers, nil
+	return layers
 }
 
-// planUnchanged plans a version with nothing to rewrite (into a CTF): its
-// manifest, config and descriptor as they are, byte for byte.
+// planUnchanged plans a version with nothing to rewrite (into a CTF): the
+// graph its tag names, byte for byte.
 func (r *run) planUnchanged(ctx context.Context, p *plan, sv *versionContent) error {
-	for _, b := range []struct {
-		d   ocispec.Descriptor
-		raw []byte
-	}{{sv.manifest.Config, sv.configRaw}, {sv.layerDesc, sv.layerRaw}} {
-		if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: b.d, raw: b.raw}); err != nil {
-			return err
+	st, err := r.src.Repository(sv.repo)
+	if err != nil {
+		return err
+	}
+	j, err := r.versionJob(sv, st, sv.tagDesc, nil)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(sv.manifest.Layers, func(l ocispec.Descriptor) bool { return l.Digest == sv.layerDesc.Digest }) {
+		// The config names a descriptor layer its manifest does not list.
+		j.extra = map[digest.Digest][]ocispec.Descriptor{sv.manifestDesc.Digest: {sv.layerDesc}}
+	}
+	return r.addJob(ctx, p, j)
+}
+
+// versionJob is the copy of a version's graph under root, read from st,
+// pushed last (after the artifacts of its resources), under its tag.
+func (r *run) versionJob(sv *versionContent, st content.ReadOnlyStorage, root ocispec.Descriptor, rp *resourcePlan) (*copyJob, error) {
+	dst, err := r.dstRepo(sv.repo)
+	if err != nil {
+		return nil, err
+	}
+	names := map[digest.Digest]string{}
+	for _, l := range sv.manifest.Layers {
+		if l.Digest != sv.layerDesc.Digest {
+			names[l.Digest] = layerResource(sv.d, l)
 		}
 	}
-	if sv.index != nil {
-		if err := r.addManifest(ctx, p, manifestTask{repo: sv.repo, desc: sv.manifestDesc, raw: sv.manifestRaw}); err != nil {
-			return err
-		}
-		return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: sv.tagDesc, raw: sv.indexRaw})
+	for _, e := range sv.ver.Artifacts {
+		names[e.Digest] = localArtifactName(sv.d, e)
 	}
-	return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: sv.manifestDesc, raw: sv.manifestRaw})
+	if rp != nil {
+		maps.Copy(names, rp.names)
+	}
+	return &copyJob{src: newSource(st, r.src.String()), dst: dst, repo: sv.repo, root: root, tag: sv.tag, names: names}, nil
+}
+
+// srcRepo is repository repo of the source, as a source of graphs.
+func (r *run) srcRepo(repo string) (*source, error) {
+	t, err := r.src.Repository(repo)
+	if err != nil {
+		return nil, err
+	}
+	return newSource(t, r.src.String()), nil
+}
+
+func (r *run) dstRepo(repo string) (*jobTarget, error) {
+	t, err := r.dst.Repository(repo)
+	if err != nil {
+		return nil, err
+	}
+	return &jobTarget{Target: t}, nil
+}
+
+// addArtifact plans the copy of the artifact under root, read from src,
+// into repository repo of the target, the root under tag.
+func (r *run) addArtifact(ctx context.Context, p *plan, src *source, root ocispec.Descriptor, repo, tag, res string) error {
+	dst, err := r.dstRepo(repo)
+	if err != nil {
+		return err
+	}
+	if root, err = rootOf(ctx, src, root); err != nil {
+		return err
+	}
+	return r.addJob(ctx, p, &copyJob{src: src, dst: dst, repo: repo, root: root, tag: tag, res: res})
 }
 
 // planRewritten plans a version whose descriptor doc was rewritten: a new
@@ -859,27 +808,31 @@ func (r *run) planRewritten(ctx context.Context, p *plan, sv *versionContent, do
 	if err != nil {
 		return err
 	}
-	for _, b := range []struct {
-		d   ocispec.Descriptor
-		raw []byte
-	}{{cfg, cfgRaw}, {descLayer, layerRaw}} {
-		if err := r.addBlob(ctx, p, blobTask{repo: sv.repo, desc: b.d, raw: b.raw}); err != nil {
-			return err
-		}
-	}
 	md := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(mraw), Size: int64(len(mraw))}
-	if sv.index == nil {
-		return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: md, raw: mraw})
-	}
-	iraw, err := versionIndex(sv, md, rp.dropped)
+	// The new nodes are served over the source's; oras.CopyGraph copies
+	// the graph under the new root as any other.
+	st, err := r.src.Repository(sv.repo)
 	if err != nil {
 		return err
 	}
-	if err := r.addManifest(ctx, p, manifestTask{repo: sv.repo, desc: md, raw: mraw}); err != nil {
+	o := &overlay{ReadOnlyStorage: st, made: maps.Clone(rp.made)}
+	o.add(cfg.Digest, cfgRaw)
+	o.add(descLayer.Digest, layerRaw)
+	o.add(md.Digest, mraw)
+	root := md
+	if sv.index != nil {
+		iraw, err := versionIndex(sv, md, rp.dropped)
+		if err != nil {
+			return err
+		}
+		root = ocispec.Descriptor{MediaType: sv.tagDesc.MediaType, Digest: digest.FromBytes(iraw), Size: int64(len(iraw))}
+		o.add(root.Digest, iraw)
+	}
+	j, err := r.versionJob(sv, o, root, rp)
+	if err != nil {
 		return err
 	}
-	id := ocispec.Descriptor{MediaType: sv.tagDesc.MediaType, Digest: digest.FromBytes(iraw), Size: int64(len(iraw))}
-	return r.addManifest(ctx, p, manifestTask{repo: sv.repo, tag: sv.tag, desc: id, raw: iraw})
+	return r.addJob(ctx, p, j)
 }
 
 // versionIndex encodes the new index of a rewritten OCM CLI v0.13+ version:
@@ -953,16 +906,16 @@ func keepsSignatures(src *ocm.Descriptor, newDoc []byte) error {
 	return nil
 }
 
-func (r *run) srcOpen(repo string, d ocispec.Descriptor) func(context.Context) (io.ReadCloser, error) {
-	return func(ctx context.Context) (io.ReadCloser, error) { return r.src.Fetch(ctx, repo, d) }
-}
-
 // planExplode reads a local blob that is an artifact set and plans it as an
 // artifact of the target registry: repository <prefix>/<referenceName
 // without tag>, tagged with referenceName's tag, as the OCM CLI's OCI
 // blob handler does. It returns the new imageReference.
 func (r *run) planExplode(ctx context.Context, p *plan, sv *versionContent, layers []ocispec.Descriptor, hint string, res ocm.Resource) (string, error) {
-	rc, size, err := ocimapping.OpenLayers(ctx, storeFetcher{s: r.src, repo: sv.repo}, layers)
+	st, err := r.src.Repository(sv.repo)
+	if err != nil {
+		return "", err
+	}
+	rc, size, err := ocimapping.OpenLayers(ctx, st, layers)
 	if err != nil {
 		return "", err
 	}
@@ -989,7 +942,7 @@ func (r *run) planExplode(ctx context.Context, p *plan, sv *versionContent, laye
 	if err := checkArtifactDigest(res, set.main.Digest.String()); err != nil {
 		return "", err
 	}
-	if err := r.planGraph(ctx, p, set.fetch, set.main, name, tag, res.Name); err != nil {
+	if err := r.addArtifact(ctx, p, newSource(set, r.src.String()), set.main, name, tag, res.Name); err != nil {
 		return "", err
 	}
 	return r.dst.Registry().imageReference(name, tag, set.main.Digest.String()), nil
@@ -1016,142 +969,56 @@ func checkArtifactDigest(res ocm.Resource, manifestDigest string) error {
 	return nil
 }
 
-// planGraph plans an OCI artifact (manifest or index, recursively) read
-// through fetch into repo of the target; the root under tag.
-func (r *run) planGraph(ctx context.Context, p *plan, fetch fetchFunc, root ocispec.Descriptor, repo, tag, res string) error {
-	nodes, err := walkGraph(ctx, fetch, root, 0)
-	if err != nil {
-		return err
-	}
-	for _, n := range nodes {
-		if n.raw == nil {
-			if err := r.addBlob(ctx, p, blobTask{repo: repo, desc: n.desc, open: fetchOpen(fetch, n.desc), res: res}); err != nil {
-				return err
-			}
-			continue
-		}
-		t := manifestTask{repo: repo, desc: n.desc, raw: n.raw, res: res}
-		if n.desc.Digest == root.Digest {
-			t.tag = tag
-		}
-		if err := r.addManifest(ctx, p, t); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func fetchOpen(fetch fetchFunc, d ocispec.Descriptor) func(context.Context) (io.ReadCloser, error) {
-	return func(ctx context.Context) (io.ReadCloser, error) { return fetch(ctx, d) }
-}
-
-type graphNode struct {
-	desc ocispec.Descriptor
-	raw  []byte // manifests and indexes; nil for blobs
-}
-
-const maxGraphDepth = 4
-
-// walkGraph lists an artifact's nodes, children before their parents (the
-// order they must be pushed in); manifests are read and verified.
-func walkGraph(ctx context.Context, fetch fetchFunc, d ocispec.Descriptor, depth int) ([]graphNode, error) {
-	if depth > maxGraphDepth {
-		return nil, fmt.Errorf("%w: artifact nested deeper than %d", errdef.ErrLimitExceeded, maxGraphDepth)
-	}
-	rc, err := fetch(ctx, d)
-	if err != nil {
-		return nil, err
-	}
-	size := d.Size
-	if size <= 0 {
-		size = -1
-	}
-	raw, err := blob.ReadAll(rc, d.Digest.String(), size, ocimapping.MaxManifestSize)
-	rc.Close()
-	if err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", d.Digest, err)
-	}
-	d.Size = int64(len(raw))
-	d.MediaType = probeMediaType(raw, d.MediaType)
-	var m struct {
-		Config    *ocispec.Descriptor  `json:"config"`
-		Layers    []ocispec.Descriptor `json:"layers"`
-		Manifests []ocispec.Descriptor `json:"manifests"`
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("%w: manifest %s: %v", errdef.ErrInvalidDescriptor, d.Digest, err)
-	}
-	var out []graphNode
-	for _, c := range m.Manifests {
-		sub, err := walkGraph(ctx, fetch, c, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sub...)
-	}
-	if m.Config != nil {
-		out = append(out, graphNode{desc: *m.Config})
-	}
-	for _, l := range m.Layers {
-		out = append(out, graphNode{desc: l})
-	}
-	return append(out, graphNode{desc: d, raw: raw}), nil
-}
-
 // planImage plans the copy of the artifact an ociArtifact access names
 // (into a registry: an artifact below the target's prefix; into a CTF: an
 // artifact set local blob) and returns the new access, and for a CTF the
 // new layer.
-func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[string]any, *ocispec.Descriptor, error) {
+func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[string]any, *ocispec.Descriptor, func() io.ReadCloser, error) {
 	srcLoc := r.src.Registry()
 	image, err := imageOf(res, srcLoc)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ref, err := registry.ParseReference(image)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if ref.Scheme == "http" {
 		r.reg.AllowPlainHTTP(ref.Registry)
 	}
 	repo, err := r.reg.Repository(ref)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	root, err := repo.Resolve(ctx, ref.Ref())
 	if err != nil {
-		return nil, nil, r.reg.Wrap(err, "resolve image", ref)
+		return nil, nil, nil, r.reg.Wrap(err, "resolve image", ref)
 	}
 	if ref.Digest != "" && root.Digest.String() != ref.Digest {
-		return nil, nil, fmt.Errorf("%w: %s resolved to %s", errdef.ErrDigestMismatch, ref, root.Digest)
+		return nil, nil, nil, fmt.Errorf("%w: %s resolved to %s", errdef.ErrDigestMismatch, ref, root.Digest)
 	}
 	if err := checkArtifactDigest(res, root.Digest.String()); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	fetch := func(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
-		rc, err := repo.Fetch(ctx, d)
-		if err != nil {
-			return nil, r.reg.Wrap(err, fetchOp(d), ref)
-		}
-		return rc, nil
-	}
+	imgRef := ref
+	imgRef.Tag, imgRef.Digest = "", ""
+	src := newSource(&registryRepo{reg: r.reg, r: repo, ref: imgRef}, r.src.String())
 	name := carriedName(ref, srcLoc)
 	if err := checkRepositoryName("the repository of image "+errdef.Quote(image)+",", name); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if ref.Tag != "" {
 		if err := checkTag("the tag of image "+errdef.Quote(image)+",", ref.Tag); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if loc := r.dst.Registry(); loc != nil {
-		if err := r.planGraph(ctx, p, fetch, root, name, ref.Tag, res.Name); err != nil {
-			return nil, nil, err
+		if err := r.addArtifact(ctx, p, src, root, name, ref.Tag, res.Name); err != nil {
+			return nil, nil, nil, err
 		}
-		return map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": loc.imageReference(name, ref.Tag, root.Digest.String())}, nil, nil
+		return map[string]any{"type": ocm.AccessOCIArtifact, "imageReference": loc.imageReference(name, ref.Tag, root.Digest.String())}, nil, nil, nil
 	}
-	return r.planImageSet(ctx, p, fetch, root, name, ref.Tag, res)
+	return r.planImageSet(ctx, p, src, root, name, ref.Tag, res)
 }
 
 // imageOf is the image reference of an ociArtifact access; a
@@ -1183,117 +1050,64 @@ func carriedName(ref registry.Reference, srcLoc *location) string {
 	return name
 }
 
-// planImageSet plans the graph under root (read through fetch) as an
-// artifact set local blob of a CTF and returns its localBlob access and
-// layer.
-func (r *run) planImageSet(ctx context.Context, p *plan, fetch fetchFunc, root ocispec.Descriptor, name, tag string, res ocm.Resource) (map[string]any, *ocispec.Descriptor, error) {
-	nodes, err := walkGraph(ctx, fetch, root, 0)
+// planImageSet copies the graph under root (read from src) with
+// oras.CopyGraph into a spool directory (a CTF blob store, verified on the
+// way), and writes it from there as an artifact set local blob of a CTF,
+// its blobs in the order the graph lists them (so that the same image
+// makes the same set); it returns the localBlob access, the layer and its
+// content.
+func (r *run) planImageSet(ctx context.Context, p *plan, src *source, root ocispec.Descriptor, name, tag string, res ocm.Resource) (map[string]any, *ocispec.Descriptor, func() io.ReadCloser, error) {
+	root, err := rootOf(ctx, src, root)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var descs []ocispec.Descriptor
-	for _, n := range nodes {
-		descs = append(descs, n.desc)
-	}
-	root.Size = nodes[len(nodes)-1].desc.Size
-	root.MediaType = nodes[len(nodes)-1].desc.MediaType
-	set, err := writeArtifactSet(ctx, fetch, root, tag, r.tmp, descs)
+	spool, err := os.MkdirTemp(r.tmp, "argocd-ocm-transfer-image-*")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	defer os.RemoveAll(spool)
+	w, err := ctf.OpenWriter(spool, "image spool "+spool)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st := w.Storage("")
+	j := &copyJob{src: src}
+	g := newGraph(src, root, nil)
+	src.reset()
+	if err := oras.CopyGraph(ctx, src, st, root, j.options(g)); err != nil {
+		_, err := j.failure(g, err)
+		return nil, nil, nil, err
+	}
+	set, err := writeArtifactSet(ctx, st.Fetch, root, tag, r.tmp, g.walk(root))
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	p.closers = append(p.closers, set.f)
 	layer := set.desc
 	id, _ := json.Marshal([]any{map[string]any{"kind": "resource", "identity": res.Identity()}})
 	layer.Annotations = map[string]string{ocimapping.AnnotationArtifact: string(id)}
 	f := set.f
-	if err := r.addBlob(ctx, p, blobTask{repo: "", desc: layer, res: res.Name,
-		open: func(context.Context) (io.ReadCloser, error) {
-			return io.NopCloser(io.NewSectionReader(f, 0, layer.Size)), nil
-		}}); err != nil {
-		return nil, nil, err
-	}
+	open := func() io.ReadCloser { return io.NopCloser(io.NewSectionReader(f, 0, layer.Size)) }
 	hint := name
 	if tag != "" {
 		hint += ":" + tag
 	}
-	return map[string]any{"type": ocm.AccessLocalBlob, "localReference": layer.Digest.String(), "mediaType": set.mediaType, "referenceName": hint}, &layer, nil
+	return map[string]any{"type": ocm.AccessLocalBlob, "localReference": layer.Digest.String(), "mediaType": set.mediaType, "referenceName": hint}, &layer, open, nil
 }
 
-// execute pushes what the plan needs: blobs first, streamed and verified
-// on the way (the target verifies what it stores), then manifests, the
-// component version's last, so that a version present in the target is
+// execute copies what the plan found missing, artifact by artifact, the
+// version's own graph last, so that a version present in the target is
 // always complete.
 func (r *run) execute(ctx context.Context, p *plan) error {
-	total := int64(len(p.blobs) + len(p.manifests))
-	r.prog.start(total, p.bytes)
+	r.prog.start(int64(len(p.nodes)), p.bytes)
 	defer r.prog.finish()
 	r.sum.Present += p.present
-	for _, b := range p.blobs {
-		if err := r.pushBlob(ctx, b); err != nil {
-			return errdef.Wrap(fmt.Errorf("copy blob %s: %w", b.desc.Digest, err), errdef.Error{Resource: b.res})
-		}
-		r.sum.Blobs++
-		r.sum.Bytes += b.desc.Size
-		r.prog.blobDone()
-	}
-	for _, m := range p.manifests {
-		if err := r.dst.PushManifest(ctx, m.repo, m.desc, m.raw, m.tag); err != nil {
-			return errdef.Wrap(fmt.Errorf("push manifest %s: %w", m.desc.Digest, err), errdef.Error{Resource: m.res})
-		}
-		r.sum.Blobs++
-		r.sum.Bytes += m.desc.Size
-		r.prog.add(m.desc.Size)
-		r.prog.blobDone()
-	}
-	return nil
-}
-
-func (r *run) pushBlob(ctx context.Context, b blobTask) error {
-	// The blob's repository in the target: for a CTF every repository is
-	// one flat blob store, for a registry the version's own repository.
-	repo := b.repo
-	if b.raw != nil {
-		if err := r.dst.Push(ctx, repo, b.desc, bytes.NewReader(b.raw)); err != nil {
+	for _, j := range p.jobs {
+		if err := r.copy(ctx, j); err != nil {
 			return err
 		}
-		r.prog.add(b.desc.Size)
-		return nil
 	}
-	rc, err := b.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	size := b.desc.Size
-	if size <= 0 {
-		size = -1
-	}
-	v, err := blob.NewVerifier(rc, b.desc.Digest.String(), size)
-	if err != nil {
-		return err
-	}
-	sr := &sourceReader{r: v}
-	err = r.dst.Push(ctx, repo, b.desc, r.prog.reader(sr))
-	if err != nil && sr.err != nil && !errors.Is(sr.err, io.EOF) {
-		// The source failed (or did not match its digest): that is the
-		// cause, not the target's reaction to an aborted upload.
-		return fmt.Errorf("source %s: %w", r.src, sr.err)
-	}
-	return err
-}
-
-// sourceReader remembers the error reading the source ended with.
-type sourceReader struct {
-	r   io.Reader
-	err error
-}
-
-func (s *sourceReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if err != nil {
-		s.err = err
-	}
-	return n, err
+	return nil
 }
 
 // resourceName is a resource's identity as errors name it.

@@ -18,7 +18,7 @@ import (
 	"oras.land/oras-go/v2/content/memory"
 	orasdef "oras.land/oras-go/v2/errdef"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/ocm/ctf"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
