@@ -8,9 +8,11 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -372,6 +374,26 @@ func TestReplicationExample(t *testing.T) {
 	if code, _, stderr := cli("transfer", "--from", "ghcr.io/acme/ocm", "--to", "/bundle/repo/bundles/podinfo-bundle.tgz", "--component", airgapComponent,
 		"--version", "1.0.0", "--recursive", "--copy-images"); code != 0 {
 		t.Fatalf("bundle: exit %d: %s", code, stderr)
+	}
+	// An image carried into a CTF is one artifact-set blob: two runs write
+	// the same blobs (oras copies concurrently; the set keeps one order).
+	var blobSets [2][]string
+	for i := range blobSets {
+		dir := filepath.Join(work, fmt.Sprintf("bundle-dir-%d", i))
+		if code, _, stderr := cli("transfer", "--from", "ghcr.io/acme/ocm", "--to", dir, "--component", airgapComponent,
+			"--version", "1.0.0", "--recursive", "--copy-images"); code != 0 {
+			t.Fatalf("bundle directory %d: exit %d: %s", i, code, stderr)
+		}
+		ents, err := os.ReadDir(filepath.Join(dir, "blobs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			blobSets[i] = append(blobSets[i], e.Name())
+		}
+	}
+	if len(blobSets[0]) < 3 || !slices.Equal(blobSets[0], blobSets[1]) {
+		t.Errorf("two transfers with --copy-images wrote different blobs:\n%v\n%v", blobSets[0], blobSets[1])
 	}
 	other := registrytest.Start(t)
 	hosts = strings.NewReplacer("registry.internal.example/ocm", "http://"+other.Host+"/ocm", "/bundle/repo/bundles/podinfo-bundle.tgz", filepath.Join(work, "podinfo-bundle.tgz"))
