@@ -287,7 +287,7 @@ func (rs *resolver) definitionPlan(ctx context.Context, i int, sel *selection) (
 	if !sel.matches(res) {
 		return renderPlan{}, false, nil
 	}
-	if !plan.Renderable(res.Type) {
+	if !plan.RenderableNamed(res.Type) {
 		return renderPlan{}, false, fmt.Errorf("%w: %s.resource: resource %s has type %s; the plugin renders helmChart and directoryTree resources",
 			errdef.ErrUnsupportedMediaType, where, res.Identity(), res.Type)
 	}

@@ -68,3 +68,13 @@ type Planner interface {
 type PackageChecker interface {
 	CheckPackage(ctx context.Context, child ocm.ComponentVersion, in Input) error
 }
+
+// SelfRendering is a Planner that renders some components that read as a
+// platform (component references, no renderable resource of their own):
+// the RGD planner, when a referenced component ships the
+// ResourceGraphDefinition that deploys them (OCM's helm-nested). The
+// renderer asks it only when neither a definition, a resource nor a forced
+// platform decides; true renders the component through Plan.
+type SelfRendering interface {
+	RendersItself(ctx context.Context, cv ocm.ComponentVersion, in Input) (bool, error)
+}

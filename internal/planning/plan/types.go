@@ -15,6 +15,11 @@ const (
 	TypeHelmChart     = "helmChart"
 	TypeDirectoryTree = "directoryTree"
 	TypeFilesystem    = "filesystem" // legacy name of directoryTree
+	// TypeOCIArtifact renders as a directory tree when its OCI manifest has
+	// one tar layer (a Flux OCIRepository artifact: OCM's
+	// kustomize-configuration-localization example); most ociArtifact
+	// resources are images, so it renders only when a step names it.
+	TypeOCIArtifact = "ociArtifact"
 )
 
 // Renders is how a resource type renders: the pipeline keeps one step
@@ -35,13 +40,19 @@ var resourceTypes = []struct {
 	name    string
 	renders Renders
 	legacy  bool // accepted, never offered
+	// named: rendered only when named (a resource selector, a definition's
+	// render, an RGD block); never chosen as the only renderable resource,
+	// never what makes a component no platform. The reader refuses content
+	// of another shape (access.Resolver.ReadTree).
+	named bool
 }{
-	{TypeHelmChart, RendersChart, false},
-	{TypeDirectoryTree, RendersTree, false},
-	{TypeFilesystem, RendersTree, true},
+	{TypeHelmChart, RendersChart, false, false},
+	{TypeDirectoryTree, RendersTree, false, false},
+	{TypeFilesystem, RendersTree, true, false},
+	{TypeOCIArtifact, RendersTree, true, true},
 }
 
-// RendersOf is how resources of type t render.
+// RendersOf is how resources of type t render when a step names them.
 func RendersOf(t string) Renders {
 	for _, rt := range resourceTypes {
 		if rt.name == t {
@@ -51,8 +62,21 @@ func RendersOf(t string) Renders {
 	return RendersNothing
 }
 
-// Renderable reports whether a step can render resources of type t.
-func Renderable(t string) bool { return RendersOf(t) != RendersNothing }
+// Renderable reports whether resources of type t render without being
+// named: the only renderable resource of a component is chosen among
+// them, and a component with one is no platform.
+func Renderable(t string) bool {
+	for _, rt := range resourceTypes {
+		if rt.name == t {
+			return rt.renders != RendersNothing && !rt.named
+		}
+	}
+	return false
+}
+
+// RenderableNamed reports whether a step that names a resource of type t
+// renders it (Renderable, and the types rendered only when named).
+func RenderableNamed(t string) bool { return RendersOf(t) != RendersNothing }
 
 // RenderableTypes names the renderable types for messages, joined by
 // conjunction: "helmChart and directoryTree".
@@ -96,7 +120,7 @@ func SelectResources(d *ocm.Descriptor, selectors []string) ([]*ocm.Resource, er
 		if err != nil {
 			return nil, err
 		}
-		if !Renderable(res.Type) {
+		if !RenderableNamed(res.Type) {
 			return nil, NotRenderable(res)
 		}
 		if !slices.Contains(out, res) { // two spellings of one identity

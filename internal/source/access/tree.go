@@ -68,6 +68,10 @@ func (r *Resolver) readTree(ctx context.Context, cv ocm.ComponentVersion, res *o
 			defer b.Close()
 			return streamTree(b, "local blob "+acc.String("localReference"), res, b.MediaType(), md, limit, opts)
 		}
+		if res.Type == ResourceTypeOCIArtifact {
+			// Not an OCI manifest: an artifact set, or bytes of unknown shape.
+			return nil, artifactTreeError(res, "is a local blob of media type "+quoteMediaType(acc.String("mediaType")))
+		}
 		b, err := cv.OpenLocalBlob(ctx, acc)
 		if errors.Is(err, errdef.ErrNotFound) {
 			if g, ok := acc.GlobalAccess(); ok && r.Artifacts != nil {
@@ -105,6 +109,9 @@ func (r *Resolver) remoteTree(ctx context.Context, cv ocm.ComponentVersion, res 
 		if err := CheckResourceDigest(res, c); err != nil {
 			return nil, err
 		}
+		if err := checkArtifactTree(res, c.MediaType, c.ManifestDigest); err != nil {
+			return nil, err
+		}
 		return contentTree(c, opts)
 	}
 	b, manifestDigest, err := o.OpenArtifact(ctx, cv, acc)
@@ -137,6 +144,9 @@ func checkTreeMediaType(mt string, head []byte) error {
 // streamTree unpacks b while hashing it, then verifies it at EOF. what names
 // b in read errors.
 func streamTree(b ocm.Blob, what string, res *ocm.Resource, mt, manifestDigest string, limit int64, opts []archive.Option) (*archive.Tree, error) {
+	if err := checkArtifactTree(res, mt, manifestDigest); err != nil {
+		return nil, err
+	}
 	if size := b.Size(); size > limit {
 		return nil, fmt.Errorf("%w: blob is %d bytes, more than the limit of %d", errdef.ErrLimitExceeded, size, limit)
 	}
@@ -241,4 +251,50 @@ func (h *hashingReader) Read(p []byte) (int, error) {
 		h.err = err
 	}
 	return n, err
+}
+
+// ResourceTypeOCIArtifact is the resource type of an OCI artifact. Read as a
+// directory tree (plan.TypeOCIArtifact), its manifest must have exactly one
+// layer, of a tree media type (IsTreeLayerMediaType): a Flux OCIRepository
+// artifact, or a tar pushed as an OCI artifact.
+const ResourceTypeOCIArtifact = "ociArtifact"
+
+// MediaTypeFluxContent is the layer of a Flux OCIRepository artifact
+// (flux push artifact, oras push …:application/vnd.cncf.flux.content.v1.tar+gzip).
+const MediaTypeFluxContent = "application/vnd.cncf.flux.content.v1.tar+gzip"
+
+// IsTreeLayerMediaType reports whether an OCI layer media type is a
+// directory tree: Flux content or a (gzip-compressed) tar. OCI image layers
+// are not: an image is no tree to render.
+func IsTreeLayerMediaType(mt string) bool {
+	return mt == MediaTypeFluxContent || IsTarMediaType(mt)
+}
+
+// checkArtifactTree refuses an ociArtifact resource whose content is not
+// one tree layer of an OCI manifest. The artifact's reader picks the Helm
+// chart layer, else the only layer, and refuses several layers without a
+// chart: a layer of a tree media type is therefore the manifest's only one.
+func checkArtifactTree(res *ocm.Resource, mt, manifestDigest string) error {
+	if res.Type != ResourceTypeOCIArtifact {
+		return nil
+	}
+	if manifestDigest == "" {
+		return artifactTreeError(res, "was not read through an OCI manifest (media type "+quoteMediaType(mt)+")")
+	}
+	if !IsTreeLayerMediaType(mt) {
+		return artifactTreeError(res, "has a content layer of media type "+quoteMediaType(mt))
+	}
+	return nil
+}
+
+func artifactTreeError(res *ocm.Resource, what string) error {
+	return fmt.Errorf("%w: ociArtifact resource %s %s; the plugin renders an ociArtifact as a directory tree when its OCI manifest has exactly one layer of media type %s or a tar (application/tar, application/tar+gzip, …)",
+		errdef.ErrUnsupportedMediaType, res.Identity(), what, MediaTypeFluxContent)
+}
+
+func quoteMediaType(mt string) string {
+	if mt == "" {
+		return "(none)"
+	}
+	return errdef.Quote(mt)
 }

@@ -69,8 +69,12 @@ func (p *Planner) Convert(ctx context.Context, cv ocm.ComponentVersion, req plan
 		return nil, err
 	}
 	meta := map[string]any{"name": "${app.name}", "namespace": "${app.namespace}"}
-	g := &graph{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, bindings: map[string]*binding{}}
-	vars := map[string]any{"schema": map[string]any{"metadata": meta, "spec": instanceSpec(def, params, given)}}
+	g := &graph{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, items: map[string][]map[string]any{}, bindings: map[string]*binding{}}
+	ispec, err := r.instanceSpec(def, params, given)
+	if err != nil {
+		return nil, err
+	}
+	vars := map[string]any{"schema": map[string]any{"metadata": meta, "spec": ispec}}
 	ids := []string{"schema"}
 	for _, n := range r.Nodes {
 		ids = append(ids, n.ID)
@@ -79,6 +83,10 @@ func (p *Planner) Convert(ctx context.Context, cv ocm.ComponentVersion, req plan
 	var notes []string
 	var argo, flux, sources []*Node
 	for _, n := range order {
+		if len(n.iterators) > 0 {
+			notes = append(notes, fmt.Sprintf("node %s (forEach) is not converted: a ComponentDeployment renders resources of the component, not objects of its own", n.ID))
+			continue
+		}
 		v, err := ev.Walk(ctx, fmt.Sprintf("%s: node %s: template", r.Source, n.ID), n.Template, vars)
 		if err != nil {
 			return nil, err

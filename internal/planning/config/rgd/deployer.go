@@ -96,10 +96,13 @@ func (e *evaluation) argoStep(g *graph, n *Node, obj, spec map[string]any, where
 	if err != nil {
 		return step{}, err
 	}
+	// The block's destination is the nested Application's; the objects
+	// go where the Application that renders them sends them.
 	dest, _ := spec["destination"].(map[string]any)
-	ns, _ := dest["namespace"].(string)
-	if ns == "" {
-		ns = e.req.Namespace
+	ns := e.req.Namespace
+	if dns, _ := dest["namespace"].(string); dns != "" && dns != ns {
+		e.note("%s: node %s: destination.namespace %s is not used: the objects go to the destination namespace of the Application that renders them (%s), which is also the Helm release namespace unless spec.source.helm.namespace sets one; set the Application's destination namespace to %s to deploy there",
+			g.rgd.Name, n.ID, dns, orDash(ns), dns)
 	}
 	meta, _ := obj["metadata"].(map[string]any)
 	appName, _ := meta["name"].(string)
@@ -108,8 +111,8 @@ func (e *evaluation) argoStep(g *graph, n *Node, obj, spec map[string]any, where
 		s.Component = b.cv
 	}
 	rr := explain.RenderReport{Name: n.ID + " (Argo CD Application)", Resource: b.res.Identity().String(), Type: b.res.Type, Namespace: ns}
-	switch b.res.Type {
-	case plan.TypeHelmChart:
+	switch plan.RendersOf(b.res.Type) {
+	case plan.RendersChart:
 		h, _ := source["helm"].(map[string]any)
 		for _, f := range []string{"valueFiles", "fileParameters"} {
 			if v, ok := h[f].([]any); ok && len(v) > 0 {
@@ -117,13 +120,25 @@ func (e *evaluation) argoStep(g *graph, n *Node, obj, spec map[string]any, where
 			}
 		}
 		vals := map[string]any{}
+		origins := map[string][]explain.Origin{}
+		record := func(m map[string]any, source, exprOf func(string) string) {
+			walkLeaves(m, "", func(p string, v any) {
+				origins[p] = append(origins[p], explain.Origin{Layer: explain.LayerDefinition, Source: source(p), Expr: exprOf(p), Value: v})
+			})
+		}
+		noExpr := func(string) string { return "" }
 		if s, _ := h["values"].(string); strings.TrimSpace(s) != "" {
 			if err := yaml.Unmarshal([]byte(s), &vals); err != nil {
 				return step{}, fmt.Errorf("%w: %s: spec.source.helm.values is not a YAML map: %v", errdef.ErrInvalidInput, where, err)
 			}
+			vals = normalizeJSON(jsonCopy(vals)).(map[string]any)
+			record(vals, func(p string) string { return n.ID + ": spec.source.helm.values: " + p }, noExpr)
 		}
 		if vo, ok := h["valuesObject"].(map[string]any); ok {
+			// valuesObject takes precedence over values (Argo CD).
 			merge(vals, vo)
+			record(vo, func(p string) string { return n.ID + ": spec.source.helm.valuesObject." + p },
+				func(p string) string { return exprAt(n, "template.spec.source.helm.valuesObject."+p) })
 		}
 		ps, _ := h["parameters"].([]any)
 		for i, x := range ps {
@@ -140,14 +155,27 @@ func (e *evaluation) argoStep(g *graph, n *Node, obj, spec map[string]any, where
 			if err := set(name+"="+val, vals); err != nil {
 				return step{}, fmt.Errorf("%w: %s: spec.source.helm.parameters[%d] (%s): %v", errdef.ErrInvalidInput, where, i, errdef.Truncate(name, 60), err)
 			}
+			one := map[string]any{}
+			if err := set(name+"="+val, one); err == nil {
+				src := fmt.Sprintf("%s: spec.source.helm.parameters[%d] (%s)", n.ID, i, errdef.Truncate(name, 60))
+				x := exprAt(n, fmt.Sprintf("template.spec.source.helm.parameters[%d].value", i))
+				record(one, func(string) string { return src }, func(string) string { return x })
+			}
 		}
 		release, _ := h["releaseName"].(string)
 		if release == "" {
 			release = appName // Argo CD's default
 		}
+		// The release namespace: helm.namespace, else the destination
+		// namespace of the Application that renders (Argo CD templates with
+		// its destination namespace; objects without one land there).
+		if hns, _ := h["namespace"].(string); hns != "" {
+			ns = hns
+			s.Namespace, rr.Namespace = ns, ns
+		}
 		s.ReleaseName, s.Values = release, normalizeJSON(jsonCopy(vals)).(map[string]any)
-		rr.ReleaseName, rr.Values = release, leaves(vals, n.ID+": spec.source.helm")
-	case plan.TypeDirectoryTree:
+		rr.ReleaseName, rr.Values = release, originLeaves(s.Values, origins, n.ID+": spec.source.helm")
+	case plan.RendersTree:
 		path, _ := source["path"].(string)
 		s.Path = treePath(path)
 		k, _ := source["kustomize"].(map[string]any)
@@ -168,7 +196,7 @@ func (e *evaluation) argoStep(g *graph, n *Node, obj, spec map[string]any, where
 }
 
 func notRenderable(where string, b *binding) error {
-	return fmt.Errorf("%w: %s: OCM Resource node %s is resource %s of type %s; the plugin renders helmChart and directoryTree resources of the component",
+	return fmt.Errorf("%w: %s: OCM Resource node %s is resource %s of type %s; the plugin renders helmChart, directoryTree and (one tar layer) ociArtifact resources of the component",
 		errdef.ErrUnsupportedMediaType, where, b.node, b.res.Identity(), b.res.Type)
 }
 
@@ -192,7 +220,7 @@ func (e *evaluation) helmReleaseStep(g *graph, n *Node, obj, spec map[string]any
 	if err != nil {
 		return step{}, err
 	}
-	if b.res.Type != plan.TypeHelmChart {
+	if plan.RendersOf(b.res.Type) != plan.RendersChart {
 		return step{}, notRenderable(where, b)
 	}
 	meta, _ := obj["metadata"].(map[string]any)
@@ -221,7 +249,7 @@ func (e *evaluation) helmReleaseStep(g *graph, n *Node, obj, spec map[string]any
 		s.Component = b.cv
 	}
 	e.report.Renders = append(e.report.Renders, explain.RenderReport{Name: n.ID + " (Flux HelmRelease, source " + src.ID + ")", Resource: b.res.Identity().String(),
-		Type: b.res.Type, ReleaseName: release, Namespace: ns, Values: leaves(vals, n.ID+": spec.values")})
+		Type: b.res.Type, ReleaseName: release, Namespace: ns, Values: leavesWithExpr(n, vals, n.ID+": spec.values", "template.spec.values")})
 	return s, nil
 }
 
@@ -242,7 +270,7 @@ func (e *evaluation) kustomizationStep(g *graph, n *Node, _ map[string]any, spec
 	if err != nil {
 		return step{}, err
 	}
-	if b.res.Type != plan.TypeDirectoryTree {
+	if plan.RendersOf(b.res.Type) != plan.RendersTree {
 		return step{}, notRenderable(where, b)
 	}
 	ov := map[string]any{}
@@ -475,5 +503,64 @@ func leaves(v map[string]any, source string) []explain.Leaf {
 		}
 	}
 	walk("", v)
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "none given"
+	}
+	return s
+}
+
+// walkLeaves calls f for every leaf of m (a non-empty map is no leaf).
+func walkLeaves(m map[string]any, prefix string, f func(path string, v any)) {
+	for _, k := range sortedKeys(m) {
+		p := k
+		if prefix != "" {
+			p = prefix + "." + k
+		}
+		if mm, ok := m[k].(map[string]any); ok && len(mm) > 0 {
+			walkLeaves(mm, p, f)
+			continue
+		}
+		f(p, m[k])
+	}
+}
+
+// exprAt is the ${…} expressions of a node's template field, for --explain.
+func exprAt(n *Node, path string) string {
+	var out []string
+	for _, x := range n.exprs {
+		if x.path == path {
+			out = append(out, "${"+x.expr+"}")
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// originLeaves lists the values of a render with the fields that set them
+// (lowest first); a leaf no field set alone (under a map replaced later)
+// names the block.
+func originLeaves(v map[string]any, origins map[string][]explain.Origin, block string) []explain.Leaf {
+	var out []explain.Leaf
+	walkLeaves(v, "", func(p string, val any) {
+		h := origins[p]
+		if len(h) == 0 {
+			h = []explain.Origin{{Layer: explain.LayerDefinition, Source: block + ": " + p, Value: val}}
+		}
+		out = append(out, explain.Leaf{Path: p, Value: val, History: h})
+	})
+	return out
+}
+
+// leavesWithExpr is leaves with the expression of each value, for --explain.
+func leavesWithExpr(n *Node, v map[string]any, source, field string) []explain.Leaf {
+	out := leaves(v, source)
+	for i := range out {
+		for j := range out[i].History {
+			out[i].History[j].Expr = exprAt(n, field+"."+out[i].Path)
+		}
+	}
 	return out
 }

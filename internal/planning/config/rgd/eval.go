@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -39,6 +40,7 @@ type graph struct {
 	order    []*Node
 	level    map[string]int
 	objs     map[string]map[string]any
+	items    map[string][]map[string]any // the objects of forEach nodes
 	bindings map[string]*binding
 }
 
@@ -56,11 +58,18 @@ func (e *evaluation) run(ctx context.Context, r *RGD, spec, meta map[string]any,
 	if err != nil {
 		return nil, err
 	}
-	g := &graph{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, bindings: map[string]*binding{}}
+	g := &graph{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, items: map[string][]map[string]any{}, bindings: map[string]*binding{}}
 	vars := map[string]any{"schema": map[string]any{"apiVersion": "kro.run/v1alpha1", "kind": r.Schema.Kind, "metadata": meta, "spec": spec}}
 	ids := []string{"schema"}
 	for _, n := range r.Nodes {
 		ids = append(ids, n.ID)
+	}
+	for _, n := range r.Nodes {
+		for _, it := range n.iterators {
+			if !slices.Contains(ids, it.name) {
+				ids = append(ids, it.name)
+			}
+		}
 	}
 	ev := &expr.Evaluator{Variables: ids, CostLimit: e.p.costLimit(), Timeout: e.p.exprTimeout()}
 	for _, n := range order {
@@ -82,6 +91,19 @@ func (e *evaluation) run(ctx context.Context, r *RGD, spec, meta map[string]any,
 		}
 		if !include {
 			e.note("%s: node %s not included (includeWhen is false)", r.Name, n.ID)
+			continue
+		}
+		if len(n.iterators) > 0 {
+			items, err := e.forEach(ctx, ev, r, n, vars)
+			if err != nil {
+				return nil, err
+			}
+			g.items[n.ID] = items
+			list := make([]any, len(items))
+			for i, it := range items {
+				list[i] = it
+			}
+			vars[n.ID] = list // other nodes read a collection as a list
 			continue
 		}
 		v, err := ev.Walk(ctx, where+": template", n.Template, vars)
@@ -118,6 +140,17 @@ func (e *evaluation) steps(ctx context.Context, g *graph, meta map[string]any, d
 	var argo, flux, fluxSources []*Node
 	var out []step
 	for _, n := range g.order {
+		if items, ok := g.items[n.ID]; ok {
+			if len(items) > 0 {
+				objs := make([]manifests.Object, len(items))
+				for i, it := range items {
+					objs[i] = it
+				}
+				out = append(out, step{Step: plan.Step{Resource: r.Resource, Component: r.cv, Objects: objs}, level: base + g.level[n.ID], node: n.ID})
+			}
+			e.note("%s: node %s: forEach expanded into %d objects", r.Name, n.ID, len(items))
+			continue
+		}
 		obj, ok := g.objs[n.ID]
 		if !ok {
 			continue
@@ -146,7 +179,7 @@ func (e *evaluation) steps(ctx context.Context, g *graph, meta map[string]any, d
 			}
 			out = append(out, steps...)
 		default:
-			out = append(out, step{Step: plan.Step{Resource: r.Resource, Objects: []manifests.Object{obj}}, level: base + g.level[n.ID], node: n.ID})
+			out = append(out, step{Step: plan.Step{Resource: r.Resource, Component: r.cv, Objects: []manifests.Object{obj}}, level: base + g.level[n.ID], node: n.ID})
 		}
 	}
 	blocks, err := e.chooseBlocks(r, argo, flux)
@@ -205,7 +238,11 @@ func (e *evaluation) chained(ctx context.Context, g *graph, n *Node, obj map[str
 		}
 	}
 	e.note("%s: node %s expanded: %s (kind %s) with spec %s", g.rgd.Name, n.ID, child.Source, child.Schema.Kind, compact(spec))
-	return e.run(ctx, child, instanceSpec(def, params, texts), childMeta, depth+1, base+g.level[n.ID], chain)
+	ispec, err := child.instanceSpec(def, params, texts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return e.run(ctx, child, ispec, childMeta, depth+1, base+g.level[n.ID], chain)
 }
 
 // waves places each step's objects in the sync wave of its node's level
@@ -252,4 +289,56 @@ func compact(v any) string {
 		return "?"
 	}
 	return errdef.Truncate(string(bs), 400)
+}
+
+// forEach expands a collection node: each iterator's expression makes a
+// list (of the instance spec: analyze refuses other nodes), and the
+// template is evaluated once per item of their cartesian product, with the
+// iterators bound to the item. At most MaxForEachItems objects.
+func (e *evaluation) forEach(ctx context.Context, ev *expr.Evaluator, r *RGD, n *Node, vars map[string]any) ([]map[string]any, error) {
+	where := fmt.Sprintf("%s: node %s", r.Source, n.ID)
+	lists := make([][]any, len(n.iterators))
+	total := 1
+	for i, it := range n.iterators {
+		v, err := ev.Template(ctx, fmt.Sprintf("%s: forEach[%d] (%s)", where, i, it.name), it.expr, vars)
+		if err != nil {
+			return nil, err
+		}
+		l, ok := v.([]any)
+		if !ok && v != nil {
+			return nil, fmt.Errorf("%w: %s: forEach[%d] (%s) is %s, want a list", errdef.ErrInvalidInput, where, i, it.name, expr.DescribeValue(v))
+		}
+		lists[i] = l
+		total *= len(l)
+		if total > MaxForEachItems {
+			return nil, fmt.Errorf("%w: %s: forEach expands into more than %d objects", errdef.ErrLimitExceeded, where, MaxForEachItems)
+		}
+	}
+	var out []map[string]any
+	idx := make([]int, len(lists))
+	for k := 0; k < total; k++ {
+		iv := maps.Clone(vars)
+		label := make([]string, len(lists))
+		for i, l := range lists {
+			iv[n.iterators[i].name] = l[idx[i]]
+			label[i] = fmt.Sprintf("%s[%d]", n.iterators[i].name, idx[i])
+		}
+		v, err := ev.Walk(ctx, where+" ("+strings.Join(label, ", ")+"): template", n.Template, iv)
+		if err != nil {
+			return nil, err
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s: the template is not an object", errdef.ErrInvalidInput, where)
+		}
+		out = append(out, obj)
+		for i := len(idx) - 1; i >= 0; i-- { // next item, last dimension fastest
+			idx[i]++
+			if idx[i] < len(lists[i]) {
+				break
+			}
+			idx[i] = 0
+		}
+	}
+	return out, nil
 }

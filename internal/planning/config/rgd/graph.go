@@ -52,6 +52,27 @@ func (r *RGD) analyze() ([]*Node, map[string]int, error) {
 				return nil, nil, err
 			}
 		}
+		if len(n.iterators) > 0 {
+			if g, k := gvk(n.Template); !plainKind(g, k) {
+				return nil, nil, fmt.Errorf("%w: %s: node %s: forEach over a %s node is not supported by the static render (only objects emitted as they are: not OCM, Flux, Argo CD or kro nodes)",
+					errdef.ErrInvalidInput, r.Source, n.ID, groupKind(g, k))
+			}
+		}
+		for i, it := range n.iterators {
+			es, _ := expr.Expressions(it.expr)
+			for _, x := range es {
+				refs, err := expr.References(x)
+				if err != nil {
+					return nil, nil, fmt.Errorf("%w: %s: node %s: forEach[%d] (%s): %v", errdef.ErrInvalidInput, r.Source, n.ID, i, it.name, err)
+				}
+				for _, ref := range refs {
+					if _, ok := byID[ref.Var]; ok {
+						return nil, nil, fmt.Errorf("%w: %s: node %s: forEach[%d] (%s) reads %s: only lists of the instance spec (schema.spec) are known without a cluster",
+							errdef.ErrInvalidInput, r.Source, n.ID, i, it.name, ref.Var)
+					}
+				}
+			}
+		}
 		for i, w := range n.IncludeWhen {
 			es, err := expr.Expressions(w)
 			if err != nil {
@@ -215,4 +236,16 @@ func groupKind(g, k string) string {
 		return k
 	}
 	return k + "." + g
+}
+
+// plainKind: a kind emitted as it is (not interpreted: OCM, Flux sources
+// and deployers, Argo CD Applications, chained kro kinds).
+func plainKind(g, k string) bool {
+	switch {
+	case g == ocmGroup, g == "kro.run", g == "source.toolkit.fluxcd.io",
+		g == "helm.toolkit.fluxcd.io" && k == "HelmRelease", g == "kustomize.toolkit.fluxcd.io" && k == "Kustomization",
+		g == "argoproj.io" && k == "Application":
+		return false
+	}
+	return true
 }

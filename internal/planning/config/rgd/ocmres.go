@@ -95,6 +95,10 @@ func (e *evaluation) resolveResource(ctx context.Context, r *RGD, n *Node, obj m
 // follow is one step of a referencePath: the referenced component version,
 // its descriptor checked against the reference's digest when it has one.
 func (e *evaluation) follow(ctx context.Context, cv ocm.ComponentVersion, id ocm.Identity) (ocm.ComponentVersion, error) {
+	return e.p.follow(ctx, cv, id)
+}
+
+func (p *Planner) follow(ctx context.Context, cv ocm.ComponentVersion, id ocm.Identity) (ocm.ComponentVersion, error) {
 	d := cv.Descriptor()
 	var ref *ocm.Reference
 	for i := range d.References {
@@ -136,7 +140,7 @@ func (e *evaluation) follow(ctx context.Context, cv ocm.ComponentVersion, id ocm
 		if !strings.EqualFold(strings.TrimPrefix(got, "sha256:"), ref.Digest.Value) {
 			return nil, fmt.Errorf("%w: reference %s (%s:%s): the descriptor's digest is %s, the reference says %s", errdef.ErrDigestMismatch, ref.Name, ref.ComponentName, ref.Version, got, ref.Digest.Value)
 		}
-	} else if e.p.Config != nil && e.p.Config.RequireDigests {
+	} else if p.Config != nil && p.Config.RequireDigests {
 		return nil, fmt.Errorf("%w: reference %s (%s:%s) has no digest, so no signature covers it", errdef.ErrSignature, ref.Name, ref.ComponentName, ref.Version)
 	}
 	return child, nil

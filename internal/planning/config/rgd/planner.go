@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mime"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -44,6 +47,7 @@ type Planner struct {
 
 var _ plan.Planner = (*Planner)(nil)
 var _ plan.PackageChecker = (*Planner)(nil)
+var _ plan.SelfRendering = (*Planner)(nil)
 
 // Wrap is the planner for a renderer: c, and RGDs where c has no definition.
 func Wrap(c *config.Planner) *Planner { return &Planner{Config: c} }
@@ -104,7 +108,9 @@ type selection struct {
 
 // choose decides between a ComponentDeployment and an RGD: an explicit
 // definition file or resource wins, then a shipped ComponentDeployment,
-// then the component's RGDs.
+// then the component's RGDs. RGDs of referenced components are read when
+// the component has none of its own and either an RGD is asked for or the
+// component reads as a platform (references, no renderable resource).
 func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*selection, error) {
 	c, err := parseChoice(req.DefinitionFile)
 	if err != nil {
@@ -140,14 +146,43 @@ func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.
 	if err != nil {
 		return nil, err
 	}
+	refPath, resName := splitName(c.name)
+	if len(all) == 0 && len(d.References) > 0 && (c.rgd || platformLike(d)) && len(refPath) == 0 {
+		if all, err = p.referencedRGDs(ctx, req.Reader, cv); err != nil {
+			return nil, err
+		}
+	}
 	sel := &selection{all: all, deployer: c.deployer}
 	if c.name != "" {
-		id, err := ocm.ParseIdentity(c.name)
+		id, err := ocm.ParseIdentity(resName)
 		if err != nil {
 			return nil, fmt.Errorf("definition %q: %w", req.DefinitionFile, err)
 		}
+		if len(refPath) > 0 {
+			r, err := p.namedReferencedRGD(ctx, req.Reader, cv, refPath, id)
+			if err != nil {
+				return nil, fmt.Errorf("definition %q: %w", req.DefinitionFile, err)
+			}
+			// Chains: the other RGDs of the deployed component and of the
+			// one that ships r.
+			more, err := p.findRGDsIn(ctx, req.Reader, r.cv, refPath)
+			if err != nil {
+				return nil, err
+			}
+			sel.all = append(slices.Clone(all), r)
+			for _, m := range more {
+				if !m.Resource.Identity().Matches(r.Resource.Identity()) {
+					sel.all = append(sel.all, m)
+				}
+			}
+			if err := uniqueKinds(sel.all); err != nil {
+				return nil, err
+			}
+			sel.rgd = r
+			return sel, nil
+		}
 		for _, r := range all {
-			if r.Resource.Identity().Matches(id) {
+			if len(r.refPath) == 0 && r.Resource.Identity().Matches(id) {
 				sel.rgd = r
 				return sel, nil
 			}
@@ -156,7 +191,7 @@ func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.
 	}
 	if len(all) == 0 {
 		if c.rgd {
-			return nil, fmt.Errorf("%w: definition %q: the component ships no ResourceGraphDefinition", errdef.ErrNotFound, req.DefinitionFile)
+			return nil, fmt.Errorf("%w: definition %q: the component ships no ResourceGraphDefinition, nor do the components it references", errdef.ErrNotFound, req.DefinitionFile)
 		}
 		return nil, nil
 	}
@@ -172,10 +207,60 @@ func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.
 	}
 }
 
+// RendersItself implements plan.SelfRendering: a component that reads as
+// a platform (references, no renderable resource of its own) is rendered
+// from an RGD of a referenced component when no definition decides and
+// exactly one root RGD is found (OCM's helm-nested). Several roots, or an
+// RGD that cannot be read, leave it a platform; a digest or signature
+// failure is an error.
+func (p *Planner) RendersItself(ctx context.Context, cv ocm.ComponentVersion, in plan.Input) (bool, error) {
+	if strings.TrimSpace(in.DefinitionFile) != "" || len(in.Resources) > 0 {
+		return false, nil
+	}
+	sel, err := p.choose(ctx, cv, in)
+	if err != nil {
+		if errors.Is(err, errdef.ErrDigestMismatch) || errors.Is(err, errdef.ErrSignature) || errors.Is(err, errdef.ErrLimitExceeded) {
+			return false, err
+		}
+		return false, nil
+	}
+	return sel != nil && sel.rgd != nil, nil
+}
+
+// splitName splits the NAME of rgd:NAME into reference names and the
+// resource identity: "nested-rgd/kro-rgd" is resource kro-rgd of the
+// component the reference nested-rgd names; "a/b/res" follows two
+// references. Only the part before the first "," (the extra identity of
+// the resource) is split.
+func splitName(name string) ([]string, string) {
+	head := name
+	if i := strings.IndexByte(name, ','); i >= 0 {
+		head = name[:i]
+	}
+	i := strings.LastIndexByte(head, '/')
+	if i < 0 {
+		return nil, name
+	}
+	return strings.Split(name[:i], "/"), name[i+1:]
+}
+
+// platformLike: references and no resource that renders without being named.
+func platformLike(d *ocm.Descriptor) bool {
+	if len(d.References) == 0 {
+		return false
+	}
+	for i := range d.Resources {
+		if plan.Renderable(d.Resources[i].Type) {
+			return false
+		}
+	}
+	return true
+}
+
 func names(rs []*RGD) string {
 	var out []string
 	for _, r := range rs {
-		out = append(out, r.Resource.Identity().String()+" (kind "+r.Schema.Kind+")")
+		out = append(out, r.Label()+" (kind "+r.Schema.Kind+")")
 	}
 	if len(out) == 0 {
 		return "none"
@@ -206,7 +291,7 @@ func rootRGDs(all []*RGD) []*RGD {
 // isRGDCandidate: a resource that may hold an RGD: the RGD media type, or
 // a blob of YAML (or unknown) content.
 func isRGDCandidate(res *ocm.Resource) bool {
-	mt, _ := res.Access.Fields["mediaType"].(string)
+	mt := resourceMediaType(res)
 	if mt == MediaType {
 		return true
 	}
@@ -220,32 +305,156 @@ func isRGDCandidate(res *ocm.Resource) bool {
 	return false
 }
 
+// resourceMediaType is the media type of a resource's access without its
+// parameters, lower case: OCM's CLI records a File/v1 input as
+// "text/plain; charset=utf-8". An unparsable one is kept as it is
+// (trimmed, lower case), so that it matches nothing known.
+func resourceMediaType(res *ocm.Resource) string {
+	mt, _ := res.Access.Fields["mediaType"].(string)
+	mt = strings.TrimSpace(mt)
+	if mt == "" {
+		return ""
+	}
+	if base, _, err := mime.ParseMediaType(mt); err == nil {
+		return base
+	}
+	return strings.ToLower(mt)
+}
+
 // findRGDs reads every RGD of the component: resources with the RGD media
 // type (an error when unreadable) and blobs that turn out to be one.
 func (p *Planner) findRGDs(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion) ([]*RGD, error) {
+	out, err := p.findRGDsIn(ctx, rd, cv, nil)
+	if err != nil {
+		return nil, err
+	}
+	return out, uniqueKinds(out)
+}
+
+// findRGDsIn reads the RGDs of cv, reached through the references refPath
+// (nil: the component being deployed).
+func (p *Planner) findRGDsIn(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion, refPath []string) ([]*RGD, error) {
 	d := cv.Descriptor()
 	var out []*RGD
-	kinds := map[string]string{}
 	for i := range d.Resources {
 		res := &d.Resources[i]
 		if !isRGDCandidate(res) {
 			continue
 		}
-		mt, _ := res.Access.Fields["mediaType"].(string)
-		r, err := p.readRGD(ctx, rd, cv, res, mt == MediaType)
+		r, err := p.readRGD(ctx, rd, cv, res, resourceMediaType(res) == MediaType)
 		if err != nil {
 			return nil, err
 		}
 		if r == nil {
 			continue
 		}
-		if other, ok := kinds[r.Schema.Kind]; ok {
-			return nil, fmt.Errorf("%w: resources %s and %s both define the kind %s", errdef.ErrInvalidInput, other, res.Identity(), r.Schema.Kind)
+		if len(refPath) > 0 {
+			r.cv, r.refPath = cv, slices.Clone(refPath)
+			r.Source = fmt.Sprintf("ResourceGraphDefinition %s (resource %s of %s:%s, reference %s)", r.Name, res.Identity(), d.Name, d.Version, strings.Join(refPath, "/"))
 		}
-		kinds[r.Schema.Kind] = res.Identity().String()
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// uniqueKinds refuses two RGDs that define one kind: a chained node could
+// not tell which one it instantiates.
+func uniqueKinds(all []*RGD) error {
+	kinds := map[string]string{}
+	for _, r := range all {
+		if other, ok := kinds[r.Schema.Kind]; ok {
+			return fmt.Errorf("%w: resources %s and %s both define the kind %s", errdef.ErrInvalidInput, other, r.Label(), r.Schema.Kind)
+		}
+		kinds[r.Schema.Kind] = r.Label()
+	}
+	return nil
+}
+
+// Bounds of the search for RGDs in referenced components (the platform's
+// reference depth; a count so that a wide graph is not read whole).
+const (
+	maxRefDepth      = platform.DefaultMaxDepth
+	maxRefComponents = 64
+)
+
+// referencedRGDs reads the RGDs of the components cv references,
+// breadth-first (nearest first), each reached through references whose
+// digests are checked (follow); a component reached twice is read once.
+func (p *Planner) referencedRGDs(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion) ([]*RGD, error) {
+	type item struct {
+		cv   ocm.ComponentVersion
+		path []string
+	}
+	root := cv.Descriptor()
+	seen := map[string]bool{root.Name + ":" + root.Version: true}
+	queue := []item{{cv, nil}}
+	var out []*RGD
+	visited := 0
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		d := it.cv.Descriptor()
+		for _, ref := range d.References {
+			key := ref.ComponentName + ":" + ref.Version
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			path := append(slices.Clone(it.path), ref.Name)
+			if len(path) > maxRefDepth {
+				return nil, fmt.Errorf("%w: looking for ResourceGraphDefinitions: component references nest deeper than %d below %s:%s", errdef.ErrLimitExceeded, maxRefDepth, root.Name, root.Version)
+			}
+			visited++
+			if visited > maxRefComponents {
+				return nil, fmt.Errorf("%w: looking for ResourceGraphDefinitions: more than %d referenced components below %s:%s; name one with the definition parameter rgd:REFERENCE/RESOURCE", errdef.ErrLimitExceeded, maxRefComponents, root.Name, root.Version)
+			}
+			id := ocm.Identity{"name": ref.Name}
+			for k, v := range ref.ExtraIdentity {
+				id[k] = v
+			}
+			child, err := p.follow(ctx, it.cv, id)
+			if err != nil {
+				return nil, fmt.Errorf("looking for ResourceGraphDefinitions: %s:%s: %w", d.Name, d.Version, err)
+			}
+			rs, err := p.findRGDsIn(ctx, rd, child, path)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rs...)
+			queue = append(queue, item{child, path})
+		}
+	}
+	return out, uniqueKinds(out)
+}
+
+// namedReferencedRGD reads the RGD rgd:REF/…/RESOURCE names.
+func (p *Planner) namedReferencedRGD(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion, refPath []string, id ocm.Identity) (*RGD, error) {
+	if len(refPath) > maxRefDepth {
+		return nil, fmt.Errorf("%w: %d references, more than %d", errdef.ErrLimitExceeded, len(refPath), maxRefDepth)
+	}
+	at := cv
+	for i, name := range refPath {
+		if name == "" {
+			return nil, fmt.Errorf("%w: reference %d of the path is empty", errdef.ErrInvalidInput, i+1)
+		}
+		next, err := p.follow(ctx, at, ocm.Identity{"name": name})
+		if err != nil {
+			return nil, err
+		}
+		at = next
+	}
+	d := at.Descriptor()
+	res, err := d.Resource(id)
+	if err != nil {
+		return nil, fmt.Errorf("component %s:%s (reference %s): %w", d.Name, d.Version, strings.Join(refPath, "/"), err)
+	}
+	r, err := p.readRGD(ctx, rd, at, res, true)
+	if err != nil {
+		return nil, err
+	}
+	r.cv, r.refPath = at, slices.Clone(refPath)
+	r.Source = fmt.Sprintf("ResourceGraphDefinition %s (resource %s of %s:%s, reference %s)", r.Name, res.Identity(), d.Name, d.Version, strings.Join(refPath, "/"))
+	return r, nil
 }
 
 // readRGD reads and decodes one candidate; nil, nil when it is not an RGD
@@ -344,7 +553,11 @@ func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req plan.In
 		appName = req.ReleaseName
 	}
 	meta := map[string]any{"name": appName, "namespace": req.Namespace}
-	steps, err := e.run(ectx, sel.rgd, instanceSpec(def, params, req.Parameters), meta, 0, 0, nil)
+	ispec, err := sel.rgd.instanceSpec(def, params, req.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := e.run(ectx, sel.rgd, ispec, meta, 0, 0, nil)
 	if err != nil {
 		if ectx.Err() != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("%w: %s: evaluating the graph took longer than %s", errdef.ErrLimitExceeded, sel.rgd.Source, timeout)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 )
@@ -38,6 +39,29 @@ type RGD struct {
 	Resource *ocm.Resource
 	Schema   Schema
 	Nodes    []*Node
+
+	// cv is the component version that ships the RGD when it is a
+	// referenced one (nil: the component being deployed); refPath the
+	// reference names from the deployed component to it.
+	cv      ocm.ComponentVersion
+	refPath []string
+	// itemTypes: list or map parameters of a custom type → the type
+	// (set by Parameters).
+	itemTypes map[string]string
+}
+
+// Label names the RGD as the definition parameter does: its resource's
+// identity, after the reference names that lead to the component that
+// ships it ("nested-rgd/kro-rgd").
+func (r *RGD) Label() string {
+	id := "?"
+	if r.Resource != nil {
+		id = r.Resource.Identity().String()
+	}
+	if len(r.refPath) == 0 {
+		return id
+	}
+	return strings.Join(r.refPath, "/") + "/" + id
 }
 
 // Schema is spec.schema.
@@ -47,6 +71,8 @@ type Schema struct {
 	Group      string         `json:"group"`
 	Spec       map[string]any `json:"spec"`
 	Status     map[string]any `json:"status"`
+	// Types are custom SimpleSchema types: name → fields, as spec's.
+	Types map[string]any `json:"types"`
 }
 
 // Node is one entry of spec.resources.
@@ -59,10 +85,26 @@ type Node struct {
 	ForEach     any            `json:"forEach"`
 
 	index int
+	// iterators are forEach's dimensions, in order.
+	iterators []iterator
 	// refs are the expressions of the template by field path.
 	exprs []located
 	deps  []string // ids of the nodes it reads, sorted
 }
+
+// iterator is one dimension of forEach: a name the template reads, bound
+// to each item of the list an expression over the instance spec makes.
+type iterator struct {
+	name string
+	expr string // the whole ${…} string
+}
+
+// Bounds of forEach: the objects one node expands into, and the
+// dimensions of its cartesian product.
+const (
+	MaxForEachItems = 256
+	maxIterators    = 4
+)
 
 type located struct {
 	path string
@@ -135,8 +177,17 @@ func Decode(source string, data []byte) (*RGD, error) {
 		if n.Template == nil {
 			return nil, fmt.Errorf("%w: %s: node %s has no template", errdef.ErrInvalidInput, source, n.ID)
 		}
-		if n.ForEach != nil {
-			return nil, fmt.Errorf("%w: %s: node %s: forEach (collections) is not supported by the static render", errdef.ErrInvalidInput, source, n.ID)
+		its, err := parseForEach(n.ForEach)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: node %s: forEach: %v", errdef.ErrInvalidInput, source, n.ID, err)
+		}
+		n.iterators = its
+	}
+	for _, n := range r.Nodes {
+		for _, it := range n.iterators {
+			if seen[it.name] {
+				return nil, fmt.Errorf("%w: %s: node %s: forEach: iterator %s is also a node id", errdef.ErrInvalidInput, source, n.ID, it.name)
+			}
 		}
 	}
 	return r, nil
@@ -160,4 +211,46 @@ func gvk(obj map[string]any) (group, kind string) {
 // looksLikeRGD is a cheap test before decoding a blob of unknown content.
 func looksLikeRGD(data []byte) bool {
 	return bytes.Contains(data, []byte(Kind)) && bytes.Contains(data, []byte("kro.run/"))
+}
+
+// parseForEach reads kro's forEach: a list of one-key maps
+// ({name: "${list expression}"}), each a dimension of the cartesian product.
+func parseForEach(v any) ([]iterator, error) {
+	if v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return nil, fmt.Errorf("want a list of {name: ${expression}}")
+	}
+	if len(list) > maxIterators {
+		return nil, fmt.Errorf("%d dimensions, more than %d: %w", len(list), maxIterators, errdef.ErrLimitExceeded)
+	}
+	var out []iterator
+	names := map[string]bool{}
+	for i, x := range list {
+		m, ok := x.(map[string]any)
+		if !ok || len(m) != 1 {
+			return nil, fmt.Errorf("[%d]: want one {name: ${expression}}", i)
+		}
+		for k, e := range m {
+			s, ok := e.(string)
+			if !ok || !isWholeExpression(s) {
+				return nil, fmt.Errorf("[%d].%s: want one ${expression} making a list", i, errdef.Truncate(k, 40))
+			}
+			if !idRE().MatchString(k) || reserved[k] || names[k] {
+				return nil, fmt.Errorf("[%d]: iterator %q is not a usable name (letters, digits and _, not reserved, not repeated)", i, errdef.Truncate(k, 40))
+			}
+			names[k] = true
+			out = append(out, iterator{name: k, expr: s})
+		}
+	}
+	return out, nil
+}
+
+// isWholeExpression: s is exactly one ${…}.
+func isWholeExpression(s string) bool {
+	s = strings.TrimSpace(s)
+	es, err := expr.Expressions(s)
+	return err == nil && len(es) == 1 && s == "${"+es[0]+"}"
 }

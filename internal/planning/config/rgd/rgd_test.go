@@ -14,7 +14,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
@@ -47,9 +46,8 @@ func writeCTF(t testing.TB, comps ...*ocmbuild.Component) string {
 
 // renderRGD renders through the pipeline with the RGD planner, as the CLI does.
 func renderRGD(req pipeline.Request) ([]manifests.Object, *explain.Report, error) {
-	r := &pipeline.Renderer{}
 	var rep *explain.Report
-	plan.Attach(r, rgd.Wrap(&config.Planner{Explain: func(x *explain.Report) { rep = x }}))
+	r := &pipeline.Renderer{Explain: func(x pipeline.Explanation) { rep, _ = x.(*explain.Report) }}
 	res, err := r.Render(context.Background(), req)
 	if err != nil {
 		return nil, nil, err
@@ -294,7 +292,8 @@ func TestRefusals(t *testing.T) {
 		{"externalRef", graphDoc("A", spec, "    - id: ext\n      externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n"), []string{"node ext", "externalRef"}},
 		{"includeWhen over a node", graphDoc("A", spec, cm("a", "x")+"    - id: b\n      includeWhen: [\"${a.data.v == 'x'}\"]\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n"),
 			[]string{"node b", "includeWhen[0] reads node a"}},
-		{"forEach", graphDoc("A", spec, "    - id: items\n      forEach: [{x: \"${schema.spec.password}\"}]\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n"), []string{"node items", "forEach"}},
+		{"forEach over a node", graphDoc("A", spec, cm("a", "x")+"    - id: items\n      forEach: [{x: \"${a.data}\"}]\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n"), []string{"node items", "forEach[0] (x) reads a"}},
+		{"forEach not a list", graphDoc("A", spec, "    - id: items\n      forEach: [{x: \"${schema.spec.password}\"}]\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n"), []string{"node items", "forEach[0] (x) is", "want a list"}},
 		{"secret from a parameter", graphDoc("A", spec, "    - id: s\n      template:\n        apiVersion: v1\n        kind: Secret\n        metadata: {name: s}\n        stringData: {password: \"${schema.spec.password}\"}\n"),
 			[]string{"node s", "a Secret filled from an instance parameter", "plain text"}},
 		{"flux postRenderers", graphDoc("A", spec, chartNode+"    - id: repo\n      template: {apiVersion: source.toolkit.fluxcd.io/v1, kind: OCIRepository, metadata: {name: r}, spec: {url: \"oci://${chart.status.additional.registry}/${chart.status.additional.repository}\"}}\n"+
@@ -312,7 +311,7 @@ func TestRefusals(t *testing.T) {
 			[]string{"node r", "referencePath[0]", "no reference"}},
 		{"unknown kro kind", graphDoc("A", spec, "    - id: k\n      template: {apiVersion: kro.run/v1alpha1, kind: Other, metadata: {name: k}}\n"), []string{"node k", "kind Other"}},
 		{"bad marker", graphDoc("A", "      num: integer | default=x\n", cm("a", "x")), []string{"parameter num", "default"}},
-		{"custom type", graphDoc("A", "      num: MyType\n", cm("a", "x")), []string{"spec.schema.spec.num", "custom types"}},
+		{"custom type", graphDoc("A", "      num: MyType\n", cm("a", "x")), []string{"spec.schema.spec.num", "spec.schema.types"}},
 		{"CEL syntax", graphDoc("A", spec, cm("a", `"${schema.spec.password +}"`)), []string{"node a", "template.data.v", "${schema.spec.password +}"}},
 		{"unknown variable", graphDoc("A", spec, cm("a", `"${nosuch.x}"`)), []string{"node a", "undeclared reference to 'nosuch'"}},
 	} {

@@ -22,15 +22,74 @@ const maxSchemaFields = 1000
 // description) as config's constraints.
 func (r *RGD) Parameters() (*config.Definition, error) {
 	params := map[string]*config.Parameter{}
-	if err := flatten(r.Source, "", r.Schema.Spec, params, 0); err != nil {
+	f := &flattener{source: r.Source, types: r.Schema.Types, out: params, items: map[string]string{}}
+	if err := f.types_(); err != nil {
 		return nil, err
 	}
+	if err := f.flatten("", r.Schema.Spec, 0); err != nil {
+		return nil, err
+	}
+	r.itemTypes = f.items
 	return config.InstanceDefinition(r.Source, r.Schema.Kind, params)
 }
 
-func flatten(source, prefix string, spec map[string]any, out map[string]*config.Parameter, depth int) error {
+// flattener turns schema.spec into parameters; a field of a custom type
+// (spec.schema.types) is expanded into that type's fields, a list or map
+// of a custom type is one parameter whose items are checked against it
+// (items: parameter → type name).
+type flattener struct {
+	source string
+	types  map[string]any
+	out    map[string]*config.Parameter
+	items  map[string]string
+}
+
+// maxTypes bounds spec.schema.types.
+const maxTypes = 100
+
+// types_ checks spec.schema.types: names of object types with fields.
+func (f *flattener) types_() error {
+	if len(f.types) > maxTypes {
+		return fmt.Errorf("%w: %s: spec.schema.types has %d types, more than %d: %w", errdef.ErrInvalidInput, f.source, len(f.types), maxTypes, errdef.ErrLimitExceeded)
+	}
+	for _, k := range sortedKeys(f.types) {
+		if builtinType(k) || !idRE().MatchString(k) {
+			return fmt.Errorf("%w: %s: spec.schema.types.%s: not a usable type name", errdef.ErrInvalidInput, f.source, errdef.Truncate(k, 40))
+		}
+		if _, ok := f.types[k].(map[string]any); !ok {
+			return fmt.Errorf("%w: %s: spec.schema.types.%s: want fields (name: \"type | markers\")", errdef.ErrInvalidInput, f.source, errdef.Truncate(k, 40))
+		}
+	}
+	return nil
+}
+
+func builtinType(t string) bool {
+	switch t {
+	case "string", "integer", "number", "boolean", "object":
+		return true
+	}
+	return false
+}
+
+// customType is the custom type a field type names: T, []T or map[string]T
+// (elem: the latter two).
+func (f *flattener) customType(typ string) (name string, elem bool) {
+	t, elem := typ, false
+	if x, ok := strings.CutPrefix(t, "[]"); ok {
+		t, elem = x, true
+	} else if x, ok := strings.CutPrefix(t, "map[string]"); ok {
+		t, elem = x, true
+	}
+	if _, ok := f.types[t].(map[string]any); ok && !builtinType(t) {
+		return t, elem
+	}
+	return "", false
+}
+
+func (f *flattener) flatten(prefix string, spec map[string]any, depth int) error {
+	source, out := f.source, f.out
 	if depth > 16 {
-		return fmt.Errorf("%w: %s: spec.schema.spec.%s is nested more than 16 levels", errdef.ErrInvalidInput, source, prefix)
+		return fmt.Errorf("%w: %s: spec.schema.spec.%s is nested more than 16 levels (a custom type that contains itself?)", errdef.ErrInvalidInput, source, prefix)
 	}
 	for _, k := range sortedKeys(spec) {
 		name := k
@@ -42,10 +101,24 @@ func flatten(source, prefix string, spec map[string]any, out map[string]*config.
 		}
 		switch v := spec[k].(type) {
 		case map[string]any:
-			if err := flatten(source, name, v, out, depth+1); err != nil {
+			if err := f.flatten(name, v, depth+1); err != nil {
 				return err
 			}
 		case string:
+			typ, markers, _ := strings.Cut(v, "|")
+			if t, elem := f.customType(strings.TrimSpace(typ)); t != "" {
+				if !elem {
+					// A field of a custom type: its fields, nested.
+					if strings.TrimSpace(markers) != "" {
+						return fmt.Errorf("%w: %s: spec.schema.spec.%s: markers on a field of the custom type %s are not supported (put them on the type's fields)", errdef.ErrInvalidInput, source, name, t)
+					}
+					if err := f.flatten(name, f.types[t].(map[string]any), depth+1); err != nil {
+						return err
+					}
+					continue
+				}
+				f.items[name] = t
+			}
 			p, err := parseField(v)
 			if err != nil {
 				return fmt.Errorf("%w: %s: spec.schema.spec.%s: %v", errdef.ErrInvalidInput, source, name, err)
@@ -56,6 +129,126 @@ func flatten(source, prefix string, spec map[string]any, out map[string]*config.
 		}
 	}
 	return nil
+}
+
+// checkItems checks the items of a list or map parameter of a custom type
+// against the type: every field declared, of its type, required ones
+// present; defaults filled in. The value is changed in place.
+func (r *RGD) checkItems(name string, v any) error {
+	t := r.itemTypes[name]
+	fields, _ := r.Schema.Types[t].(map[string]any)
+	if fields == nil || v == nil {
+		return nil
+	}
+	check := func(at string, item any) error {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%w: parameter %s: %s is %T, want an object of type %s", errdef.ErrInvalidInput, name, at, item, t)
+		}
+		return r.checkObject(name+at, t, fields, m, 0)
+	}
+	switch v := v.(type) {
+	case []any:
+		for i, x := range v {
+			if err := check(fmt.Sprintf("[%d]", i), x); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			if err := check("."+k, v[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *RGD) checkObject(at, t string, fields, m map[string]any, depth int) error {
+	if depth > 16 {
+		return fmt.Errorf("%w: parameter %s: nested more than 16 levels", errdef.ErrInvalidInput, at)
+	}
+	for k := range m {
+		if _, ok := fields[k]; !ok {
+			return fmt.Errorf("%w: parameter %s: field %s is not a field of type %s (%s)", errdef.ErrInvalidInput, at, errdef.Truncate(k, 40), t, strings.Join(sortedKeys(fields), ", "))
+		}
+	}
+	for _, k := range sortedKeys(fields) {
+		switch fv := fields[k].(type) {
+		case map[string]any:
+			sub, ok := m[k].(map[string]any)
+			if !ok {
+				if m[k] != nil {
+					return fmt.Errorf("%w: parameter %s.%s is %T, want an object", errdef.ErrInvalidInput, at, k, m[k])
+				}
+				sub = map[string]any{}
+				m[k] = sub
+			}
+			if err := r.checkObject(at+"."+k, t, fv, sub, depth+1); err != nil {
+				return err
+			}
+		case string:
+			typ, _, _ := strings.Cut(fv, "|")
+			typ = strings.TrimSpace(typ)
+			if sub, ok := r.Schema.Types[typ].(map[string]any); ok && !builtinType(typ) {
+				mm, ok := m[k].(map[string]any)
+				if !ok {
+					if m[k] != nil {
+						return fmt.Errorf("%w: parameter %s.%s is %T, want an object of type %s", errdef.ErrInvalidInput, at, k, m[k], typ)
+					}
+					mm = map[string]any{}
+					m[k] = mm
+				}
+				if err := r.checkObject(at+"."+k, typ, sub, mm, depth+1); err != nil {
+					return err
+				}
+				continue
+			}
+			p, err := parseField(fv)
+			if err != nil {
+				return fmt.Errorf("%w: %s: spec.schema.types.%s.%s: %v", errdef.ErrInvalidInput, r.Source, t, k, err)
+			}
+			x, ok := m[k]
+			if !ok || x == nil {
+				if p.Default != nil {
+					m[k] = p.Default
+				} else if p.Required {
+					return fmt.Errorf("%w: parameter %s: field %s (type %s) is required", errdef.ErrInvalidInput, at, k, t)
+				}
+				continue
+			}
+			if !scalarOK(p.Type, x) {
+				return fmt.Errorf("%w: parameter %s.%s is %v, want %s", errdef.ErrInvalidInput, at, k, x, p.Type)
+			}
+		}
+	}
+	return nil
+}
+
+func scalarOK(typ string, v any) bool {
+	switch typ {
+	case config.TypeString:
+		_, ok := v.(string)
+		return ok
+	case "integer":
+		switch x := v.(type) {
+		case int, int64:
+			return true
+		case float64:
+			return x == float64(int64(x))
+		}
+		return false
+	case "number":
+		switch v.(type) {
+		case int, int64, float64:
+			return true
+		}
+		return false
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	}
+	return true
 }
 
 // parseField reads one SimpleSchema field: "type | marker=value …".
@@ -71,7 +264,7 @@ func parseField(s string) (*config.Parameter, error) {
 	case strings.HasPrefix(typ, "map["):
 		p.Type = config.TypeObject
 	default:
-		return nil, fmt.Errorf("type %q is not one of string, integer, number, boolean, object, []T, map[string]T (custom types are not supported)", errdef.Truncate(typ, 40))
+		return nil, fmt.Errorf("type %q is not one of string, integer, number, boolean, object, []T, map[string]T or a type of spec.schema.types", errdef.Truncate(typ, 40))
 	}
 	ms, err := parseMarkers(markers)
 	if err != nil {
@@ -210,12 +403,17 @@ func parseMarkers(s string) ([]marker, error) {
 // instanceSpec builds schema.spec from the resolved parameters: dotted
 // names become nested fields; an optional field without a default and not
 // given is left out, as kro leaves it out of the instance.
-func instanceSpec(def *config.Definition, params []explain.ParamValue, given map[string]string) map[string]any {
+func (r *RGD) instanceSpec(def *config.Definition, params []explain.ParamValue, given map[string]string) (map[string]any, error) {
 	spec := map[string]any{}
 	for _, pv := range params {
 		p := def.Spec.Parameters[pv.Name]
 		if _, set := given[pv.Name]; !set && p != nil && p.Default == nil {
 			continue
+		}
+		if _, ok := r.itemTypes[pv.Name]; ok {
+			if err := r.checkItems(pv.Name, pv.Value); err != nil {
+				return nil, fmt.Errorf("%s: %w", r.Source, err)
+			}
 		}
 		parts := strings.Split(pv.Name, ".")
 		m := spec
@@ -229,7 +427,7 @@ func instanceSpec(def *config.Definition, params []explain.ParamValue, given map
 		}
 		m[parts[len(parts)-1]] = pv.Value
 	}
-	return spec
+	return spec, nil
 }
 
 // flattenSpec turns an instance spec (a chained RGD's node) into parameter
