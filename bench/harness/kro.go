@@ -19,9 +19,9 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
@@ -120,38 +120,10 @@ func (b *bench) kro(ctx context.Context) {
 	b.checkServers("kro")
 }
 
-// timedPlanner runs the RGD planner as generate does and, on its first
-// call, iters more times, timing each: the plan/evaluation alone, inside a
-// live render (the renderer's resource reader open), before Helm runs.
-type timedPlanner struct {
-	inner plan.Planner
-	iters int
-	ms    []float64
-	err   error
-	steps []plan.Step
-}
-
-func (t *timedPlanner) Plan(ctx context.Context, cv ocm.ComponentVersion, in plan.Input) (*plan.Plan, error) {
-	if t.ms == nil {
-		for i := 0; i < 10+t.iters; i++ {
-			t0 := time.Now()
-			p, err := t.inner.Plan(ctx, cv, in)
-			d := time.Since(t0)
-			if err != nil {
-				t.err = err
-				return nil, err
-			}
-			if i >= 10 {
-				t.ms = append(t.ms, ms(d))
-			}
-			t.steps = p.Steps
-		}
-	}
-	return t.inner.Plan(ctx, cv, in)
-}
-
-// kroEvaluate times the RGD's plan/evaluation in process; it checks that
-// the plan is the one Helm step with the block's values.
+// kroEvaluate times the RGD's plan/evaluation in process, as a render
+// plans (the component resolved and its resources read through the
+// verified access, before Helm runs); it checks that the plan is the one
+// Helm step with the block's values and that the render succeeds.
 func (b *bench) kroEvaluate(ctx context.Context, repo string) []float64 {
 	logf("kro: %d in-process evaluations of the RGD", kroEvalIters)
 	runtime.GC()
@@ -160,21 +132,42 @@ func (b *bench) kroEvaluate(ctx context.Context, repo string) []float64 {
 	if err != nil {
 		fatalf("%v", err)
 	}
-	tp := &timedPlanner{inner: rgd.Wrap(&ocmconfig.Planner{}), iters: kroEvalIters}
-	plan.Attach(r, tp)
-	res, err := r.Render(ctx, pipeline.Request{Repository: repo, Component: examples.KroHelm, Version: benchVer, Application: "bench", Namespace: "bench", Parameters: kroParams})
-	if err != nil || tp.err != nil {
-		fatalf("kro in-process render: %v %v", err, tp.err)
+	req := pipeline.Request{Repository: repo, Component: examples.KroHelm, Version: benchVer, Application: "bench", Namespace: "bench", Parameters: kroParams}
+	res, err := r.Render(ctx, req)
+	if err != nil || len(res.Objects) == 0 {
+		fatalf("kro in-process render: %v (%d objects)", err, len(res.Objects))
 	}
-	if len(res.Objects) == 0 || len(tp.steps) != 1 || tp.steps[0].ReleaseName != kroRelease || tp.steps[0].Namespace != kroNS {
-		fatalf("kro in-process plan: %d steps (want 1, release %s in %s), %d objects", len(tp.steps), kroRelease, kroNS, len(res.Objects))
+	found, err := r.Resolve(ctx, req)
+	if err != nil {
+		fatalf("kro: %v", err)
+	}
+	defer found.Close()
+	in := plan.Input{Application: req.Application, Repository: repo, Component: req.Component, Version: req.Version,
+		Namespace: req.Namespace, Parameters: req.Parameters, Reader: plan.NewResources(access.Resolver{})}
+	planner := rgd.Wrap(&ocmconfig.Planner{})
+	var out []float64
+	var steps []plan.Step
+	for i := 0; i < 10+kroEvalIters; i++ {
+		t0 := time.Now()
+		p, err := planner.Plan(ctx, found.Component, in)
+		d := time.Since(t0)
+		if err != nil {
+			fatalf("kro: plan: %v", err)
+		}
+		if i >= 10 {
+			out = append(out, ms(d))
+		}
+		steps = p.Steps
+	}
+	if len(steps) != 1 || steps[0].ReleaseName != kroRelease || steps[0].Namespace != kroNS {
+		fatalf("kro in-process plan: %d steps (want 1, release %s in %s)", len(steps), kroRelease, kroNS)
 	}
 	want, _ := json.Marshal(kroValues)
-	got, _ := json.Marshal(tp.steps[0].Values)
+	got, _ := json.Marshal(steps[0].Values)
 	if !jsonEqual(want, got) {
 		fatalf("kro: the RGD's Argo CD block computes the values %s, the harness's helm template uses %s", got, want)
 	}
-	return tp.ms
+	return out
 }
 
 // sameObjects fails unless two renders (YAML or JSON streams) hold the same

@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
@@ -20,24 +17,18 @@ import (
 // deployment definition as typed fields ("parameters.<name>"), with their
 // defaults, so the Argo CD UI offers them for editing. The definition is
 // read as r renders: through its access, the request's files confined.
-func definitionParameters(planner *config.Planner, r *pipeline.Renderer) cmp.ParameterSource {
+func definitionParameters(r *pipeline.Renderer) cmp.ParameterSource {
 	return cmp.ParameterSourceFunc(func(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) ([]cmp.Announcement, error) {
-		// The ComponentDeployment's parameters, or the RGD's (package config/rgd).
-		def, err := rgd.Wrap(planner).LoadParameters(ctx, cv, plan.InputOf(r, req))
-		if err != nil || def == nil {
+		// The ComponentDeployment's parameters, or the RGD's.
+		params, err := r.Parameters(ctx, cv, req)
+		if err != nil {
 			return nil, err
 		}
-		names := make([]string, 0, len(def.Spec.Parameters))
-		for n := range def.Spec.Parameters {
-			names = append(names, n)
-		}
-		sort.Strings(names)
 		var out []cmp.Announcement
-		for _, n := range names {
-			p := def.Spec.Parameters[n]
+		for _, p := range params {
 			a := cmp.Announcement{
-				Name:     param.InstancePrefix + n,
-				Title:    n,
+				Name:     param.InstancePrefix + p.Name,
+				Title:    p.Name,
 				Tooltip:  parameterTooltip(p),
 				Required: p.Required,
 				ItemType: p.Type,
@@ -78,7 +69,7 @@ func definitionParameters(planner *config.Planner, r *pipeline.Renderer) cmp.Par
 	})
 }
 
-func parameterTooltip(p *config.Parameter) string {
+func parameterTooltip(p pipeline.Parameter) string {
 	var b strings.Builder
 	b.WriteString(p.Description)
 	if b.Len() > 0 {

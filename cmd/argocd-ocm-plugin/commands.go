@@ -11,10 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -299,16 +295,10 @@ func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout
 	}()
 	start := time.Now()
 	r.Signatures, r.Provenance = opts.signatures, opts.provenance
-	// Deployment definitions, config resources and localisation (package
-	// config) plan every render and the work that finishes its output; the
-	// planner reads resources through the renderer.
-	planner := &config.Planner{Log: &notes, RequireDigests: r.Signatures != nil}
-	var report *explain.Report
+	var report pipeline.Explanation
 	if opts.explain {
-		planner.Explain = func(rep *explain.Report) { report = rep }
+		r.Explain = func(rep pipeline.Explanation) { report = rep }
 	}
-	// RGDs (package config/rgd) where the component has no definition.
-	plan.Attach(r, rgd.Wrap(planner))
 	res, err := r.Render(ctx, req)
 	prog.done()
 	if err != nil {
@@ -320,7 +310,7 @@ func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout
 		if report == nil {
 			return errdef.Wrap(fmt.Errorf("%w: --explain: the component renders as a platform of child Applications, which has no values to explain", errdef.ErrInvalidInput), ectx)
 		}
-		report.Notes = append(report.Notes, kubeVersionNote(cmd, req.KubeVersion))
+		report.AddNote(kubeVersionNote(cmd, req.KubeVersion))
 		var buf bytes.Buffer
 		if err := report.WriteText(&buf); err != nil {
 			return errdef.Wrap(err, ectx)

@@ -7,9 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
@@ -53,7 +50,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			}
 			defer found.Close()
 			ectx.Version = found.Version
-			out, err := rgd.Wrap(&config.Planner{}).Convert(ctx, found.Component, plan.InputOf(r, req))
+			out, err := r.Convert(ctx, found.Component, req)
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}

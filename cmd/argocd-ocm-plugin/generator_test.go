@@ -11,7 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/testutil"
 	"io"
 	"math/big"
 	"net"
@@ -21,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/testutil"
 )
 
 func freeAddr(t *testing.T) string {

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
@@ -49,8 +48,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}
 			defer root.Close()
-			planner := &config.Planner{Log: &notes}
-			a := &cmp.Announcer{Renderer: r, Sources: []cmp.ParameterSource{definitionParameters(planner, r)}, Dir: dir, Root: root}
+			a := &cmp.Announcer{Renderer: r, Sources: []cmp.ParameterSource{definitionParameters(r)}, Dir: dir, Root: root}
 			params, err := a.Announce(ctx, getenv)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})

@@ -7,13 +7,14 @@
 // a stable order for the caller to emit. The request is only read: the
 // resolved version travels in the component version and the Result.
 //
-// Without a planner the request alone decides (its resources, values,
-// release and path); the deployment definitions' planner is set by this
-// module's front ends through internal/planning/plan, the planner's contract, and
-// reads what it needs of the resources through the same verified access the
-// render uses. Build renderers with an Engine (NewEngine and its options);
-// the CLI's `render` (people) and `generate` (Argo CD) are two front ends
-// of it.
+// The planner is the deployment definitions' (packages internal/planning/config
+// and config/rgd: a ComponentDeployment, else a kro RGD the component
+// ships, else the request alone decides its resources, values, release and
+// path), built by the renderer for each render through the planning
+// contract of internal/planning/plan, and it reads what it needs of the
+// resources through the same verified access the render uses. Build
+// renderers with an Engine (NewEngine and its options); the CLI's `render`
+// (people) and `generate` (Argo CD) are two front ends of it.
 //
 // Every error it returns is an *errdef.Error naming the Application, component,
 // version and resource, so the caller can print it as one line.

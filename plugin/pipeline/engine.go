@@ -177,8 +177,8 @@ type Generation struct {
 // own configured by g.Rule (nothing is connected to before the rule allowed
 // it), the rule's allowances applied to every request it renders (local
 // archives, the image origin guard, platform children), sharing the engine's connections, tokens, tag resolutions and cache.
-// The caller may set the planner (plan.Attach), signatures and hooks on
-// the result before it renders.
+// The caller may set signatures, provenance and Explain on the result
+// before it renders.
 func (e *Engine) Renderer(g Generation) (*Renderer, error) {
 	rule := g.Rule
 	if rule == nil {
@@ -194,10 +194,10 @@ func (e *Engine) Renderer(g Generation) (*Renderer, error) {
 }
 
 // Render renders one request with a renderer of its own under the
-// rule of the process's environment (Engine.Rule(nil)) and the
-// request's own planner: a request that names a DefinitionFile or
-// Parameters, which it cannot honour, is refused with
-// errdef.ErrInvalidInput. Notes go to log (nil: discarded).
+// rule of the process's environment (Engine.Rule(nil)), as the plugin
+// does: deployment definitions (the request's DefinitionFile, else the
+// component's own), a kro RGD the component ships, instance Parameters
+// (an unknown one is refused). Notes go to log (nil: discarded).
 func (e *Engine) Render(ctx context.Context, req Request, log io.Writer) (*Result, error) {
 	rule, err := e.Rule(nil)
 	if err != nil {

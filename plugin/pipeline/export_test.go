@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
@@ -24,3 +25,7 @@ func NewOfflineRenderer(opts ...archive.Option) *Renderer {
 // SetRule gives an offline renderer the generation rule that
 // Engine.Renderer sets from Generation.Rule, for tests of what it allows.
 func (r *Renderer) SetRule(rule *policy.Rule) { r.rule = rule }
+
+// SetPlanner makes p the planner of r (instead of the deployment
+// definitions'), for tests of the pipeline's stages with a plan of their own.
+func SetPlanner(r *Renderer, p plan.Planner) { r.planner = p }

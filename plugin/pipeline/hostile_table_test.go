@@ -26,7 +26,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -443,7 +442,7 @@ func (h *hostileFixture) cases(t *testing.T) []hostileCase {
 	}
 	celRenderer := func() *pipeline.Renderer {
 		r := &pipeline.Renderer{}
-		plan.Attach(r, &config.Planner{})
+		pipeline.SetPlanner(r, &config.Planner{})
 		return r
 	}
 	celReq := func(def string) pipeline.Request {

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
@@ -97,7 +96,7 @@ var guardOn = &policy.Rule{LocalArchives: true, RequireComponentImages: true}
 
 func guardedRenderer(key *rsa.PrivateKey) *pipeline.Renderer {
 	r := &pipeline.Renderer{}
-	plan.Attach(r, &config.Planner{})
+	pipeline.SetPlanner(r, &config.Planner{})
 	if key != nil {
 		r.Signatures = &signing.Verifier{Keys: map[string]crypto.PublicKey{"release": &key.PublicKey}}
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,9 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
@@ -193,8 +195,12 @@ type Renderer struct {
 	// descriptor digest, resource and verified signatures. Off by default so
 	// output stays identical to helm template.
 	Provenance bool
-	// Set by Engine.Renderer (planner: by plan.Attach); the zero values
-	// render offline, planned from the request alone.
+	// Explain, when set, receives the report of each render's plan (what
+	// `render --explain` prints): the definition, each parameter and its
+	// source, the values and patches, the placement of objects.
+	Explain func(Explanation)
+
+	// Set by Engine.Renderer; the zero values render offline.
 
 	// rule is the generation's sidecar rule (Generation.Rule), what the
 	// operator allows every request of this renderer; the renderer applies
@@ -204,9 +210,10 @@ type Renderer struct {
 	rule *policy.Rule
 
 	// planner decides what each request renders, from the request's
-	// plan.Input (deployment definitions and instance parameters: package
-	// config); nil plans from the request alone (its selected resources,
-	// values, release and path) and refuses a DefinitionFile or Parameters.
+	// plan.Input; nil: the planner of deployment definitions, RGDs and
+	// instance parameters (packages config and config/rgd), built per
+	// render from Log, Signatures and Explain. Tests replace it
+	// (export_test.go).
 	planner plan.Planner
 
 	// access reads resource content; its Artifacts source is nil offline.
@@ -225,26 +232,6 @@ type Renderer struct {
 	// unpacks a tgz into a temporary file. Either way within the render's
 	// context.
 	ctfOptions []ctf.Option
-}
-
-// requestPlanner plans from the request alone: the selected resources (or the
-// only renderable one), all with the request's values, release and path.
-type requestPlanner struct{}
-
-func (requestPlanner) Plan(_ context.Context, cv ocm.ComponentVersion, req plan.Input) (*plan.Plan, error) {
-	targets, err := plan.SelectResources(cv.Descriptor(), req.Resources)
-	if err != nil {
-		return nil, err
-	}
-	values, err := plan.HelmValues(req, func(name string) ([]byte, error) { return req.ReadFile(param.ValueFiles, name) })
-	if err != nil {
-		return nil, err
-	}
-	p := &plan.Plan{}
-	for _, res := range targets {
-		p.Steps = append(p.Steps, plan.Step{Resource: res, ReleaseName: req.ReleaseName, Namespace: req.Namespace, Path: req.Path, Values: values})
-	}
-	return p, nil
 }
 
 func (r *Renderer) log() io.Writer {
@@ -291,9 +278,6 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	if err := validate(req); err != nil {
 		return nil, err
 	}
-	if err := r.checkPlanned(req); err != nil {
-		return nil, err
-	}
 	found, err := r.Resolve(ctx, req)
 	if err != nil {
 		return nil, err
@@ -311,13 +295,17 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		return nil, err
 	}
 	out := &Result{Component: d.Name, Version: d.Version, DescriptorDigest: cv.DescriptorDigest(), Signatures: signatures}
-	if isPlatform(d, req) {
+	platformish, err := r.isPlatform(ctx, cv, req)
+	if err != nil {
+		return nil, err
+	}
+	if platformish {
 		if out.Objects, err = r.renderPlatform(ctx, repo, cv, req); err != nil {
 			return nil, err
 		}
 		return out, nil
 	}
-	p, err := r.plannerOrDefault().Plan(ctx, cv, r.planInput(req))
+	p, err := r.plannerOf().Plan(ctx, cv, r.planInput(req))
 	if err != nil {
 		return nil, err
 	}
@@ -340,38 +328,26 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	return out, nil
 }
 
-func (r *Renderer) plannerOrDefault() plan.Planner {
-	if r.planner == nil {
-		return requestPlanner{}
+// plannerOf is r's planner: the deployment definitions' (ComponentDeployment,
+// then a kro RGD the component ships), unless a test set another.
+func (r *Renderer) plannerOf() plan.Planner {
+	if r.planner != nil {
+		return r.planner
 	}
-	return r.planner
+	return rgd.Wrap(r.definitions())
 }
 
-// checkPlanned refuses, before anything is fetched, what only a planner
-// honours when r has none: rendered without, the definition and the
-// parameters would be ignored and something other than what was asked for
-// would render.
-func (r *Renderer) checkPlanned(req Request) error {
-	if r.planner != nil {
-		return nil
+// definitions is the planner of deployment definitions for one render.
+func (r *Renderer) definitions() *config.Planner {
+	p := &config.Planner{Log: r.log(), RequireDigests: r.Signatures != nil}
+	if r.Explain != nil {
+		p.Explain = func(rep *explain.Report) { r.Explain(rep) }
 	}
-	var asked []string
-	if req.DefinitionFile != "" {
-		asked = append(asked, "a deployment definition ("+errdef.Quote(req.DefinitionFile)+")")
-	}
-	if len(req.Parameters) > 0 {
-		asked = append(asked, "instance parameters ("+errdef.Truncate(strings.Join(slices.Sorted(maps.Keys(req.Parameters)), ", "), 200)+")")
-	}
-	if len(asked) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: the request asks for %s, which only a renderer with a planner of deployment definitions honours; this one plans from the request alone",
-		errdef.ErrInvalidInput, strings.Join(asked, " and "))
+	return p
 }
 
 // planInput is what r's planner plans req from: the request's inputs, its
-// files and r's verified access to resources (plan.InputOf, for a caller
-// that asks the planner something else of a request).
+// files and r's verified access to resources.
 func (r *Renderer) planInput(req Request) plan.Input {
 	return plan.Input{
 		Application: req.Application, Repository: req.Repository, RepositoryLocation: req.RepositoryLocation(),
@@ -382,16 +358,6 @@ func (r *Renderer) planInput(req Request) plan.Input {
 		Files:  requestFiles{req},
 		Reader: plan.NewResources(r.access, r.archiveOptions...),
 	}
-}
-
-// The renderer's exported API may not name the planning contract (it is
-// internal; hack/exportcount), so the planner is attached, and its input
-// built, through package plan's typed entry points, bound here.
-func init() {
-	plan.Bind(plan.Binding{
-		Attach:  func(r any, p plan.Planner) { r.(*Renderer).planner = p },
-		InputOf: func(r, req any) plan.Input { return r.(*Renderer).planInput(req.(Request)) },
-	})
 }
 
 // renderSteps fetches, verifies, renders and places each step of the plan

@@ -121,6 +121,6 @@ func (p plannerFunc) Plan(_ context.Context, cv ocm.ComponentVersion, req plan.I
 // plannedRenderer is an offline renderer with planner p.
 func plannedRenderer(p plan.Planner) *pipeline.Renderer {
 	r := &pipeline.Renderer{}
-	plan.Attach(r, p)
+	pipeline.SetPlanner(r, p)
 	return r
 }

@@ -51,6 +51,22 @@ func isPlatform(d *ocm.Descriptor, req Request) bool {
 	return req.Platform.Force || (len(req.Resources) == 0 && req.DefinitionFile == "" && platform.IsPlatform(d, Renderable))
 }
 
+// isPlatform is isPlatform(d, req), unless the planner renders the
+// component itself (plan.SelfRendering: an RGD a referenced component ships).
+func (r *Renderer) isPlatform(ctx context.Context, cv ocm.ComponentVersion, req Request) (bool, error) {
+	if !isPlatform(cv.Descriptor(), req) {
+		return false, nil
+	}
+	if sr, ok := r.plannerOf().(plan.SelfRendering); ok && !req.Platform.Force {
+		self, err := sr.RendersItself(ctx, cv, r.planInput(req))
+		if err != nil {
+			return false, err
+		}
+		return !self, nil
+	}
+	return true, nil
+}
+
 func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVersion, req Request) ([]manifests.Object, error) {
 	src := platform.Source(req.Platform.Source)
 	if src.Repository == "" {
@@ -84,7 +100,7 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 		}
 		opts.ApplyConfig(c)
 	}
-	if pc, ok := r.planner.(plan.PackageChecker); ok {
+	if pc, ok := r.plannerOf().(plan.PackageChecker); ok {
 		opts.CheckPackage = func(ctx context.Context, child ocm.ComponentVersion, pkg platform.Package) error {
 			// Only the package's own settings: the child renders as an
 			// Application of its own, with its own request.

@@ -10,9 +10,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/localize"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/fixtures"
@@ -218,7 +216,7 @@ func TestPostProcessorRelocatedGoldens(t *testing.T) {
 	// As the CLI wires it: the config planner plans the render and its
 	// finishing work (localisation).
 	r := &pipeline.Renderer{}
-	plan.Attach(r, &config.Planner{Explain: func(r *explain.Report) { reported = r.Images }})
+	r.Explain = func(x pipeline.Explanation) { reported = x.(*explain.Report).Images }
 	req := pipeline.Request{Repository: dir, Component: c.Name, Version: c.Version, Resources: []string{"chart"},
 		ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0",
 		Set: []string{"replicaCount=2", "ui.message=hello from the relocated registry"}}

@@ -7,9 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
@@ -31,11 +29,12 @@ func TestOnePlannerConcurrentRenders(t *testing.T) {
 	var mu sync.Mutex
 	reports := map[string]*explain.Report{}
 	r := &pipeline.Renderer{}
-	plan.Attach(r, &config.Planner{Explain: func(rep *explain.Report) {
+	r.Explain = func(x pipeline.Explanation) {
+		rep := x.(*explain.Report)
 		mu.Lock()
 		defer mu.Unlock()
 		reports[rep.Parameters[0].Value.(string)] = rep
-	}})
+	}
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make([]error, n)

@@ -9,9 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
@@ -63,10 +61,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// renderer wires the config Planner in as the CLI does.
-func renderer(explain func(*explain.Report)) *pipeline.Renderer {
+// renderer renders as the CLI does, its plan reported to report (nil: not).
+func renderer(report func(*explain.Report)) *pipeline.Renderer {
 	r := &pipeline.Renderer{}
-	plan.Attach(r, &config.Planner{Explain: explain})
+	if report != nil {
+		r.Explain = func(x pipeline.Explanation) { report(x.(*explain.Report)) }
+	}
 	return r
 }
 

@@ -114,6 +114,9 @@ type PatchReport struct {
 	Secret  bool // the value went into a Secret; Value is not shown
 }
 
+// AddNote adds a line to the report's notes (pipeline.Explanation).
+func (r *Report) AddNote(note string) { r.Notes = append(r.Notes, note) }
+
 // AddOrdering records the sync order of the output, with the defaults the
 // pipeline applies last (on a copy: objs stay as they are).
 func (r *Report) AddOrdering(objs []manifests.Object) {
