@@ -36,7 +36,8 @@ type Parameter struct {
 
 // Parameters are the instance parameters of the deployment definition req
 // renders cv with (its DefinitionFile, else the component's own definition
-// or RGD), sorted by name; none without a definition. The definition is
+// or RGD), sorted by name: nil without a definition, a non-nil (perhaps
+// empty) list with one. The definition is
 // read as Render reads it: through r's verified access, req's files
 // confined.
 func (r *Renderer) Parameters(ctx context.Context, cv ocm.ComponentVersion, req Request) ([]Parameter, error) {

@@ -51,6 +51,14 @@ func isPlatform(d *ocm.Descriptor, req Request) bool {
 	return req.Platform.Force || (len(req.Resources) == 0 && req.DefinitionFile == "" && platform.IsPlatform(d, Renderable))
 }
 
+// IsPlatform says whether Render renders req of cv as a platform (an
+// Argo CD Application per referenced component): forced by the request,
+// or a component with references and nothing of its own to render, unless
+// the planner renders it itself (a kro RGD a referenced component ships).
+func (r *Renderer) IsPlatform(ctx context.Context, cv ocm.ComponentVersion, req Request) (bool, error) {
+	return r.isPlatform(ctx, cv, req)
+}
+
 // isPlatform is isPlatform(d, req), unless the planner renders the
 // component itself (plan.SelfRendering: an RGD a referenced component ships).
 func (r *Renderer) isPlatform(ctx context.Context, cv ocm.ComponentVersion, req Request) (bool, error) {

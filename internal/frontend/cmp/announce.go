@@ -8,7 +8,6 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
@@ -164,10 +163,22 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 	d := cv.Descriptor()
 
 	res := byName[param.Resource]
-	if req.Platform.Force || (len(req.Resources) == 0 && platform.IsPlatform(d, pipeline.Renderable)) {
-		announcePlatform(d, res, byName[param.Platform])
-	} else if err := announceResources(d, req, res); err != nil {
+	platformish, err := r.IsPlatform(ctx, cv, req)
+	if err != nil {
 		return nil, err
+	}
+	if platformish {
+		announcePlatform(d, res, byName[param.Platform])
+	} else {
+		// A deployment definition or RGD chooses the resources itself
+		// (Parameters is nil without one).
+		defined, err := r.Parameters(ctx, cv, req)
+		if err != nil {
+			return nil, err
+		}
+		if err := announceResources(d, req, res, defined != nil); err != nil {
+			return nil, err
+		}
 	}
 
 	v := byName[param.Version]
@@ -244,7 +255,7 @@ func (a *Announcer) announceSources(ctx context.Context, cv ocm.ComponentVersion
 // announceResources lists the renderable resources in the resource
 // tooltip and makes the one generate would render (or the selection) the
 // default.
-func announceResources(d *ocm.Descriptor, req pipeline.Request, res *Announcement) error {
+func announceResources(d *ocm.Descriptor, req pipeline.Request, res *Announcement, defined bool) error {
 	if len(req.Resources) > 0 {
 		selected, err := pipeline.SelectResources(d, req.Resources)
 		if err != nil {
@@ -263,7 +274,8 @@ func announceResources(d *ocm.Descriptor, req pipeline.Request, res *Announcemen
 		}
 	}
 	switch {
-	case len(req.Resources) > 0:
+	case len(req.Resources) > 0, defined && len(renderable) != 1:
+		// Chosen by the request, or by the definition.
 	case len(renderable) == 0:
 		// Not a platform either (the caller checked): generate has nothing to render.
 		return fmt.Errorf("%w: no renderable resource (helmChart or directoryTree) and no references in component %s:%s",

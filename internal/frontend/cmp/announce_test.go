@@ -209,3 +209,28 @@ func TestAnnounceErrorsNameTheApplication(t *testing.T) {
 		})
 	}
 }
+
+// A component whose references carry a kro RGD that renders it (OCM's
+// helm-nested example) is announced as the render treats it: not a
+// platform of child Applications.
+func TestAnnounceComponentRenderedByReferencedRGD(t *testing.T) {
+	const ctf = "../../../testdata/ocm-examples/helm-nested/ctf"
+	as, err := (&cmp.Announcer{}).Announce(context.Background(), envOf(map[string]string{
+		"ARGOCD_APP_PARAMETERS": params("repository", ctf, "component", "ocm.software/ocm-k8s-toolkit/examples/helm-nested", "version", "1.0.0")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byName(t, as)
+	if strings.Contains(m["platform"].Tooltip, "Rendering as a platform now") || strings.Contains(m["resource"].Tooltip, "rendered as a platform") {
+		t.Errorf("announced as a platform, but the referenced RGD renders it: %q / %q", m["platform"].Tooltip, m["resource"].Tooltip)
+	}
+	// The same component forced to a platform is announced as one.
+	as, err = (&cmp.Announcer{}).Announce(context.Background(), envOf(map[string]string{
+		"ARGOCD_APP_PARAMETERS": params("repository", ctf, "component", "ocm.software/ocm-k8s-toolkit/examples/helm-nested", "version", "1.0.0", "platform", "true")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := byName(t, as); !strings.Contains(m["platform"].Tooltip, "Rendering as a platform now") {
+		t.Errorf("forced platform not announced: %q", m["platform"].Tooltip)
+	}
+}
