@@ -7,10 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/transfer"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
@@ -288,5 +290,45 @@ func TestOCIArtifactTree(t *testing.T) {
 	_, err = (&pipeline.Renderer{}).Render(context.Background(), pipeline.Request{Repository: repo, Component: c.Name, Version: c.Version})
 	if err == nil || !strings.Contains(err.Error(), "no renderable resource") {
 		t.Errorf("an ociArtifact must not be chosen unnamed, got %v", err)
+	}
+}
+
+// TestOCMExampleFromRegistry: the OCM CLI's CTF transferred into a real
+// OCI registry renders as from the CTF, and toOCI() of the chart, a local
+// blob, names the component's own repository in that registry (as OCM's
+// controllers compute it), not the CTF placeholder.
+func TestOCMExampleFromRegistry(t *testing.T) {
+	reg := registrytest.Start(t)
+	for _, ex := range []struct{ dir, component string }{
+		{"helm-simple-nested-status", examplePrefix + "helm-simple-nested-status"},
+		{"helm-configuration-localization", examplePrefix + "helm-configuration-localization"},
+	} {
+		t.Run(ex.dir, func(t *testing.T) {
+			local := exampleRequest(t, ex.dir, ex.component, "rgd:")
+			to := "http://" + reg.Host + "/ocm"
+			tr := &transfer.Transfer{From: local.Repository, To: to, Component: ex.component, Version: "1.0.0", Recursive: true}
+			if _, err := tr.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			e := pipeline.NewEngine(pipeline.WithBlobCacheDir(""), pipeline.WithPlainHTTP(reg.Host), pipeline.WithoutDockerConfig())
+			r, err := e.Renderer(pipeline.Generation{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep *explain.Report
+			r.Explain = func(x pipeline.Explanation) { rep, _ = x.(*explain.Report) }
+			req := local
+			req.Repository = to
+			res, err := r.Render(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			manifeststest.Equal(t, res.Objects, exampleGolden(t, ex.dir, "argocd"))
+			text := explainText(t, rep)
+			contains(t, "explain", text, `"`+reg.Host+`"`, `"ocm/component-descriptors/`+ex.component+`"`)
+			if strings.Contains(text, "ctf.invalid") {
+				t.Errorf("toOCI() still names the CTF placeholder:\n%s", text)
+			}
+		})
 	}
 }
