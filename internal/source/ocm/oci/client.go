@@ -129,6 +129,68 @@ type fetcher struct {
 	c    *Client
 	ref  registry.Reference
 	repo *remote.Repository
+
+	mu    sync.Mutex
+	aside map[digest.Digest]bool // read ahead from the registry, not yet in the cache
+}
+
+var _ ocimapping.AsideFetcher = (*fetcher)(nil)
+
+// FetchAside implements ocimapping.AsideFetcher for a read ahead: from the
+// cache when it holds desc and may answer (under a policy: with this
+// credential's vouch), else from the registry, verified, at most limit
+// bytes. It writes nothing: the read may outlive the generation (and a
+// test's directory); keep stores what the generation uses.
+func (f *fetcher) FetchAside(ctx context.Context, desc ocispec.Descriptor, limit int64) ([]byte, error) {
+	if desc.Size <= 0 || desc.Size > limit || desc.Size > f.c.o.maxBlob {
+		return nil, fmt.Errorf("%w: blob %s of %d bytes is not read ahead", errdef.ErrLimitExceeded, desc.Digest, desc.Size)
+	}
+	ref := f.ref
+	ref.Tag, ref.Digest = "", desc.Digest.String()
+	if f.c.cache.Enabled() && (!f.c.reg.Gated() || f.c.cache.Vouched(f.c.vouch(ref, desc.Digest))) {
+		if file, ok := f.c.cache.Get(desc.Digest.String(), desc.Size); ok {
+			defer file.Close()
+			return blob.ReadAll(file, desc.Digest.String(), desc.Size, limit)
+		}
+	}
+	rc, err := f.repo.Fetch(ctx, desc)
+	if err != nil {
+		return nil, f.c.reg.Wrap(err, fetchOp(desc), ref)
+	}
+	defer rc.Close()
+	b, err := blob.ReadAll(rc, desc.Digest.String(), desc.Size, limit)
+	if err != nil {
+		return nil, wrapMismatch(err, fetchOp(desc), ref)
+	}
+	f.mu.Lock()
+	if f.aside == nil {
+		f.aside = map[digest.Digest]bool{}
+	}
+	f.aside[desc.Digest] = true
+	f.mu.Unlock()
+	return b, nil
+}
+
+// keep stores b, the verified bytes of desc that FetchAside read from the
+// registry and the generation now uses, in the cache, as a download through
+// it would have (vouched for under a policy).
+func (f *fetcher) keep(ctx context.Context, desc ocispec.Descriptor, b []byte) {
+	f.mu.Lock()
+	fromRegistry := f.aside[desc.Digest]
+	delete(f.aside, desc.Digest)
+	f.mu.Unlock()
+	if !fromRegistry || !f.c.cache.Enabled() {
+		return
+	}
+	if err := f.c.cache.Put(ctx, desc.Digest.String(), bytes.NewReader(b)); err != nil {
+		f.c.logger.Debug("blob read ahead not cached", "digest", desc.Digest.String(), "cause", err.Error())
+		return
+	}
+	if f.c.reg.Gated() {
+		ref := f.ref
+		ref.Tag, ref.Digest = "", desc.Digest.String()
+		f.c.cache.Vouch(f.c.vouch(ref, desc.Digest))
+	}
 }
 
 func (f *fetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {

@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -197,6 +198,7 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 	if err := (registry.Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: ref.Tag}).Validate(); err != nil {
 		return nil, fmt.Errorf("%w: version %s of component %s cannot be an OCI tag", errdef.ErrInvalidInput, registry.Quote(version), registry.Quote(component))
 	}
+	genCtx := ctx
 	ctx, cancel := r.c.op(ctx)
 	defer cancel()
 	repo, err := r.c.repo(ref)
@@ -219,6 +221,12 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
 	used := v.Desc
+	// The chart layers of the index's artifacts are read while the
+	// descriptor is (bounded, verified; see Speculate), for as long as the
+	// generation, not this lookup, lasts.
+	specCtx, specCancel := r.c.op(genCtx)
+	wait := v.Speculate(specCtx, f)
+	go func() { wait(); specCancel() }()
 	d, err := ocimapping.ReadDescriptor(ctx, f, v.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
@@ -370,8 +378,12 @@ func (cv *componentVersion) OpenLocalArtifact(ctx context.Context, acc ocm.Acces
 		cancel()
 		return nil, "", err
 	}
-	rc, err := a.OpenLayer(opCtx, cv.f, l, cv.repo.c.o.maxBlob)
-	if err != nil {
+	var rc io.ReadCloser
+	if raw, ok := cv.v.Speculated(opCtx, l); ok && l.Size <= cv.repo.c.o.maxBlob {
+		// Read ahead while the descriptor was, verified.
+		cv.f.keep(opCtx, l, raw)
+		rc = io.NopCloser(bytes.NewReader(raw))
+	} else if rc, err = a.OpenLayer(opCtx, cv.f, l, cv.repo.c.o.maxBlob); err != nil {
 		cancel()
 		return nil, "", err
 	}

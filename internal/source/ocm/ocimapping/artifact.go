@@ -59,6 +59,18 @@ type Version struct {
 	// manifest was (by digest, verified): one round trip fewer for a
 	// chart in the index. Missing entries are read when asked for.
 	prefetched map[string][]byte
+
+	mu sync.Mutex
+	// speculative are content layers read ahead by Speculate, by digest.
+	speculative map[string]*speculativeLayer
+}
+
+// speculativeLayer is a layer Speculate reads: raw holds its verified
+// bytes once done is closed and err is nil.
+type speculativeLayer struct {
+	done chan struct{}
+	raw  []byte
+	err  error
 }
 
 // ResolveVersion reads what desc names: a manifest (OCM CLI v0.48 and
@@ -165,6 +177,110 @@ func (v *Version) Artifact(ctx context.Context, f Fetcher, entry ocispec.Descrip
 		return artifactOf(raw, entry)
 	}
 	return FetchArtifact(ctx, f, entry)
+}
+
+// Bounds of Speculate: Applications choose what a version's index holds.
+const (
+	maxSpeculativeLayers       = 2
+	maxSpeculativeBytes  int64 = 4 << 20 // together
+)
+
+// AsideFetcher is a Fetcher that can read content for a read ahead
+// (Speculate): verified, into memory, at most limit bytes, with no lasting
+// effect (no cache write: the read may run past the generation that
+// started it). Speculate uses FetchVerified with a Fetcher without it.
+type AsideFetcher interface {
+	FetchAside(ctx context.Context, desc ocispec.Descriptor, limit int64) ([]byte, error)
+}
+
+// Speculate starts reading, in the background, the content layer of the
+// artifact manifests ResolveVersion read ahead that hold a Helm chart, so
+// that a render of a chart in the index waits for it while it waits for
+// the descriptor (config and descriptor layer), not after: one round trip
+// fewer. At most maxSpeculativeLayers layers of declared sizes up to
+// maxSpeculativeBytes together, in index order; each is verified against
+// its digest before Speculated hands it out, and a failed read is not an
+// error here: the caller reads the layer again and reports that. ctx
+// bounds the reads; it should be the generation's, not one that ends with
+// the lookup. wait returns once every read it started has ended.
+func (v *Version) Speculate(ctx context.Context, f Fetcher) (wait func()) {
+	var wg sync.WaitGroup
+	var budget int64 = maxSpeculativeBytes
+	n := 0
+	for _, e := range v.Artifacts {
+		if n == maxSpeculativeLayers {
+			break
+		}
+		raw, ok := v.prefetched[e.Digest.String()]
+		if !ok {
+			continue
+		}
+		a, err := artifactOf(raw, e)
+		if err != nil {
+			continue
+		}
+		l, err := a.MainLayer()
+		if err != nil || (l.MediaType != mediaTypeHelmChart && l.MediaType != mediaTypeLegacyHelmChart) || l.Size <= 0 || l.Size > budget {
+			continue
+		}
+		d := l.Digest.String()
+		v.mu.Lock()
+		if v.speculative == nil {
+			v.speculative = map[string]*speculativeLayer{}
+		}
+		_, dup := v.speculative[d]
+		var p *speculativeLayer
+		if !dup {
+			p = &speculativeLayer{done: make(chan struct{})}
+			v.speculative[d] = p
+		}
+		v.mu.Unlock()
+		if dup {
+			continue
+		}
+		budget -= l.Size
+		n++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(p.done)
+			if af, ok := f.(AsideFetcher); ok {
+				p.raw, p.err = af.FetchAside(ctx, l, l.Size)
+				if p.err == nil && (int64(len(p.raw)) != l.Size || blob.Digest(p.raw) != d) {
+					p.raw, p.err = nil, fmt.Errorf("%w: read ahead of layer %s", errdef.ErrDigestMismatch, d)
+				}
+				return
+			}
+			p.raw, p.err = FetchVerified(ctx, f, l, l.Size)
+		}()
+	}
+	return wg.Wait
+}
+
+// Speculated returns the bytes of layer l that Speculate read, verified
+// against l's digest and size, waiting for that read to end; false when
+// Speculate did not read l, the read failed, or ctx ended first (the
+// caller then reads l itself). The bytes are handed out once.
+func (v *Version) Speculated(ctx context.Context, l ocispec.Descriptor) ([]byte, bool) {
+	d := l.Digest.String()
+	v.mu.Lock()
+	p := v.speculative[d]
+	v.mu.Unlock()
+	if p == nil {
+		return nil, false
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return nil, false
+	}
+	v.mu.Lock()
+	delete(v.speculative, d)
+	v.mu.Unlock()
+	if p.err != nil || int64(len(p.raw)) != l.Size {
+		return nil, false
+	}
+	return p.raw, true
 }
 
 // descriptorEntry picks the descriptor manifest of an index: annotated

@@ -270,3 +270,158 @@ func TestLookupRoundTrips(t *testing.T) {
 		t.Errorf("the descriptor layer was fetched %d times, want once", n)
 	}
 }
+
+// counting is a store that counts the fetches of each digest.
+type counting struct {
+	blobs
+	mu sync.Mutex
+	n  map[digest.Digest]int
+}
+
+func (c *counting) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	c.mu.Lock()
+	c.n[d.Digest]++
+	c.mu.Unlock()
+	return c.blobs.Fetch(ctx, d)
+}
+
+func (c *counting) fetched(d digest.Digest) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[d]
+}
+
+// Speculate reads the chart layer of an artifact in the index ahead, once;
+// Speculated hands out those bytes only verified, so that the caller reads
+// again (and fails) when the registry served other bytes.
+func TestSpeculate(t *testing.T) {
+	ctx := context.Background()
+	idx := func(b blobs) ocispec.Descriptor {
+		return ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: helmDirIndex, Size: int64(len(b[helmDirIndex]))}
+	}
+	open := func(t *testing.T, c *counting) ([]byte, error) {
+		t.Helper()
+		v, err := ocimapping.ResolveVersion(ctx, c, idx(c.blobs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait := v.Speculate(ctx, c)
+		a, err := v.Artifact(ctx, c, v.Artifacts[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := a.MainLayer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wait()
+		if raw, ok := v.Speculated(ctx, l); ok {
+			return raw, nil
+		}
+		rc, err := a.OpenLayer(ctx, c, l, 1<<20)
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		return io.ReadAll(rc)
+	}
+
+	c := &counting{blobs: v2Blobs(t), n: map[digest.Digest]int{}}
+	got, err := open(t, c)
+	if err != nil || digest.FromBytes(got) != chartLayer {
+		t.Fatalf("chart layer %s: %v", digest.FromBytes(got), err)
+	}
+	if n := c.fetched(chartLayer); n != 1 {
+		t.Errorf("the chart layer was fetched %d times, want once (read ahead, then used)", n)
+	}
+
+	// Other bytes of the same size under the chart layer's digest.
+	c = &counting{blobs: v2Blobs(t), n: map[digest.Digest]int{}}
+	bad := bytes.Clone(c.blobs[chartLayer])
+	bad[len(bad)/2] ^= 0xff
+	c.blobs[chartLayer] = bad
+	got, err = open(t, c)
+	if !errors.Is(err, errdef.ErrDigestMismatch) { // (a streamed layer fails at its end)
+		t.Fatalf("tampered chart layer: %d bytes, error %v; want a digest mismatch", len(got), err)
+	}
+	if n := c.fetched(chartLayer); n != 2 {
+		t.Errorf("the tampered chart layer was fetched %d times, want twice (read ahead, refused, read again)", n)
+	}
+}
+
+// Speculate is bounded: an index of many charts, and of large ones, costs
+// at most maxSpeculativeLayers reads of at most maxSpeculativeBytes.
+func TestSpeculateBounded(t *testing.T) {
+	ctx := context.Background()
+	b := v2Blobs(t)
+	var idx ocispec.Index
+	if err := json.Unmarshal(b[helmDirIndex], &idx); err != nil {
+		t.Fatal(err)
+	}
+	var layers []digest.Digest
+	ms := []ocispec.Descriptor{idx.Manifests[0]}
+	chart := func(size int64, content []byte) {
+		l := ocispec.Descriptor{MediaType: "application/vnd.cncf.helm.chart.content.v1.tar+gzip", Digest: digest.FromBytes(content), Size: size}
+		if size == int64(len(content)) {
+			l = b.add(content)
+			l.MediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+		}
+		cfg := b.add([]byte("{}"))
+		cfg.MediaType = "application/vnd.cncf.helm.config.v1+json"
+		raw, _ := json.Marshal(ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: cfg, Layers: []ocispec.Descriptor{l}})
+		m := b.add(raw)
+		m.MediaType = ocispec.MediaTypeImageManifest
+		ms = append(ms, m)
+		layers = append(layers, l.Digest)
+	}
+	chart(5<<20, []byte("a chart larger than the bound")) // declared 5 MiB: not read ahead
+	for i := 0; i < 5; i++ {
+		chart(int64(len(fmt.Sprint("chart ", i))), []byte(fmt.Sprint("chart ", i)))
+	}
+	raw, _ := json.Marshal(ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: ms})
+	d := b.add(raw)
+	d.MediaType = ocispec.MediaTypeImageIndex
+	c := &counting{blobs: b, n: map[digest.Digest]int{}}
+	v, err := ocimapping.ResolveVersion(ctx, c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Speculate(ctx, c)()
+	read := 0
+	for _, l := range layers {
+		read += c.fetched(l)
+	}
+	if c.fetched(layers[0]) != 0 || read != 2 {
+		t.Errorf("read ahead: the large layer %d times, %d layers in all; want 0 and 2", c.fetched(layers[0]), read)
+	}
+}
+
+// asideLiar answers every read ahead with other bytes of the right size.
+type asideLiar struct{ blobs }
+
+func (a asideLiar) FetchAside(_ context.Context, d ocispec.Descriptor, _ int64) ([]byte, error) {
+	return bytes.Repeat([]byte{'x'}, int(d.Size)), nil
+}
+
+// Speculate checks what an AsideFetcher returns against the layer's digest
+// too: a read ahead that is not the layer is never handed out.
+func TestSpeculateChecksAsideFetcher(t *testing.T) {
+	ctx := context.Background()
+	f := asideLiar{v2Blobs(t)}
+	v, err := ocimapping.ResolveVersion(ctx, f, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: helmDirIndex, Size: int64(len(f.blobs[helmDirIndex]))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Speculate(ctx, f)()
+	a, err := v.Artifact(ctx, f, v.Artifacts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := a.MainLayer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, ok := v.Speculated(ctx, l); ok {
+		t.Fatalf("a read ahead of other bytes (%d) was handed out", len(raw))
+	}
+}
