@@ -42,8 +42,11 @@ import (
 var (
 	kroParams  = map[string]string{"podinfo.message": "hello from the bench", "podinfo.replicas": "2"}
 	kroRelease = "helm-configuration-localization"
-	kroNS      = "default-argocd"
-	kroValues  = map[string]any{
+	// The release namespace is the Application's destination namespace
+	// (ARGOCD_APP_NAMESPACE of b.generate), not the block's
+	// destination.namespace (docs/kro.md).
+	kroNS     = "bench"
+	kroValues = map[string]any{
 		"replicaCount": 2,
 		"image":        map[string]any{"repository": "ghcr.io/stefanprodan/podinfo", "tag": "6.9.1"},
 		"ui":           map[string]any{"message": "hello from the bench", "color": "#ff0000"},
