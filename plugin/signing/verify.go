@@ -83,42 +83,14 @@ func VerifySignature(d *ocm.Descriptor, name string, key crypto.PublicKey) (*Res
 	if d == nil {
 		return nil, fmt.Errorf("%w: nil descriptor", errdef.ErrInvalidInput)
 	}
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: component %s:%s: signature %q: "+format,
-			append([]any{errdef.ErrSignature, d.Name, d.Version, name}, args...)...)
-	}
-	var sig *ocm.Signature
-	names := make([]string, 0, len(d.Signatures))
-	for i := range d.Signatures {
-		names = append(names, d.Signatures[i].Name)
-		if d.Signatures[i].Name == name && sig == nil {
-			sig = &d.Signatures[i]
-		}
-	}
-	if sig == nil {
-		present := "none"
-		if len(names) > 0 {
-			present = strings.Join(names, ", ")
-		}
-		return nil, fail("not found (signatures present: %s)", present)
+	fail := signatureFailure(d, name)
+	sig, err := findSignature(d, name, fail)
+	if err != nil {
+		return nil, err
 	}
 	spec := sig.Signature
-	switch {
-	case isSigstore(spec):
-		return nil, fail("algorithm %q (media type %q): sigstore signatures are not verified: keyless verification needs Fulcio and the Rekor transparency log online, out of scope for this offline verifier (supported: %s)",
-			spec.Algorithm, spec.MediaType, supported)
-	case spec.Algorithm == GPG:
-		if spec.MediaType != MediaTypeGPG {
-			return nil, fail("media type %q is not supported for %s (supported: %s)", spec.MediaType, GPG, supported)
-		}
-	case spec.Algorithm == RSAPKCS1v15, spec.Algorithm == RSAPSS:
-		switch spec.MediaType {
-		case MediaTypeRSA, MediaTypeRSAPSS, MediaTypePEM:
-		default:
-			return nil, fail("media type %q is not supported for %s (supported: %s)", spec.MediaType, spec.Algorithm, supported)
-		}
-	default:
-		return nil, fail("algorithm %q is not supported (supported: %s)", spec.Algorithm, supported)
+	if err := checkSupported(spec, fail); err != nil {
+		return nil, err
 	}
 	t, err := trustOf(key)
 	if err != nil {
@@ -138,47 +110,98 @@ func VerifySignature(d *ocm.Descriptor, name string, key crypto.PublicKey) (*Res
 		NormalisationAlgorithm: sig.Digest.NormalisationAlgorithm, HashAlgorithm: sig.Digest.HashAlgorithm, Digest: got,
 	}
 	if spec.Algorithm == GPG {
-		if t.pgp == nil {
-			return nil, fail("a %s signature needs an armored OpenPGP public key, but %s is configured", GPG, t.desc)
-		}
-		if res.Signer, err = verifyGPG(t.pgp, hashed, spec.Value, now()); err != nil {
-			return nil, fail("%s", err)
-		}
-		return res, nil
-	}
-	var sigBytes []byte
-	pub := t.rsa
-	if spec.MediaType == MediaTypePEM {
-		ps, err := parsePEMSignature(spec.Value, spec.Algorithm)
-		if err != nil {
-			return nil, fail("%s", err)
-		}
-		sigBytes = ps.sig
-		if len(ps.certs) > 0 {
-			switch {
-			case t.roots != nil:
-				if res.Signer, err = verifyChain(ps.certs, t.roots, now()); err != nil {
-					return nil, fail("%s", err)
-				}
-				if pub, err = rsaKey(ps.certs[0].PublicKey); err != nil {
-					return nil, fail("signing certificate: %s", err)
-				}
-			case t.cert != nil:
-				// `ocm verify` uses a configured certificate as the anchor of
-				// the embedded chain; a leaf is no anchor.
-				return nil, fail("the signature carries the signer's certificate, and the configured certificate %q is not a CA certificate that could anchor it: configure the root CA", t.cert.Subject.String())
-			}
-		}
+		err = verifyGPGSignature(t, spec, hashed, res, fail)
 	} else {
-		if sigBytes, err = hex.DecodeString(strings.TrimSpace(spec.Value)); err != nil {
-			return nil, fail("signature value is not hex: %v", err)
+		err = verifyRSASignature(t, spec, h, hashed, res, fail)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// failure makes the errors of one signature's verification: each wraps
+// errdef.ErrSignature and names component, version and signature.
+type failure func(format string, args ...any) error
+
+func signatureFailure(d *ocm.Descriptor, name string) failure {
+	return func(format string, args ...any) error {
+		return fmt.Errorf("%w: component %s:%s: signature %q: "+format,
+			append([]any{errdef.ErrSignature, d.Name, d.Version, name}, args...)...)
+	}
+}
+
+// findSignature is the first signature of d called name; the refusal lists
+// the names present.
+func findSignature(d *ocm.Descriptor, name string, fail failure) (*ocm.Signature, error) {
+	var sig *ocm.Signature
+	names := make([]string, 0, len(d.Signatures))
+	for i := range d.Signatures {
+		names = append(names, d.Signatures[i].Name)
+		if d.Signatures[i].Name == name && sig == nil {
+			sig = &d.Signatures[i]
 		}
+	}
+	if sig == nil {
+		present := "none"
+		if len(names) > 0 {
+			present = strings.Join(names, ", ")
+		}
+		return nil, fail("not found (signatures present: %s)", present)
+	}
+	return sig, nil
+}
+
+// checkSupported refuses an algorithm or media type this package does not
+// verify, before any key or digest is looked at.
+func checkSupported(spec ocm.SignatureSpec, fail failure) error {
+	switch {
+	case isSigstore(spec):
+		return fail("algorithm %q (media type %q): sigstore signatures are not verified: keyless verification needs Fulcio and the Rekor transparency log online, out of scope for this offline verifier (supported: %s)",
+			spec.Algorithm, spec.MediaType, supported)
+	case spec.Algorithm == GPG:
+		if spec.MediaType != MediaTypeGPG {
+			return fail("media type %q is not supported for %s (supported: %s)", spec.MediaType, GPG, supported)
+		}
+	case spec.Algorithm == RSAPKCS1v15, spec.Algorithm == RSAPSS:
+		switch spec.MediaType {
+		case MediaTypeRSA, MediaTypeRSAPSS, MediaTypePEM:
+		default:
+			return fail("media type %q is not supported for %s (supported: %s)", spec.MediaType, spec.Algorithm, supported)
+		}
+	default:
+		return fail("algorithm %q is not supported (supported: %s)", spec.Algorithm, supported)
+	}
+	return nil
+}
+
+// verifyGPGSignature checks a detached OpenPGP signature over the digest
+// with the configured OpenPGP keys and records the signer.
+func verifyGPGSignature(t trust, spec ocm.SignatureSpec, hashed []byte, res *Result, fail failure) error {
+	if t.pgp == nil {
+		return fail("a %s signature needs an armored OpenPGP public key, but %s is configured", GPG, t.desc)
+	}
+	signer, err := verifyGPG(t.pgp, hashed, spec.Value, now())
+	if err != nil {
+		return fail("%s", err)
+	}
+	res.Signer = signer
+	return nil
+}
+
+// verifyRSASignature checks an RSA signature over the digest with the key
+// that applies: the configured one, or that of an embedded certificate
+// chaining to the configured roots (then recorded as the signer).
+func verifyRSASignature(t trust, spec ocm.SignatureSpec, h crypto.Hash, hashed []byte, res *Result, fail failure) error {
+	sigBytes, pub, err := rsaSignature(t, spec, res, fail)
+	if err != nil {
+		return err
 	}
 	if pub == nil {
 		if t.roots != nil {
-			return nil, fail("the %s signature carries no certificate, so root CAs cannot verify it: configure the signer's public key", spec.MediaType)
+			return fail("the %s signature carries no certificate, so root CAs cannot verify it: configure the signer's public key", spec.MediaType)
 		}
-		return nil, fail("an %s signature needs an RSA public key, but %s is configured", spec.Algorithm, t.desc)
+		return fail("an %s signature needs an RSA public key, but %s is configured", spec.Algorithm, t.desc)
 	}
 	if spec.Algorithm == RSAPSS {
 		// nil options: any salt length (rsa.PSSSaltLengthAuto); the OCM CLI
@@ -188,9 +211,51 @@ func VerifySignature(d *ocm.Descriptor, name string, key crypto.PublicKey) (*Res
 		err = rsa.VerifyPKCS1v15(pub, h, hashed, sigBytes)
 	}
 	if err != nil {
-		return nil, fail("%s signature does not verify with the %s key: %v", spec.Algorithm, keySource(res), err)
+		return fail("%s signature does not verify with the %s key: %v", spec.Algorithm, keySource(res), err)
 	}
-	return res, nil
+	return nil
+}
+
+// rsaSignature decodes the signature value (hex, or a PEM SIGNATURE block)
+// and picks the key to check it with; nil when none applies.
+func rsaSignature(t trust, spec ocm.SignatureSpec, res *Result, fail failure) ([]byte, *rsa.PublicKey, error) {
+	if spec.MediaType == MediaTypePEM {
+		return pemRSASignature(t, spec, res, fail)
+	}
+	sigBytes, err := hex.DecodeString(strings.TrimSpace(spec.Value))
+	if err != nil {
+		return nil, nil, fail("signature value is not hex: %v", err)
+	}
+	return sigBytes, t.rsa, nil
+}
+
+// pemRSASignature reads a PEM SIGNATURE block. With the signer's
+// certificate and configured roots, the chain is verified and the
+// certificate's key checks the signature; a configured bare key pins the
+// signer instead and the certificate is not consulted.
+func pemRSASignature(t trust, spec ocm.SignatureSpec, res *Result, fail failure) ([]byte, *rsa.PublicKey, error) {
+	ps, err := parsePEMSignature(spec.Value, spec.Algorithm)
+	if err != nil {
+		return nil, nil, fail("%s", err)
+	}
+	pub := t.rsa
+	if len(ps.certs) == 0 {
+		return ps.sig, pub, nil
+	}
+	switch {
+	case t.roots != nil:
+		if res.Signer, err = verifyChain(ps.certs, t.roots, now()); err != nil {
+			return nil, nil, fail("%s", err)
+		}
+		if pub, err = rsaKey(ps.certs[0].PublicKey); err != nil {
+			return nil, nil, fail("signing certificate: %s", err)
+		}
+	case t.cert != nil:
+		// `ocm verify` uses a configured certificate as the anchor of
+		// the embedded chain; a leaf is no anchor.
+		return nil, nil, fail("the signature carries the signer's certificate, and the configured certificate %q is not a CA certificate that could anchor it: configure the root CA", t.cert.Subject.String())
+	}
+	return ps.sig, pub, nil
 }
 
 func keySource(res *Result) string {

@@ -271,25 +271,31 @@ func readVersion(ctx context.Context, s store, name, version string) (*versionCo
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s:%s: %w", s, v.repo, v.tag, err)
 	}
-	m, used := ver.Manifest, ver.Desc
-	v.ver, v.manifest, v.manifestDesc = ver, m, used
-	if used.Digest != desc.Digest {
-		// An image index (OCM CLI v0.13+): kept, entries and annotations,
-		// so that the copy stays in that format.
-		if v.indexRaw, err = ocimapping.FetchVerified(ctx, f, desc, ocimapping.MaxManifestSize); err != nil {
-			return nil, fmt.Errorf("index: %w", err)
-		}
-		v.index = &ocispec.Index{}
-		if err := json.Unmarshal(v.indexRaw, v.index); err != nil {
-			return nil, fmt.Errorf("%w: index %s: %v", errdef.ErrInvalidDescriptor, desc.Digest, err)
-		}
-		desc.Size = int64(len(v.indexRaw))
-		if desc.MediaType = v.index.MediaType; desc.MediaType == "" {
-			desc.MediaType = ocispec.MediaTypeImageIndex
+	v.ver, v.manifest, v.manifestDesc = ver, ver.Manifest, ver.Desc
+	if err := v.readManifests(ctx, f, desc); err != nil {
+		return nil, err
+	}
+	if err := v.readConfig(ctx, f, s); err != nil {
+		return nil, err
+	}
+	if err := v.readDescriptor(ctx, f, name, version); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// readManifests reads the descriptor manifest and, when the tag names an
+// image index (OCM CLI v0.13+), that index: kept, entries and
+// annotations, so that the copy stays in that format.
+func (v *versionContent) readManifests(ctx context.Context, f ocimapping.Fetcher, desc ocispec.Descriptor) error {
+	var err error
+	if v.manifestDesc.Digest != desc.Digest {
+		if desc, err = v.readIndex(ctx, f, desc); err != nil {
+			return err
 		}
 	}
-	if v.manifestRaw, err = ocimapping.FetchVerified(ctx, f, used, ocimapping.MaxManifestSize); err != nil {
-		return nil, err
+	if v.manifestRaw, err = ocimapping.FetchVerified(ctx, f, v.manifestDesc, ocimapping.MaxManifestSize); err != nil {
+		return err
 	}
 	v.manifestDesc.Size = int64(len(v.manifestRaw))
 	if v.manifestDesc.MediaType == "" {
@@ -299,19 +305,46 @@ func readVersion(ctx context.Context, s store, name, version string) (*versionCo
 	if v.index != nil {
 		v.tagDesc = desc
 	}
+	return nil
+}
+
+// readIndex reads the image index the tag names (desc) and returns desc
+// with the size and media type of what was read.
+func (v *versionContent) readIndex(ctx context.Context, f ocimapping.Fetcher, desc ocispec.Descriptor) (ocispec.Descriptor, error) {
+	var err error
+	if v.indexRaw, err = ocimapping.FetchVerified(ctx, f, desc, ocimapping.MaxManifestSize); err != nil {
+		return desc, fmt.Errorf("index: %w", err)
+	}
+	v.index = &ocispec.Index{}
+	if err := json.Unmarshal(v.indexRaw, v.index); err != nil {
+		return desc, fmt.Errorf("%w: index %s: %v", errdef.ErrInvalidDescriptor, desc.Digest, err)
+	}
+	desc.Size = int64(len(v.indexRaw))
+	if desc.MediaType = v.index.MediaType; desc.MediaType == "" {
+		desc.MediaType = ocispec.MediaTypeImageIndex
+	}
+	return desc, nil
+}
+
+// readConfig reads the OCM component config (refusing another artifact
+// under the tag) and from it the descriptor layer: the one the config
+// names, else the manifest's first layer.
+func (v *versionContent) readConfig(ctx context.Context, f ocimapping.Fetcher, s store) error {
+	m := v.manifest
 	switch m.Config.MediaType {
 	case ocimapping.MediaTypeComponentConfig, ocimapping.MediaTypeLegacyComponentConfig, ocimapping.MediaTypeLegacyComponentConfig2:
 	default:
-		return nil, fmt.Errorf("%w: %s: %s:%s is not an OCM component version (config %q)", errdef.ErrConflict, s, v.repo, v.tag, m.Config.MediaType)
+		return fmt.Errorf("%w: %s: %s:%s is not an OCM component version (config %q)", errdef.ErrConflict, s, v.repo, v.tag, m.Config.MediaType)
 	}
+	var err error
 	if v.configRaw, err = ocimapping.FetchVerified(ctx, f, m.Config, ocimapping.MaxConfigSize); err != nil {
-		return nil, fmt.Errorf("component config: %w", err)
+		return fmt.Errorf("component config: %w", err)
 	}
 	var cfg struct {
 		Layer *ocispec.Descriptor `json:"componentDescriptorLayer"`
 	}
 	if err := json.Unmarshal(v.configRaw, &cfg); err != nil {
-		return nil, fmt.Errorf("%w: component config: %v", errdef.ErrInvalidDescriptor, err)
+		return fmt.Errorf("%w: component config: %v", errdef.ErrInvalidDescriptor, err)
 	}
 	switch {
 	case cfg.Layer != nil:
@@ -319,26 +352,33 @@ func readVersion(ctx context.Context, s store, name, version string) (*versionCo
 	case len(m.Layers) > 0:
 		v.layerDesc = m.Layers[0]
 	default:
-		return nil, fmt.Errorf("%w: the manifest has no descriptor layer", errdef.ErrInvalidDescriptor)
+		return fmt.Errorf("%w: the manifest has no descriptor layer", errdef.ErrInvalidDescriptor)
 	}
 	for _, l := range m.Layers {
 		if l.Digest == v.layerDesc.Digest && v.layerDesc.MediaType == "" {
 			v.layerDesc.MediaType = l.MediaType
 		}
 	}
+	return nil
+}
+
+// readDescriptor reads and decodes the descriptor layer, which must hold
+// the descriptor of name:version.
+func (v *versionContent) readDescriptor(ctx context.Context, f ocimapping.Fetcher, name, version string) error {
+	var err error
 	if v.layerRaw, err = ocimapping.FetchVerified(ctx, f, v.layerDesc, ocm.MaxDescriptorSize+64<<10); err != nil {
-		return nil, fmt.Errorf("descriptor layer: %w", err)
+		return fmt.Errorf("descriptor layer: %w", err)
 	}
 	if v.doc, err = descriptorDocument(v.layerDesc.MediaType, v.layerRaw); err != nil {
-		return nil, err
+		return err
 	}
 	if v.d, err = ocm.DecodeDescriptor(v.doc); err != nil {
-		return nil, err
+		return err
 	}
 	if v.d.Name != name || v.d.Version != version {
-		return nil, fmt.Errorf("%w: %s:%s holds the descriptor of %s:%s", errdef.ErrInvalidDescriptor, v.repo, v.tag, v.d.Name, v.d.Version)
+		return fmt.Errorf("%w: %s:%s holds the descriptor of %s:%s", errdef.ErrInvalidDescriptor, v.repo, v.tag, v.d.Name, v.d.Version)
 	}
-	return v, nil
+	return nil
 }
 
 // version transfers one component version, its references first when

@@ -245,15 +245,45 @@ func NormalizeNumbers(v any) any {
 // declarations, unique render names, resource identities, paths, and that
 // every ${…} expression compiles.
 func (d *Definition) Validate() error {
-	fail := func(path, format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s: %s", errdef.ErrInvalidInput, d.Source, path, fmt.Sprintf(format, args...))
-	}
+	fail := d.failure()
 	if d.APIVersion != APIVersion {
 		return fail("apiVersion", "%q is not supported, want %s", d.APIVersion, APIVersion)
 	}
 	if d.Kind != Kind {
 		return fail("kind", "%q, want %s", d.Kind, Kind)
 	}
+	if err := d.validateParameters(fail); err != nil {
+		return err
+	}
+	if len(d.Spec.Renders) == 0 {
+		return fail("spec.renders", "no renders: name at least one resource to render")
+	}
+	seen := map[string]bool{}
+	for i := range d.Spec.Renders {
+		if err := validateRender(fmt.Sprintf("spec.renders[%d]", i), &d.Spec.Renders[i], seen, fail); err != nil {
+			return err
+		}
+	}
+	renders := map[string]bool{}
+	for _, r := range d.Spec.Renders {
+		renders[r.Name] = true
+	}
+	if err := ordering.ValidateJobs(d.Spec.Jobs, renders, fail); err != nil {
+		return err
+	}
+	return d.checkExpressions()
+}
+
+// failure makes Validate's errors: invalid input at a path of the
+// definition, named by its source.
+func (d *Definition) failure() ordering.Fail {
+	return func(path, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s: %s", errdef.ErrInvalidInput, d.Source, path, fmt.Sprintf(format, args...))
+	}
+}
+
+// validateParameters checks the parameter declarations, in name order.
+func (d *Definition) validateParameters(fail ordering.Fail) error {
 	for _, name := range sortedKeys(d.Spec.Parameters) {
 		p := d.Spec.Parameters[name]
 		where := fieldpath.Key("spec", "parameters", name).String()
@@ -267,66 +297,71 @@ func (d *Definition) Validate() error {
 			return fail(where, "%v", err)
 		}
 	}
-	if len(d.Spec.Renders) == 0 {
-		return fail("spec.renders", "no renders: name at least one resource to render")
+	return nil
+}
+
+// validateRender checks one render (at where) and names it after its
+// resource when it has no name; seen holds the names of the renders before.
+func validateRender(where string, r *Render, seen map[string]bool, fail ordering.Fail) error {
+	if r.Resource["name"] == "" {
+		return fail(where+".resource", "the resource identity needs a name")
 	}
-	seen := map[string]bool{}
-	for i := range d.Spec.Renders {
-		r := &d.Spec.Renders[i]
-		where := fmt.Sprintf("spec.renders[%d]", i)
-		if r.Resource["name"] == "" {
-			return fail(where+".resource", "the resource identity needs a name")
-		}
-		if r.Name == "" {
-			r.Name = r.Resource["name"]
-		}
-		if seen[r.Name] {
-			return fail(where+".name", "render %q is defined twice (names default to the resource name)", r.Name)
-		}
-		seen[r.Name] = true
-		for j, v := range r.ValuesFrom {
-			if v.Resource["name"] == "" {
-				return fail(fmt.Sprintf("%s.valuesFrom[%d].resource", where, j), "the resource identity needs a name")
-			}
-		}
-		for j, m := range r.Localization {
-			w := fmt.Sprintf("%s.localization[%d]", where, j)
-			if m.Resource["name"] == "" {
-				return fail(w+".resource", "the resource identity needs a name")
-			}
-			if m.Mapping.Empty() {
-				return fail(w, "the mapping sets nothing: give at least one of image, repository, registry, tag, digest")
-			}
-			for _, p := range []string{m.Image, m.Repository, m.Registry, m.Tag, m.Digest} {
-				if p == "" {
-					continue
-				}
-				if _, err := fieldpath.Parse(p); err != nil {
-					return fail(w, "%v", err)
-				}
-			}
-		}
-		for j, p := range r.Patches {
-			w := fmt.Sprintf("%s.patches[%d]", where, j)
-			if p.Target.Kind == "" {
-				return fail(w+".target.kind", "a patch target needs a kind")
-			}
-			if _, err := fieldpath.Parse(p.Path); err != nil {
-				return fail(w+".path", "%v", err)
-			}
-		}
-		if err := ordering.ValidateRender(where, r.SyncWave, r.Hook, r.Ordering, fail); err != nil {
-			return err
+	if r.Name == "" {
+		r.Name = r.Resource["name"]
+	}
+	if seen[r.Name] {
+		return fail(where+".name", "render %q is defined twice (names default to the resource name)", r.Name)
+	}
+	seen[r.Name] = true
+	for j, v := range r.ValuesFrom {
+		if v.Resource["name"] == "" {
+			return fail(fmt.Sprintf("%s.valuesFrom[%d].resource", where, j), "the resource identity needs a name")
 		}
 	}
-	renders := map[string]bool{}
-	for _, r := range d.Spec.Renders {
-		renders[r.Name] = true
-	}
-	if err := ordering.ValidateJobs(d.Spec.Jobs, renders, fail); err != nil {
+	if err := validateLocalization(where, r, fail); err != nil {
 		return err
 	}
-	return d.checkExpressions()
+	if err := validatePatches(where, r, fail); err != nil {
+		return err
+	}
+	return ordering.ValidateRender(where, r.SyncWave, r.Hook, r.Ordering, fail)
+}
+
+// validateLocalization checks a render's localization mappings: each names
+// a resource, sets something, and its field paths parse.
+func validateLocalization(where string, r *Render, fail ordering.Fail) error {
+	for j, m := range r.Localization {
+		w := fmt.Sprintf("%s.localization[%d]", where, j)
+		if m.Resource["name"] == "" {
+			return fail(w+".resource", "the resource identity needs a name")
+		}
+		if m.Mapping.Empty() {
+			return fail(w, "the mapping sets nothing: give at least one of image, repository, registry, tag, digest")
+		}
+		for _, p := range []string{m.Image, m.Repository, m.Registry, m.Tag, m.Digest} {
+			if p == "" {
+				continue
+			}
+			if _, err := fieldpath.Parse(p); err != nil {
+				return fail(w, "%v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// validatePatches checks a render's patches: a target kind and a path.
+func validatePatches(where string, r *Render, fail ordering.Fail) error {
+	for j, p := range r.Patches {
+		w := fmt.Sprintf("%s.patches[%d]", where, j)
+		if p.Target.Kind == "" {
+			return fail(w+".target.kind", "a patch target needs a kind")
+		}
+		if _, err := fieldpath.Parse(p.Path); err != nil {
+			return fail(w+".path", "%v", err)
+		}
+	}
+	return nil
 }
 
 func (p *Parameter) validate() error {

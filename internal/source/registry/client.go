@@ -64,6 +64,41 @@ type Client struct {
 // NewClient builds a Client. It fails only on configuration errors the user
 // must fix: an unreadable CA bundle or a malformed Docker config file.
 func NewClient(opts ...Option) (*Client, error) {
+	o := newOptions(opts)
+	c := &Client{o: o, logger: o.logger, plain: map[string]bool{}, operator: map[string]bool{},
+		tokens: map[string]auth.Cache{}, secrets: map[string]bool{}}
+	for _, h := range o.plainHTTP {
+		if h = CanonicalHost(h); h != "" {
+			c.operator[h] = true
+		}
+	}
+	creds, err := c.loadCredentials()
+	if err != nil {
+		return nil, err
+	}
+	c.creds = creds
+	if o.refuseSpecial {
+		if c.addresses, err = addressPolicy(o); err != nil {
+			return nil, err
+		}
+	}
+	pool, trust, err := certPool(o)
+	if err != nil {
+		return nil, err
+	}
+	c.pool = pool
+	base := c.baseTransport(pool, trust)
+	c.http = newHTTPClient(c.wrapTransport(base))
+	c.initMirrors(base)
+	c.auth = &auth.Client{
+		Client: c.http,
+		Header: http.Header{"User-Agent": []string{o.userAgent}},
+	}
+	return c, nil
+}
+
+// newOptions applies opts over the defaults.
+func newOptions(opts []Option) options {
 	o := options{
 		lookupEnv:     os.LookupEnv,
 		retries:       DefaultRetries,
@@ -78,71 +113,62 @@ func NewClient(opts ...Option) (*Client, error) {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	c := &Client{o: o, logger: o.logger, plain: map[string]bool{}, operator: map[string]bool{},
-		tokens: map[string]auth.Cache{}, secrets: map[string]bool{}}
-	for _, h := range o.plainHTTP {
-		if h = CanonicalHost(h); h != "" {
-			c.operator[h] = true
-		}
-	}
+	return o
+}
 
-	c.creds = &credentials{static: o.static, lookupEnv: o.lookupEnv}
-	if !o.noDockerConfig {
-		p := o.dockerConfig
-		if p == "" {
-			p = DefaultDockerConfig()
-		}
-		if p != "" {
-			m, warn, err := loadDockerConfig(p)
-			if err != nil {
-				return nil, err
-			}
-			if warn != "" {
-				c.logger.Warn(warn)
-			}
-			c.creds.docker, c.creds.dockerPath = m, p
-		}
+// loadCredentials is the static and environment credentials, with those of
+// the Docker config file unless WithoutDockerConfig.
+func (c *Client) loadCredentials() (*credentials, error) {
+	o := c.o
+	creds := &credentials{static: o.static, lookupEnv: o.lookupEnv}
+	if o.noDockerConfig {
+		return creds, nil
 	}
-
-	if o.refuseSpecial {
-		allow := slices.Clone(o.allowAddrs)
-		for _, h := range o.plainHTTP {
-			allow = append(allow, CanonicalHost(h))
-		}
-		for _, ms := range o.mirrors {
-			for _, m := range ms {
-				allow = append(allow, CanonicalHost(m.Host))
-			}
-		}
-		ap, err := NewAddressPolicy(allow...)
-		if err != nil {
-			return nil, err
-		}
-		c.addresses = ap
+	p := o.dockerConfig
+	if p == "" {
+		p = DefaultDockerConfig()
 	}
-	pool, trust, err := certPool(o)
+	if p == "" {
+		return creds, nil
+	}
+	m, warn, err := loadDockerConfig(p)
 	if err != nil {
 		return nil, err
 	}
-	c.pool = pool
-	base := o.base
-	if o.shared != nil {
-		// Same trust, same transport: its idle connections (and TLS
-		// sessions) serve the next generation of a long-lived process.
-		if base == nil {
-			base = o.shared.transport(fmt.Sprintf("%s\x00%d\x00%s", trust, c.o.headerTimeout, c.addresses.key()), func() http.RoundTripper { return c.newTransport(pool) })
+	if warn != "" {
+		c.logger.Warn(warn)
+	}
+	creds.docker, creds.dockerPath = m, p
+	return creds, nil
+}
+
+// addressPolicy refuses special addresses except the ones allowed, the
+// operator's plain-HTTP hosts and the mirrors: the operator chose those.
+func addressPolicy(o options) (*AddressPolicy, error) {
+	allow := slices.Clone(o.allowAddrs)
+	for _, h := range o.plainHTTP {
+		allow = append(allow, CanonicalHost(h))
+	}
+	for _, ms := range o.mirrors {
+		for _, m := range ms {
+			allow = append(allow, CanonicalHost(m.Host))
 		}
 	}
-	if base == nil {
-		base = c.newTransport(pool)
+	return NewAddressPolicy(allow...)
+}
+
+// baseTransport is the transport under the client's guard and retries: the
+// one given, else the Shared one for this trust and policy, else a new one.
+func (c *Client) baseTransport(pool *x509.CertPool, trust string) http.RoundTripper {
+	if c.o.base != nil {
+		return c.o.base
 	}
-	c.http = newHTTPClient(c.wrapTransport(base))
-	c.initMirrors(base)
-	c.auth = &auth.Client{
-		Client: c.http,
-		Header: http.Header{"User-Agent": []string{o.userAgent}},
+	if c.o.shared != nil {
+		// Same trust, same transport: its idle connections (and TLS
+		// sessions) serve the next generation of a long-lived process.
+		return c.o.shared.transport(fmt.Sprintf("%s\x00%d\x00%s", trust, c.o.headerTimeout, c.addresses.key()), func() http.RoundTripper { return c.newTransport(pool) })
 	}
-	return c, nil
+	return c.newTransport(pool)
 }
 
 // newHTTPClient follows at most maxRedirects redirects and drops the

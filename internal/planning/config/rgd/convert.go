@@ -41,91 +41,151 @@ func (p *Planner) Convert(ctx context.Context, cv ocm.ComponentVersion, req plan
 	if err != nil {
 		return nil, err
 	}
-	params, err := def.ResolveParameters(nil)
+	params, err := convertParameters(def)
 	if err != nil {
-		// Required parameters: evaluate with placeholders of their type.
-		params = nil
+		return nil, err
 	}
-	e := &evaluation{p: p, cv: cv, req: req, all: sel.all, deployer: sel.deployer, report: &explain.Report{}}
-	rename := map[string]string{}
-	outParams := map[string]any{}
-	given := map[string]string{}
+	c := &conversion{e: &evaluation{p: p, cv: cv, req: req, all: sel.all, deployer: sel.deployer, report: &explain.Report{}}}
+	if err := c.evaluate(ctx, r, def, params); err != nil {
+		return nil, err
+	}
+	blocks, err := c.e.chooseBlocks(r, c.argo, c.flux)
+	if err != nil {
+		return nil, err
+	}
+	renders, err := c.renders(blocks, params.rename)
+	if err != nil {
+		return nil, err
+	}
+	if len(renders) == 0 {
+		return nil, fmt.Errorf("%w: %s: no deployer block to convert (%s)", errdef.ErrInvalidInput, r.Source, strings.Join(c.notes, "; "))
+	}
+	body, err := convertedDefinition(r, params.declared, renders)
+	if err != nil {
+		return nil, err
+	}
+	return c.document(r, body), nil
+}
+
+// convertedParams are an RGD's parameters as a ComponentDeployment has them.
+type convertedParams struct {
+	values   []explain.ParamValue // resolved, with placeholders where required
+	given    map[string]string    // the placeholders of required parameters without a default
+	rename   map[string]string    // RGD parameter name → definition parameter name
+	declared map[string]any       // the definition's parameters, by new name
+}
+
+// convertParameters renames the parameters ("_" for the dots of nested
+// fields) and resolves them. A conversion has no instance, so required
+// parameters are evaluated with placeholders of their type.
+func convertParameters(def *config.Definition) (*convertedParams, error) {
+	values, err := def.ResolveParameters(nil)
+	if err != nil {
+		values = nil // required parameters: resolved below with placeholders
+	}
+	cp := &convertedParams{given: map[string]string{}, rename: map[string]string{}, declared: map[string]any{}}
 	for _, name := range def.ParamNames() {
 		pp := def.Spec.Parameters[name]
 		cn := strings.ReplaceAll(name, ".", "_")
-		rename[name] = cn
-		outParams[cn] = pp
+		cp.rename[name] = cn
+		cp.declared[cn] = pp
 		if pp.Required && pp.Default == nil {
-			given[name] = placeholder(pp.Type)
+			cp.given[name] = placeholder(pp.Type)
 		}
 	}
-	if params == nil {
-		if params, err = def.ResolveParameters(given); err != nil {
+	if values == nil {
+		if values, err = def.ResolveParameters(cp.given); err != nil {
 			return nil, err
 		}
 	}
+	cp.values = values
+	return cp, nil
+}
+
+// conversion is the state of one Convert: the evaluated graph, its nodes
+// by role, and the notes on what is not carried over.
+type conversion struct {
+	e                   *evaluation
+	g                   *graph
+	argo, flux, sources []*Node
+	notes               []string
+}
+
+// evaluate evaluates the RGD's nodes for an instance named by the
+// definition's app expressions, binds its OCM Resource nodes and sorts the
+// others into deployer blocks, Flux sources and what is not converted.
+func (c *conversion) evaluate(ctx context.Context, r *RGD, def *config.Definition, params *convertedParams) error {
 	order, level, err := r.analyze()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	meta := map[string]any{"name": "${app.name}", "namespace": "${app.namespace}"}
-	g := &graph{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, items: map[string][]map[string]any{}, bindings: map[string]*binding{}}
-	ispec, err := r.instanceSpec(def, params, given)
+	c.g = &graph{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, items: map[string][]map[string]any{}, bindings: map[string]*binding{}}
+	ispec, err := r.instanceSpec(def, params.values, params.given)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	vars := map[string]any{"schema": map[string]any{"metadata": meta, "spec": ispec}}
 	ids := []string{"schema"}
 	for _, n := range r.Nodes {
 		ids = append(ids, n.ID)
 	}
-	ev := &expr.Evaluator{Variables: ids, CostLimit: p.costLimit(), Timeout: p.exprTimeout()}
-	var notes []string
-	var argo, flux, sources []*Node
+	ev := &expr.Evaluator{Variables: ids, CostLimit: c.e.p.costLimit(), Timeout: c.e.p.exprTimeout()}
 	for _, n := range order {
 		if len(n.iterators) > 0 {
-			notes = append(notes, fmt.Sprintf("node %s (forEach) is not converted: a ComponentDeployment renders resources of the component, not objects of its own", n.ID))
+			c.notes = append(c.notes, fmt.Sprintf("node %s (forEach) is not converted: a ComponentDeployment renders resources of the component, not objects of its own", n.ID))
 			continue
 		}
 		v, err := ev.Walk(ctx, fmt.Sprintf("%s: node %s: template", r.Source, n.ID), n.Template, vars)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		obj, _ := v.(map[string]any)
-		grp, kind := gvk(obj)
-		switch {
-		case grp == ocmGroup && kind == "Resource":
-			b, err := e.resolveResource(ctx, r, n, obj)
-			if err != nil {
-				return nil, err
-			}
-			g.bindings[n.ID] = b
-		case grp == ocmGroup:
-		case grp == "argoproj.io" && kind == "Application":
-			argo = append(argo, n)
-		case grp == "helm.toolkit.fluxcd.io" && kind == "HelmRelease", grp == "kustomize.toolkit.fluxcd.io" && kind == "Kustomization":
-			flux = append(flux, n)
-		case grp == "source.toolkit.fluxcd.io":
-			sources = append(sources, n)
-		default:
-			notes = append(notes, fmt.Sprintf("node %s (%s) is not converted: a ComponentDeployment renders resources of the component, not objects of its own", n.ID, groupKind(grp, kind)))
+		if err := c.classify(ctx, r, n, obj); err != nil {
+			return err
 		}
-		g.objs[n.ID] = obj
+		c.g.objs[n.ID] = obj
 		vars[n.ID] = obj
 	}
-	blocks, err := e.chooseBlocks(r, argo, flux)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// classify files an evaluated node under its role in the conversion.
+func (c *conversion) classify(ctx context.Context, r *RGD, n *Node, obj map[string]any) error {
+	grp, kind := gvk(obj)
+	switch {
+	case grp == ocmGroup && kind == "Resource":
+		b, err := c.e.resolveResource(ctx, r, n, obj)
+		if err != nil {
+			return err
+		}
+		c.g.bindings[n.ID] = b
+	case grp == ocmGroup:
+	case grp == "argoproj.io" && kind == "Application":
+		c.argo = append(c.argo, n)
+	case grp == "helm.toolkit.fluxcd.io" && kind == "HelmRelease", grp == "kustomize.toolkit.fluxcd.io" && kind == "Kustomization":
+		c.flux = append(c.flux, n)
+	case grp == "source.toolkit.fluxcd.io":
+		c.sources = append(c.sources, n)
+	default:
+		c.notes = append(c.notes, fmt.Sprintf("node %s (%s) is not converted: a ComponentDeployment renders resources of the component, not objects of its own", n.ID, groupKind(grp, kind)))
 	}
-	rw := &rewriter{rename: rename, g: g, cv: cv}
+	return nil
+}
+
+// renders turns the chosen deployer blocks into the definition's renders;
+// a block rendering a resource of a referenced component is only noted.
+func (c *conversion) renders(blocks []*Node, rename map[string]string) ([]any, error) {
+	r := c.g.rgd
+	rw := &rewriter{rename: rename, g: c.g, cv: c.e.cv}
 	var renders []any
 	for _, n := range blocks {
-		s, err := e.blockStep(g, n, sources)
+		s, err := c.e.blockStep(c.g, n, c.sources)
 		if err != nil {
 			return nil, err
 		}
 		if s.Component != nil {
-			notes = append(notes, fmt.Sprintf("node %s renders resource %s of a referenced component: a ComponentDeployment renders the component's own resources", n.ID, s.Resource.Identity()))
+			c.notes = append(c.notes, fmt.Sprintf("node %s renders resource %s of a referenced component: a ComponentDeployment renders the component's own resources", n.ID, s.Resource.Identity()))
 			continue
 		}
 		render := map[string]any{"name": n.ID, "resource": identityMap(s.Resource.Identity())}
@@ -139,35 +199,43 @@ func (p *Planner) Convert(ctx context.Context, cv ocm.ComponentVersion, req plan
 		if s.Path != "" {
 			render["path"] = s.Path
 		}
-		if len(levels(level, blocks)) > 1 {
-			render["syncWave"] = level[n.ID]
+		if len(levels(c.g.level, blocks)) > 1 {
+			render["syncWave"] = c.g.level[n.ID]
 		}
 		renders = append(renders, render)
 	}
-	if len(renders) == 0 {
-		return nil, fmt.Errorf("%w: %s: no deployer block to convert (%s)", errdef.ErrInvalidInput, r.Source, strings.Join(notes, "; "))
-	}
+	return renders, nil
+}
+
+// convertedDefinition is the ComponentDeployment's YAML, checked to read
+// back as a valid definition.
+func convertedDefinition(r *RGD, parameters map[string]any, renders []any) ([]byte, error) {
 	doc := map[string]any{"apiVersion": config.APIVersion, "kind": config.Kind,
 		"metadata": map[string]any{"name": r.Name, "description": "converted from " + r.Source + " by argocd-ocm-plugin convert"},
-		"spec":     map[string]any{"parameters": outParams, "renders": renders}}
+		"spec":     map[string]any{"parameters": parameters, "renders": renders}}
 	body, err := yaml.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}
-	// What is written must read back as a valid definition.
 	if _, err := config.Decode("converted definition", body); err != nil {
 		return nil, fmt.Errorf("%s: the converted definition does not validate: %w", r.Source, err)
 	}
+	return body, nil
+}
+
+// document is body behind a comment header: the source, then the notes of
+// the evaluation and of the conversion, to be carried over by hand.
+func (c *conversion) document(r *RGD, body []byte) []byte {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# Converted from %s (kind %s). Review before use.\n", r.Source, r.Schema.Kind)
-	for _, x := range e.report.Notes {
+	for _, x := range c.e.report.Notes {
 		fmt.Fprintf(&buf, "# %s\n", x)
 	}
-	for _, x := range notes {
+	for _, x := range c.notes {
 		fmt.Fprintf(&buf, "# %s\n", x)
 	}
 	buf.Write(body)
-	return buf.Bytes(), nil
+	return buf.Bytes()
 }
 
 func placeholder(t string) string {
@@ -204,94 +272,128 @@ func identityMap(id ocm.Identity) map[string]any {
 // render's: releaseName, namespace, values, kustomize.
 func blockFields(n *Node) map[string]any {
 	spec, _ := n.Template["spec"].(map[string]any)
-	out := map[string]any{}
 	_, kind := gvk(n.Template)
 	switch kind {
 	case "Application":
-		src, _ := spec["source"].(map[string]any)
-		if src == nil {
-			if l, _ := spec["sources"].([]any); len(l) == 1 {
-				src, _ = l[0].(map[string]any)
-			}
-		}
-		h, _ := src["helm"].(map[string]any)
-		vals := map[string]any{}
-		if s, _ := h["values"].(string); strings.TrimSpace(s) != "" {
-			_ = yaml.Unmarshal([]byte(s), &vals) // checked when the block is interpreted
-		}
-		if v, ok := h["valuesObject"].(map[string]any); ok {
-			merge(vals, jsonCopy(v).(map[string]any))
-		}
-		ps, _ := h["parameters"].([]any)
-		for _, x := range ps {
-			pm, _ := x.(map[string]any)
-			name, _ := pm["name"].(string)
-			if name == "" || strings.ContainsAny(name, "[]\\") {
-				continue // listed by the caller's check: interpreted like Helm's --set
-			}
-			keys := strings.Split(name, ".")
-			m := vals
-			for _, k := range keys[:len(keys)-1] {
-				next, ok := m[k].(map[string]any)
-				if !ok {
-					next = map[string]any{}
-					m[k] = next
-				}
-				m = next
-			}
-			m[keys[len(keys)-1]] = pm["value"]
-		}
-		if len(vals) > 0 {
-			out["values"] = vals
-		}
-		if v, ok := h["releaseName"]; ok {
-			out["releaseName"] = v
-		}
-		if d, ok := spec["destination"].(map[string]any); ok && d["namespace"] != nil {
-			out["namespace"] = d["namespace"]
-		}
-		if k, ok := src["kustomize"].(map[string]any); ok {
-			kz := map[string]any{}
-			for key, v := range k {
-				switch key {
-				case "commonLabels":
-					kz["labels"] = []any{map[string]any{"pairs": v, "includeSelectors": true}}
-				case "images":
-					list, _ := v.([]any)
-					var imgs []any
-					for _, x := range list {
-						s, _ := x.(string)
-						imgs = append(imgs, argoImage(s))
-					}
-					kz["images"] = imgs
-				case "namePrefix", "nameSuffix", "namespace", "commonAnnotations", "patches", "replicas":
-					kz[key] = v
-				}
-			}
-			out["kustomize"] = kz
-		}
+		return applicationFields(spec)
 	case "HelmRelease":
-		for _, k := range []string{"values", "releaseName"} {
-			if v, ok := spec[k]; ok {
-				out[k] = v
-			}
-		}
-		if v, ok := spec["targetNamespace"]; ok {
-			out["namespace"] = v
-		}
+		return helmReleaseFields(spec)
 	case "Kustomization":
-		kz := map[string]any{}
-		if v, ok := spec["targetNamespace"]; ok {
-			kz["namespace"] = v
+		return kustomizationFields(spec)
+	}
+	return map[string]any{}
+}
+
+// applicationFields are the render fields of an Argo CD Application's
+// single source.
+func applicationFields(spec map[string]any) map[string]any {
+	out := map[string]any{}
+	src, _ := spec["source"].(map[string]any)
+	if src == nil {
+		if l, _ := spec["sources"].([]any); len(l) == 1 {
+			src, _ = l[0].(map[string]any)
 		}
-		for _, k := range []string{"namePrefix", "nameSuffix", "patches", "images"} {
-			if v, ok := spec[k]; ok {
-				kz[k] = v
-			}
-		}
-		out["kustomize"] = kz
+	}
+	h, _ := src["helm"].(map[string]any)
+	if vals := argoHelmValues(h); len(vals) > 0 {
+		out["values"] = vals
+	}
+	if v, ok := h["releaseName"]; ok {
+		out["releaseName"] = v
+	}
+	if d, ok := spec["destination"].(map[string]any); ok && d["namespace"] != nil {
+		out["namespace"] = d["namespace"]
+	}
+	if k, ok := src["kustomize"].(map[string]any); ok {
+		out["kustomize"] = argoKustomizeFields(k)
 	}
 	return out
+}
+
+// argoHelmValues merges an Argo CD helm source's values, valuesObject and
+// parameters (dotted names only) into one values tree.
+func argoHelmValues(h map[string]any) map[string]any {
+	vals := map[string]any{}
+	if s, _ := h["values"].(string); strings.TrimSpace(s) != "" {
+		_ = yaml.Unmarshal([]byte(s), &vals) // checked when the block is interpreted
+	}
+	if v, ok := h["valuesObject"].(map[string]any); ok {
+		merge(vals, jsonCopy(v).(map[string]any))
+	}
+	ps, _ := h["parameters"].([]any)
+	for _, x := range ps {
+		pm, _ := x.(map[string]any)
+		name, _ := pm["name"].(string)
+		if name == "" || strings.ContainsAny(name, "[]\\") {
+			continue // listed by the caller's check: interpreted like Helm's --set
+		}
+		setDotted(vals, strings.Split(name, "."), pm["value"])
+	}
+	return vals
+}
+
+// setDotted sets the value at a path of keys, making the maps on the way.
+func setDotted(m map[string]any, keys []string, v any) {
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[keys[len(keys)-1]] = v
+}
+
+// argoKustomizeFields maps an Argo CD source's kustomize field onto a
+// definition's kustomize fields; what has no equivalent is left out.
+func argoKustomizeFields(k map[string]any) map[string]any {
+	kz := map[string]any{}
+	for key, v := range k {
+		switch key {
+		case "commonLabels":
+			kz["labels"] = []any{map[string]any{"pairs": v, "includeSelectors": true}}
+		case "images":
+			list, _ := v.([]any)
+			var imgs []any
+			for _, x := range list {
+				s, _ := x.(string)
+				imgs = append(imgs, argoImage(s))
+			}
+			kz["images"] = imgs
+		case "namePrefix", "nameSuffix", "namespace", "commonAnnotations", "patches", "replicas":
+			kz[key] = v
+		}
+	}
+	return kz
+}
+
+// helmReleaseFields are the render fields of a Flux HelmRelease.
+func helmReleaseFields(spec map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range []string{"values", "releaseName"} {
+		if v, ok := spec[k]; ok {
+			out[k] = v
+		}
+	}
+	if v, ok := spec["targetNamespace"]; ok {
+		out["namespace"] = v
+	}
+	return out
+}
+
+// kustomizationFields are the render fields of a Flux Kustomization.
+func kustomizationFields(spec map[string]any) map[string]any {
+	kz := map[string]any{}
+	if v, ok := spec["targetNamespace"]; ok {
+		kz["namespace"] = v
+	}
+	for _, k := range []string{"namePrefix", "nameSuffix", "patches", "images"} {
+		if v, ok := spec[k]; ok {
+			kz[k] = v
+		}
+	}
+	return map[string]any{"kustomize": kz}
 }
 
 // rewriter turns RGD expressions into deployment definition expressions.

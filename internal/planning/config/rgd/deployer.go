@@ -78,34 +78,17 @@ func (e *evaluation) blockStep(g *graph, n *Node, sources []*Node) (step, error)
 
 // argoStep: an Argo CD Application with one source.
 func (e *evaluation) argoStep(g *graph, n *Node, obj, spec map[string]any, where string) (step, error) {
-	source, _ := spec["source"].(map[string]any)
-	field := "template.spec.source"
-	if source == nil {
-		srcs, _ := spec["sources"].([]any)
-		if len(srcs) != 1 {
-			return step{}, fmt.Errorf("%w: %s: spec.sources has %d sources; the plugin renders an Application with one source", errdef.ErrInvalidInput, where, len(srcs))
-		}
-		source, _ = srcs[0].(map[string]any)
-		field = "template.spec.sources[0]"
-	}
-	if source == nil {
-		return step{}, fmt.Errorf("%w: %s: spec.source is missing", errdef.ErrInvalidInput, where)
+	source, field, err := argoSource(spec, where)
+	if err != nil {
+		return step{}, err
 	}
 	repoURL, _ := source["repoURL"].(string)
 	b, err := e.bindingFor(g, n, field+".repoURL", repoURL, where+": spec.source.repoURL")
 	if err != nil {
 		return step{}, err
 	}
-	// The block's destination is the nested Application's; the objects
-	// go where the Application that renders them sends them.
-	dest, _ := spec["destination"].(map[string]any)
 	ns := e.req.Namespace
-	if dns, _ := dest["namespace"].(string); dns != "" && dns != ns {
-		e.note("%s: node %s: destination.namespace %s is not used: the objects go to the destination namespace of the Application that renders them (%s), which is also the Helm release namespace unless spec.source.helm.namespace sets one; set the Application's destination namespace to %s to deploy there",
-			g.rgd.Name, n.ID, dns, orDash(ns), dns)
-	}
-	meta, _ := obj["metadata"].(map[string]any)
-	appName, _ := meta["name"].(string)
+	e.noteDestination(g, n, spec, ns)
 	s := step{Step: plan.Step{Resource: b.res, Namespace: ns}, node: n.ID}
 	if b.cv != e.cv {
 		s.Component = b.cv
@@ -113,86 +96,159 @@ func (e *evaluation) argoStep(g *graph, n *Node, obj, spec map[string]any, where
 	rr := explain.RenderReport{Name: n.ID + " (Argo CD Application)", Resource: b.res.Identity().String(), Type: b.res.Type, Namespace: ns}
 	switch plan.RendersOf(b.res.Type) {
 	case plan.RendersChart:
+		meta, _ := obj["metadata"].(map[string]any)
+		appName, _ := meta["name"].(string)
 		h, _ := source["helm"].(map[string]any)
-		for _, f := range []string{"valueFiles", "fileParameters"} {
-			if v, ok := h[f].([]any); ok && len(v) > 0 {
-				return step{}, fmt.Errorf("%w: %s: spec.source.helm.%s: files of the Argo CD source are not supported; give the values in valuesObject", errdef.ErrInvalidInput, where, f)
-			}
-		}
-		vals := map[string]any{}
-		origins := map[string][]explain.Origin{}
-		record := func(m map[string]any, source, exprOf func(string) string) {
-			walkLeaves(m, "", func(p string, v any) {
-				origins[p] = append(origins[p], explain.Origin{Layer: explain.LayerDefinition, Source: source(p), Expr: exprOf(p), Value: v})
-			})
-		}
-		noExpr := func(string) string { return "" }
-		if s, _ := h["values"].(string); strings.TrimSpace(s) != "" {
-			if err := yaml.Unmarshal([]byte(s), &vals); err != nil {
-				return step{}, fmt.Errorf("%w: %s: spec.source.helm.values is not a YAML map: %v", errdef.ErrInvalidInput, where, err)
-			}
-			vals = normalizeJSON(jsonCopy(vals)).(map[string]any)
-			record(vals, func(p string) string { return n.ID + ": spec.source.helm.values: " + p }, noExpr)
-		}
-		if vo, ok := h["valuesObject"].(map[string]any); ok {
-			// valuesObject takes precedence over values (Argo CD).
-			merge(vals, vo)
-			record(vo, func(p string) string { return n.ID + ": spec.source.helm.valuesObject." + p },
-				func(p string) string { return exprAt(n, "template.spec.source.helm.valuesObject."+p) })
-		}
-		ps, _ := h["parameters"].([]any)
-		for i, x := range ps {
-			pm, _ := x.(map[string]any)
-			name, _ := pm["name"].(string)
-			val, err := expr.Stringify(pm["value"])
-			if name == "" || err != nil {
-				return step{}, fmt.Errorf("%w: %s: spec.source.helm.parameters[%d]: want {name, value}", errdef.ErrInvalidInput, where, i)
-			}
-			set := strvals.ParseInto
-			if fs, _ := pm["forceString"].(bool); fs {
-				set = strvals.ParseIntoString
-			}
-			if err := set(name+"="+val, vals); err != nil {
-				return step{}, fmt.Errorf("%w: %s: spec.source.helm.parameters[%d] (%s): %v", errdef.ErrInvalidInput, where, i, errdef.Truncate(name, 60), err)
-			}
-			one := map[string]any{}
-			if err := set(name+"="+val, one); err == nil {
-				src := fmt.Sprintf("%s: spec.source.helm.parameters[%d] (%s)", n.ID, i, errdef.Truncate(name, 60))
-				x := exprAt(n, fmt.Sprintf("template.spec.source.helm.parameters[%d].value", i))
-				record(one, func(string) string { return src }, func(string) string { return x })
-			}
-		}
-		release, _ := h["releaseName"].(string)
-		if release == "" {
-			release = appName // Argo CD's default
-		}
-		// The release namespace: helm.namespace, else the destination
-		// namespace of the Application that renders (Argo CD templates with
-		// its destination namespace; objects without one land there).
-		if hns, _ := h["namespace"].(string); hns != "" {
-			ns = hns
-			s.Namespace, rr.Namespace = ns, ns
-		}
-		s.ReleaseName, s.Values = release, normalizeJSON(jsonCopy(vals)).(map[string]any)
-		rr.ReleaseName, rr.Values = release, originLeaves(s.Values, origins, n.ID+": spec.source.helm")
-	case plan.RendersTree:
-		path, _ := source["path"].(string)
-		s.Path = treePath(path)
-		k, _ := source["kustomize"].(map[string]any)
-		ov, err := argoOverlay(k, where)
-		if err != nil {
+		if err := argoChart(&s, &rr, n, h, appName, where); err != nil {
 			return step{}, err
 		}
-		s.Overlay = ov
-		rr.Path = s.Path
-		if ov != nil {
-			rr.Overlay = overlay.Text(ov, "", nil)
+	case plan.RendersTree:
+		if err := argoTree(&s, &rr, source, where); err != nil {
+			return step{}, err
 		}
 	default:
 		return step{}, notRenderable(where, b)
 	}
 	e.report.Renders = append(e.report.Renders, rr)
 	return s, nil
+}
+
+// argoSource is the one source of an Application (spec.source, or the
+// single entry of spec.sources) and its template field.
+func argoSource(spec map[string]any, where string) (map[string]any, string, error) {
+	source, _ := spec["source"].(map[string]any)
+	field := "template.spec.source"
+	if source == nil {
+		srcs, _ := spec["sources"].([]any)
+		if len(srcs) != 1 {
+			return nil, "", fmt.Errorf("%w: %s: spec.sources has %d sources; the plugin renders an Application with one source", errdef.ErrInvalidInput, where, len(srcs))
+		}
+		source, _ = srcs[0].(map[string]any)
+		field = "template.spec.sources[0]"
+	}
+	if source == nil {
+		return nil, "", fmt.Errorf("%w: %s: spec.source is missing", errdef.ErrInvalidInput, where)
+	}
+	return source, field, nil
+}
+
+// noteDestination notes a block destination namespace that is not used:
+// the block's destination is the nested Application's; the objects go
+// where the Application that renders them sends them (ns).
+func (e *evaluation) noteDestination(g *graph, n *Node, spec map[string]any, ns string) {
+	dest, _ := spec["destination"].(map[string]any)
+	if dns, _ := dest["namespace"].(string); dns != "" && dns != ns {
+		e.note("%s: node %s: destination.namespace %s is not used: the objects go to the destination namespace of the Application that renders them (%s), which is also the Helm release namespace unless spec.source.helm.namespace sets one; set the Application's destination namespace to %s to deploy there",
+			g.rgd.Name, n.ID, dns, orDash(ns), dns)
+	}
+}
+
+// argoChart fills a chart step (and its report) from the source's helm
+// field: values, release name, release namespace.
+func argoChart(s *step, rr *explain.RenderReport, n *Node, h map[string]any, appName, where string) error {
+	vals, origins, err := argoChartValues(n, h, where)
+	if err != nil {
+		return err
+	}
+	release, _ := h["releaseName"].(string)
+	if release == "" {
+		release = appName // Argo CD's default
+	}
+	// The release namespace: helm.namespace, else the destination
+	// namespace of the Application that renders (Argo CD templates with
+	// its destination namespace; objects without one land there).
+	if hns, _ := h["namespace"].(string); hns != "" {
+		s.Namespace, rr.Namespace = hns, hns
+	}
+	s.ReleaseName, s.Values = release, normalizeJSON(jsonCopy(vals)).(map[string]any)
+	rr.ReleaseName, rr.Values = release, originLeaves(s.Values, origins, n.ID+": spec.source.helm")
+	return nil
+}
+
+// valueOrigins records, for each leaf path of the values, the block
+// fields that set it (lowest first), for --explain.
+type valueOrigins map[string][]explain.Origin
+
+func (o valueOrigins) record(m map[string]any, source, exprOf func(string) string) {
+	walkLeaves(m, "", func(p string, v any) {
+		o[p] = append(o[p], explain.Origin{Layer: explain.LayerDefinition, Source: source(p), Expr: exprOf(p), Value: v})
+	})
+}
+
+// argoChartValues are the values of an Argo CD helm source, in Argo CD's
+// order of precedence: values, then valuesObject, then parameters.
+func argoChartValues(n *Node, h map[string]any, where string) (map[string]any, valueOrigins, error) {
+	for _, f := range []string{"valueFiles", "fileParameters"} {
+		if v, ok := h[f].([]any); ok && len(v) > 0 {
+			return nil, nil, fmt.Errorf("%w: %s: spec.source.helm.%s: files of the Argo CD source are not supported; give the values in valuesObject", errdef.ErrInvalidInput, where, f)
+		}
+	}
+	vals := map[string]any{}
+	origins := valueOrigins{}
+	noExpr := func(string) string { return "" }
+	if s, _ := h["values"].(string); strings.TrimSpace(s) != "" {
+		if err := yaml.Unmarshal([]byte(s), &vals); err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: spec.source.helm.values is not a YAML map: %v", errdef.ErrInvalidInput, where, err)
+		}
+		vals = normalizeJSON(jsonCopy(vals)).(map[string]any)
+		origins.record(vals, func(p string) string { return n.ID + ": spec.source.helm.values: " + p }, noExpr)
+	}
+	if vo, ok := h["valuesObject"].(map[string]any); ok {
+		merge(vals, vo)
+		origins.record(vo, func(p string) string { return n.ID + ": spec.source.helm.valuesObject." + p },
+			func(p string) string { return exprAt(n, "template.spec.source.helm.valuesObject."+p) })
+	}
+	if err := setArgoParameters(n, h, vals, origins, where); err != nil {
+		return nil, nil, err
+	}
+	return vals, origins, nil
+}
+
+// setArgoParameters sets the helm source's parameters into vals the way
+// Helm's --set (or --set-string, forceString) does.
+func setArgoParameters(n *Node, h, vals map[string]any, origins valueOrigins, where string) error {
+	ps, _ := h["parameters"].([]any)
+	for i, x := range ps {
+		pm, _ := x.(map[string]any)
+		name, _ := pm["name"].(string)
+		val, err := expr.Stringify(pm["value"])
+		if name == "" || err != nil {
+			return fmt.Errorf("%w: %s: spec.source.helm.parameters[%d]: want {name, value}", errdef.ErrInvalidInput, where, i)
+		}
+		set := strvals.ParseInto
+		if fs, _ := pm["forceString"].(bool); fs {
+			set = strvals.ParseIntoString
+		}
+		if err := set(name+"="+val, vals); err != nil {
+			return fmt.Errorf("%w: %s: spec.source.helm.parameters[%d] (%s): %v", errdef.ErrInvalidInput, where, i, errdef.Truncate(name, 60), err)
+		}
+		// The parameter alone, to name it as the origin of what it sets.
+		one := map[string]any{}
+		if err := set(name+"="+val, one); err == nil {
+			src := fmt.Sprintf("%s: spec.source.helm.parameters[%d] (%s)", n.ID, i, errdef.Truncate(name, 60))
+			x := exprAt(n, fmt.Sprintf("template.spec.source.helm.parameters[%d].value", i))
+			origins.record(one, func(string) string { return src }, func(string) string { return x })
+		}
+	}
+	return nil
+}
+
+// argoTree fills a tree step (and its report) from the source's path and
+// kustomize field.
+func argoTree(s *step, rr *explain.RenderReport, source map[string]any, where string) error {
+	path, _ := source["path"].(string)
+	s.Path = treePath(path)
+	k, _ := source["kustomize"].(map[string]any)
+	ov, err := argoOverlay(k, where)
+	if err != nil {
+		return err
+	}
+	s.Overlay = ov
+	rr.Path = s.Path
+	if ov != nil {
+		rr.Overlay = overlay.Text(ov, "", nil)
+	}
+	return nil
 }
 
 func notRenderable(where string, b *binding) error {

@@ -60,6 +60,19 @@ func (e *evaluation) run(ctx context.Context, r *RGD, spec, meta map[string]any,
 	}
 	g := &graph{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, items: map[string][]map[string]any{}, bindings: map[string]*binding{}}
 	vars := map[string]any{"schema": map[string]any{"apiVersion": "kro.run/v1alpha1", "kind": r.Schema.Kind, "metadata": meta, "spec": spec}}
+	ev := e.evaluator(r)
+	for _, n := range order {
+		if err := e.evaluateNode(ctx, ev, g, n, vars); err != nil {
+			return nil, err
+		}
+	}
+	e.recordExpressions(r, ev)
+	return e.steps(ctx, g, meta, depth, base, chain)
+}
+
+// evaluator evaluates the expressions of r: its variables are schema, the
+// nodes and the forEach iterators.
+func (e *evaluation) evaluator(r *RGD) *expr.Evaluator {
 	ids := []string{"schema"}
 	for _, n := range r.Nodes {
 		ids = append(ids, n.ID)
@@ -71,57 +84,78 @@ func (e *evaluation) run(ctx context.Context, r *RGD, spec, meta map[string]any,
 			}
 		}
 	}
-	ev := &expr.Evaluator{Variables: ids, CostLimit: e.p.costLimit(), Timeout: e.p.exprTimeout()}
-	for _, n := range order {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%w: %s: node %s: %v", errdef.ErrLimitExceeded, r.Source, n.ID, err)
-		}
-		where := fmt.Sprintf("%s: node %s", r.Source, n.ID)
-		include := true
-		for i, w := range n.IncludeWhen {
-			v, err := ev.Template(ctx, fmt.Sprintf("%s: includeWhen[%d]", where, i), w, vars)
-			if err != nil {
-				return nil, err
-			}
-			b, ok := v.(bool)
-			if !ok {
-				return nil, fmt.Errorf("%w: %s: includeWhen[%d] is %s, want true or false", errdef.ErrInvalidInput, where, i, expr.DescribeValue(v))
-			}
-			include = include && b
-		}
-		if !include {
-			e.note("%s: node %s not included (includeWhen is false)", r.Name, n.ID)
-			continue
-		}
-		if len(n.iterators) > 0 {
-			items, err := e.forEach(ctx, ev, r, n, vars)
-			if err != nil {
-				return nil, err
-			}
-			g.items[n.ID] = items
-			list := make([]any, len(items))
-			for i, it := range items {
-				list[i] = it
-			}
-			vars[n.ID] = list // other nodes read a collection as a list
-			continue
-		}
-		v, err := ev.Walk(ctx, where+": template", n.Template, vars)
-		if err != nil {
-			return nil, err
-		}
-		obj, _ := v.(map[string]any)
-		if isOCMResource(obj) {
-			b, err := e.resolveResource(ctx, r, n, obj)
-			if err != nil {
-				return nil, err
-			}
-			g.bindings[n.ID] = b
-			e.noteStatus(r, b)
-		}
-		g.objs[n.ID] = obj
-		vars[n.ID] = obj
+	return &expr.Evaluator{Variables: ids, CostLimit: e.p.costLimit(), Timeout: e.p.exprTimeout()}
+}
+
+// evaluateNode evaluates one node into g, unless its includeWhen is false,
+// and binds it in vars for the nodes that read it: a collection as the
+// list of its objects, an OCM Resource node with its resolved status.
+func (e *evaluation) evaluateNode(ctx context.Context, ev *expr.Evaluator, g *graph, n *Node, vars map[string]any) error {
+	r := g.rgd
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %s: node %s: %v", errdef.ErrLimitExceeded, r.Source, n.ID, err)
 	}
+	where := fmt.Sprintf("%s: node %s", r.Source, n.ID)
+	include, err := e.included(ctx, ev, n, where, vars)
+	if err != nil {
+		return err
+	}
+	if !include {
+		e.note("%s: node %s not included (includeWhen is false)", r.Name, n.ID)
+		return nil
+	}
+	if len(n.iterators) > 0 {
+		items, err := e.forEach(ctx, ev, r, n, vars)
+		if err != nil {
+			return err
+		}
+		g.items[n.ID] = items
+		list := make([]any, len(items))
+		for i, it := range items {
+			list[i] = it
+		}
+		vars[n.ID] = list // other nodes read a collection as a list
+		return nil
+	}
+	v, err := ev.Walk(ctx, where+": template", n.Template, vars)
+	if err != nil {
+		return err
+	}
+	obj, _ := v.(map[string]any)
+	if isOCMResource(obj) {
+		b, err := e.resolveResource(ctx, r, n, obj)
+		if err != nil {
+			return err
+		}
+		g.bindings[n.ID] = b
+		e.noteStatus(r, b)
+	}
+	g.objs[n.ID] = obj
+	vars[n.ID] = obj
+	return nil
+}
+
+// included evaluates a node's includeWhen conditions: every one is
+// evaluated (and must be a boolean), the node is included when all hold.
+func (e *evaluation) included(ctx context.Context, ev *expr.Evaluator, n *Node, where string, vars map[string]any) (bool, error) {
+	include := true
+	for i, w := range n.IncludeWhen {
+		v, err := ev.Template(ctx, fmt.Sprintf("%s: includeWhen[%d]", where, i), w, vars)
+		if err != nil {
+			return false, err
+		}
+		b, ok := v.(bool)
+		if !ok {
+			return false, fmt.Errorf("%w: %s: includeWhen[%d] is %s, want true or false", errdef.ErrInvalidInput, where, i, expr.DescribeValue(v))
+		}
+		include = include && b
+	}
+	return include, nil
+}
+
+// recordExpressions adds the evaluated expressions to the report, named
+// by the RGD rather than its source.
+func (e *evaluation) recordExpressions(r *RGD, ev *expr.Evaluator) {
 	for _, x := range ev.Evaluations() {
 		x.Where = strings.TrimPrefix(x.Where, r.Source+": ")
 		if r.Name != "" {
@@ -129,7 +163,6 @@ func (e *evaluation) run(ctx context.Context, r *RGD, spec, meta map[string]any,
 		}
 		e.report.Expressions = append(e.report.Expressions, x)
 	}
-	return e.steps(ctx, g, meta, depth, base, chain)
 }
 
 // steps turns the evaluated nodes into plan steps: the chosen deployer

@@ -2,6 +2,7 @@ package rgd
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,85 +25,124 @@ func (r *RGD) analyze() ([]*Node, map[string]int, error) {
 	}
 	total := 0
 	for _, n := range r.Nodes {
-		n.exprs = nil
-		if err := collect(n.Template, "template", &n.exprs, &total); err != nil {
-			return nil, nil, fmt.Errorf("%w: %s: node %s: %v", errdef.ErrInvalidInput, r.Source, n.ID, err)
+		if err := r.analyzeNode(n, byID, &total); err != nil {
+			return nil, nil, err
 		}
-		deps := map[string]bool{}
-		for _, e := range n.exprs {
-			refs, err := expr.References(e.expr)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%w: %s: node %s: %s: expression ${%s}: %v", errdef.ErrInvalidInput, r.Source, n.ID, e.path, errdef.Truncate(e.expr, 120), err)
-			}
-			for _, ref := range refs {
-				dep, ok := byID[ref.Var]
-				if !ok {
-					continue
-				}
-				if ref.Field == "status" && !isOCMResource(dep.Template) {
-					g, k := gvk(dep.Template)
-					return nil, nil, fmt.Errorf("%w: %s: node %s: %s: ${%s} reads the status of node %s (%s), which only a cluster has; a static render knows the status of OCM Resource nodes only",
-						errdef.ErrInvalidInput, r.Source, n.ID, e.path, errdef.Truncate(e.expr, 120), dep.ID, groupKind(g, k))
-				}
-				if dep.ID != n.ID {
-					deps[dep.ID] = true
-				}
-			}
-			if err := checkSecret(r, n, e, refs); err != nil {
-				return nil, nil, err
-			}
-		}
-		if len(n.iterators) > 0 {
-			if g, k := gvk(n.Template); !plainKind(g, k) {
-				return nil, nil, fmt.Errorf("%w: %s: node %s: forEach over a %s node is not supported by the static render (only objects emitted as they are: not OCM, Flux, Argo CD or kro nodes)",
-					errdef.ErrInvalidInput, r.Source, n.ID, groupKind(g, k))
-			}
-		}
-		for i, it := range n.iterators {
-			es, _ := expr.Expressions(it.expr)
-			for _, x := range es {
-				refs, err := expr.References(x)
-				if err != nil {
-					return nil, nil, fmt.Errorf("%w: %s: node %s: forEach[%d] (%s): %v", errdef.ErrInvalidInput, r.Source, n.ID, i, it.name, err)
-				}
-				for _, ref := range refs {
-					if _, ok := byID[ref.Var]; ok {
-						return nil, nil, fmt.Errorf("%w: %s: node %s: forEach[%d] (%s) reads %s: only lists of the instance spec (schema.spec) are known without a cluster",
-							errdef.ErrInvalidInput, r.Source, n.ID, i, it.name, ref.Var)
-					}
-				}
-			}
-		}
-		for i, w := range n.IncludeWhen {
-			es, err := expr.Expressions(w)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%w: %s: node %s: includeWhen[%d]: %v", errdef.ErrInvalidInput, r.Source, n.ID, i, err)
-			}
-			for _, x := range es {
-				refs, err := expr.References(x)
-				if err != nil {
-					return nil, nil, fmt.Errorf("%w: %s: node %s: includeWhen[%d]: %v", errdef.ErrInvalidInput, r.Source, n.ID, i, err)
-				}
-				for _, ref := range refs {
-					if _, ok := byID[ref.Var]; ok {
-						return nil, nil, fmt.Errorf("%w: %s: node %s: includeWhen[%d] reads node %s: only conditions over schema are known without a cluster",
-							errdef.ErrInvalidInput, r.Source, n.ID, i, ref.Var)
-					}
-				}
-			}
-		}
-		n.deps = slices.Sorted(func(yield func(string) bool) {
-			for d := range deps {
-				if !yield(d) {
-					return
-				}
-			}
-		})
 	}
 	order, err := r.topo(byID)
 	if err != nil {
 		return nil, nil, err
 	}
+	return order, nodeLevels(order), nil
+}
+
+// analyzeNode collects the expressions of one node (total counts them over
+// the RGD), checks them and its forEach and includeWhen, and sets its deps.
+func (r *RGD) analyzeNode(n *Node, byID map[string]*Node, total *int) error {
+	n.exprs = nil
+	if err := collect(n.Template, "template", &n.exprs, total); err != nil {
+		return fmt.Errorf("%w: %s: node %s: %v", errdef.ErrInvalidInput, r.Source, n.ID, err)
+	}
+	deps, err := r.templateDeps(n, byID)
+	if err != nil {
+		return err
+	}
+	if err := r.checkForEach(n, byID); err != nil {
+		return err
+	}
+	if err := r.checkIncludeWhen(n, byID); err != nil {
+		return err
+	}
+	n.deps = slices.Sorted(maps.Keys(deps))
+	return nil
+}
+
+// templateDeps are the other nodes a node's template reads; reading the
+// status of a node that is not an OCM Resource, or a Secret filled from a
+// parameter, is refused.
+func (r *RGD) templateDeps(n *Node, byID map[string]*Node) (map[string]bool, error) {
+	deps := map[string]bool{}
+	for _, e := range n.exprs {
+		refs, err := expr.References(e.expr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: node %s: %s: expression ${%s}: %v", errdef.ErrInvalidInput, r.Source, n.ID, e.path, errdef.Truncate(e.expr, 120), err)
+		}
+		for _, ref := range refs {
+			dep, ok := byID[ref.Var]
+			if !ok {
+				continue
+			}
+			if ref.Field == "status" && !isOCMResource(dep.Template) {
+				g, k := gvk(dep.Template)
+				return nil, fmt.Errorf("%w: %s: node %s: %s: ${%s} reads the status of node %s (%s), which only a cluster has; a static render knows the status of OCM Resource nodes only",
+					errdef.ErrInvalidInput, r.Source, n.ID, e.path, errdef.Truncate(e.expr, 120), dep.ID, groupKind(g, k))
+			}
+			if dep.ID != n.ID {
+				deps[dep.ID] = true
+			}
+		}
+		if err := checkSecret(r, n, e, refs); err != nil {
+			return nil, err
+		}
+	}
+	return deps, nil
+}
+
+// checkForEach refuses a collection of an interpreted kind, and iterators
+// over other nodes: only the instance spec's lists are known without a
+// cluster.
+func (r *RGD) checkForEach(n *Node, byID map[string]*Node) error {
+	if len(n.iterators) > 0 {
+		if g, k := gvk(n.Template); !plainKind(g, k) {
+			return fmt.Errorf("%w: %s: node %s: forEach over a %s node is not supported by the static render (only objects emitted as they are: not OCM, Flux, Argo CD or kro nodes)",
+				errdef.ErrInvalidInput, r.Source, n.ID, groupKind(g, k))
+		}
+	}
+	for i, it := range n.iterators {
+		es, _ := expr.Expressions(it.expr)
+		for _, x := range es {
+			refs, err := expr.References(x)
+			if err != nil {
+				return fmt.Errorf("%w: %s: node %s: forEach[%d] (%s): %v", errdef.ErrInvalidInput, r.Source, n.ID, i, it.name, err)
+			}
+			for _, ref := range refs {
+				if _, ok := byID[ref.Var]; ok {
+					return fmt.Errorf("%w: %s: node %s: forEach[%d] (%s) reads %s: only lists of the instance spec (schema.spec) are known without a cluster",
+						errdef.ErrInvalidInput, r.Source, n.ID, i, it.name, ref.Var)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkIncludeWhen refuses conditions over other nodes: only conditions
+// over schema are known without a cluster.
+func (r *RGD) checkIncludeWhen(n *Node, byID map[string]*Node) error {
+	for i, w := range n.IncludeWhen {
+		es, err := expr.Expressions(w)
+		if err != nil {
+			return fmt.Errorf("%w: %s: node %s: includeWhen[%d]: %v", errdef.ErrInvalidInput, r.Source, n.ID, i, err)
+		}
+		for _, x := range es {
+			refs, err := expr.References(x)
+			if err != nil {
+				return fmt.Errorf("%w: %s: node %s: includeWhen[%d]: %v", errdef.ErrInvalidInput, r.Source, n.ID, i, err)
+			}
+			for _, ref := range refs {
+				if _, ok := byID[ref.Var]; ok {
+					return fmt.Errorf("%w: %s: node %s: includeWhen[%d] reads node %s: only conditions over schema are known without a cluster",
+						errdef.ErrInvalidInput, r.Source, n.ID, i, ref.Var)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// nodeLevels is each node's level: 0 for a node that reads no other, else
+// 1 + the highest level of what it reads (order is topological).
+func nodeLevels(order []*Node) map[string]int {
 	level := map[string]int{}
 	for _, n := range order {
 		l := 0
@@ -111,7 +151,7 @@ func (r *RGD) analyze() ([]*Node, map[string]int, error) {
 		}
 		level[n.ID] = l
 	}
-	return order, level, nil
+	return level
 }
 
 // collect gathers the ${…} expressions of a template, with their paths.

@@ -116,92 +116,137 @@ func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.
 	if err != nil {
 		return nil, err
 	}
-	d := cv.Descriptor()
 	if !c.rgd {
-		spec := strings.TrimSpace(req.DefinitionFile)
-		if name, ok := strings.CutPrefix(spec, config.ResourcePrefix); ok {
-			id, err := ocm.ParseIdentity(name)
-			if err == nil {
-				if res, err := d.Resource(id); err == nil && isRGDCandidate(res) {
-					if r, err := p.readRGD(ctx, req.Reader, cv, res, true); err == nil && r != nil {
-						c = choice{rgd: true, name: name}
-					}
-				}
-			}
-		}
-		if !c.rgd {
-			if spec != "" || len(req.Resources) > 0 {
-				// The definition file or resource; or resources chosen by
-				// the request, rendered as they are (as before RGDs were read).
-				return nil, nil
-			}
-			for i := range d.Resources {
-				if d.Resources[i].Type == config.ResourceType {
-					return nil, nil // a shipped ComponentDeployment wins
-				}
-			}
+		c = p.resourceChoice(ctx, cv, req)
+		if !c.rgd && definitionApplies(cv.Descriptor(), req) {
+			return nil, nil
 		}
 	}
+	all, err := p.availableRGDs(ctx, cv, req, c)
+	if err != nil {
+		return nil, err
+	}
+	sel := &selection{all: all, deployer: c.deployer}
+	if c.name != "" {
+		return p.chooseNamed(ctx, cv, req, sel, c.name)
+	}
+	return chooseRoot(sel, c, req.DefinitionFile)
+}
+
+// resourceChoice is the choice of a definition parameter resource:NAME
+// that names a readable RGD resource of the component; else none.
+func (p *Planner) resourceChoice(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) choice {
+	spec := strings.TrimSpace(req.DefinitionFile)
+	name, ok := strings.CutPrefix(spec, config.ResourcePrefix)
+	if !ok {
+		return choice{}
+	}
+	id, err := ocm.ParseIdentity(name)
+	if err != nil {
+		return choice{}
+	}
+	res, err := cv.Descriptor().Resource(id)
+	if err != nil || !isRGDCandidate(res) {
+		return choice{}
+	}
+	if r, err := p.readRGD(ctx, req.Reader, cv, res, true); err != nil || r == nil {
+		return choice{}
+	}
+	return choice{rgd: true, name: name}
+}
+
+// definitionApplies: what renders is no RGD: a definition file or
+// resource, resources chosen by the request (rendered as they are, as
+// before RGDs were read), or a ComponentDeployment the component ships.
+func definitionApplies(d *ocm.Descriptor, req plan.Input) bool {
+	if strings.TrimSpace(req.DefinitionFile) != "" || len(req.Resources) > 0 {
+		return true
+	}
+	for i := range d.Resources {
+		if d.Resources[i].Type == config.ResourceType {
+			return true
+		}
+	}
+	return false
+}
+
+// availableRGDs are the component's RGDs, else, when it has none and an
+// RGD is asked for (not through a reference path) or it reads as a
+// platform, those of the components it references.
+func (p *Planner) availableRGDs(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, c choice) ([]*RGD, error) {
 	all, err := p.findRGDs(ctx, req.Reader, cv)
 	if err != nil {
 		return nil, err
 	}
-	refPath, resName := splitName(c.name)
+	d := cv.Descriptor()
+	refPath, _ := splitName(c.name)
 	if len(all) == 0 && len(d.References) > 0 && (c.rgd || platformLike(d)) && len(refPath) == 0 {
-		if all, err = p.referencedRGDs(ctx, req.Reader, cv); err != nil {
-			return nil, err
-		}
+		return p.referencedRGDs(ctx, req.Reader, cv)
 	}
-	sel := &selection{all: all, deployer: c.deployer}
-	if c.name != "" {
-		id, err := ocm.ParseIdentity(resName)
-		if err != nil {
-			return nil, fmt.Errorf("definition %q: %w", req.DefinitionFile, err)
-		}
-		if len(refPath) > 0 {
-			r, err := p.namedReferencedRGD(ctx, req.Reader, cv, refPath, id)
-			if err != nil {
-				return nil, fmt.Errorf("definition %q: %w", req.DefinitionFile, err)
-			}
-			// Chains: the other RGDs of the deployed component and of the
-			// one that ships r.
-			more, err := p.findRGDsIn(ctx, req.Reader, r.cv, refPath)
-			if err != nil {
-				return nil, err
-			}
-			sel.all = append(slices.Clone(all), r)
-			for _, m := range more {
-				if !m.Resource.Identity().Matches(r.Resource.Identity()) {
-					sel.all = append(sel.all, m)
-				}
-			}
-			if err := uniqueKinds(sel.all); err != nil {
-				return nil, err
-			}
+	return all, nil
+}
+
+// chooseNamed selects the RGD rgd:NAME names: a resource of the
+// component, or one reached through references (REF/…/RESOURCE).
+func (p *Planner) chooseNamed(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, sel *selection, name string) (*selection, error) {
+	refPath, resName := splitName(name)
+	id, err := ocm.ParseIdentity(resName)
+	if err != nil {
+		return nil, fmt.Errorf("definition %q: %w", req.DefinitionFile, err)
+	}
+	if len(refPath) > 0 {
+		return p.chooseReferenced(ctx, cv, req, sel, refPath, id)
+	}
+	for _, r := range sel.all {
+		if len(r.refPath) == 0 && r.Resource.Identity().Matches(id) {
 			sel.rgd = r
 			return sel, nil
 		}
-		for _, r := range all {
-			if len(r.refPath) == 0 && r.Resource.Identity().Matches(id) {
-				sel.rgd = r
-				return sel, nil
-			}
-		}
-		return nil, fmt.Errorf("%w: definition %q: the component has no ResourceGraphDefinition resource %s (it has: %s)", errdef.ErrNotFound, req.DefinitionFile, c.name, names(all))
 	}
-	if len(all) == 0 {
+	return nil, fmt.Errorf("%w: definition %q: the component has no ResourceGraphDefinition resource %s (it has: %s)", errdef.ErrNotFound, req.DefinitionFile, name, names(sel.all))
+}
+
+// chooseReferenced selects the RGD resource id of the component refPath
+// leads to. Chains may use the other RGDs of the deployed component and
+// of the one that ships it.
+func (p *Planner) chooseReferenced(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, sel *selection, refPath []string, id ocm.Identity) (*selection, error) {
+	r, err := p.namedReferencedRGD(ctx, req.Reader, cv, refPath, id)
+	if err != nil {
+		return nil, fmt.Errorf("definition %q: %w", req.DefinitionFile, err)
+	}
+	more, err := p.findRGDsIn(ctx, req.Reader, r.cv, refPath)
+	if err != nil {
+		return nil, err
+	}
+	sel.all = append(slices.Clone(sel.all), r)
+	for _, m := range more {
+		if !m.Resource.Identity().Matches(r.Resource.Identity()) {
+			sel.all = append(sel.all, m)
+		}
+	}
+	if err := uniqueKinds(sel.all); err != nil {
+		return nil, err
+	}
+	sel.rgd = r
+	return sel, nil
+}
+
+// chooseRoot selects the one RGD no other instantiates; no RGD at all is
+// no selection unless an RGD was asked for.
+func chooseRoot(sel *selection, c choice, definition string) (*selection, error) {
+	if len(sel.all) == 0 {
 		if c.rgd {
-			return nil, fmt.Errorf("%w: definition %q: the component ships no ResourceGraphDefinition, nor do the components it references", errdef.ErrNotFound, req.DefinitionFile)
+			return nil, fmt.Errorf("%w: definition %q: the component ships no ResourceGraphDefinition, nor do the components it references", errdef.ErrNotFound, definition)
 		}
 		return nil, nil
 	}
-	roots := rootRGDs(all)
+	roots := rootRGDs(sel.all)
 	switch len(roots) {
 	case 1:
 		sel.rgd = roots[0]
 		return sel, nil
 	case 0:
-		return nil, fmt.Errorf("%w: the component's ResourceGraphDefinitions (%s) instantiate each other in a cycle: choose one with the definition parameter rgd:NAME", errdef.ErrInvalidInput, names(all))
+		return nil, fmt.Errorf("%w: the component's ResourceGraphDefinitions (%s) instantiate each other in a cycle: choose one with the definition parameter rgd:NAME", errdef.ErrInvalidInput, names(sel.all))
 	default:
 		return nil, fmt.Errorf("%w: the component ships %d root ResourceGraphDefinitions (%s): choose one with the definition parameter rgd:NAME", errdef.ErrInvalidInput, len(roots), names(roots))
 	}

@@ -254,85 +254,105 @@ func scalarOK(typ string, v any) bool {
 // parseField reads one SimpleSchema field: "type | marker=value …".
 func parseField(s string) (*config.Parameter, error) {
 	typ, markers, _ := strings.Cut(s, "|")
-	typ = strings.TrimSpace(typ)
-	p := &config.Parameter{}
-	switch {
-	case typ == "string", typ == "integer", typ == "number", typ == "boolean", typ == "object":
-		p.Type = typ
-	case strings.HasPrefix(typ, "[]"):
-		p.Type = config.TypeArray
-	case strings.HasPrefix(typ, "map["):
-		p.Type = config.TypeObject
-	default:
-		return nil, fmt.Errorf("type %q is not one of string, integer, number, boolean, object, []T, map[string]T or a type of spec.schema.types", errdef.Truncate(typ, 40))
+	t, err := parameterType(strings.TrimSpace(typ))
+	if err != nil {
+		return nil, err
 	}
+	p := &config.Parameter{Type: t}
 	ms, err := parseMarkers(markers)
 	if err != nil {
 		return nil, err
 	}
 	for _, m := range ms {
-		switch m.key {
-		case "default":
-			if p.Type == config.TypeString {
-				p.Default = m.value
-				continue
-			}
-			var v any
-			if err := yaml.Unmarshal([]byte(m.value), &v); err != nil {
-				return nil, fmt.Errorf("default=%s: %v", errdef.Truncate(m.value, 60), err)
-			}
-			p.Default = v
-		case "required":
-			b, err := strconv.ParseBool(m.value)
-			if err != nil {
-				return nil, fmt.Errorf("required=%s: want true or false", errdef.Truncate(m.value, 20))
-			}
-			p.Required = b
-		case "description":
-			p.Description = m.value
-		case "minimum", "maximum":
-			f, err := strconv.ParseFloat(m.value, 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s=%s: want a number", m.key, errdef.Truncate(m.value, 20))
-			}
-			if m.key == "minimum" {
-				p.Minimum = &f
-			} else {
-				p.Maximum = &f
-			}
-		case "enum":
-			for _, e := range strings.Split(m.value, ",") {
-				e = strings.TrimSpace(e)
-				if p.Type == config.TypeString {
-					p.Enum = append(p.Enum, e)
-					continue
-				}
-				var v any
-				if err := yaml.Unmarshal([]byte(e), &v); err != nil {
-					return nil, fmt.Errorf("enum value %s: %v", errdef.Truncate(e, 40), err)
-				}
-				p.Enum = append(p.Enum, v)
-			}
-		case "pattern":
-			p.Pattern = m.value
-		case "minLength", "maxLength":
-			n, err := strconv.Atoi(m.value)
-			if err != nil {
-				return nil, fmt.Errorf("%s=%s: want an integer", m.key, errdef.Truncate(m.value, 20))
-			}
-			if m.key == "minLength" {
-				p.MinLength = &n
-			} else {
-				p.MaxLength = &n
-			}
-		case "immutable", "minItems", "maxItems", "uniqueItems":
-			// Cluster-side checks of an instance's updates and lists: a
-			// render has one instance, so nothing to check here.
-		default:
-			return nil, fmt.Errorf("marker %q is not supported (default, required, description, minimum, maximum, enum, pattern, minLength, maxLength)", errdef.Truncate(m.key, 40))
+		if err := setMarker(p, m); err != nil {
+			return nil, err
 		}
 	}
 	return p, nil
+}
+
+// parameterType is the parameter type of a SimpleSchema type: lists and
+// maps are arrays and objects.
+func parameterType(typ string) (string, error) {
+	switch {
+	case typ == "string", typ == "integer", typ == "number", typ == "boolean", typ == "object":
+		return typ, nil
+	case strings.HasPrefix(typ, "[]"):
+		return config.TypeArray, nil
+	case strings.HasPrefix(typ, "map["):
+		return config.TypeObject, nil
+	}
+	return "", fmt.Errorf("type %q is not one of string, integer, number, boolean, object, []T, map[string]T or a type of spec.schema.types", errdef.Truncate(typ, 40))
+}
+
+// setMarker sets what one marker says on p (whose Type is set).
+func setMarker(p *config.Parameter, m marker) error {
+	switch m.key {
+	case "default":
+		v, err := markerValue(p, m.value)
+		if err != nil {
+			return fmt.Errorf("default=%s: %v", errdef.Truncate(m.value, 60), err)
+		}
+		p.Default = v
+	case "required":
+		b, err := strconv.ParseBool(m.value)
+		if err != nil {
+			return fmt.Errorf("required=%s: want true or false", errdef.Truncate(m.value, 20))
+		}
+		p.Required = b
+	case "description":
+		p.Description = m.value
+	case "minimum", "maximum":
+		f, err := strconv.ParseFloat(m.value, 64)
+		if err != nil {
+			return fmt.Errorf("%s=%s: want a number", m.key, errdef.Truncate(m.value, 20))
+		}
+		if m.key == "minimum" {
+			p.Minimum = &f
+		} else {
+			p.Maximum = &f
+		}
+	case "enum":
+		for _, e := range strings.Split(m.value, ",") {
+			e = strings.TrimSpace(e)
+			v, err := markerValue(p, e)
+			if err != nil {
+				return fmt.Errorf("enum value %s: %v", errdef.Truncate(e, 40), err)
+			}
+			p.Enum = append(p.Enum, v)
+		}
+	case "pattern":
+		p.Pattern = m.value
+	case "minLength", "maxLength":
+		n, err := strconv.Atoi(m.value)
+		if err != nil {
+			return fmt.Errorf("%s=%s: want an integer", m.key, errdef.Truncate(m.value, 20))
+		}
+		if m.key == "minLength" {
+			p.MinLength = &n
+		} else {
+			p.MaxLength = &n
+		}
+	case "immutable", "minItems", "maxItems", "uniqueItems":
+		// Cluster-side checks of an instance's updates and lists: a
+		// render has one instance, so nothing to check here.
+	default:
+		return fmt.Errorf("marker %q is not supported (default, required, description, minimum, maximum, enum, pattern, minLength, maxLength)", errdef.Truncate(m.key, 40))
+	}
+	return nil
+}
+
+// markerValue reads a default or enum value: as it is for a string
+// parameter, else as YAML.
+func markerValue(p *config.Parameter, s string) (any, error) {
+	if p.Type == config.TypeString {
+		return s, nil
+	}
+	var v any
+	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 type marker struct{ key, value string }

@@ -258,17 +258,37 @@ func (u *Unpacker) open(f *os.File, o options) (*tarStore, error) {
 	hintKey, guess := u.guessTar(f, o)
 	src, err := u.digestOf(ctx, f, o)
 	if guess != nil {
-		defer func() {
-			if g := <-guess; g.f != nil {
-				g.f.Close() // not taken
-			}
-		}()
+		defer closeUntaken(guess)
 	}
 	if err != nil {
 		return nil, err
 	}
-	// One indexing of an archive at a time: a burst of generations of one
-	// Application set waits for the first instead of hashing the tar N times.
+	release := u.exclusive(src)
+	defer release()
+	key := o.cache.Dir() + "\x00" + src // remembered tars are files of that cache
+	if ts, ok := u.remembered(key, o); ok {
+		return ts, nil
+	}
+	cf, hinted := takeGuess(guess, src)
+	if hintKey != "" && hinted != src {
+		o.cache.SetHint(hintKind, hintKey, src)
+	}
+	if cf == nil {
+		cf, err = unpackTar(ctx, f, src, o)
+	}
+	if errors.Is(err, cache.ErrNotCached) {
+		return nil, errNoUnpacker
+	}
+	if err != nil {
+		return nil, err
+	}
+	return u.indexTar(cf, key, o)
+}
+
+// exclusive holds the indexing of the archive src until the returned
+// release is called: a burst of generations of one Application set waits
+// for the first instead of hashing the tar N times.
+func (u *Unpacker) exclusive(src string) (release func()) {
 	u.mu.Lock()
 	l := u.inflight[src]
 	if l == nil {
@@ -278,48 +298,55 @@ func (u *Unpacker) open(f *os.File, o options) (*tarStore, error) {
 	l.users++
 	u.mu.Unlock()
 	l.Lock()
-	defer func() {
+	return func() {
 		l.Unlock()
 		u.mu.Lock()
 		if l.users--; l.users == 0 {
 			delete(u.inflight, src)
 		}
 		u.mu.Unlock()
-	}()
-	key := o.cache.Dir() + "\x00" + src // remembered tars are files of that cache
-	if ts, ok := u.remembered(key, o); ok {
-		return ts, nil
+	}
+}
+
+// takeGuess takes the guessed tar when its hint is the archive's digest
+// src, and returns the hint ("" without a guess). What is not taken goes
+// back to the channel, for closeUntaken.
+func takeGuess(guess chan guessedTar, src string) (*cache.File, string) {
+	if guess == nil {
+		return nil, ""
 	}
 	var cf *cache.File
-	hinted := ""
-	if guess != nil {
-		g := <-guess
-		hinted = g.src
-		if g.f != nil && g.src == src {
-			cf, g.f = g.f, nil
-			if testHookGuessTaken != nil {
-				testHookGuessTaken()
-			}
+	g := <-guess
+	if g.f != nil && g.src == src {
+		cf, g.f = g.f, nil
+		if testHookGuessTaken != nil {
+			testHookGuessTaken()
 		}
-		guess <- g // the deferred receive closes what is not taken
 	}
-	if hintKey != "" && hinted != src {
-		o.cache.SetHint(hintKind, hintKey, src)
+	guess <- g
+	return cf, g.src
+}
+
+// closeUntaken closes the guessed tar unless open took it.
+func closeUntaken(guess chan guessedTar) {
+	if g := <-guess; g.f != nil {
+		g.f.Close() // not taken
 	}
-	if cf == nil {
-		cf, err = o.cache.Derived(ctx, derivedKind, src, func(ctx context.Context, w io.Writer) error {
-			if _, err := f.Seek(0, io.SeekStart); err != nil {
-				return err
-			}
-			return gunzipTo(ctx, w, f, o)
-		})
-	}
-	if errors.Is(err, cache.ErrNotCached) {
-		return nil, errNoUnpacker
-	}
-	if err != nil {
-		return nil, err
-	}
+}
+
+// unpackTar gunzips f into the cache entry of the archive digest src.
+func unpackTar(ctx context.Context, f *os.File, src string, o options) (*cache.File, error) {
+	return o.cache.Derived(ctx, derivedKind, src, func(ctx context.Context, w io.Writer) error {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		return gunzipTo(ctx, w, f, o)
+	})
+}
+
+// indexTar indexes the unpacked tar cf and remembers it under key when its
+// file has an identity, so that the next open skips the indexing.
+func (u *Unpacker) indexTar(cf *cache.File, key string, o options) (*tarStore, error) {
 	ts := &tarStore{f: cf.File}
 	if err := ts.index(o); err != nil {
 		ts.close()
