@@ -305,7 +305,7 @@ func applicationFields(spec map[string]any) map[string]any {
 		out["namespace"] = d["namespace"]
 	}
 	if k, ok := src["kustomize"].(map[string]any); ok {
-		out["kustomize"] = argoKustomizeFields(k)
+		out["kustomize"], _ = argoKustomization(k, "") // checked when the block is interpreted
 	}
 	return out
 }
@@ -343,29 +343,6 @@ func setDotted(m map[string]any, keys []string, v any) {
 		m = next
 	}
 	m[keys[len(keys)-1]] = v
-}
-
-// argoKustomizeFields maps an Argo CD source's kustomize field onto a
-// definition's kustomize fields; what has no equivalent is left out.
-func argoKustomizeFields(k map[string]any) map[string]any {
-	kz := map[string]any{}
-	for key, v := range k {
-		switch key {
-		case "commonLabels":
-			kz["labels"] = []any{map[string]any{"pairs": v, "includeSelectors": true}}
-		case "images":
-			list, _ := v.([]any)
-			var imgs []any
-			for _, x := range list {
-				s, _ := x.(string)
-				imgs = append(imgs, argoImage(s))
-			}
-			kz["images"] = imgs
-		case "namePrefix", "nameSuffix", "namespace", "commonAnnotations", "patches", "replicas":
-			kz[key] = v
-		}
-	}
-	return kz
 }
 
 // helmReleaseFields are the render fields of a Flux HelmRelease.

@@ -460,6 +460,16 @@ func argoOverlay(k map[string]any, where string) (*kustomize.Overlay, error) {
 	if len(k) == 0 {
 		return nil, nil
 	}
+	ov, err := argoKustomization(k, where)
+	if err != nil {
+		return nil, err
+	}
+	return overlay.Decode(where+": spec.source.kustomize", ov)
+}
+
+// argoKustomization maps an Argo CD source's kustomize field onto the
+// fields of a kustomization (the overlay, or convert's ComponentDeployment).
+func argoKustomization(k map[string]any, where string) (map[string]any, error) {
 	ov := map[string]any{}
 	for key, v := range k {
 		switch key {
@@ -481,7 +491,7 @@ func argoOverlay(k map[string]any, where string) (*kustomize.Overlay, error) {
 			return nil, fmt.Errorf("%w: %s: spec.source.kustomize.%s is not supported", errdef.ErrInvalidInput, where, errdef.Truncate(key, 40))
 		}
 	}
-	return overlay.Decode(where+": spec.source.kustomize", ov)
+	return ov, nil
 }
 
 // argoImage reads Argo CD's image override "name=newName:tag",
