@@ -112,7 +112,18 @@ func buildGenerator(f generatorFlags, log *slog.Logger, getenv func(string) stri
 		}
 		return r.OpenRepository(ctx, spec)
 	}
-	opts := generator.Options{Open: open, CTFRoots: f.ctfDirs, ListTTL: f.listTTL, VersionTTL: f.versionTTL, Log: log}
+	// A component whose references carry the kro RGD that renders it is no
+	// platform to expand: asked of a renderer, as a render decides.
+	rendersItself := func(ctx context.Context, cv ocm.ComponentVersion) (bool, error) {
+		r, _, err := p.renderer(regLog, rule, getenv, diag, nil)
+		if err != nil {
+			return false, err
+		}
+		d := cv.Descriptor()
+		platformish, err := r.IsPlatform(ctx, cv, pipeline.Request{Component: d.Name, Version: d.Version})
+		return !platformish, err
+	}
+	opts := generator.Options{Open: open, CTFRoots: f.ctfDirs, ListTTL: f.listTTL, VersionTTL: f.versionTTL, Log: log, RendersItself: rendersItself}
 	if keys != nil {
 		opts.Keys = keys.Keys
 	}

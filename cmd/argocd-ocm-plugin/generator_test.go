@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/transfer"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/testutil"
 )
 
@@ -250,4 +252,75 @@ func TestGeneratorCommandRefuses(t *testing.T) {
 			t.Errorf("the token's content in a message: %q", stderr.String())
 		}
 	}
+}
+
+// With references, a referenced component whose own references ship the
+// kro RGD that renders it (OCM's helm-nested) is one entry, as a render
+// treats it, not a platform expanded into its references.
+func TestGeneratorListsComponentRenderedByReferencedRGD(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	const token = "command-test-token-0123456789"
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const nested = "ocm.software/ocm-k8s-toolkit/examples/helm-nested"
+	ctfDir := filepath.Join(dir, "ctfs", "ctf")
+	parent := &ocmbuild.Component{Name: "example.com/platform/kro", Version: "1.0.0",
+		References: []ocmbuild.Reference{{Name: "app", ComponentName: nested, Version: "1.0.0"}}}
+	if err := ocmbuild.WriteCTF(ctfDir, parent); err != nil {
+		t.Fatal(err)
+	}
+	tr := &transfer.Transfer{From: mustAbs("../../testdata/ocm-examples/helm-nested/ctf"), To: ctfDir, Component: nested, Version: "1.0.0", Recursive: true}
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	getenv := func(k string) string {
+		if k == "ARGOCD_OCM_CACHE_DIR" {
+			return filepath.Join(dir, "cache")
+		}
+		return ""
+	}
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr testutil.SyncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(ctx, newProcess(), []string{"generator", "--listen", addr, "--token-file", tokenFile, "--ctf-dir", filepath.Dir(ctfDir)}, io.Discard, &stderr, getenv, "", nil)
+	}()
+	base := "http://" + addr
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no /healthz:\n%s", stderr.String())
+		}
+	}
+	body := `{"applicationSetName":"kro","input":{"parameters":{"repository":"./ctf","component":"example.com/platform/kro","references":true}}}`
+	req, _ := http.NewRequest("POST", base+"/api/v1/getparams.execute", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var out struct {
+		Output struct {
+			Parameters []map[string]any `json:"parameters"`
+		} `json:"output"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d %s: %v", resp.StatusCode, b, err)
+	}
+	if ps := out.Output.Parameters; len(ps) != 1 || ps[0]["component"] != nested || ps[0]["reference"] != "app" {
+		t.Errorf("entries %v: want one, helm-nested itself (its RGD renders it)", ps)
+	}
+	cancel()
+	<-done
 }

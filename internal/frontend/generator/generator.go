@@ -91,6 +91,12 @@ type Options struct {
 	// Parallelism of descriptor lookups per request (default DefaultParallelism).
 	Parallelism int
 	Log         *slog.Logger
+	// RendersItself says whether a component version that looks like a
+	// platform (references, nothing of its own to render) renders by itself
+	// instead (a kro RGD one of its references ships), so that `references`
+	// lists it as one entry rather than expanding it; it may read the
+	// version's resources. nil: every such version is a platform.
+	RendersItself func(ctx context.Context, cv ocm.ComponentVersion) (bool, error)
 }
 
 // Generator lists component versions as ApplicationSet parameter sets. It
@@ -635,7 +641,15 @@ func (r *request) lookup(ctx context.Context, component, version string) (*summa
 		if err != nil {
 			return nil, err
 		}
-		return summarize(cv), nil
+		s := summarize(cv)
+		if s.platform && r.g.o.RendersItself != nil {
+			self, err := r.g.o.RendersItself(ctx, cv)
+			if err != nil {
+				return nil, err
+			}
+			s.platform = !self
+		}
+		return s, nil
 	})
 	if err == nil {
 		r.seen.Store(key, s)
