@@ -45,6 +45,9 @@ type Engine struct {
 	cacheDir string              // where each generation opens the blob cache ("": disabled)
 	cacheSet bool                // by WithBlobCacheDir; else cache.DefaultDir
 	cacheErr error
+	// cacheUsage is the size estimate of cacheDir the generations' caches
+	// share: the directory is listed once per Engine, not per generation.
+	cacheUsage *cache.Usage
 	// of WithPlainHTTP and WithoutDockerConfig, after the rule's
 	regOpts  []registry.Option
 	crds     *helm.CRDCache   // decoded CRDs of charts (WithSharing); nil: decoded per render
@@ -136,6 +139,7 @@ func NewEngine(opts ...EngineOption) *Engine {
 	if !e.cacheSet {
 		e.cacheDir, e.cacheErr = cache.DefaultDir()
 	}
+	e.cacheUsage = cache.NewUsage()
 	return e
 }
 
@@ -244,7 +248,7 @@ func (e *Engine) blobCache(logger *slog.Logger) *cache.Cache {
 	case e.cacheDir == "":
 		return nil
 	}
-	return cache.Open(e.cacheDir, cache.WithLogger(logger))
+	return cache.Open(e.cacheDir, cache.WithLogger(logger), cache.WithUsage(e.cacheUsage))
 }
 
 // Verifier pairs signature names with public key files and root CA files,

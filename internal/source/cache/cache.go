@@ -62,8 +62,23 @@ type Cache struct {
 	mu    sync.Mutex
 	locks map[string]chan struct{} // in-process lock per digest
 
-	total     atomic.Int64 // estimate of bytes under blobs/, -1 unknown
-	pruneLock sync.Mutex
+	total     *atomic.Int64 // estimate of bytes under blobs/, -1 unknown (Usage)
+	pruneLock *sync.Mutex
+}
+
+// Usage is the size estimate of one cache directory that Caches opened on
+// it share (WithUsage), and the lock of their pruning in this process.
+type Usage struct {
+	total atomic.Int64
+	prune sync.Mutex
+}
+
+// NewUsage is an estimate not known yet: the first Cache that stores
+// something lists the directory.
+func NewUsage() *Usage {
+	u := &Usage{}
+	u.total.Store(-1)
+	return u
 }
 
 // Open returns the cache rooted at dir, creating it. It never fails: a dir
@@ -76,8 +91,10 @@ func Open(dir string, opts ...Option) *Cache {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	c := &Cache{root: dir, o: o, locks: map[string]chan struct{}{}}
-	c.total.Store(-1)
+	if o.usage == nil {
+		o.usage = NewUsage()
+	}
+	c := &Cache{root: dir, o: o, locks: map[string]chan struct{}{}, total: &o.usage.total, pruneLock: &o.usage.prune}
 	if dir == "" {
 		c.disable(errors.New("no cache directory"))
 		return c
@@ -90,7 +107,8 @@ func Open(dir string, opts ...Option) *Cache {
 
 // Disabled returns a cache that stores nothing: Fetch streams verified content.
 func Disabled() *Cache {
-	c := &Cache{locks: map[string]chan struct{}{}, o: options{logger: slog.Default()}}
+	u := NewUsage()
+	c := &Cache{locks: map[string]chan struct{}{}, o: options{logger: slog.Default(), usage: u}, total: &u.total, pruneLock: &u.prune}
 	c.disabled.Store(true)
 	c.warnOnce.Do(func() {})
 	return c

@@ -555,3 +555,45 @@ func TestWrongSizeClaimKeepsTheEntry(t *testing.T) {
 		t.Fatalf("truncated entry kept: %v", err)
 	}
 }
+
+// Caches opened on one directory with one Usage (the render server opens
+// one per generation) list the directory once: the second learns the size
+// from the first, and the shared estimate still evicts at the cap.
+func TestSharedUsageListsTheDirectoryOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const limit = 5000
+	u := NewUsage()
+	store := func(c *Cache, n int) {
+		data, d := randomBlob(t, n)
+		readAll(t)(c.Fetch(ctx, d, -1, (&source{data: data}).fetch))
+	}
+	first := Open(dir, WithMaxSize(limit), WithUsage(u))
+	store(first, 1000)
+	if got := u.total.Load(); got != 1000 {
+		t.Fatalf("estimate after the first cache's store: %d, want 1000", got)
+	}
+	// A file the estimate does not know: a listing would count it.
+	stray, sd := randomBlob(t, 700)
+	p, _ := first.Path(sd)
+	if err := os.WriteFile(p, stray, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := Open(dir, WithMaxSize(limit), WithUsage(u))
+	store(second, 1000)
+	if got := u.total.Load(); got != 2000 {
+		t.Fatalf("estimate after the second cache's store: %d, want 2000 (a second listing would say 2700)", got)
+	}
+	// Without a shared Usage, a new Cache lists the directory.
+	alone := Open(dir, WithMaxSize(limit))
+	store(alone, 1000)
+	if got := alone.total.Load(); got != 3700 {
+		t.Fatalf("a cache of its own: estimate %d, want the listing's 3700", got)
+	}
+	// The shared estimate goes over the cap with the next store (2000 +
+	// 3100): the prune lists the directory (6800 bytes) and evicts to 90 %.
+	store(second, 3100)
+	if total := u.total.Load(); total <= 0 || total > limit/10*9 {
+		t.Fatalf("shared estimate %d after a store over the cap, want a prune to ≤ %d", total, limit/10*9)
+	}
+}

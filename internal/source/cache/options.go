@@ -29,7 +29,14 @@ type options struct {
 	maxSize     int64
 	lockTimeout time.Duration
 	logger      *slog.Logger
+	usage       *Usage
 }
+
+// WithUsage shares u, the size estimate of the cache's directory, among the
+// Caches a process opens on it (the render server opens one per
+// generation): the directory is then listed once per process to learn its
+// size, not once per generation that stores something.
+func WithUsage(u *Usage) Option { return func(o *options) { o.usage = u } }
 
 // WithMaxSize caps the cache's content size in bytes (default DefaultMaxSize).
 // A blob larger than the cap is never cached. n <= 0 keeps the default.
