@@ -281,19 +281,14 @@ func (c *componentVersion) OpenLocalBlob(ctx context.Context, acc ocm.Access) (o
 // version's index (OCM CLI v0.13+): its bytes are the manifest's, and the
 // reader verifies the config and layers after them.
 func (c *componentVersion) openArtifactBlob(ctx context.Context, acc ocm.Access, entry ocispec.Descriptor) (ocm.Blob, error) {
-	a, err := c.v.Artifact(ctx, c.repo, entry)
+	rc, size, mt, err := c.v.ArtifactBlob(ctx, c.repo, entry, maxArtifactSize)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := a.Reader(ctx, c.repo, maxArtifactSize)
-	if err != nil {
-		return nil, err
+	if m := acc.String("mediaType"); m != "" {
+		mt = m
 	}
-	mt := acc.String("mediaType")
-	if mt == "" {
-		mt = a.Manifest.MediaType
-	}
-	return &Blob{ReadCloser: rc, size: int64(len(a.Raw)), mediaType: mt, digest: entry.Digest.String()}, nil
+	return &Blob{ReadCloser: rc, size: size, mediaType: mt, digest: entry.Digest.String()}, nil
 }
 
 // maxArtifactSize bounds the blobs of one artifact local blob together; a
@@ -306,15 +301,7 @@ func (c *componentVersion) OpenLocalArtifact(ctx context.Context, acc ocm.Access
 	if acc.Kind() != ocm.AccessLocalBlob {
 		return nil, "", fmt.Errorf("%w: %s is not a local blob of a CTF", errdef.ErrUnsupportedAccess, acc.Type)
 	}
-	entry, err := c.v.LocalArtifact(acc.String("localReference"))
-	if err != nil {
-		return nil, "", err
-	}
-	a, err := c.v.Artifact(ctx, c.repo, entry)
-	if err != nil {
-		return nil, "", err
-	}
-	l, err := a.MainLayer()
+	a, l, entry, err := c.v.LocalArtifactLayer(ctx, c.repo, acc.String("localReference"))
 	if err != nil {
 		return nil, "", err
 	}

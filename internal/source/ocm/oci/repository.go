@@ -340,21 +340,15 @@ func (cv *componentVersion) OpenLocalBlob(ctx context.Context, acc ocm.Access) (
 // reader fetches and verifies the config and layers after them.
 func (cv *componentVersion) openArtifactBlob(ctx context.Context, acc ocm.Access, entry ocispec.Descriptor) (ocm.Blob, error) {
 	opCtx, cancel := cv.repo.c.op(ctx)
-	a, err := cv.v.Artifact(opCtx, cv.f, entry)
+	rc, size, mt, err := cv.v.ArtifactBlob(opCtx, cv.f, entry, cv.repo.c.o.maxBlob)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	rc, err := a.Reader(opCtx, cv.f, cv.repo.c.o.maxBlob)
-	if err != nil {
-		cancel()
-		return nil, err
+	if m := acc.String("mediaType"); m != "" {
+		mt = m
 	}
-	mt := acc.String("mediaType")
-	if mt == "" {
-		mt = a.Manifest.MediaType
-	}
-	return &Blob{ReadCloser: rc, size: int64(len(a.Raw)), mediaType: mt, digest: entry.Digest.String(), cancel: cancel}, nil
+	return &Blob{ReadCloser: rc, size: size, mediaType: mt, digest: entry.Digest.String(), cancel: cancel}, nil
 }
 
 // OpenLocalArtifact implements ocm.LocalArtifactOpener: the content layer of
@@ -363,17 +357,8 @@ func (cv *componentVersion) OpenLocalArtifact(ctx context.Context, acc ocm.Acces
 	if acc.Kind() != ocm.AccessLocalBlob {
 		return nil, "", fmt.Errorf("%w: %s is not a local blob of an OCI registry", errdef.ErrUnsupportedAccess, acc.Type)
 	}
-	entry, err := cv.v.LocalArtifact(acc.String("localReference"))
-	if err != nil {
-		return nil, "", err
-	}
 	opCtx, cancel := cv.repo.c.op(ctx)
-	a, err := cv.v.Artifact(opCtx, cv.f, entry)
-	if err != nil {
-		cancel()
-		return nil, "", err
-	}
-	l, err := a.MainLayer()
+	a, l, entry, err := cv.v.LocalArtifactLayer(opCtx, cv.f, acc.String("localReference"))
 	if err != nil {
 		cancel()
 		return nil, "", err

@@ -350,6 +350,41 @@ func (v *Version) LocalArtifact(localReference string) (ocispec.Descriptor, erro
 	return ocispec.Descriptor{}, fmt.Errorf("local blob %s is neither a layer nor a manifest of the component version: %w", d, errdef.ErrNotFound)
 }
 
+// ArtifactBlob opens the local blob that entry, an artifact manifest of the
+// version's index, is (OCM CLI v0.13+): its bytes are the manifest's,
+// followed by its config and layers, each verified (Artifact.Reader); size
+// is the manifest's length and mediaType its media type. Both stores (CTF,
+// registry) open such a blob this way.
+func (v *Version) ArtifactBlob(ctx context.Context, f Fetcher, entry ocispec.Descriptor, limit int64) (rc io.ReadCloser, size int64, mediaType string, err error) {
+	a, err := v.Artifact(ctx, f, entry)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	if rc, err = a.Reader(ctx, f, limit); err != nil {
+		return nil, 0, "", err
+	}
+	return rc, int64(len(a.Raw)), a.Manifest.MediaType, nil
+}
+
+// LocalArtifactLayer is the content layer (Artifact.MainLayer) of the
+// artifact local blob localReference names, with the artifact to open it
+// from and the index entry.
+func (v *Version) LocalArtifactLayer(ctx context.Context, f Fetcher, localReference string) (*Artifact, ocispec.Descriptor, ocispec.Descriptor, error) {
+	entry, err := v.LocalArtifact(localReference)
+	if err != nil {
+		return nil, ocispec.Descriptor{}, ocispec.Descriptor{}, err
+	}
+	a, err := v.Artifact(ctx, f, entry)
+	if err != nil {
+		return nil, ocispec.Descriptor{}, ocispec.Descriptor{}, err
+	}
+	l, err := a.MainLayer()
+	if err != nil {
+		return nil, ocispec.Descriptor{}, ocispec.Descriptor{}, err
+	}
+	return a, l, entry, nil
+}
+
 // LocalBlob finds where a localBlob lives: the layers of the descriptor
 // manifest (every OCM CLI), or, for one digest that is no layer, an artifact
 // manifest of the index (v0.13+; layers is nil then).
