@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -63,6 +64,47 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 	return certFile, keyFile, pool
 }
 
+// waitHealthy waits up to 10 s for the generator at base to answer
+// /healthz with 200; log is its stderr, for the failure.
+func waitHealthy(t *testing.T, client *http.Client, base string, log fmt.Stringer) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := client.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no /healthz: %v\n%s", err, log)
+		}
+	}
+}
+
+// getParams posts body to the generator's getparams endpoint with token
+// and returns the parameter sets of a 200 answer.
+func getParams(t *testing.T, client *http.Client, base, token, body string) []map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/api/v1/getparams.execute", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var out struct {
+		Output struct {
+			Parameters []map[string]any `json:"parameters"`
+		} `json:"output"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d %s: %v", resp.StatusCode, b, err)
+	}
+	return out.Output.Parameters
+}
+
 // The command serves the contract (plain and TLS) from the sidecar's
 // settings and stops cleanly on its context (SIGTERM).
 func TestGeneratorCommand(t *testing.T) {
@@ -97,44 +139,15 @@ func TestGeneratorCommand(t *testing.T) {
 				client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 			}
 			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			var stderr testutil.SyncBuffer
 			code := make(chan int, 1)
 			go func() { code <- execute(ctx, newProcess(), args, io.Discard, &stderr, getenv, "", nil) }()
 			base := tc.scheme + "://" + addr
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				resp, err := client.Get(base + "/healthz")
-				if err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == 200 {
-						break
-					}
-				}
-				if time.Now().After(deadline) {
-					cancel()
-					t.Fatalf("no /healthz: %v\n%s", err, stderr.String())
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			body := `{"applicationSetName":"demo","input":{"parameters":{"repository":"./ctf","component":"example.com/demo/podinfo","latest":0}}}`
-			req, _ := http.NewRequest("POST", base+"/api/v1/getparams.execute", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var out struct {
-				Output struct {
-					Parameters []map[string]any `json:"parameters"`
-				} `json:"output"`
-			}
-			if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != 200 {
-				t.Fatalf("%d %s: %v", resp.StatusCode, b, err)
-			}
-			if len(out.Output.Parameters) != 2 || out.Output.Parameters[0]["version"] != "1.1.0+build.7" {
-				t.Errorf("parameters %v", out.Output.Parameters)
+			waitHealthy(t, client, base, &stderr)
+			ps := getParams(t, client, base, token, `{"applicationSetName":"demo","input":{"parameters":{"repository":"./ctf","component":"example.com/demo/podinfo","latest":0}}}`)
+			if len(ps) != 2 || ps[0]["version"] != "1.1.0+build.7" {
+				t.Errorf("parameters %v", ps)
 			}
 			cancel()
 			select {
@@ -290,35 +303,9 @@ func TestGeneratorListsComponentRenderedByReferencedRGD(t *testing.T) {
 		done <- execute(ctx, newProcess(), []string{"generator", "--listen", addr, "--token-file", tokenFile, "--ctf-dir", filepath.Dir(ctfDir)}, io.Discard, &stderr, getenv, "", nil)
 	}()
 	base := "http://" + addr
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no /healthz:\n%s", stderr.String())
-		}
-	}
-	body := `{"applicationSetName":"kro","input":{"parameters":{"repository":"./ctf","component":"example.com/platform/kro","references":true}}}`
-	req, _ := http.NewRequest("POST", base+"/api/v1/getparams.execute", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var out struct {
-		Output struct {
-			Parameters []map[string]any `json:"parameters"`
-		} `json:"output"`
-	}
-	if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("%d %s: %v", resp.StatusCode, b, err)
-	}
-	if ps := out.Output.Parameters; len(ps) != 1 || ps[0]["component"] != nested || ps[0]["reference"] != "app" {
+	waitHealthy(t, http.DefaultClient, base, &stderr)
+	ps := getParams(t, http.DefaultClient, base, token, `{"applicationSetName":"kro","input":{"parameters":{"repository":"./ctf","component":"example.com/platform/kro","references":true}}}`)
+	if len(ps) != 1 || ps[0]["component"] != nested || ps[0]["reference"] != "app" {
 		t.Errorf("entries %v: want one, helm-nested itself (its RGD renders it)", ps)
 	}
 	cancel()

@@ -11,9 +11,11 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 )
 
-func hooksRepo(t *testing.T) string {
+// exampleCTF writes the components an examples builder makes from
+// testdata/src as a CTF.
+func exampleCTF(t *testing.T, build func(src string) ([]*ocmbuild.Component, error)) string {
 	t.Helper()
-	comps, err := examples.HooksComponents("../../testdata/src")
+	comps, err := build("../../testdata/src")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,6 +25,8 @@ func hooksRepo(t *testing.T) string {
 	}
 	return dir
 }
+
+func hooksRepo(t *testing.T) string { return exampleCTF(t, examples.HooksComponents) }
 
 // The ordering and hooks example through the CLI: waves, hooks and the Jobs
 // in the manifests; the sync order in --explain; the same bytes every time.

@@ -11,23 +11,11 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 )
 
 // kroRepo writes the kro example components (OCM's RGD examples with local
 // charts and trees) as a CTF.
-func kroRepo(t *testing.T) string {
-	t.Helper()
-	comps, err := examples.KroDemo("../../testdata/src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "ctf")
-	if err := ocmbuild.WriteCTF(dir, comps...); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
+func kroRepo(t *testing.T) string { return exampleCTF(t, examples.KroDemo) }
 
 // An Application on a component that ships an RGD: the instance spec's
 // fields are announced as parameters.<dotted name> with their types and
