@@ -472,9 +472,12 @@ func (g *graph) successors(ctx context.Context, f content.Fetcher, d ocispec.Des
 	return out, nil
 }
 
+// isForeignLayer: a non-distributable layer, not copied (as oras does). The
+// OCI constants are deprecated for producing such layers, not for reading.
 func isForeignLayer(mt string) bool {
 	switch mt {
-	case ocispec.MediaTypeImageLayerNonDistributable, ocispec.MediaTypeImageLayerNonDistributableGzip, ocispec.MediaTypeImageLayerNonDistributableZstd, //nolint:staticcheck // still foreign
+	//lint:ignore SA1019 reading, not producing, non-distributable layers
+	case ocispec.MediaTypeImageLayerNonDistributable, ocispec.MediaTypeImageLayerNonDistributableGzip, ocispec.MediaTypeImageLayerNonDistributableZstd,
 		"application/vnd.docker.image.rootfs.foreign.diff.tar.gzip":
 		return true
 	}

@@ -78,17 +78,3 @@ func (p *progress) finish() {
 		p.report()
 	}
 }
-
-// reader counts what is read from r as progress.
-func (p *progress) reader(r io.Reader) io.Reader { return &progressReader{r: r, p: p} }
-
-type progressReader struct {
-	r io.Reader
-	p *progress
-}
-
-func (pr *progressReader) Read(b []byte) (int, error) {
-	n, err := pr.r.Read(b)
-	pr.p.add(int64(n))
-	return n, err
-}

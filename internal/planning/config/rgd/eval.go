@@ -176,9 +176,7 @@ func (e *evaluation) steps(ctx context.Context, g *graph, meta map[string]any, d
 		if items, ok := g.items[n.ID]; ok {
 			if len(items) > 0 {
 				objs := make([]manifests.Object, len(items))
-				for i, it := range items {
-					objs[i] = it
-				}
+				copy(objs, items)
 				out = append(out, step{Step: plan.Step{Resource: r.Resource, Component: r.cv, Objects: objs}, level: base + g.level[n.ID], node: n.ID})
 			}
 			e.note("%s: node %s: forEach expanded into %d objects", r.Name, n.ID, len(items))

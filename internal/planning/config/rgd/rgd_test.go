@@ -75,15 +75,6 @@ func mustRender(t *testing.T, req pipeline.Request) ([]manifests.Object, *explai
 	return objs, rep
 }
 
-func encode(t *testing.T, objs []manifests.Object) string {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := manifests.Encode(&buf, objs); err != nil {
-		t.Fatal(err)
-	}
-	return buf.String()
-}
-
 func explainText(t *testing.T, rep *explain.Report) string {
 	t.Helper()
 	if rep == nil {
@@ -239,9 +230,7 @@ func rgdComponent(t testing.TB, rgds ...string) *ocmbuild.Component {
 		t.Fatal(err)
 	}
 	c := &ocmbuild.Component{Name: "example.com/kro/test", Version: "1.0.0", Provider: "test"}
-	for _, r := range comps[0].Resources[:2] {
-		c.Resources = append(c.Resources, r)
-	}
+	c.Resources = append(c.Resources, comps[0].Resources[:2]...)
 	c.Resources = append(c.Resources, comps[1].Resources[0])
 	for i, doc := range rgds {
 		mt := ocmbuild.MediaTypeYAML
