@@ -24,7 +24,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY cmd ./cmd
-COPY plugin ./plugin
+COPY *.go ./
+COPY errdef ./errdef
+COPY ocm ./ocm
+COPY signing ./signing
+COPY policy ./policy
 COPY internal ./internal
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \

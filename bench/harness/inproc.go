@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // inProcess separates process start-up from rendering: start-up of each
@@ -54,9 +54,9 @@ func (b *bench) inProcess(ctx context.Context) {
 	cdir := b.dir("cache-inproc")
 	// One engine, as a command builds it: a new registry client per
 	// generation, nothing shared between them.
-	engine := pipeline.NewEngine(pipeline.WithBlobCacheDir(cdir), pipeline.WithPlainHTTP(b.reg.Host), pipeline.WithoutDockerConfig())
-	newRenderer := func() *pipeline.Renderer {
-		r, err := engine.Renderer(pipeline.Generation{Logger: lg, Notes: io.Discard})
+	engine := argocdocm.NewEngine(argocdocm.WithBlobCacheDir(cdir), argocdocm.WithPlainHTTP(b.reg.Host), argocdocm.WithoutDockerConfig())
+	newRenderer := func() *argocdocm.Renderer {
+		r, err := engine.Renderer(argocdocm.Generation{Logger: lg, Notes: io.Discard})
 		if err != nil {
 			fatalf("%v", err)
 		}
@@ -68,14 +68,14 @@ func (b *bench) inProcess(ctx context.Context) {
 		cli          string
 		text         []byte // the engine's output, for decode costs
 		engine       func() int
-		req          pipeline.Request
+		req          argocdocm.Request
 	}
 	var cases []inprocCase
 	engineText := map[string][]byte{}
 	for i, c := range b.chartFx {
 		data := c.Data
 		cases = append(cases, inprocCase{label: c.Label, short: []string{"podinfo", "large-chart"}[min(i, 1)], engineName: "Helm engine", cli: "helm template",
-			req: pipeline.Request{Component: c.Component}, engine: func() int {
+			req: argocdocm.Request{Component: c.Component}, engine: func() int {
 				cfg := &action.Configuration{Log: func(string, ...any) {}}
 				inst := action.NewInstall(cfg)
 				inst.DryRun, inst.DryRunOption, inst.ClientOnly, inst.Replace, inst.IncludeCRDs = true, "client", true, true, true
@@ -101,7 +101,7 @@ func (b *bench) inProcess(ctx context.Context) {
 	for i, t := range b.treeFx {
 		dir := t.Dir
 		cases = append(cases, inprocCase{label: t.Label, short: []string{"extras", "shop"}[min(i, 1)], engineName: "kustomize engine", cli: "kustomize build",
-			req: pipeline.Request{Component: t.Component, Path: t.Path}, engine: func() int {
+			req: argocdocm.Request{Component: t.Component, Path: t.Path}, engine: func() int {
 				o := krusty.MakeDefaultOptions()
 				o.PluginConfig = types.DisabledPluginConfig()
 				m, err := krusty.MakeKustomizer(o).Run(filesys.MakeFsOnDisk(), dir)
@@ -120,7 +120,7 @@ func (b *bench) inProcess(ctx context.Context) {
 		req := c.req
 		req.Application, req.Version, req.ReleaseName, req.Namespace = "bench", benchVer, "bench", "bench"
 		var objs []manifests.Object
-		render := func(r *pipeline.Renderer, repo string) int {
+		render := func(r *argocdocm.Renderer, repo string) int {
 			q := req
 			q.Repository = repo
 			res, err := r.Render(ctx, q)

@@ -15,6 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	ocmconfig "github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
@@ -22,7 +23,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // The kro section (issue 27): OCM's helm-configuration-localization
@@ -130,12 +130,12 @@ func (b *bench) kro(ctx context.Context) {
 func (b *bench) kroEvaluate(ctx context.Context, repo string) []float64 {
 	logf("kro: %d in-process evaluations of the RGD", kroEvalIters)
 	runtime.GC()
-	engine := pipeline.NewEngine(pipeline.WithBlobCacheDir(b.dir("cache-warm")), pipeline.WithPlainHTTP(b.reg.Host), pipeline.WithoutDockerConfig())
-	r, err := engine.Renderer(pipeline.Generation{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Notes: io.Discard})
+	engine := argocdocm.NewEngine(argocdocm.WithBlobCacheDir(b.dir("cache-warm")), argocdocm.WithPlainHTTP(b.reg.Host), argocdocm.WithoutDockerConfig())
+	r, err := engine.Renderer(argocdocm.Generation{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Notes: io.Discard})
 	if err != nil {
 		fatalf("%v", err)
 	}
-	req := pipeline.Request{Repository: repo, Component: examples.KroHelm, Version: benchVer, Application: "bench", Namespace: "bench", Parameters: kroParams}
+	req := argocdocm.Request{Repository: repo, Component: examples.KroHelm, Version: benchVer, Application: "bench", Namespace: "bench", Parameters: kroParams}
 	res, err := r.Render(ctx, req)
 	if err != nil || len(res.Objects) == 0 {
 		fatalf("kro in-process render: %v (%d objects)", err, len(res.Objects))

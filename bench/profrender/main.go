@@ -18,12 +18,12 @@ import (
 	"runtime"
 	"runtime/pprof"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 func main() {
-	var req pipeline.Request
+	var req argocdocm.Request
 	var cpu, mem, plain string
 	n := flag.Int("n", 1, "renders (each with a new registry client, as a generate process)")
 	asServer := flag.Bool("server", false, "keep what the render server keeps between renders (decoded CRDs, unpacked CTF archives)")
@@ -46,25 +46,25 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	var out *manifests.Stream // what generate writes (commands.go renderAndPrint)
-	var plainHTTP []pipeline.EngineOption
+	var plainHTTP []argocdocm.EngineOption
 	if plain != "" {
-		plainHTTP = append(plainHTTP, pipeline.WithPlainHTTP(plain))
+		plainHTTP = append(plainHTTP, argocdocm.WithPlainHTTP(plain))
 	}
 	// -server: one engine that shares what a render-server worker keeps;
 	// else an engine per render, as a generate process has.
-	newEngine := func() *pipeline.Engine {
+	newEngine := func() *argocdocm.Engine {
 		opts := plainHTTP
 		if *asServer {
-			opts = append(opts, pipeline.WithSharing(0))
+			opts = append(opts, argocdocm.WithSharing(0))
 		}
-		return pipeline.NewEngine(opts...)
+		return argocdocm.NewEngine(opts...)
 	}
 	engine := newEngine()
 	for i := 0; i < *n; i++ {
 		if !*asServer && i > 0 {
 			engine = newEngine()
 		}
-		r, err := engine.Renderer(pipeline.Generation{Logger: slog.Default(), Notes: os.Stderr})
+		r, err := engine.Renderer(argocdocm.Generation{Logger: slog.Default(), Notes: os.Stderr})
 		check(err)
 		res, err := r.Render(context.Background(), req)
 		check(err)

@@ -6,19 +6,19 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // definitionParameters announces the instance parameters of the component's
 // deployment definition as typed fields ("parameters.<name>"), with their
 // defaults, so the Argo CD UI offers them for editing. The definition is
 // read as r renders: through its access, the request's files confined.
-func definitionParameters(r *pipeline.Renderer) cmp.ParameterSource {
-	return cmp.ParameterSourceFunc(func(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) ([]cmp.Announcement, error) {
+func definitionParameters(r *argocdocm.Renderer) cmp.ParameterSource {
+	return cmp.ParameterSourceFunc(func(ctx context.Context, cv ocm.ComponentVersion, req argocdocm.Request) ([]cmp.Announcement, error) {
 		// The ComponentDeployment's parameters, or the RGD's.
 		params, err := r.Parameters(ctx, cv, req)
 		if err != nil {
@@ -69,7 +69,7 @@ func definitionParameters(r *pipeline.Renderer) cmp.ParameterSource {
 	})
 }
 
-func parameterTooltip(p pipeline.Parameter) string {
+func parameterTooltip(p argocdocm.Parameter) string {
 	var b strings.Builder
 	b.WriteString(p.Description)
 	if b.Len() > 0 {

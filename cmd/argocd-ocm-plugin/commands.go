@@ -10,14 +10,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -64,7 +64,7 @@ Manifests go to stdout, in one write, only on success; a failure is one line on 
 }
 
 func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
-	var req pipeline.Request
+	var req argocdocm.Request
 	var apiVersions string
 	var sig signatureFlags
 	var params []string
@@ -183,11 +183,11 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 // openApplicationDir opens the Application's directory as the root of its
 // files: dir (the render server's client's), else the working directory
 // (argocd-cmp-server runs generate in the Application's path).
-func openApplicationDir(dir string) (*pipeline.Root, error) {
+func openApplicationDir(dir string) (*argocdocm.Root, error) {
 	if dir == "" {
 		dir = "."
 	}
-	return pipeline.OpenRoot(dir)
+	return argocdocm.OpenRoot(dir)
 }
 
 func newVersionCommand(stdout io.Writer) *cobra.Command {
@@ -258,7 +258,7 @@ func forRender(rule *policy.Rule, requireImages bool) *policy.Rule {
 	return r
 }
 
-func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
+func renderAndPrint(cmd *cobra.Command, p *process, req argocdocm.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
 	ectx := errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version}
 	ctx, cancel, err := withDeadline(cmd.Context(), 0, getenv)
 	if err != nil {
@@ -295,9 +295,9 @@ func renderAndPrint(cmd *cobra.Command, p *process, req pipeline.Request, stdout
 	}()
 	start := time.Now()
 	r.Signatures, r.Provenance = opts.signatures, opts.provenance
-	var report pipeline.Explanation
+	var report argocdocm.Explanation
 	if opts.explain {
-		r.Explain = func(rep pipeline.Explanation) { report = rep }
+		r.Explain = func(rep argocdocm.Explanation) { report = rep }
 	}
 	res, err := r.Render(ctx, req)
 	prog.done()

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // newConvertCommand prints the ComponentDeployment equivalent to a
@@ -43,7 +43,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}
-			req := pipeline.Request{Repository: repository, Component: component, Version: version, DefinitionFile: definition}
+			req := argocdocm.Request{Repository: repository, Component: component, Version: version, DefinitionFile: definition}
 			found, err := r.Resolve(ctx, req)
 			if err != nil {
 				return errdef.Wrap(err, ectx)

@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/bytesize"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // envLogLevel sets the sidecar's log level (debug, info, warn, error); like
@@ -79,7 +79,7 @@ type loggedRepository struct {
 	log *slog.Logger
 }
 
-// logOpened is a pipeline.Renderer.Opened that logs what the pipeline asks
+// logOpened is a argocdocm.Renderer.Opened that logs what the pipeline asks
 // each repository, with timings; nil below the debug level.
 func logOpened(log *slog.Logger) func(string, ocm.Repository) ocm.Repository {
 	if !log.Enabled(context.Background(), slog.LevelDebug) {

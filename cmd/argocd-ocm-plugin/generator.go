@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/generator"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // generatorFlags are the generator command's settings.
@@ -93,7 +93,7 @@ func buildGenerator(f generatorFlags, log *slog.Logger, getenv func(string) stri
 	// The generator is a long-lived process of its own: its requests share
 	// registry connections and tokens (tag lists are the generator's own
 	// TTLs' to reuse, so the engine shares no tag resolutions).
-	p := &process{engine: pipeline.NewEngine(pipeline.WithSharing(0))}
+	p := &process{engine: argocdocm.NewEngine(argocdocm.WithSharing(0))}
 	rule, err := p.sidecarRule(getenv)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func buildGenerator(f generatorFlags, log *slog.Logger, getenv func(string) stri
 	if err != nil {
 		return nil, err
 	}
-	// A registry client per request (pipeline.Engine.Renderer), so that the
+	// A registry client per request (argocdocm.Engine.Renderer), so that the
 	// generator's own TTLs decide when a tag list is read again.
 	regLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn).Writer()
 	open := func(ctx context.Context, spec string) (ocm.Repository, error) {
@@ -120,7 +120,7 @@ func buildGenerator(f generatorFlags, log *slog.Logger, getenv func(string) stri
 			return false, err
 		}
 		d := cv.Descriptor()
-		platformish, err := r.IsPlatform(ctx, cv, pipeline.Request{Component: d.Name, Version: d.Version})
+		platformish, err := r.IsPlatform(ctx, cv, argocdocm.Request{Component: d.Name, Version: d.Version})
 		return !platformish, err
 	}
 	opts := generator.Options{Open: open, CTFRoots: f.ctfDirs, ListTTL: f.listTTL, VersionTTL: f.versionTTL, Log: log, RendersItself: rendersItself}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
 )
 
 // Sidecar settings. They are read from the process environment WITHOUT the
@@ -41,10 +41,10 @@ const defaultTagTTL = 5 * time.Second
 
 // process is what one process builds once and every command line it runs
 // shares: the engine (registry connections and tokens, tag resolutions, the
-// blob cache, the policy and keys; see pipeline.Engine) and, in the render
+// blob cache, the policy and keys; see argocdocm.Engine) and, in the render
 // server, where its generations log.
 type process struct {
-	engine *pipeline.Engine
+	engine *argocdocm.Engine
 	// log, when set, receives the info and debug lines of every generation:
 	// the render server's own log (the container's), so that what a client
 	// gets back stays its result and its error line. nil: the command's stderr.
@@ -54,7 +54,7 @@ type process struct {
 // newProcess is the process of one command line: nothing outlives it, so
 // nothing is shared.
 func newProcess() *process {
-	return &process{engine: pipeline.NewEngine()}
+	return &process{engine: argocdocm.NewEngine()}
 }
 
 // newServerProcess is a long-lived process (a render-server worker, serve
@@ -70,7 +70,7 @@ func newServerProcess(getenv func(string) string, log io.Writer) (*process, erro
 		}
 		ttl = d
 	}
-	return &process{engine: pipeline.NewEngine(pipeline.WithSharing(ttl)), log: log}, nil
+	return &process{engine: argocdocm.NewEngine(argocdocm.WithSharing(ttl)), log: log}, nil
 }
 
 // sidecarRule is the rule of this generation: the sidecar policy's rule for
@@ -83,18 +83,18 @@ func (p *process) sidecarRule(getenv func(string) string) (*policy.Rule, error) 
 	return p.engine.Rule(getenv)
 }
 
-// renderer builds the pipeline of one generation (pipeline.Engine.Renderer),
+// renderer builds the pipeline of one generation (argocdocm.Engine.Renderer),
 // its registry client configured by the sidecar rule: nothing is connected
 // to before the rule allowed it. Notes and warnings of every layer
 // (registry, cache, pipeline) go to notes. With diag's log level at info or
 // debug, the log lines go to stderr (or the server's log) as they happen;
 // prog, when not nil, counts the bytes read from registries.
-func (p *process) renderer(notes io.Writer, rule *policy.Rule, getenv func(string) string, diag *diagnostics, prog *progress) (*pipeline.Renderer, *slog.Logger, error) {
+func (p *process) renderer(notes io.Writer, rule *policy.Rule, getenv func(string) string, diag *diagnostics, prog *progress) (*argocdocm.Renderer, *slog.Logger, error) {
 	logger, err := diag.logger(notes, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	g := pipeline.Generation{Rule: rule, Logger: logger, Notes: notes}
+	g := argocdocm.Generation{Rule: rule, Logger: logger, Notes: notes}
 	if prog != nil {
 		g.BodyObserver = prog.add
 	}

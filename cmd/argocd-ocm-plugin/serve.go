@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
 )
 
 // DefaultSocket is where serve listens unless told otherwise; /tmp is the

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // Settings of the render server's worker pool (see serve --help and

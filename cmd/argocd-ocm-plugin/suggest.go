@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/suggest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // componentLister is a repository that can name its components: a CTF or a
@@ -41,7 +41,7 @@ func (k keptRepository) ListComponents(ctx context.Context) ([]string, error) {
 	return nil, errNoListing
 }
 
-// keepOpened chains onto a pipeline.Renderer.Opened (next, may be nil): the
+// keepOpened chains onto a argocdocm.Renderer.Opened (next, may be nil): the
 // first repository the render opens is kept in *kept (closed by the caller),
 // later ones are passed through.
 func keepOpened(next func(string, ocm.Repository) ocm.Repository, kept *ocm.Repository) func(string, ocm.Repository) ocm.Repository {
@@ -61,7 +61,7 @@ func keepOpened(next func(string, ocm.Repository) ocm.Repository, kept *ocm.Repo
 // err is the requested component not existing in repo (not a version, a
 // resource or a referenced component): a typo then reads "did you mean …".
 // Any other error, and any failure to find out, returns err as it is.
-func suggestComponents(ctx context.Context, repo ocm.Repository, req pipeline.Request, err error) error {
+func suggestComponents(ctx context.Context, repo ocm.Repository, req argocdocm.Request, err error) error {
 	if repo == nil || !errors.Is(err, errdef.ErrNotFound) || req.Component == "" || ctx.Err() != nil {
 		return err
 	}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/compose/policyregistry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/transfer"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry/policyopts"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // newTransferCommand is `transfer`: replication of component versions
@@ -93,11 +93,11 @@ func runTransfer(ctx context.Context, p *process, t *transfer.Transfer, timeout 
 	if rule.Source == "environment" {
 		// No policy: the sidecar's credentials, and the http://
 		// sides the operator wrote reached over plain HTTP.
-		t.RegistryOptions = policyopts.For(rule, nil)
+		t.RegistryOptions = policyregistry.For(rule, nil)
 	} else {
 		// A policy decides, plain HTTP included: the sides get no
 		// exception from it.
-		reg, err := registry.NewClient(policyopts.For(rule, nil)...)
+		reg, err := registry.NewClient(policyregistry.For(rule, nil)...)
 		if err != nil {
 			return errdef.Wrap(err, ectx)
 		}

@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/verify"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
 )
 
 // Sidecar verification settings for generate. Like every unprefixed variable
@@ -127,7 +127,7 @@ func verifyComponent(ctx context.Context, p *process, notes io.Writer, getenv fu
 	if err != nil {
 		return nil, "", err
 	}
-	found, err := r.Resolve(ctx, pipeline.Request{Repository: repository, Component: component, Version: version})
+	found, err := r.Resolve(ctx, argocdocm.Request{Repository: repository, Component: component, Version: version})
 	if err != nil {
 		return nil, "", err
 	}

@@ -10,7 +10,7 @@ import (
 
 // sharedV2 is the full OCM CLI v0.13.0 fixture set (its CTF is not in the
 // repository; testdata/ocm-cli-v2/signatures holds the signed descriptors and
-// keys that plugin/signing tests with).
+// keys that signing tests with).
 const sharedV2 = "../../../shared/fixtures/ocm-cli-v2"
 
 func sharedV2Dir(t *testing.T) string {
@@ -20,7 +20,7 @@ func sharedV2Dir(t *testing.T) string {
 		_, err = os.Stat(filepath.Join(d, "ctf", "artifact-index.json"))
 	}
 	if err != nil {
-		t.Skipf("SKIPPED: the OCM CLI v0.13.0 fixtures are not at %s (%v); plugin/signing still tests the signatures from testdata/ocm-cli-v2/signatures", sharedV2, err)
+		t.Skipf("SKIPPED: the OCM CLI v0.13.0 fixtures are not at %s (%v); signing still tests the signatures from testdata/ocm-cli-v2/signatures", sharedV2, err)
 	}
 	return d
 }
@@ -57,7 +57,7 @@ func TestVerifyOCMCLIv2Signatures(t *testing.T) {
 			if code := run(args(tc.cv, tc.sig, tc.trust...), &stdout, &stderr, env(nil)); code != 0 {
 				if strings.HasPrefix(tc.cv, "helm-dir") && !strings.Contains(stderr.String(), "signature") {
 					// Reading index-stored charts is another change; the
-					// signature itself is tested in plugin/signing.
+					// signature itself is tested in signing.
 					t.Skipf("SKIPPED: helm-dir resources cannot be read yet: %s", stderr.String())
 				}
 				t.Fatalf("exit %d: %s", code, stderr.String())

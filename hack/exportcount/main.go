@@ -3,9 +3,9 @@
 // exported API of the public packages names a type of a package that is not
 // public (a leak: legal Go, but a caller cannot name the type).
 //
-//	go run ./hack/exportcount plugin                    # per package and total
-//	go run ./hack/exportcount -total plugin             # the total only
-//	go run ./hack/exportcount -public plugin/pipeline,plugin/ocm plugin
+//	go run ./hack/exportcount -api                   # the public API: per package, total and leaks
+//	go run ./hack/exportcount -total -api            # its total only
+//	go run ./hack/exportcount internal               # every package below a directory
 //
 // An exported name is a top-level exported const, var, type or func, or an
 // exported method of an exported type; struct fields are counted apart.
@@ -30,6 +30,10 @@ import (
 	"strings"
 )
 
+// publicPackages are the module's public Go API (docs/api.md): the root
+// package argocdocm and the leaves it exposes. Everything else is internal.
+var publicPackages = []string{".", "errdef", "ocm", "signing", "policy"}
+
 type pkgCount struct {
 	dir           string
 	names, fields int
@@ -39,13 +43,14 @@ type pkgCount struct {
 
 func main() {
 	total := flag.Bool("total", false, "print only the total of exported names")
-	public := flag.String("public", "", "comma-separated public package directories (e.g. plugin/pipeline); lists leaks of their API")
+	public := flag.String("public", "", "comma-separated public package directories; lists leaks of their API")
+	api := flag.Bool("api", false, "count the public API (the root package and its leaves) and list its leaks")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: exportcount [-total] [-public dirs] dir...")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() == 0 {
+	if flag.NArg() == 0 && !*api {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -55,7 +60,13 @@ func main() {
 		os.Exit(1)
 	}
 	pub := parsePublic(*public)
-	counts, err := countTrees(flag.Args(), module, pub)
+	var counts []*pkgCount
+	if *api {
+		pub = parsePublic(strings.Join(publicPackages, ","))
+		counts, err = countDirs(publicPackages, module, pub)
+	} else {
+		counts, err = countTrees(flag.Args(), module, pub)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "exportcount:", err)
 		os.Exit(1)
@@ -121,6 +132,29 @@ func countTrees(roots []string, module string, pub map[string]bool) ([]*pkgCount
 		}
 	}
 	return counts, nil
+}
+
+// countDirs counts the packages of the given directories, not below them.
+func countDirs(dirs []string, module string, pub map[string]bool) ([]*pkgCount, error) {
+	var counts []*pkgCount
+	for _, d := range dirs {
+		c, err := count(d, module, pub)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			counts = append(counts, c)
+		}
+	}
+	return counts, nil
+}
+
+// importPath is the import path of the package in dir ("." is the root).
+func importPath(module, dir string) string {
+	if dir == "." || dir == "" {
+		return module
+	}
+	return module + "/" + dir
 }
 
 // printLeaks lists the leaks of the public packages, or says there are none
@@ -262,6 +296,9 @@ func leakChecker(c *pkgCount, dir, module string, imports map[string]string, pub
 			p, ok := imports[x.Name]
 			if !ok {
 				return true
+			}
+			if p == module {
+				return false // the root package is public
 			}
 			rel, inModule := strings.CutPrefix(p, module+"/")
 			if !inModule || pub[rel] {

@@ -596,7 +596,7 @@ func TestExamplesDecode(t *testing.T) {
 				}
 			case "ConfigMap":
 				if filepath.Base(rel) != "sidecar-policy.yaml" {
-					t.Errorf("%s: unexpected ConfigMap", where) // plugin/policy tests its content
+					t.Errorf("%s: unexpected ConfigMap", where) // policy tests its content
 				}
 			case "":
 				if !strings.Contains(rel, "/clusters/") {

@@ -9,15 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 var digest = "sha256:" + strings.Repeat("c", 64)
@@ -215,9 +215,9 @@ func TestPostProcessorRelocatedGoldens(t *testing.T) {
 	var reported []localize.Change
 	// As the CLI wires it: the config planner plans the render and its
 	// finishing work (localisation).
-	r := &pipeline.Renderer{}
-	r.Explain = func(x pipeline.Explanation) { reported = x.(*explain.Report).Images }
-	req := pipeline.Request{Repository: dir, Component: c.Name, Version: c.Version, Resources: []string{"chart"},
+	r := &argocdocm.Renderer{}
+	r.Explain = func(x argocdocm.Explanation) { reported = x.(*explain.Report).Images }
+	req := argocdocm.Request{Repository: dir, Component: c.Name, Version: c.Version, Resources: []string{"chart"},
 		ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0",
 		Set: []string{"replicaCount=2", "ui.message=hello from the relocated registry"}}
 

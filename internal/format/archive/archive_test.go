@@ -16,8 +16,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // ent describes one tar entry; typ defaults to a regular file.

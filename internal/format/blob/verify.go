@@ -10,7 +10,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // ParseDigest splits "sha256:<hex>" (or the flat file form "sha256.<hex>") into

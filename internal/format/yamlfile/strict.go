@@ -15,8 +15,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/fieldpath"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // MaxDocumentSize bounds a document DecodeStrict and ParseStrict read (a

@@ -8,10 +8,10 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // Announcement is one Argo CD ParameterAnnouncement, as the plugin's dynamic
@@ -45,14 +45,14 @@ const (
 // and defaults. req is the request the Application's parameters make, with
 // req.Version resolved. Names must not repeat a contract parameter.
 type ParameterSource interface {
-	Announce(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) ([]Announcement, error)
+	Announce(ctx context.Context, cv ocm.ComponentVersion, req argocdocm.Request) ([]Announcement, error)
 }
 
 // ParameterSourceFunc adapts a function to ParameterSource.
-type ParameterSourceFunc func(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) ([]Announcement, error)
+type ParameterSourceFunc func(ctx context.Context, cv ocm.ComponentVersion, req argocdocm.Request) ([]Announcement, error)
 
 // Announce implements ParameterSource.
-func (f ParameterSourceFunc) Announce(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request) ([]Announcement, error) {
+func (f ParameterSourceFunc) Announce(ctx context.Context, cv ocm.ComponentVersion, req argocdocm.Request) ([]Announcement, error) {
 	return f(ctx, cv, req)
 }
 
@@ -62,18 +62,18 @@ func (f ParameterSourceFunc) Announce(ctx context.Context, cv ocm.ComponentVersi
 // component archives.
 type Announcer struct {
 	// Renderer opens the repository and resolves the component version as
-	// generate does (pipeline.Renderer.Resolve: the same stage, the same
+	// generate does (argocdocm.Renderer.Resolve: the same stage, the same
 	// rules, the sidecar policy's localArchives among them); nil: a zero
 	// Renderer, which reads CTFs and component archives.
-	Renderer *pipeline.Renderer
+	Renderer *argocdocm.Renderer
 	// Sources add announcements for the resolved component version (the
 	// deployment definition's instance parameters), in order.
 	Sources []ParameterSource
-	// Dir is the Application's directory (pipeline.Request.Dir); empty: the
+	// Dir is the Application's directory (argocdocm.Request.Dir); empty: the
 	// working directory.
 	Dir string
-	// Root confines the files the Application names (pipeline.Request.Root).
-	Root *pipeline.Root
+	// Root confines the files the Application names (argocdocm.Request.Root).
+	Root *argocdocm.Root
 }
 
 // maxListedVersions bounds the versions a tooltip lists.
@@ -135,10 +135,10 @@ func (a *Announcer) Announce(ctx context.Context, getenv func(string) string) ([
 	return more, nil
 }
 
-func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request, out []Announcement, ectx *errdef.Error) ([]Announcement, error) {
+func (a *Announcer) announceComponent(ctx context.Context, req argocdocm.Request, out []Announcement, ectx *errdef.Error) ([]Announcement, error) {
 	r := a.Renderer
 	if r == nil {
-		r = &pipeline.Renderer{}
+		r = &argocdocm.Renderer{}
 	}
 	byName := map[string]*Announcement{}
 	for i := range out {
@@ -196,7 +196,7 @@ func (a *Announcer) announceComponent(ctx context.Context, req pipeline.Request,
 
 // announceVersions lists the component's versions in the version
 // parameter's tooltip v.
-func announceVersions(ctx context.Context, r *pipeline.Renderer, req pipeline.Request, v *Announcement) error {
+func announceVersions(ctx context.Context, r *argocdocm.Renderer, req argocdocm.Request, v *Announcement) error {
 	repo, err := r.Open(ctx, req)
 	if err != nil {
 		return err
@@ -228,7 +228,7 @@ func announcePlatform(d *ocm.Descriptor, res, plat *Announcement) {
 
 // announceSources appends to out what the Sources announce for cv; a name
 // announced twice is refused.
-func (a *Announcer) announceSources(ctx context.Context, cv ocm.ComponentVersion, req pipeline.Request, out []Announcement) ([]Announcement, error) {
+func (a *Announcer) announceSources(ctx context.Context, cv ocm.ComponentVersion, req argocdocm.Request, out []Announcement) ([]Announcement, error) {
 	names := map[string]bool{}
 	for _, an := range out {
 		names[an.Name] = true
@@ -255,9 +255,9 @@ func (a *Announcer) announceSources(ctx context.Context, cv ocm.ComponentVersion
 // announceResources lists the renderable resources in the resource
 // tooltip and makes the one generate would render (or the selection) the
 // default.
-func announceResources(d *ocm.Descriptor, req pipeline.Request, res *Announcement, defined bool) error {
+func announceResources(d *ocm.Descriptor, req argocdocm.Request, res *Announcement, defined bool) error {
 	if len(req.Resources) > 0 {
-		selected, err := pipeline.SelectResources(d, req.Resources)
+		selected, err := argocdocm.SelectResources(d, req.Resources)
 		if err != nil {
 			return err // a selection that does not exist or cannot be rendered
 		}
@@ -269,7 +269,7 @@ func announceResources(d *ocm.Descriptor, req pipeline.Request, res *Announcemen
 	}
 	var renderable []string
 	for i := range d.Resources {
-		if pipeline.Renderable(d.Resources[i].Type) {
+		if argocdocm.Renderable(d.Resources[i].Type) {
 			renderable = append(renderable, d.Resources[i].Identity().String()+" ("+d.Resources[i].Type+")")
 		}
 	}
@@ -281,7 +281,7 @@ func announceResources(d *ocm.Descriptor, req pipeline.Request, res *Announcemen
 		return fmt.Errorf("%w: no renderable resource (helmChart or directoryTree) and no references in component %s:%s",
 			errdef.ErrNotFound, d.Name, d.Version)
 	case len(renderable) == 1:
-		if sel, err := pipeline.SelectResources(d, nil); err == nil {
+		if sel, err := argocdocm.SelectResources(d, nil); err == nil {
 			res.String = sel[0].Identity().String()
 		}
 	default:

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 const demoCTF = "../../../testdata/demo/ctf"
@@ -142,8 +142,8 @@ func TestAnnouncementJSON(t *testing.T) {
 }
 
 func TestParameterSource(t *testing.T) {
-	var seen pipeline.Request
-	src := cmp.ParameterSourceFunc(func(_ context.Context, cv ocm.ComponentVersion, req pipeline.Request) ([]cmp.Announcement, error) {
+	var seen argocdocm.Request
+	src := cmp.ParameterSourceFunc(func(_ context.Context, cv ocm.ComponentVersion, req argocdocm.Request) ([]cmp.Announcement, error) {
 		seen = req
 		return []cmp.Announcement{{Name: "replicas", Title: "Replicas", ItemType: "number", String: "2"}}, nil
 	})
@@ -160,7 +160,7 @@ func TestParameterSource(t *testing.T) {
 		t.Errorf("source saw version %q application %q, want resolved 1.0.0 and shop", seen.Version, seen.Application)
 	}
 
-	clash := cmp.ParameterSourceFunc(func(context.Context, ocm.ComponentVersion, pipeline.Request) ([]cmp.Announcement, error) {
+	clash := cmp.ParameterSourceFunc(func(context.Context, ocm.ComponentVersion, argocdocm.Request) ([]cmp.Announcement, error) {
 		return []cmp.Announcement{{Name: "version"}}, nil
 	})
 	if _, err := (&cmp.Announcer{Sources: []cmp.ParameterSource{clash}}).Announce(context.Background(), env); !errors.Is(err, errdef.ErrInvalidInput) {

@@ -8,10 +8,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // Variables Argo CD sets for a generate command.
@@ -149,18 +149,18 @@ func nonEmpty(in []string) []string {
 
 // Request builds the pipeline request of a generate command. A parameter
 // the plugin does not know is refused, with the known names.
-func Request(getenv func(string) string) (pipeline.Request, error) {
+func Request(getenv func(string) string) (argocdocm.Request, error) {
 	return RequestFromEnvironment(getenv, nil)
 }
 
 // RequestFromEnvironment is Request that also refuses an ARGOCD_ENV_
 // variable the plugin does not know; environ lists the environment's
 // variables ("NAME=value" or "NAME").
-func RequestFromEnvironment(getenv func(string) string, environ []string) (pipeline.Request, error) {
+func RequestFromEnvironment(getenv func(string) string, environ []string) (argocdocm.Request, error) {
 	app := getenv(EnvAppName)
 	params, err := ParseParameters(getenv(EnvAppParameters))
 	if err != nil {
-		return pipeline.Request{}, errdef.Wrap(err, errdef.Error{Application: app})
+		return argocdocm.Request{}, errdef.Wrap(err, errdef.Error{Application: app})
 	}
 	var envNames []string
 	for _, kv := range environ {
@@ -168,10 +168,10 @@ func RequestFromEnvironment(getenv func(string) string, environ []string) (pipel
 		envNames = append(envNames, name)
 	}
 	if err := checkNames(params, envNames); err != nil {
-		return pipeline.Request{}, errdef.Wrap(err, errdef.Error{Application: app})
+		return argocdocm.Request{}, errdef.Wrap(err, errdef.Error{Application: app})
 	}
 	e := &Env{Getenv: getenv, params: params}
-	req := pipeline.Request{
+	req := argocdocm.Request{
 		Application: app,
 		Repository:  e.str(param.Repository),
 		Component:   e.str(param.Component),
@@ -185,11 +185,11 @@ func RequestFromEnvironment(getenv func(string) string, environ []string) (pipel
 		APIVersions: splitList(getenv(EnvKubeAPIVersions)),
 		Provenance:  strings.EqualFold(strings.TrimSpace(e.str(param.Provenance)), "true"),
 		Localize:    strings.EqualFold(strings.TrimSpace(e.str(param.Localize)), "true"),
-		Platform: pipeline.PlatformRequest{
+		Platform: argocdocm.PlatformRequest{
 			Force:       strings.EqualFold(strings.TrimSpace(e.str(param.Platform)), "true"),
 			ConfigFiles: e.list(param.PlatformConfig),
 			Project:     getenv(EnvProjectName),
-			Source: pipeline.PlatformSource{
+			Source: argocdocm.PlatformSource{
 				RepoURL:        getenv(EnvSourceRepoURL),
 				Path:           getenv(EnvSourcePath),
 				TargetRevision: getenv(EnvSourceRevision),
@@ -216,7 +216,7 @@ func RequestFromEnvironment(getenv func(string) string, environ []string) (pipel
 // confineFiles sets the request's definition file and refuses it, or a
 // values or platform config file, outside the Application's source
 // directory.
-func (e *Env) confineFiles(req *pipeline.Request) error {
+func (e *Env) confineFiles(req *argocdocm.Request) error {
 	if def := strings.TrimSpace(e.str(param.Definition)); def != "" {
 		// A file must stay inside the Application's source directory (the
 		// working directory of generate): the repo-server holds other repositories.

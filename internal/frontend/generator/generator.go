@@ -18,13 +18,13 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
 )
 
 // Defaults of Options.
@@ -673,7 +673,7 @@ func summarize(cv ocm.ComponentVersion) *summary {
 	// References sorted once here, not on every visit of a shared platform.
 	refs := append([]ocm.Reference(nil), d.References...)
 	sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
-	s := &summary{digest: cv.DescriptorDigest(), references: refs, platform: platform.IsPlatform(d, pipeline.Renderable)}
+	s := &summary{digest: cv.DescriptorDigest(), references: refs, platform: platform.IsPlatform(d, argocdocm.Renderable)}
 	if len(d.Labels) > 0 {
 		s.labels = make(map[string]string, len(d.Labels))
 		for _, l := range d.Labels {

@@ -20,7 +20,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 const testToken = "s3cr3t-token-0123456789"

@@ -11,8 +11,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/resolve"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // Input parameter names (the keys of input.parameters).

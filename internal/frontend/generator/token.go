@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // MinTokenLen is the shortest token accepted: a guessable token would make

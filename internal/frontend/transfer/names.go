@@ -5,7 +5,7 @@ import (
 
 	orasregistry "oras.land/oras-go/v2/registry"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // Bounds of what a descriptor may name in the target. The repository name

@@ -13,9 +13,9 @@ import (
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
 
+	perr "github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
-	perr "github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // store is one side of a transfer: an OCM repository seen as OCI

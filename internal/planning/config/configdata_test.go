@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // The issue's two cases through a render: a ConfigData localization rule
@@ -41,7 +41,7 @@ localization:
     - {resource: {name: webshop}, repository: clirepo.repository, tag: clirepo.tag}
 `
 	var report *explain.Report
-	req := pipeline.Request{Repository: testCTF(t, webshop, cd), Component: testComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def)}
+	req := argocdocm.Request{Repository: testCTF(t, webshop, cd), Component: testComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def)}
 	if _, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}

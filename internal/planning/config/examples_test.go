@@ -12,11 +12,11 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/fixtures"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 var (
@@ -89,13 +89,13 @@ func TestExamplesDecodeAndMatchSchema(t *testing.T) {
 // parameters, `helm template -f values-relocated.yaml`.
 func TestExamplePodinfoHelm(t *testing.T) {
 	def := filepath.Join(examplesDir, "podinfo-helm.yaml")
-	got := render(t, pipeline.Request{
+	got := render(t, argocdocm.Request{
 		Repository: fixtures.Path(t, "ctf"), Component: "example.com/fixtures/podinfo-app", Version: "1.0.0",
 		ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0", DefinitionFile: def,
 	})
 	manifeststest.Equal(t, got, manifeststest.ReadFile(t, fixtures.Path(t, "golden", "podinfo-mini-defaults.yaml")))
 
-	got = render(t, pipeline.Request{
+	got = render(t, argocdocm.Request{
 		Repository: configCTF(t), Component: examples.PodinfoConfigured, Version: "1.0.0",
 		ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0", DefinitionFile: def,
 		Parameters: map[string]string{"replicas": "2", "message": "hello from the relocated registry"},
@@ -106,7 +106,7 @@ func TestExamplePodinfoHelm(t *testing.T) {
 // Example 2: ocm-controller's ConfigData fed by parameters, plus patches and
 // automatic localisation.
 func TestExampleBackendKustomize(t *testing.T) {
-	got := render(t, pipeline.Request{
+	got := render(t, argocdocm.Request{
 		Repository: configCTF(t), Component: examples.Backend, Version: "1.0.0",
 		DefinitionFile: filepath.Join(examplesDir, "backend-kustomize.yaml"),
 		Parameters:     map[string]string{"replicas": "4", "message": "Hello from example 2"},
@@ -124,7 +124,7 @@ func TestExampleBackendKustomize(t *testing.T) {
 // Example 3 is shipped in the shop component; the git copy given explicitly
 // renders the same.
 func TestExampleShop(t *testing.T) {
-	req := pipeline.Request{
+	req := argocdocm.Request{
 		Application: "shop", Namespace: "shop",
 		Repository: configCTF(t), Component: examples.Shop, Version: "1.0.0", KubeVersion: "1.31.0",
 		Parameters: map[string]string{"tier": "premium", "replicas": "3", "host": "shop.example.com",

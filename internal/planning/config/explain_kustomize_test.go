@@ -11,10 +11,10 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/fieldpath"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // kustomizeExplainDefinition is a real definition file whose lines say
@@ -29,7 +29,7 @@ func explainKustomize(t *testing.T) *explain.Report {
 		ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, filepath.Join(repoRoot, "testdata", "kustomize", "features", "tree"))},
 		ocmbuild.Resource{Name: "web", Type: "ociImage", Version: "1.0.0", Access: map[string]any{"type": "ociArtifact", "imageReference": "mirror.example:5000/copy/web:1.0.0"}})
 	var report *explain.Report
-	_, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	_, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), argocdocm.Request{
 		Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: kustomizeExplainDefinition})
 	if err != nil {
 		t.Fatal(err)

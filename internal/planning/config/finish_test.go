@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // One planner, registered once (as the Planner only), serves many renders
@@ -28,8 +28,8 @@ func TestOnePlannerConcurrentRenders(t *testing.T) {
 `)
 	var mu sync.Mutex
 	reports := map[string]*explain.Report{}
-	r := &pipeline.Renderer{}
-	r.Explain = func(x pipeline.Explanation) {
+	r := &argocdocm.Renderer{}
+	r.Explain = func(x argocdocm.Explanation) {
 		rep := x.(*explain.Report)
 		mu.Lock()
 		defer mu.Unlock()
@@ -44,7 +44,7 @@ func TestOnePlannerConcurrentRenders(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			msg := fmt.Sprintf("render-%d", i)
-			res, err := r.Render(context.Background(), pipeline.Request{Repository: repo, Component: testComponent, Version: "1.0.0",
+			res, err := r.Render(context.Background(), argocdocm.Request{Repository: repo, Component: testComponent, Version: "1.0.0",
 				DefinitionFile: def, Parameters: map[string]string{"msg": msg}, ReleaseName: "demo"})
 			if err != nil {
 				errs[i] = err

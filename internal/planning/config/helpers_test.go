@@ -9,13 +9,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/config/golden")
@@ -62,15 +62,15 @@ func TestMain(m *testing.M) {
 }
 
 // renderer renders as the CLI does, its plan reported to report (nil: not).
-func renderer(report func(*explain.Report)) *pipeline.Renderer {
-	r := &pipeline.Renderer{}
+func renderer(report func(*explain.Report)) *argocdocm.Renderer {
+	r := &argocdocm.Renderer{}
 	if report != nil {
-		r.Explain = func(x pipeline.Explanation) { report(x.(*explain.Report)) }
+		r.Explain = func(x argocdocm.Explanation) { report(x.(*explain.Report)) }
 	}
 	return r
 }
 
-func render(t *testing.T, req pipeline.Request) []manifests.Object {
+func render(t *testing.T, req argocdocm.Request) []manifests.Object {
 	t.Helper()
 	res, err := renderer(nil).Render(context.Background(), req)
 	if err != nil {

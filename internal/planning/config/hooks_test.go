@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
@@ -19,9 +21,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // hooksCTF writes the ordering and hooks example component into a temporary CTF.
@@ -38,8 +38,8 @@ func hooksCTF(t *testing.T) string {
 	return dir
 }
 
-func hooksRequest(repo, def string) pipeline.Request {
-	return pipeline.Request{Repository: repo, Component: examples.Hooks, Version: "1.0.0",
+func hooksRequest(repo, def string) argocdocm.Request {
+	return argocdocm.Request{Repository: repo, Component: examples.Hooks, Version: "1.0.0",
 		ReleaseName: "shop", Namespace: "shop", KubeVersion: "1.31.0", DefinitionFile: def}
 }
 
@@ -134,7 +134,7 @@ func TestExampleHooks(t *testing.T) {
 	}
 
 	// Parameters reach the Jobs; when switches one off.
-	objs = render(t, func() pipeline.Request {
+	objs = render(t, func() argocdocm.Request {
 		r := hooksRequest(repo, filepath.Join(examplesDir, "hooks.yaml"))
 		r.Parameters = map[string]string{"schemaVersion": "9", "smokeTest": "false"}
 		return r

@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // InstanceDefinition is a definition that only declares instance parameters,

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 func tarFiles(t *testing.T, files map[string]string) []byte {
@@ -65,7 +65,7 @@ func TestDirectoryDestinationNamespace(t *testing.T) {
 	} {
 		t.Run(tc.resource, func(t *testing.T) {
 			var report *explain.Report
-			out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
+			out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), argocdocm.Request{
 				Repository: dir, Component: comp, Version: "1.0.0", Resources: []string{tc.resource}, Namespace: "dest"})
 			if err != nil {
 				t.Fatal(err)
@@ -90,7 +90,7 @@ func TestDirectoryDestinationNamespace(t *testing.T) {
 			}
 			for _, want := range []string{
 				"render " + tc.resource + ": resource " + tc.resource + " (directoryTree)",
-				"path: (not set) the resource label " + pipeline.EntryPathLabel,
+				"path: (not set) the resource label " + argocdocm.EntryPathLabel,
 				`namespace: not written into the output, as Argo CD does for kustomize and directory sources: objects without a namespace are put into the destination namespace "dest" by Argo CD at sync`,
 			} {
 				if !strings.Contains(buf.String(), want) {

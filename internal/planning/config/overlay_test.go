@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 const overlayComponent = "example.com/test/overlay"
@@ -73,7 +73,7 @@ const overlayDefinition = header + `spec:
 func TestKustomizeConfigMapPatchAsOverlay(t *testing.T) {
 	repo := overlayCTF(t, ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, overlayTree)})
 	var report *explain.Report
-	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), argocdocm.Request{
 		Repository: repo, Component: overlayComponent, Version: "1.0.0",
 		DefinitionFile: writeFile(t, overlayDefinition), Parameters: map[string]string{"logLevel": "debug"}})
 	if err != nil {
@@ -89,7 +89,7 @@ func TestKustomizeConfigMapPatchAsOverlay(t *testing.T) {
 
 	// Without the patch, the hash suffix is the tree's own: it did change.
 	plain := header + "spec:\n  renders:\n  - resource: {name: app}\n    path: overlays/prod\n"
-	base := render(t, pipeline.Request{Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, plain)})
+	base := render(t, argocdocm.Request{Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, plain)})
 	if got, old := configMapName(t, out.Objects), configMapName(t, base); got == old || !strings.HasPrefix(old, "app-config-") {
 		t.Errorf("ConfigMap name %q with the patch, %q without: want a new hash suffix", got, old)
 	}
@@ -127,7 +127,7 @@ func TestPlainManifestsPatchAfterRendering(t *testing.T) {
 	repo := overlayCTF(t, ocmbuild.Resource{Name: "app", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: tarFiles(t, map[string]string{"cm.yaml": cm})})
 	def := header + "spec:\n  renders:\n  - resource: {name: app}\n    patches:\n    - target: {kind: ConfigMap, name: app-config}\n      path: data.LOG_LEVEL\n      value: debug\n"
 	var report *explain.Report
-	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), argocdocm.Request{
 		Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def)})
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestKustomizeImagesAsOverlay(t *testing.T) {
 		ocmbuild.Resource{Name: "worker", Type: "ociImage", Version: "1.0.0", Access: map[string]any{"type": "ociArtifact", "imageReference": "mirror.example:5000/copy/worker:1.0.0@" + digest}})
 	var report *explain.Report
 	def := header + "spec:\n  localization: {automatic: true}\n  renders:\n  - resource: {name: app}\n    path: overlays/prod\n"
-	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), argocdocm.Request{
 		Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def)})
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestKustomizeOverlayFallbacks(t *testing.T) {
 		{"no entry path", header + "spec:\n  renders:\n  - resource: {name: app}\n    patches:\n    - target: {kind: ConfigMap, name: app-config}\n      path: data.A\n      value: b\n", "with --path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := renderer(nil).Render(context.Background(), pipeline.Request{
+			out, err := renderer(nil).Render(context.Background(), argocdocm.Request{
 				Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, tc.def)})
 			if err == nil || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("error %v, want %q", err, tc.msg)
@@ -252,7 +252,7 @@ func TestKustomizeSecretPatchAsOverlay(t *testing.T) {
       value: '${parameters.dbPassword}'
 `
 	var report *explain.Report
-	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), argocdocm.Request{
 		Repository: repo, Component: overlayComponent, Version: "1.0.0",
 		DefinitionFile: writeFile(t, def), Parameters: map[string]string{"dbPassword": password}})
 	if err != nil {
@@ -311,7 +311,7 @@ func TestKustomizeFieldOfARender(t *testing.T) {
       - {name: app-config, behavior: merge, literals: [LOG_LEVEL=debug]}
 `
 	var report *explain.Report
-	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), argocdocm.Request{
 		Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def),
 		Parameters: map[string]string{"ns": "shop", "password": "from-the-definition"}})
 	if err != nil {
@@ -340,7 +340,7 @@ func TestKustomizeFieldOfARender(t *testing.T) {
 		{"{components: [../../x]}", "not a directory inside the resource"},
 	} {
 		bad := header + "spec:\n  renders:\n  - resource: {name: app}\n    path: overlays/prod\n    kustomize: " + tc.kust + "\n"
-		res, err := renderer(nil).Render(context.Background(), pipeline.Request{Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, bad)})
+		res, err := renderer(nil).Render(context.Background(), argocdocm.Request{Repository: repo, Component: overlayComponent, Version: "1.0.0", DefinitionFile: writeFile(t, bad)})
 		if res != nil || !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: %v, want an invalid input error with %q", tc.kust, err, tc.msg)
 		}
@@ -369,13 +369,13 @@ func TestKustomizeFieldOverApplicationOverlay(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(app, "def.yaml"), []byte(def), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root, err := pipeline.OpenRoot(app)
+	root, err := argocdocm.OpenRoot(app)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer root.Close()
 	var report *explain.Report
-	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), pipeline.Request{
+	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), argocdocm.Request{
 		Repository: filepath.Base(repo), Dir: app, Root: root, Component: overlayComponent, Version: "1.0.0", DefinitionFile: "def.yaml"})
 	if err != nil {
 		t.Fatal(err)
@@ -409,12 +409,12 @@ func TestKustomizeConfigMapPatchOverApplicationOverlay(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(app, "def.yaml"), []byte(def), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root, err := pipeline.OpenRoot(app)
+	root, err := argocdocm.OpenRoot(app)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	out, err := renderer(nil).Render(context.Background(), pipeline.Request{
+	out, err := renderer(nil).Render(context.Background(), argocdocm.Request{
 		Repository: filepath.Base(repo), Dir: app, Root: root, Component: overlayComponent, Version: "1.0.0", DefinitionFile: "def.yaml"})
 	if err != nil {
 		t.Fatal(err)

@@ -9,14 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/ordering"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/fieldpath"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // Planner plans a component version from its deployment definition (see
@@ -24,7 +24,7 @@ import (
 // finishes their output (patches, ConfigData file rules, automatic
 // localisation, the --explain report), which the plan carries: each step
 // its own patches, the plan what concerns the whole output. Set it as the
-// Renderer's Planner (pipeline.WithPlanner); it reads resources through
+// Renderer's Planner (argocdocm.WithPlanner); it reads resources through
 // each call's plan.Input. Without a
 // definition it plans like the pipeline without a planner, with the component's
 // config resources as the lowest value layer.

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 const testComponent = "example.com/test/app"
@@ -63,8 +63,8 @@ func TestDefinitionPrecedence(t *testing.T) {
 	repo := testCTF(t,
 		yamlRes("deploy", config.ResourceType, defWithMessage("from the component")),
 		yamlRes("deploy-alt", "yaml", defWithMessage("from the alternative")))
-	req := pipeline.Request{Repository: repo, Component: testComponent, Version: "1.0.0"}
-	check := func(req pipeline.Request, want string) {
+	req := argocdocm.Request{Repository: repo, Component: testComponent, Version: "1.0.0"}
+	check := func(req argocdocm.Request, want string) {
 		t.Helper()
 		if s := encode(t, render(t, req)); !strings.Contains(s, "value: "+want) {
 			t.Errorf("want message %q:\n%s", want, s)
@@ -78,7 +78,7 @@ func TestDefinitionPrecedence(t *testing.T) {
 
 	// Two shipped definitions: the plugin refuses to pick one.
 	repo2 := testCTF(t, yamlRes("a", config.ResourceType, defWithMessage("a")), yamlRes("b", config.ResourceType, defWithMessage("b")))
-	_, err := renderer(nil).Render(context.Background(), pipeline.Request{Repository: repo2, Component: testComponent, Version: "1.0.0"})
+	_, err := renderer(nil).Render(context.Background(), argocdocm.Request{Repository: repo2, Component: testComponent, Version: "1.0.0"})
 	if !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), "2 deployment definitions (a, b)") || !strings.Contains(err.Error(), "resource:NAME") {
 		t.Fatalf("got %v", err)
 	}
@@ -100,7 +100,7 @@ func TestValueLayering(t *testing.T) {
     - {resource: {name: image}, repository: image.repository, tag: image.tag}
 `
 	var report *explain.Report
-	req := pipeline.Request{Repository: repo, Component: testComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def),
+	req := argocdocm.Request{Repository: repo, Component: testComponent, Version: "1.0.0", DefinitionFile: writeFile(t, def),
 		Set: []string{"replicaCount=5"}}
 	res, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), req)
 	if err != nil {
@@ -151,7 +151,7 @@ func TestValueLayering(t *testing.T) {
 // with its result, and what localisation did.
 func TestExplainReport(t *testing.T) {
 	var report *explain.Report
-	req := pipeline.Request{
+	req := argocdocm.Request{
 		Application: "shop", Namespace: "shop", Repository: configCTF(t), Component: examples.Shop, Version: "1.0.0",
 		Parameters: map[string]string{"database": "{secretName: shop-db, key: password}", "tier": "premium"},
 		Values:     map[string]any{"ingress": map[string]any{"host": "override.example.com"}},
@@ -196,40 +196,40 @@ func TestPlanErrors(t *testing.T) {
 		yamlRes("not-values", config.TypeHelmValues, "- a list\n"))
 	for _, tc := range []struct {
 		name     string
-		req      pipeline.Request
+		req      argocdocm.Request
 		def      string
 		sentinel error
 		mentions []string
 	}{
-		{"parameters without a definition", pipeline.Request{Parameters: map[string]string{"replicas": "2"}}, "", errdef.ErrInvalidInput,
+		{"parameters without a definition", argocdocm.Request{Parameters: map[string]string{"replicas": "2"}}, "", errdef.ErrInvalidInput,
 			[]string{"instance parameters (replicas) need a deployment definition"}},
-		{"missing definition file", pipeline.Request{DefinitionFile: "/nonexistent/def.yaml"}, "", errdef.ErrInvalidInput,
+		{"missing definition file", argocdocm.Request{DefinitionFile: "/nonexistent/def.yaml"}, "", errdef.ErrInvalidInput,
 			[]string{`definition "/nonexistent/def.yaml"`}},
-		{"unknown render resource", pipeline.Request{}, header + "spec: {renders: [{resource: {name: chartz}}]}\n", errdef.ErrNotFound,
+		{"unknown render resource", argocdocm.Request{}, header + "spec: {renders: [{resource: {name: chartz}}]}\n", errdef.ErrNotFound,
 			[]string{"spec.renders[0].resource", "chartz"}},
-		{"render of an image", pipeline.Request{}, header + "spec: {renders: [{resource: {name: image}}]}\n", errdef.ErrUnsupportedMediaType,
+		{"render of an image", argocdocm.Request{}, header + "spec: {renders: [{resource: {name: image}}]}\n", errdef.ErrUnsupportedMediaType,
 			[]string{"spec.renders[0].resource", "ociImage"}},
-		{"request resource not in the definition", pipeline.Request{Resources: []string{"other"}}, header + "spec: {renders: [{resource: {name: chart}}]}\n", errdef.ErrNotFound,
+		{"request resource not in the definition", argocdocm.Request{Resources: []string{"other"}}, header + "spec: {renders: [{resource: {name: chart}}]}\n", errdef.ErrNotFound,
 			[]string{"resource other is not rendered by"}},
-		{"all renders off", pipeline.Request{}, header + "spec: {renders: [{resource: {name: chart}, when: '${app.name == \"x\"}'}]}\n", errdef.ErrInvalidInput,
+		{"all renders off", argocdocm.Request{}, header + "spec: {renders: [{resource: {name: chart}, when: '${app.name == \"x\"}'}]}\n", errdef.ErrInvalidInput,
 			[]string{"nothing to render"}},
-		{"when not boolean", pipeline.Request{}, header + "spec: {renders: [{resource: {name: chart}, when: '${app.name}'}]}\n", errdef.ErrInvalidInput,
+		{"when not boolean", argocdocm.Request{}, header + "spec: {renders: [{resource: {name: chart}, when: '${app.name}'}]}\n", errdef.ErrInvalidInput,
 			[]string{"spec.renders[0].when", "want true or false"}},
-		{"runtime CEL error", pipeline.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], values: {a: '${resources.image.labels.nope}'}}]}\n", errdef.ErrInvalidInput,
+		{"runtime CEL error", argocdocm.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], values: {a: '${resources.image.labels.nope}'}}]}\n", errdef.ErrInvalidInput,
 			[]string{"spec.renders[0].values.a", "${resources.image.labels.nope}", "no such key"}},
-		{"unknown resource in CEL", pipeline.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], values: {a: '${resources.imag.version}'}}]}\n", errdef.ErrInvalidInput,
+		{"unknown resource in CEL", argocdocm.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], values: {a: '${resources.imag.version}'}}]}\n", errdef.ErrInvalidInput,
 			[]string{"spec.renders[0].values.a", `unknown resource "imag"`}},
-		{"config schema", pipeline.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [{resource: {name: bad-configdata}}]}]}\n", errdef.ErrInvalidInput,
+		{"config schema", argocdocm.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [{resource: {name: bad-configdata}}]}]}\n", errdef.ErrInvalidInput,
 			[]string{"bad-configdata", "schema", "replicas"}},
-		{"config not a map", pipeline.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [{resource: {name: not-values}}]}]}\n", errdef.ErrInvalidInput,
+		{"config not a map", argocdocm.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [{resource: {name: not-values}}]}]}\n", errdef.ErrInvalidInput,
 			[]string{"not-values", "not a YAML map"}},
-		{"mapping of a non-image", pipeline.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], localization: [{resource: {name: chart}, image: a}]}]}\n", errdef.ErrInvalidInput,
+		{"mapping of a non-image", argocdocm.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], localization: [{resource: {name: chart}, image: a}]}]}\n", errdef.ErrInvalidInput,
 			[]string{"localization[0]", "not an image"}},
-		{"patch matches nothing", pipeline.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], patches: [{target: {kind: Deployment, name: nope}, path: spec.replicas, value: 1}]}]}\n", errdef.ErrNotFound,
+		{"patch matches nothing", argocdocm.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], patches: [{target: {kind: Deployment, name: nope}, path: spec.replicas, value: 1}]}]}\n", errdef.ErrNotFound,
 			[]string{"spec.renders[0].patches[0]", "no rendered object matches Deployment nope"}},
-		{"patch into a string", pipeline.Request{ReleaseName: "demo"}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], patches: [{target: {kind: Deployment}, path: metadata.name.x, value: 1}]}]}\n", errdef.ErrInvalidInput,
+		{"patch into a string", argocdocm.Request{ReleaseName: "demo"}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], patches: [{target: {kind: Deployment}, path: metadata.name.x, value: 1}]}]}\n", errdef.ErrInvalidInput,
 			[]string{"patches[0]", "Deployment demo-podinfo", "metadata.name is a string"}},
-		{"unknown digest", pipeline.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], localization: [{resource: {name: image}, digest: image.digest}]}]}\n", errdef.ErrInvalidInput,
+		{"unknown digest", argocdocm.Request{}, header + "spec: {renders: [{resource: {name: chart}, valuesFrom: [], localization: [{resource: {name: image}, digest: image.digest}]}]}\n", errdef.ErrInvalidInput,
 			[]string{"digest of image resource image", "not known"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -259,9 +259,9 @@ func TestPlanErrors(t *testing.T) {
 // the pipeline without a planner, and config resources of the component apply.
 func TestNoDefinitionBehavesLikeRequestPlanner(t *testing.T) {
 	repo := testCTF(t)
-	req := pipeline.Request{Repository: repo, Component: testComponent, Version: "1.0.0", ReleaseName: "demo", Namespace: "demo",
+	req := argocdocm.Request{Repository: repo, Component: testComponent, Version: "1.0.0", ReleaseName: "demo", Namespace: "demo",
 		Values: map[string]any{"replicaCount": 3}}
-	plain, err := (&pipeline.Renderer{}).Render(context.Background(), req)
+	plain, err := (&argocdocm.Renderer{}).Render(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestConfigDataUnsupportedSpiff(t *testing.T) {
 	if err := ocmbuild.WriteCTF(dir, c); err != nil {
 		t.Fatal(err)
 	}
-	_, err = renderer(nil).Render(context.Background(), pipeline.Request{Repository: dir, Component: testComponent, Version: "1.0.0", Path: "manifests"})
+	_, err = renderer(nil).Render(context.Background(), argocdocm.Request{Repository: dir, Component: testComponent, Version: "1.0.0", Path: "manifests"})
 	if !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), "(( replicas * 2 ))") || !strings.Contains(err.Error(), "configuration.rules[0]") {
 		t.Fatalf("got %v", err)
 	}

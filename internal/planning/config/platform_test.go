@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // A platform validates each package's parameters against the definition its
@@ -32,9 +32,9 @@ func TestPlatformValidatesPackageParameters(t *testing.T) {
 	if err := ocmbuild.WriteCTF(dir, parent, child, plain); err != nil {
 		t.Fatal(err)
 	}
-	req := func(values map[string]any) pipeline.Request {
-		return pipeline.Request{Repository: dir, Component: parent.Name, Version: "1.0.0", ReleaseName: "idp", Values: values,
-			Platform: pipeline.PlatformRequest{Source: pipeline.PlatformSource{RepoURL: "https://git.example.com/idp.git"}, Project: "team"}}
+	req := func(values map[string]any) argocdocm.Request {
+		return argocdocm.Request{Repository: dir, Component: parent.Name, Version: "1.0.0", ReleaseName: "idp", Values: values,
+			Platform: argocdocm.PlatformRequest{Source: argocdocm.PlatformSource{RepoURL: "https://git.example.com/idp.git"}, Project: "team"}}
 	}
 	pkgs := func(p map[string]any) map[string]any { return map[string]any{"packages": p} }
 

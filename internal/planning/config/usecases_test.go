@@ -6,18 +6,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/fixtures"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // Use case 1, simple helm: the OCM CLI's podinfo-app through the config
 // planner, without a definition, is exactly `helm template`.
 func TestUseCaseSimpleHelm(t *testing.T) {
-	got := render(t, pipeline.Request{
+	got := render(t, argocdocm.Request{
 		Repository: fixtures.Path(t, "ctf"), Component: "example.com/fixtures/podinfo-app", Version: "1.0.0",
 		ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0",
 	})
@@ -28,7 +28,7 @@ func TestUseCaseSimpleHelm(t *testing.T) {
 func TestUseCaseSimpleKustomize(t *testing.T) {
 	for _, res := range []string{"manifests", "manifests-gz"} {
 		t.Run(res, func(t *testing.T) {
-			got := render(t, pipeline.Request{
+			got := render(t, argocdocm.Request{
 				Repository: fixtures.Path(t, "ctf"), Component: "example.com/fixtures/kustomize-app", Version: "1.0.0",
 				Resources: []string{res},
 			})
@@ -43,7 +43,7 @@ func TestUseCaseSimpleKustomize(t *testing.T) {
 // values-relocated.yaml.
 func TestUseCaseHelmConfiguredValues(t *testing.T) {
 	want := manifeststest.ReadFile(t, fixtures.Path(t, "golden", "podinfo-mini-relocated.yaml"))
-	req := pipeline.Request{
+	req := argocdocm.Request{
 		Repository: configCTF(t), Component: examples.PodinfoConfigured, Version: "1.0.0",
 		ReleaseName: "demo", Namespace: "demo", KubeVersion: "1.31.0", Localize: true,
 	}
@@ -69,7 +69,7 @@ func TestUseCaseHelmConfiguredValues(t *testing.T) {
 // backend ConfigData (defaults, rules into files, localization rule), used
 // as is, with instance values on top.
 func TestUseCaseKustomizeConfiguredValues(t *testing.T) {
-	req := pipeline.Request{
+	req := argocdocm.Request{
 		Repository: configCTF(t), Component: examples.Backend, Version: "1.0.0",
 		Path: "manifests", Set: []string{"replicas=3", "message=Hello from the instance"},
 	}
@@ -92,7 +92,7 @@ func TestUseCaseKustomizeConfiguredValues(t *testing.T) {
 // instance parameters, a secret by reference, explicit and automatic
 // localisation into a relocated registry.
 func TestUseCaseShop(t *testing.T) {
-	req := pipeline.Request{
+	req := argocdocm.Request{
 		Application: "shop", Namespace: "shop",
 		Repository: configCTF(t), Component: examples.Shop, Version: "1.0.0", KubeVersion: "1.31.0",
 		Parameters: map[string]string{

@@ -1,4 +1,4 @@
-// Package plan is the contract between the pipeline (plugin/pipeline) and
+// Package plan is the contract between the pipeline (argocdocm) and
 // the planner that decides what a component version renders into (the
 // deployment definitions' planner, internal/planning/config, and the RGD planner,
 // internal/planning/config/rgd): the Input a planner plans from, a Plan of Steps,
@@ -9,6 +9,6 @@
 // renderer.
 //
 // It is internal because only this module's packages plan: a program that
-// embeds the plugin renders through pipeline.Engine, whose default planner
+// embeds the plugin renders through argocdocm.Engine, whose default planner
 // is the request's own (its selected resources, values, release and path).
 package plan

@@ -3,7 +3,7 @@ package plan
 import (
 	"fmt"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // Input is what a planner plans one render from: the request's inputs, as
@@ -14,7 +14,7 @@ type Input struct {
 	Application string // Argo CD Application, for messages
 	Repository  string // as the request gave it
 	// RepositoryLocation is the repository as it is opened when it is not
-	// confined (pipeline.Request.RepositoryLocation).
+	// confined (argocdocm.Request.RepositoryLocation).
 	RepositoryLocation string
 	Component, Version string
 	// Resources are the request's resource selectors ("name" or

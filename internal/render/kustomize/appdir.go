@@ -7,8 +7,8 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/confine"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // Bounds of what a build reads from the Application's directory (a git

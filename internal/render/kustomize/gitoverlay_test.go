@@ -11,9 +11,9 @@ import (
 
 	"sigs.k8s.io/kustomize/api/types"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/confine"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // appRoot copies testdata/kustomize/<from> into a temporary Application

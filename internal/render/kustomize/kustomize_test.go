@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/fixtures"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files (testdata/kustomize/*/golden.yaml)")

@@ -8,8 +8,8 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/parallel"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // Objects of a stream are encoded in parallel, in up to GOMAXPROCS

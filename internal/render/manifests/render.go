@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // Render decodes every .yaml, .yml and .json file (extension case-insensitive)

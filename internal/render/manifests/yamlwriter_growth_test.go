@@ -9,7 +9,7 @@ import (
 
 	yamlv2 "go.yaml.in/yaml/v2"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // writeYAML's memory grows as yaml.v2's Marshal's does, or linearly with

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 func readVouched(t *testing.T, c *Cache, v Vouch, size int64, fetch FetchFunc) []byte {

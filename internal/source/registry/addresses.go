@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // EnvAllowAddresses lists what an Application may make the sidecar connect

@@ -16,7 +16,7 @@ import (
 
 	"oras.land/oras-go/v2/registry/remote/auth"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // Credential is what authenticates the plugin to one registry. It is oras-go's

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // TestCredentialFolding: ARGOCD_OCM_REGISTRY_<NAME>_* variables name hosts

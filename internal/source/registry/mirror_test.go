@@ -15,15 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/compose/policyregistry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry/policyopts"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
 )
 
 const mirrorComp = "example.com/fleet/app"
@@ -489,7 +489,7 @@ rules:
 	none := func(string) (string, bool) { return "", false }
 	t.Run("allowed", func(t *testing.T) {
 		up.Reset()
-		mustGenerate(t, sidecar(t, up, t.TempDir(), nil, append(policyopts.For(pol.Rule("team-a"), none), registry.WithEnv(none))...), d)
+		mustGenerate(t, sidecar(t, up, t.TempDir(), nil, append(policyregistry.For(pol.Rule("team-a"), none), registry.WithEnv(none))...), d)
 		if total, _ := blobGETs(mirror); total == 0 || !mLog.has("mirror-user") {
 			t.Errorf("the policy's mirror was not used with its credential (%d blob GETs, users %v)", total, mLog.users)
 		}
@@ -497,7 +497,7 @@ rules:
 	t.Run("environment mirrors under a policy", func(t *testing.T) {
 		// They would be ignored: refused, as ARGOCD_OCM_PLAIN_HTTP is with
 		// a policy, before any connection.
-		_, err := generate(context.Background(), sidecar(t, up, t.TempDir(), nil, append(policyopts.For(pol.Rule("team-a"), lookup), registry.WithEnv(lookup))...), "1.0.0")
+		_, err := generate(context.Background(), sidecar(t, up, t.TempDir(), nil, append(policyregistry.For(pol.Rule("team-a"), lookup), registry.WithEnv(lookup))...), "1.0.0")
 		if !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), registry.EnvPrefix+registry.EnvName(up.Host)+registry.EnvMirrorsSuffix) || !strings.Contains(err.Error(), "policy") {
 			t.Errorf("environment mirrors under a policy: %v", err)
 		}
@@ -512,7 +512,7 @@ rules:
 		// the first generation's downloads (oci.Client.vouch): neither the
 		// upstream nor the mirror sees a request.
 		dir := t.TempDir()
-		opts := append(policyopts.For(pol.Rule("team-a"), none), registry.WithEnv(none))
+		opts := append(policyregistry.For(pol.Rule("team-a"), none), registry.WithEnv(none))
 		mustGenerate(t, sidecar(t, up, dir, nil, opts...), d)
 		up.Reset()
 		mirror.Reset()
@@ -539,7 +539,7 @@ rules:
 	})
 	t.Run("refused upstream", func(t *testing.T) {
 		mirror.Reset()
-		_, err := generate(context.Background(), sidecar(t, up, t.TempDir(), nil, policyopts.For(pol.Rule("team-b"), lookup)...), "1.0.0")
+		_, err := generate(context.Background(), sidecar(t, up, t.TempDir(), nil, policyregistry.For(pol.Rule("team-b"), lookup)...), "1.0.0")
 		if !errors.Is(err, errdef.ErrForbidden) {
 			t.Fatalf("want the policy's refusal, got %v", err)
 		}

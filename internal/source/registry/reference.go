@@ -10,7 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	orasregistry "oras.land/oras-go/v2/registry"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // Reference is a parsed OCI artifact reference.

@@ -14,7 +14,7 @@ import (
 
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 const dg = "sha256:8cc80185ab75ed0521e3e8f67c77c9a31132e90e7e0ff19c4360db6641eacafa"

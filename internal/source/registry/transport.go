@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // guard refuses plain-HTTP requests to hosts that are not allowed. It sits

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // Components of the configuration and localisation examples. Their images

@@ -2,7 +2,7 @@ package examples
 
 import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // The ordering and hooks example (docs/examples/hooks.yaml): the catalog chart

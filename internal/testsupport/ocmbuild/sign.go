@@ -8,8 +8,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/signing"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
 )
 
 // Sign signs the component's descriptor as `ocm sign` does

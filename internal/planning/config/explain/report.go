@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/localize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // Value layers, lowest first. Maps merge deeply; lists and scalars replace.
@@ -114,7 +114,7 @@ type PatchReport struct {
 	Secret  bool // the value went into a Secret; Value is not shown
 }
 
-// AddNote adds a line to the report's notes (pipeline.Explanation).
+// AddNote adds a line to the report's notes (argocdocm.Explanation).
 func (r *Report) AddNote(note string) { r.Notes = append(r.Notes, note) }
 
 // AddOrdering records the sync order of the output, with the defaults the

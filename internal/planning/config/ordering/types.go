@@ -2,7 +2,7 @@ package ordering
 
 import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/hooks"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // Hook is an Argo CD resource hook.

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/transfer"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 // ocmExamples is testdata/ocm-examples: OCM's own kro examples packed by the
@@ -33,13 +33,13 @@ var ocmExampleComponents = []struct{ dir, component string }{
 
 // exampleRequest is the request every golden corresponds to: Application
 // demo, destination namespace default, no parameters.
-func exampleRequest(t *testing.T, dir, component, definition string) pipeline.Request {
+func exampleRequest(t *testing.T, dir, component, definition string) argocdocm.Request {
 	t.Helper()
 	repo, err := filepath.Abs(filepath.Join(ocmExamples, dir, "ctf"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pipeline.Request{Repository: repo, Component: component, Version: "1.0.0", Application: "demo", ReleaseName: "demo",
+	return argocdocm.Request{Repository: repo, Component: component, Version: "1.0.0", Application: "demo", ReleaseName: "demo",
 		Namespace: "default", DefinitionFile: definition}
 }
 
@@ -139,7 +139,7 @@ func TestOCMExamplesConvert(t *testing.T) {
 		for _, b := range []struct{ block, def string }{{"argocd", "rgd:"}, {"flux", "rgd:@flux"}} {
 			t.Run(ex.dir+"/"+b.block, func(t *testing.T) {
 				req := exampleRequest(t, ex.dir, ex.component, b.def)
-				r := &pipeline.Renderer{}
+				r := &argocdocm.Renderer{}
 				found, err := r.Resolve(context.Background(), req)
 				if err != nil {
 					t.Fatal(err)
@@ -266,7 +266,7 @@ func TestOCIArtifactTree(t *testing.T) {
 	const dir, comp = "kustomize-configuration-localization", examplePrefix + "kustomize-configuration-localization"
 	req := exampleRequest(t, dir, comp, "")
 	req.Resources = []string{"kustomize-resource"}
-	res, err := (&pipeline.Renderer{}).Render(context.Background(), req)
+	res, err := (&argocdocm.Renderer{}).Render(context.Background(), req)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
@@ -282,12 +282,12 @@ func TestOCIArtifactTree(t *testing.T) {
 	c := &ocmbuild.Component{Name: "example.com/kro/img", Version: "1.0.0", Provider: "example.com"}
 	c.Resources = append(c.Resources, ocmbuild.Resource{Name: "img", Type: "ociArtifact", Version: "1.0.0", MediaType: "application/octet-stream", Data: []byte("not a tree")})
 	repo := writeCTF(t, c)
-	_, err = (&pipeline.Renderer{}).Render(context.Background(), pipeline.Request{Repository: repo, Component: c.Name, Version: c.Version, Resources: []string{"img"}})
+	_, err = (&argocdocm.Renderer{}).Render(context.Background(), argocdocm.Request{Repository: repo, Component: c.Name, Version: c.Version, Resources: []string{"img"}})
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "ociArtifact resource img") {
 		t.Errorf("want a one-line refusal of the ociArtifact, got %v", err)
 	}
 	// Not chosen as the only renderable resource.
-	_, err = (&pipeline.Renderer{}).Render(context.Background(), pipeline.Request{Repository: repo, Component: c.Name, Version: c.Version})
+	_, err = (&argocdocm.Renderer{}).Render(context.Background(), argocdocm.Request{Repository: repo, Component: c.Name, Version: c.Version})
 	if err == nil || !strings.Contains(err.Error(), "no renderable resource") {
 		t.Errorf("an ociArtifact must not be chosen unnamed, got %v", err)
 	}
@@ -310,13 +310,13 @@ func TestOCMExampleFromRegistry(t *testing.T) {
 			if _, err := tr.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			e := pipeline.NewEngine(pipeline.WithBlobCacheDir(""), pipeline.WithPlainHTTP(reg.Host), pipeline.WithoutDockerConfig())
-			r, err := e.Renderer(pipeline.Generation{})
+			e := argocdocm.NewEngine(argocdocm.WithBlobCacheDir(""), argocdocm.WithPlainHTTP(reg.Host), argocdocm.WithoutDockerConfig())
+			r, err := e.Renderer(argocdocm.Generation{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var rep *explain.Report
-			r.Explain = func(x pipeline.Explanation) { rep, _ = x.(*explain.Report) }
+			r.Explain = func(x argocdocm.Explanation) { rep, _ = x.(*explain.Report) }
 			req := local
 			req.Repository = to
 			res, err := r.Render(context.Background(), req)

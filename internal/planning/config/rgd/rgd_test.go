@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
@@ -18,8 +20,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/pipeline"
 )
 
 const srcRoot = "../../../../testdata/src"
@@ -45,9 +45,9 @@ func writeCTF(t testing.TB, comps ...*ocmbuild.Component) string {
 }
 
 // renderRGD renders through the pipeline with the RGD planner, as the CLI does.
-func renderRGD(req pipeline.Request) ([]manifests.Object, *explain.Report, error) {
+func renderRGD(req argocdocm.Request) ([]manifests.Object, *explain.Report, error) {
 	var rep *explain.Report
-	r := &pipeline.Renderer{Explain: func(x pipeline.Explanation) { rep, _ = x.(*explain.Report) }}
+	r := &argocdocm.Renderer{Explain: func(x argocdocm.Explanation) { rep, _ = x.(*explain.Report) }}
 	res, err := r.Render(context.Background(), req)
 	if err != nil {
 		return nil, nil, err
@@ -57,16 +57,16 @@ func renderRGD(req pipeline.Request) ([]manifests.Object, *explain.Report, error
 
 // renderPlain renders a resource with values without any planner: the
 // golden the RGD's interpretation must equal.
-func renderPlain(t *testing.T, req pipeline.Request) []manifests.Object {
+func renderPlain(t *testing.T, req argocdocm.Request) []manifests.Object {
 	t.Helper()
-	res, err := (&pipeline.Renderer{}).Render(context.Background(), req)
+	res, err := (&argocdocm.Renderer{}).Render(context.Background(), req)
 	if err != nil {
 		t.Fatalf("plain render: %v", err)
 	}
 	return res.Objects
 }
 
-func mustRender(t *testing.T, req pipeline.Request) ([]manifests.Object, *explain.Report) {
+func mustRender(t *testing.T, req argocdocm.Request) ([]manifests.Object, *explain.Report) {
 	t.Helper()
 	objs, rep, err := renderRGD(req)
 	if err != nil {
@@ -101,9 +101,9 @@ func contains(t *testing.T, what, s string, wants ...string) {
 // the OCM Resource node's computed status, the instance's message.
 func TestArgoCDHelmBlock(t *testing.T) {
 	repo := kroCTF(t)
-	objs, rep := mustRender(t, pipeline.Request{Repository: repo, Component: examples.KroHelm, Version: "1.0.0",
+	objs, rep := mustRender(t, argocdocm.Request{Repository: repo, Component: examples.KroHelm, Version: "1.0.0",
 		Application: "shop", Namespace: "apps", Parameters: map[string]string{"podinfo.message": "hi from argo", "podinfo.replicas": "3"}})
-	want := renderPlain(t, pipeline.Request{Repository: repo, Component: examples.KroHelm, Version: "1.0.0", Resources: []string{"helm-resource"},
+	want := renderPlain(t, argocdocm.Request{Repository: repo, Component: examples.KroHelm, Version: "1.0.0", Resources: []string{"helm-resource"},
 		ReleaseName: "helm-configuration-localization", Namespace: "default-argocd",
 		Values: map[string]any{"replicaCount": 3, "image": map[string]any{"repository": "ghcr.io/stefanprodan/podinfo", "tag": "6.9.1"},
 			"ui": map[string]any{"message": "hi from argo", "color": "#ff0000"}}})
@@ -118,9 +118,9 @@ func TestArgoCDHelmBlock(t *testing.T) {
 // namespace (the HelmRelease's), its values.
 func TestFluxHelmBlock(t *testing.T) {
 	repo := kroCTF(t)
-	objs, rep := mustRender(t, pipeline.Request{Repository: repo, Component: examples.KroHelm, Version: "1.0.0",
+	objs, rep := mustRender(t, argocdocm.Request{Repository: repo, Component: examples.KroHelm, Version: "1.0.0",
 		DefinitionFile: "rgd:@flux", Namespace: "apps"})
-	want := renderPlain(t, pipeline.Request{Repository: repo, Component: examples.KroHelm, Version: "1.0.0", Resources: []string{"helm-resource"},
+	want := renderPlain(t, argocdocm.Request{Repository: repo, Component: examples.KroHelm, Version: "1.0.0", Resources: []string{"helm-resource"},
 		ReleaseName: "podinfo-flux", Namespace: "apps",
 		Values: map[string]any{"replicaCount": 1, "image": map[string]any{"repository": "ghcr.io/stefanprodan/podinfo", "tag": "6.9.1"},
 			"ui": map[string]any{"message": "hello world"}}})
@@ -138,7 +138,7 @@ func TestParameterValidation(t *testing.T) {
 		{map[string]string{"podinfo.replicas": "two"}, "parameter podinfo.replicas: want an integer"},
 		{map[string]string{"podinfo.mesage": "x"}, "parameter podinfo.mesage: not declared (declared: podinfo.message, podinfo.releaseName, podinfo.replicas, prefix)"},
 	} {
-		_, _, err := renderRGD(pipeline.Request{Repository: repo, Component: examples.KroHelm, Version: "1.0.0", Parameters: tc.params})
+		_, _, err := renderRGD(argocdocm.Request{Repository: repo, Component: examples.KroHelm, Version: "1.0.0", Parameters: tc.params})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: got %v, want %q", tc.params, err, tc.want)
 		}
@@ -167,12 +167,12 @@ func podinfoDeployment(name, namespace, message string) manifests.Object {
 // targetNamespace. The HPA is deleted by both.
 func TestKustomizeBlocks(t *testing.T) {
 	repo := kroCTF(t)
-	objs, rep := mustRender(t, pipeline.Request{Repository: repo, Component: examples.KroKustomize, Version: "1.0.0",
+	objs, rep := mustRender(t, argocdocm.Request{Repository: repo, Component: examples.KroKustomize, Version: "1.0.0",
 		Parameters: map[string]string{"podinfo.message": "hi kustomize"}})
 	manifeststest.Equal(t, objs, []manifests.Object{podinfoDeployment("argo-podinfo", "", "hi kustomize")})
 	contains(t, "explain", explainText(t, rep), "argocdApplication (Argo CD Application)", "namePrefix: argo-")
 
-	objs, _ = mustRender(t, pipeline.Request{Repository: repo, Component: examples.KroKustomize, Version: "1.0.0", DefinitionFile: "rgd:kro-rgd@flux"})
+	objs, _ = mustRender(t, argocdocm.Request{Repository: repo, Component: examples.KroKustomize, Version: "1.0.0", DefinitionFile: "rgd:kro-rgd@flux"})
 	manifeststest.Equal(t, objs, []manifests.Object{podinfoDeployment("podinfo", "flux-ns", "hello world")})
 }
 
@@ -180,8 +180,8 @@ func TestKustomizeBlocks(t *testing.T) {
 // (referencePath), rendered from that component.
 func TestReferencePath(t *testing.T) {
 	repo := kroCTF(t)
-	objs, rep := mustRender(t, pipeline.Request{Repository: repo, Component: examples.KroNested, Version: "1.0.0", DefinitionFile: "rgd:", Parameters: map[string]string{"prefix": "nest"}})
-	want := renderPlain(t, pipeline.Request{Repository: repo, Component: examples.KroNestedChart, Version: "1.0.0", ReleaseName: "nest", Namespace: "nested"})
+	objs, rep := mustRender(t, argocdocm.Request{Repository: repo, Component: examples.KroNested, Version: "1.0.0", DefinitionFile: "rgd:", Parameters: map[string]string{"prefix": "nest"}})
+	want := renderPlain(t, argocdocm.Request{Repository: repo, Component: examples.KroNestedChart, Version: "1.0.0", ReleaseName: "nest", Namespace: "nested"})
 	manifeststest.Equal(t, objs, want)
 	contains(t, "explain", explainText(t, rep), "referencePath nested-chart", examples.KroNestedChart+":1.0.0", `"oci":{`)
 }
@@ -192,7 +192,7 @@ func TestReferencePath(t *testing.T) {
 // waves by their order.
 func TestChainedRGDs(t *testing.T) {
 	repo := kroCTF(t)
-	objs, rep := mustRender(t, pipeline.Request{Repository: repo, Component: examples.KroChained, Version: "1.0.0",
+	objs, rep := mustRender(t, argocdocm.Request{Repository: repo, Component: examples.KroChained, Version: "1.0.0",
 		Application: "sys", Namespace: "prod", Parameters: map[string]string{"replicas": "3"}})
 	image := "ghcr.io/stefanprodan/podinfo@sha256:262578cde928d5c9eba3bce079976444f624c13ed0afb741d90d5423877496cb"
 	wave := func(w string) map[string]any {
@@ -215,7 +215,7 @@ func TestChainedRGDs(t *testing.T) {
 
 	// The app RGD alone, chosen by name: image (optional in its schema, as
 	// in kro) is read but not set.
-	_, _, err := renderRGD(pipeline.Request{Repository: repo, Component: examples.KroChained, Version: "1.0.0", DefinitionFile: "rgd:app-rgd"})
+	_, _, err := renderRGD(argocdocm.Request{Repository: repo, Component: examples.KroChained, Version: "1.0.0", DefinitionFile: "rgd:app-rgd"})
 	if err == nil || !strings.Contains(err.Error(), "node deployment") || !strings.Contains(err.Error(), "no such key: image") {
 		t.Errorf("app RGD without image: %v", err)
 	}
@@ -262,7 +262,7 @@ const chartNode = `    - id: chart
 func renderDoc(t *testing.T, params map[string]string, docs ...string) ([]manifests.Object, error) {
 	t.Helper()
 	repo := writeCTF(t, rgdComponent(t, docs...))
-	objs, _, err := renderRGD(pipeline.Request{Repository: repo, Component: "example.com/kro/test", Version: "1.0.0", Application: "app", Namespace: "ns", Parameters: params})
+	objs, _, err := renderRGD(argocdocm.Request{Repository: repo, Component: "example.com/kro/test", Version: "1.0.0", Application: "app", Namespace: "ns", Parameters: params})
 	return objs, err
 }
 
@@ -330,24 +330,24 @@ func TestSelection(t *testing.T) {
 	}
 	c := rgdComponent(t, a, b)
 	repo := writeCTF(t, c)
-	objs, _, err := renderRGD(pipeline.Request{Repository: repo, Component: c.Name, Version: c.Version, Application: "app", DefinitionFile: "rgd:rgdb"})
+	objs, _, err := renderRGD(argocdocm.Request{Repository: repo, Component: c.Name, Version: c.Version, Application: "app", DefinitionFile: "rgd:rgdb"})
 	if err != nil || len(objs) != 1 || objs[0]["data"].(map[string]any)["k"] != "beta" {
 		t.Fatalf("rgd:rgdb: %v %v", objs, err)
 	}
 	// resource:NAME naming an RGD resource picks it too.
-	if objs, _, err = renderRGD(pipeline.Request{Repository: repo, Component: c.Name, Version: c.Version, Application: "app", DefinitionFile: "resource:rgda"}); err != nil || objs[0]["data"].(map[string]any)["k"] != "alpha" {
+	if objs, _, err = renderRGD(argocdocm.Request{Repository: repo, Component: c.Name, Version: c.Version, Application: "app", DefinitionFile: "resource:rgda"}); err != nil || objs[0]["data"].(map[string]any)["k"] != "alpha" {
 		t.Fatalf("resource:rgda: %v %v", objs, err)
 	}
 	// A shipped ComponentDeployment wins.
 	c.Resources = append(c.Resources, ocmbuild.Resource{Name: "deploy", Type: config.ResourceType, Version: "1.0.0", MediaType: ocmbuild.MediaTypeYAML,
 		Data: []byte("apiVersion: deploy.argocd-ocm-plugin.io/v1alpha1\nkind: ComponentDeployment\nmetadata: {name: d}\nspec:\n  renders:\n  - resource: {name: kustomize-resource}\n")})
 	repo = writeCTF(t, c)
-	objs, rep, err := renderRGD(pipeline.Request{Repository: repo, Component: c.Name, Version: c.Version, Application: "app"})
+	objs, rep, err := renderRGD(argocdocm.Request{Repository: repo, Component: c.Name, Version: c.Version, Application: "app"})
 	if err != nil || len(objs) != 2 || !strings.Contains(rep.Definition, "ComponentDeployment") {
 		t.Fatalf("ComponentDeployment: %d objects, %v", len(objs), err)
 	}
 	// Parameters of an RGD are refused when the definition wins (it declares none).
-	if _, _, err := renderRGD(pipeline.Request{Repository: repo, Component: c.Name, Version: c.Version, Parameters: map[string]string{"v": "x"}}); err == nil {
+	if _, _, err := renderRGD(argocdocm.Request{Repository: repo, Component: c.Name, Version: c.Version, Parameters: map[string]string{"v": "x"}}); err == nil {
 		t.Error("RGD parameters accepted by the ComponentDeployment")
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"oras.land/oras-go/v2/content/memory"
 	orasdef "oras.land/oras-go/v2/errdef"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ctf"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // The storage adapters are oras Targets.

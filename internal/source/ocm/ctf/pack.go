@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // fixedTime is the modification time of every entry, as the OCM CLI writes

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // store is a flat file namespace: a directory or an indexed tar file.

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // derivedKind names the unpacked tars of tgz archives in the blob cache.

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // A CTF is written in directory form only (Writer); the tar and tgz forms

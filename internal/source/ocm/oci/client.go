@@ -15,11 +15,11 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry/remote"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
 )
 
 // Client reads OCI content for the plugin: component versions (through
@@ -28,7 +28,7 @@ import (
 // resolutions. It is safe for concurrent use. One serves one generation: its
 // registry client carries that generation's sidecar rule, and it remembers a
 // tag's resolution for its whole life; what may outlive a generation is
-// passed in (WithRecentTags, registry.WithShared). pipeline.Engine decides
+// passed in (WithRecentTags, registry.WithShared). argocdocm.Engine decides
 // these lifetimes.
 type Client struct {
 	reg     *registry.Client

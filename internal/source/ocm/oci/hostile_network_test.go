@@ -25,14 +25,14 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/compose/policyregistry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry/policyopts"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
 )
 
 // authSeen records every Authorization header a server receives.
@@ -395,7 +395,7 @@ func TestPolicyRefusesBeforeAnyConnection(t *testing.T) {
 	var first string
 	for _, target := range []string{banner, tlsAddr, closed, reg.Host} {
 		for _, scheme := range []string{"http://", "https://", ""} {
-			r, err := oci.New(scheme+target+"/x", baseOpts("", policyopts.For(rule, noEnv)...)...)
+			r, err := oci.New(scheme+target+"/x", baseOpts("", policyregistry.For(rule, noEnv)...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -411,7 +411,7 @@ func TestPolicyRefusesBeforeAnyConnection(t *testing.T) {
 			}
 		}
 	}
-	c, err := oci.NewClient(baseOpts("", policyopts.For(rule, noEnv)...)...)
+	c, err := oci.NewClient(baseOpts("", policyregistry.For(rule, noEnv)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func TestSharedCachesDoNotCrossCredentials(t *testing.T) {
 	cacheDir := t.TempDir()
 	tags := oci.NewTagResolutions(time.Minute)
 	client := func(project string) *oci.Client {
-		opts := append(baseOpts(cacheDir, policyopts.For(p.Rule(project), envA)...), oci.WithRecentTags(tags))
+		opts := append(baseOpts(cacheDir, policyregistry.For(p.Rule(project), envA)...), oci.WithRecentTags(tags))
 		c, err := oci.NewClient(opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -491,7 +491,7 @@ func TestPolicyChecksChartURLsOfAnIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := oci.NewClient(baseOpts("", policyopts.For(p.Rule("x"), noEnv)...)...)
+	c, err := oci.NewClient(baseOpts("", policyregistry.For(p.Rule("x"), noEnv)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +606,7 @@ func TestSharedCacheLayersNeedTheirRepository(t *testing.T) {
 	envA := envCreds(map[string][2]string{"A": {"ocm", secret}})
 	cacheDir := t.TempDir()
 	client := func(project string) *oci.Client {
-		c, err := oci.NewClient(baseOpts(cacheDir, policyopts.For(p.Rule(project), envA)...)...)
+		c, err := oci.NewClient(baseOpts(cacheDir, policyregistry.For(p.Rule(project), envA)...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -670,7 +670,7 @@ rules:
 	}
 	cacheDir := t.TempDir()
 	read := func(project, repo string) ([]byte, error) {
-		c, err := oci.NewClient(baseOpts(cacheDir, policyopts.For(p.Rule(project), noEnv)...)...)
+		c, err := oci.NewClient(baseOpts(cacheDir, policyregistry.For(p.Rule(project), noEnv)...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

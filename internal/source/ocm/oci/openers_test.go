@@ -3,7 +3,7 @@ package oci
 import (
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/accessmethod"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/accessmethod"
 )
 
 // Every access type whose content the plugin reads is opened here, so

@@ -17,12 +17,12 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/compose/policyregistry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry/policyopts"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
 )
 
 // pushChartArtifact pushes chart as an OCI Helm chart at repo:1.0.0 and
@@ -92,7 +92,7 @@ func TestSharedCacheLyingRegistry(t *testing.T) {
 	env := envCreds(map[string][2]string{"A": {"ocm", secret}})
 	cacheDir := t.TempDir()
 	client := func(project string) *oci.Client {
-		c, err := oci.NewClient(baseOpts(cacheDir, policyopts.For(p.Rule(project), env)...)...)
+		c, err := oci.NewClient(baseOpts(cacheDir, policyregistry.For(p.Rule(project), env)...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ rules:
 		t.Helper()
 		// baseOpts opens the cache directory anew: each generation is a
 		// process of its own.
-		c, err := oci.NewClient(baseOpts(cacheDir, policyopts.For(p.Rule(project), env)...)...)
+		c, err := oci.NewClient(baseOpts(cacheDir, policyregistry.For(p.Rule(project), env)...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +253,7 @@ func TestSharedCacheHelmChartsProofOfPossession(t *testing.T) {
 	cacheDir := t.TempDir()
 	read := func(s *httptest.Server) ([]byte, error) {
 		project := strings.TrimPrefix(s.URL, "http://")
-		c, err := oci.NewClient(baseOpts(cacheDir, policyopts.For(p.Rule(project), noEnv)...)...)
+		c, err := oci.NewClient(baseOpts(cacheDir, policyregistry.For(p.Rule(project), noEnv)...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +305,7 @@ func TestRequestCountsUnderAPolicy(t *testing.T) {
 			count := func(name, version string, want int) {
 				t.Helper()
 				reg.Reset()
-				r, err := oci.New("http://"+reg.Host+"/ocm", baseOpts(cacheDir, policyopts.For(p.Rule("x"), noEnv)...)...)
+				r, err := oci.New("http://"+reg.Host+"/ocm", baseOpts(cacheDir, policyregistry.For(p.Rule("x"), noEnv)...)...)
 				if err != nil {
 					t.Fatal(err)
 				}

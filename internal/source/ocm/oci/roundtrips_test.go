@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/compose/policyregistry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry/policyopts"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/fixtures"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/policy"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
 )
 
 // spanLog records when each request of a registry arrived and ended; every
@@ -170,7 +170,7 @@ func TestIndexChartReadAheadCached(t *testing.T) {
 		cacheDir := t.TempDir()
 		opts := func() []oci.Option {
 			if gated {
-				return baseOpts(cacheDir, policyopts.For(p.Rule("x"), noEnv)...)
+				return baseOpts(cacheDir, policyregistry.For(p.Rule("x"), noEnv)...)
 			}
 			return baseOpts(cacheDir)
 		}

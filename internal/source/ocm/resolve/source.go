@@ -4,16 +4,16 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // Source opens repositories of every kind (OCI registries, CTFs, component
 // archives) through one registry client, and reads remote accesses
 // (transferred charts, helm repositories) with it. One per generation, built
-// by pipeline.Engine.Renderer (see Engine for what outlives a generation).
+// by argocdocm.Engine.Renderer (see Engine for what outlives a generation).
 type Source struct {
 	Client *oci.Client
 	// MaxBlobSize bounds remote content read for rendering (default access.DefaultMaxBlobSize).

@@ -1,6 +1,0 @@
-//go:build !race
-
-package pipeline_test
-
-// raceOn: the race detector is on (see race_on_test.go).
-const raceOn = false

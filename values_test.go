@@ -1,0 +1,79 @@
+package argocdocm_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+)
+
+// The --set family layers in Helm's order (pkg/cli/values.Options.MergeValues):
+// files, --set-json, --set, --set-string, --set-file; each later one wins.
+func TestHelmValuesSetFamilyOrder(t *testing.T) {
+	dir := t.TempDir()
+	vf := filepath.Join(dir, "values.yaml")
+	note := filepath.Join(dir, "note.txt")
+	if err := os.WriteFile(vf, []byte("a: file\nb: file\nc: file\nd: file\ne: file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(note, []byte("line 1\nline 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := argocdocm.Request{
+		ValueFiles: []string{vf},
+		SetJSON:    []string{`b={"x":[1,2]}`, `c=1`, `d=1`, `e=1`, `j=[true,null]`},
+		Set:        []string{"c=2", "d=2", "e=2"},
+		SetString:  []string{"d=3", "e=3", "s=5"},
+		SetFile:    []string{"e=" + note},
+	}
+	got, err := argocdocm.HelmValues(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"a": "file",
+		"b": map[string]any{"x": []any{float64(1), float64(2)}},
+		"c": int64(2),
+		"d": "3",
+		"e": "line 1\nline 2\n",
+		"j": []any{true, nil},
+		"s": "5",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %#v\nwant %#v", got, want)
+	}
+}
+
+func TestHelmValuesSetFamilyMistakes(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		req     argocdocm.Request
+		mention string
+	}{
+		{"json", argocdocm.Request{SetJSON: []string{"a={x"}}, `--set-json "a={x"`},
+		{"string", argocdocm.Request{SetString: []string{"a[=b"}}, `--set-string "a[=b"`},
+		{"missing file", argocdocm.Request{SetFile: []string{"a=" + filepath.Join(dir, "none.txt")}}, `none.txt": invalid input: no such file`},
+		{"directory", argocdocm.Request{SetFile: []string{"a=" + dir}}, "not a regular file"},
+		{"long", argocdocm.Request{SetString: []string{strings.Repeat("x", 5000) + "[=b"}}, "(5003 bytes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := argocdocm.HelmValues(tc.req)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(msg, tc.mention) || strings.Contains(msg, "\n") {
+				t.Fatalf("error %q: want invalid input, one line, mentioning %q", msg, tc.mention)
+			}
+			if strings.Count(msg, "none.txt") > 1 || len(msg) > 1000 {
+				t.Fatalf("error %q repeats the path or is not capped", msg)
+			}
+		})
+	}
+}
