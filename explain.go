@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 

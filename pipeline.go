@@ -17,8 +17,8 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
@@ -211,7 +211,7 @@ type Renderer struct {
 
 	// planner decides what each request renders, from the request's
 	// plan.Input; nil: the planner of deployment definitions, RGDs and
-	// instance parameters (packages config and config/rgd), built per
+	// instance parameters (packages config and rgd), built per
 	// render from Log, Signatures and Explain. Tests replace it
 	// (export_test.go).
 	planner plan.Planner

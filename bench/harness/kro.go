@@ -17,8 +17,8 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	ocmconfig "github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"

@@ -8,7 +8,7 @@ import (
 
 // InstanceDefinition is a definition that only declares instance parameters,
 // for deployment formats of their own (kro ResourceGraphDefinitions, package
-// config/rgd) that reuse the parameters' typing, defaults, validation and
+// internal/planning/rgd) that reuse the parameters' typing, defaults, validation and
 // announcement. Names may be dotted paths of an instance spec
 // ("podinfo.message"): they are never CEL names here. Each parameter is
 // validated as in a definition.

@@ -679,7 +679,7 @@ func (rs *resolver) config(ctx context.Context, res *ocm.Resource) (*configResou
 	if c, ok := rs.configs[key]; ok {
 		return c, nil
 	}
-	data, err := rs.p.readResource(ctx, rs.req.Reader, rs.cv, res)
+	data, err := rs.p.readResource(ctx, rs.req.ResourceReader(), rs.cv, res)
 	if err != nil {
 		return nil, fmt.Errorf("config resource %s: %w", res.Identity(), err)
 	}

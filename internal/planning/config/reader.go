@@ -13,7 +13,7 @@ import (
 // readResource reads a small document resource (definition, config)
 // through the renderer's verified access (plan.Input.Reader): the planner
 // never fetches on its own.
-func (p *Planner) readResource(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion, res *ocm.Resource) ([]byte, error) {
+func (p *Planner) readResource(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion, res *ocm.Resource) ([]byte, error) {
 	if p.RequireDigests && (res.Digest == nil || res.Digest.Value == "") {
 		return nil, fmt.Errorf("%w: resource %s has no digest, so no signature covers it", errdef.ErrSignature, res.Identity())
 	}
@@ -21,7 +21,7 @@ func (p *Planner) readResource(ctx context.Context, rd plan.Resources, cv ocm.Co
 }
 
 func (rs *resolver) chartDefaults(ctx context.Context, res *ocm.Resource) (map[string]any, error) {
-	values, err := rs.req.Reader.ChartValues(ctx, rs.cv, res)
+	values, err := rs.req.ResourceReader().ChartValues(ctx, rs.cv, res)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (rs *resolver) tree(ctx context.Context, res *ocm.Resource) (plan.Tree, err
 	if t, ok := rs.trees[key]; ok {
 		return t, nil
 	}
-	t, err := rs.req.Reader.ReadTree(ctx, rs.cv, res)
+	t, err := rs.req.ResourceReader().ReadTree(ctx, rs.cv, res)
 	if err != nil {
 		return plan.Tree{}, err
 	}

@@ -38,7 +38,7 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 		if err != nil {
 			return nil, fmt.Errorf("deployment definition %q: %w", spec, err)
 		}
-		return p.definitionFromResource(ctx, req.Reader, cv, res)
+		return p.definitionFromResource(ctx, req.ResourceReader(), cv, res)
 	case spec != "":
 		// As the request reads its files: inside the Application's
 		// directory when it is confined.
@@ -58,7 +58,7 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 	case 0:
 		return nil, nil
 	case 1:
-		return p.definitionFromResource(ctx, req.Reader, cv, found[0])
+		return p.definitionFromResource(ctx, req.ResourceReader(), cv, found[0])
 	default:
 		names := make([]string, len(found))
 		for i, r := range found {
@@ -69,7 +69,7 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 	}
 }
 
-func (p *Planner) definitionFromResource(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion, res *ocm.Resource) (*Definition, error) {
+func (p *Planner) definitionFromResource(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion, res *ocm.Resource) (*Definition, error) {
 	data, err := p.readResource(ctx, rd, cv, res)
 	if err != nil {
 		return nil, fmt.Errorf("deployment definition resource %s: %w", res.Identity(), err)

@@ -1,7 +1,7 @@
 // Package plan is the contract between the pipeline (argocdocm) and
 // the planner that decides what a component version renders into (the
 // deployment definitions' planner, internal/planning/config, and the RGD planner,
-// internal/planning/config/rgd): the Input a planner plans from, a Plan of Steps,
+// internal/planning/rgd): the Input a planner plans from, a Plan of Steps,
 // the Finishers that finish the whole output, and Resources, the verified
 // access through which a planner reads what it needs before anything
 // renders. Both sides import this package and neither imports the other:

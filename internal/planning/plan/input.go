@@ -1,9 +1,11 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
 // Input is what a planner plans one render from: the request's inputs, as
@@ -14,7 +16,7 @@ type Input struct {
 	Application string // Argo CD Application, for messages
 	Repository  string // as the request gave it
 	// RepositoryLocation is the repository as it is opened when it is not
-	// confined (argocdocm.Request.RepositoryLocation).
+	// confined (pipeline.Request.RepositoryLocation).
 	RepositoryLocation string
 	Component, Version string
 	// Resources are the request's resource selectors ("name" or
@@ -42,9 +44,42 @@ type Input struct {
 	// planner can read.
 	Files Files
 	// Reader reads the component version's resources through the
-	// renderer's access and archive limits, verified like a render.
-	Reader Resources
+	// renderer's access and archive limits, verified like a render
+	// (Resources); nil reads nothing.
+	Reader Reader
 }
+
+// Reader is what a planner reads of a component version's resources
+// before anything renders (see Resources, the renderer's).
+type Reader interface {
+	ReadDocument(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource, max int64) ([]byte, error)
+	ChartValues(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (map[string]any, error)
+	ReadTree(ctx context.Context, cv ocm.ComponentVersion, res *ocm.Resource) (Tree, error)
+}
+
+// ResourceReader is Reader, or one that refuses every read when there is none.
+func (in Input) ResourceReader() Reader {
+	if in.Reader == nil {
+		return noReader{}
+	}
+	return in.Reader
+}
+
+type noReader struct{}
+
+func (noReader) ReadDocument(context.Context, ocm.ComponentVersion, *ocm.Resource, int64) ([]byte, error) {
+	return nil, errNoReader
+}
+
+func (noReader) ChartValues(context.Context, ocm.ComponentVersion, *ocm.Resource) (map[string]any, error) {
+	return nil, errNoReader
+}
+
+func (noReader) ReadTree(context.Context, ocm.ComponentVersion, *ocm.Resource) (Tree, error) {
+	return Tree{}, errNoReader
+}
+
+var errNoReader = fmt.Errorf("%w: this request reads no resources", errdef.ErrInvalidInput)
 
 // Files is the request's side of a render: the files it names (values,
 // definition, --set-file), confined to the Application's directory when

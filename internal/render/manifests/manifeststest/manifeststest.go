@@ -84,6 +84,16 @@ func ReadFile(t testing.TB, path string) []manifests.Object {
 	return objs
 }
 
+// Parse decodes manifests written in a test, failing t on error.
+func Parse(t testing.TB, yamlText string) []manifests.Object {
+	t.Helper()
+	objs, err := manifests.Decode("test manifests", []byte(yamlText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
 // index normalises objects and maps them by key, returning duplicate keys.
 func index(objs []manifests.Object) (map[string]any, []string) {
 	m := make(map[string]any, len(objs))

@@ -14,9 +14,10 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/platform"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/cel"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
@@ -52,18 +53,12 @@ var _ plan.SelfRendering = (*Planner)(nil)
 // Wrap is the planner for a renderer: c, and RGDs where c has no definition.
 func Wrap(c *config.Planner) *Planner { return &Planner{Config: c} }
 
-func (p *Planner) costLimit() uint64 {
-	if p.Config != nil {
-		return p.Config.CostLimit
+// limits is the CEL sandbox of the RGD's expressions: the definitions'.
+func (p *Planner) limits() cel.Limits {
+	if p.Config == nil {
+		return cel.Limits{}
 	}
-	return 0
-}
-
-func (p *Planner) exprTimeout() time.Duration {
-	if p.Config != nil {
-		return p.Config.ExprTimeout
-	}
-	return 0
+	return cel.Limits{CostLimit: p.Config.CostLimit, Timeout: p.Config.ExprTimeout}
 }
 
 func (p *Planner) config() *config.Planner {
@@ -149,7 +144,7 @@ func (p *Planner) resourceChoice(ctx context.Context, cv ocm.ComponentVersion, r
 	if err != nil || !isRGDCandidate(res) {
 		return choice{}
 	}
-	if r, err := p.readRGD(ctx, req.Reader, cv, res, true); err != nil || r == nil {
+	if r, err := p.readRGD(ctx, req.ResourceReader(), cv, res, true); err != nil || r == nil {
 		return choice{}
 	}
 	return choice{rgd: true, name: name}
@@ -174,14 +169,14 @@ func definitionApplies(d *ocm.Descriptor, req plan.Input) bool {
 // RGD is asked for (not through a reference path) or it reads as a
 // platform, those of the components it references.
 func (p *Planner) availableRGDs(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, c choice) ([]*RGD, error) {
-	all, err := p.findRGDs(ctx, req.Reader, cv)
+	all, err := p.findRGDs(ctx, req.ResourceReader(), cv)
 	if err != nil {
 		return nil, err
 	}
 	d := cv.Descriptor()
 	refPath, _ := splitName(c.name)
 	if len(all) == 0 && len(d.References) > 0 && (c.rgd || platformLike(d)) && len(refPath) == 0 {
-		return p.referencedRGDs(ctx, req.Reader, cv)
+		return p.referencedRGDs(ctx, req.ResourceReader(), cv)
 	}
 	return all, nil
 }
@@ -210,11 +205,11 @@ func (p *Planner) chooseNamed(ctx context.Context, cv ocm.ComponentVersion, req 
 // leads to. Chains may use the other RGDs of the deployed component and
 // of the one that ships it.
 func (p *Planner) chooseReferenced(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, sel *selection, refPath []string, id ocm.Identity) (*selection, error) {
-	r, err := p.namedReferencedRGD(ctx, req.Reader, cv, refPath, id)
+	r, err := p.namedReferencedRGD(ctx, req.ResourceReader(), cv, refPath, id)
 	if err != nil {
 		return nil, fmt.Errorf("definition %q: %w", req.DefinitionFile, err)
 	}
-	more, err := p.findRGDsIn(ctx, req.Reader, r.cv, refPath)
+	more, err := p.findRGDsIn(ctx, req.ResourceReader(), r.cv, refPath)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +313,7 @@ func rootRGDs(all []*RGD) []*RGD {
 	used := map[string]bool{}
 	for _, r := range all {
 		for _, n := range r.Nodes {
-			g, k := gvk(n.Template)
+			g, k := graph.GVK(n.Template)
 			if g == "kro.run" && k != r.Schema.Kind {
 				used[k] = true
 			}
@@ -368,7 +363,7 @@ func resourceMediaType(res *ocm.Resource) string {
 
 // findRGDs reads every RGD of the component: resources with the RGD media
 // type (an error when unreadable) and blobs that turn out to be one.
-func (p *Planner) findRGDs(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion) ([]*RGD, error) {
+func (p *Planner) findRGDs(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion) ([]*RGD, error) {
 	out, err := p.findRGDsIn(ctx, rd, cv, nil)
 	if err != nil {
 		return nil, err
@@ -378,7 +373,7 @@ func (p *Planner) findRGDs(ctx context.Context, rd plan.Resources, cv ocm.Compon
 
 // findRGDsIn reads the RGDs of cv, reached through the references refPath
 // (nil: the component being deployed).
-func (p *Planner) findRGDsIn(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion, refPath []string) ([]*RGD, error) {
+func (p *Planner) findRGDsIn(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion, refPath []string) ([]*RGD, error) {
 	d := cv.Descriptor()
 	var out []*RGD
 	for i := range d.Resources {
@@ -425,7 +420,7 @@ const (
 // referencedRGDs reads the RGDs of the components cv references,
 // breadth-first (nearest first), each reached through references whose
 // digests are checked (follow); a component reached twice is read once.
-func (p *Planner) referencedRGDs(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion) ([]*RGD, error) {
+func (p *Planner) referencedRGDs(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion) ([]*RGD, error) {
 	type item struct {
 		cv   ocm.ComponentVersion
 		path []string
@@ -473,7 +468,7 @@ func (p *Planner) referencedRGDs(ctx context.Context, rd plan.Resources, cv ocm.
 }
 
 // namedReferencedRGD reads the RGD rgd:REF/…/RESOURCE names.
-func (p *Planner) namedReferencedRGD(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion, refPath []string, id ocm.Identity) (*RGD, error) {
+func (p *Planner) namedReferencedRGD(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion, refPath []string, id ocm.Identity) (*RGD, error) {
 	if len(refPath) > maxRefDepth {
 		return nil, fmt.Errorf("%w: %d references, more than %d", errdef.ErrLimitExceeded, len(refPath), maxRefDepth)
 	}
@@ -504,7 +499,7 @@ func (p *Planner) namedReferencedRGD(ctx context.Context, rd plan.Resources, cv 
 
 // readRGD reads and decodes one candidate; nil, nil when it is not an RGD
 // and must not be one.
-func (p *Planner) readRGD(ctx context.Context, rd plan.Resources, cv ocm.ComponentVersion, res *ocm.Resource, must bool) (*RGD, error) {
+func (p *Planner) readRGD(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion, res *ocm.Resource, must bool) (*RGD, error) {
 	if p.Config != nil && p.Config.RequireDigests && (res.Digest == nil || res.Digest.Value == "") {
 		if !must {
 			return nil, nil
@@ -521,16 +516,15 @@ func (p *Planner) readRGD(ctx context.Context, rd plan.Resources, cv ocm.Compone
 		}
 		return nil, nil
 	}
-	if !must && !looksLikeRGD(data) {
+	if !must && !graph.LooksLikeRGD(data) {
 		return nil, nil
 	}
-	r, err := Decode("ResourceGraphDefinition resource "+res.Identity().String(), data)
+	g, err := graph.Decode("ResourceGraphDefinition resource "+res.Identity().String(), data)
 	if err != nil {
 		return nil, err
 	}
-	r.Resource = res
-	r.Source = fmt.Sprintf("ResourceGraphDefinition %s (resource %s)", r.Name, res.Identity())
-	return r, nil
+	g.Source = fmt.Sprintf("ResourceGraphDefinition %s (resource %s)", g.Name, res.Identity())
+	return &RGD{RGD: g, Resource: res}, nil
 }
 
 // LoadParameters is the instance parameters a request has: its
@@ -544,7 +538,11 @@ func (p *Planner) LoadParameters(ctx context.Context, cv ocm.ComponentVersion, r
 	if sel == nil {
 		return p.config().LoadDefinition(ctx, cv, req)
 	}
-	return sel.rgd.Parameters()
+	inst, err := sel.rgd.Parameters()
+	if err != nil {
+		return nil, err
+	}
+	return inst.Definition, nil
 }
 
 // CheckPackage implements plan.PackageChecker: a platform package's
@@ -557,11 +555,11 @@ func (p *Planner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, 
 	if sel == nil {
 		return p.config().CheckPackage(ctx, child, in)
 	}
-	def, err := sel.rgd.Parameters()
+	inst, err := sel.rgd.Parameters()
 	if err != nil {
 		return err
 	}
-	_, err = def.ResolveParameters(in.Parameters)
+	_, err = inst.Definition.ResolveParameters(in.Parameters)
 	return err
 }
 
@@ -584,11 +582,11 @@ func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req plan.In
 	report := &explain.Report{Component: d.Name, Version: d.Version,
 		Definition: fmt.Sprintf("%s, kind %s (kro, rendered statically)", sel.rgd.Source, sel.rgd.Schema.Kind)}
 	e := &evaluation{p: p, cv: cv, req: req, all: sel.all, deployer: sel.deployer, report: report}
-	def, err := sel.rgd.Parameters()
+	inst, err := sel.rgd.Parameters()
 	if err != nil {
 		return nil, err
 	}
-	params, err := def.ResolveParameters(req.Parameters)
+	params, err := inst.Definition.ResolveParameters(req.Parameters)
 	if err != nil {
 		return nil, err
 	}
@@ -598,7 +596,7 @@ func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req plan.In
 		appName = req.ReleaseName
 	}
 	meta := map[string]any{"name": appName, "namespace": req.Namespace}
-	ispec, err := sel.rgd.instanceSpec(def, params, req.Parameters)
+	ispec, err := inst.Spec(params, req.Parameters)
 	if err != nil {
 		return nil, err
 	}
@@ -645,5 +643,3 @@ func localPath(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
-
-var _ = expr.Ref{}

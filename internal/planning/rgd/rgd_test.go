@@ -15,14 +15,14 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/rgd"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 )
 
-const srcRoot = "../../../../testdata/src"
+const srcRoot = "../../../testdata/src"
 
 // kroCTF writes the kro example components for one test.
 func kroCTF(t testing.TB) string {
@@ -359,7 +359,7 @@ func TestHostile(t *testing.T) {
 		fmt.Fprintf(&many, "    - id: n%d\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: n%d}}\n", i, i)
 	}
 	var chain strings.Builder
-	for i := 0; i < rgd.MaxNodes; i++ {
+	for i := 0; i < graph.MaxNodes; i++ {
 		dep := `"x"`
 		if i > 0 {
 			dep = fmt.Sprintf(`"${n%d.data.v}"`, i-1)

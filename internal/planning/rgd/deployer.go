@@ -13,14 +13,15 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/overlay"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 )
 
 // chooseBlocks picks the deployer blocks to render: Argo CD's by default
 // (what an Argo CD user migrates from), Flux's when asked; the other kind
 // is not rendered, so that one instance does not deploy the app twice.
-func (e *evaluation) chooseBlocks(r *RGD, argo, flux []*Node) ([]*Node, error) {
-	ids := func(ns []*Node) string {
+func (e *evaluation) chooseBlocks(r *RGD, argo, flux []*graph.Node) ([]*graph.Node, error) {
+	ids := func(ns []*graph.Node) string {
 		var s []string
 		for _, n := range ns {
 			s = append(s, n.ID)
@@ -58,10 +59,10 @@ func (e *evaluation) chooseBlocks(r *RGD, argo, flux []*Node) ([]*Node, error) {
 }
 
 // blockStep interprets one deployer block as a render of an OCM resource.
-func (e *evaluation) blockStep(g *graph, n *Node, sources []*Node) (step, error) {
+func (e *evaluation) blockStep(g *evaluated, n *graph.Node, sources []*graph.Node) (step, error) {
 	obj := g.objs[n.ID]
 	where := fmt.Sprintf("%s: node %s", g.rgd.Source, n.ID)
-	_, kind := gvk(obj)
+	_, kind := graph.GVK(obj)
 	spec, _ := obj["spec"].(map[string]any)
 	if spec == nil {
 		return step{}, fmt.Errorf("%w: %s: no spec", errdef.ErrInvalidInput, where)
@@ -77,7 +78,7 @@ func (e *evaluation) blockStep(g *graph, n *Node, sources []*Node) (step, error)
 }
 
 // argoStep: an Argo CD Application with one source.
-func (e *evaluation) argoStep(g *graph, n *Node, obj, spec map[string]any, where string) (step, error) {
+func (e *evaluation) argoStep(g *evaluated, n *graph.Node, obj, spec map[string]any, where string) (step, error) {
 	source, field, err := argoSource(spec, where)
 	if err != nil {
 		return step{}, err
@@ -135,7 +136,7 @@ func argoSource(spec map[string]any, where string) (map[string]any, string, erro
 // noteDestination notes a block destination namespace that is not used:
 // the block's destination is the nested Application's; the objects go
 // where the Application that renders them sends them (ns).
-func (e *evaluation) noteDestination(g *graph, n *Node, spec map[string]any, ns string) {
+func (e *evaluation) noteDestination(g *evaluated, n *graph.Node, spec map[string]any, ns string) {
 	dest, _ := spec["destination"].(map[string]any)
 	if dns, _ := dest["namespace"].(string); dns != "" && dns != ns {
 		e.note("%s: node %s: destination.namespace %s is not used: the objects go to the destination namespace of the Application that renders them (%s), which is also the Helm release namespace unless spec.source.helm.namespace sets one; set the Application's destination namespace to %s to deploy there",
@@ -145,7 +146,7 @@ func (e *evaluation) noteDestination(g *graph, n *Node, spec map[string]any, ns 
 
 // argoChart fills a chart step (and its report) from the source's helm
 // field: values, release name, release namespace.
-func argoChart(s *step, rr *explain.RenderReport, n *Node, h map[string]any, appName, where string) error {
+func argoChart(s *step, rr *explain.RenderReport, n *graph.Node, h map[string]any, appName, where string) error {
 	vals, origins, err := argoChartValues(n, h, where)
 	if err != nil {
 		return err
@@ -177,7 +178,7 @@ func (o valueOrigins) record(m map[string]any, source, exprOf func(string) strin
 
 // argoChartValues are the values of an Argo CD helm source, in Argo CD's
 // order of precedence: values, then valuesObject, then parameters.
-func argoChartValues(n *Node, h map[string]any, where string) (map[string]any, valueOrigins, error) {
+func argoChartValues(n *graph.Node, h map[string]any, where string) (map[string]any, valueOrigins, error) {
 	for _, f := range []string{"valueFiles", "fileParameters"} {
 		if v, ok := h[f].([]any); ok && len(v) > 0 {
 			return nil, nil, fmt.Errorf("%w: %s: spec.source.helm.%s: files of the Argo CD source are not supported; give the values in valuesObject", errdef.ErrInvalidInput, where, f)
@@ -206,7 +207,7 @@ func argoChartValues(n *Node, h map[string]any, where string) (map[string]any, v
 
 // setArgoParameters sets the helm source's parameters into vals the way
 // Helm's --set (or --set-string, forceString) does.
-func setArgoParameters(n *Node, h, vals map[string]any, origins valueOrigins, where string) error {
+func setArgoParameters(n *graph.Node, h, vals map[string]any, origins valueOrigins, where string) error {
 	ps, _ := h["parameters"].([]any)
 	for i, x := range ps {
 		pm, _ := x.(map[string]any)
@@ -257,7 +258,7 @@ func notRenderable(where string, b *binding) error {
 }
 
 // helmReleaseStep: a Flux HelmRelease whose chartRef is an OCIRepository node.
-func (e *evaluation) helmReleaseStep(g *graph, n *Node, obj, spec map[string]any, sources []*Node, where string) (step, error) {
+func (e *evaluation) helmReleaseStep(g *evaluated, n *graph.Node, obj, spec map[string]any, sources []*graph.Node, where string) (step, error) {
 	for _, f := range []string{"postRenderers", "valuesFrom"} {
 		if v, ok := spec[f]; ok && v != nil {
 			return step{}, fmt.Errorf("%w: %s: spec.%s is not supported: %s", errdef.ErrInvalidInput, where, f,
@@ -311,7 +312,7 @@ func (e *evaluation) helmReleaseStep(g *graph, n *Node, obj, spec map[string]any
 
 // kustomizationStep: a Flux Kustomization whose sourceRef is an
 // OCIRepository or GitRepository node.
-func (e *evaluation) kustomizationStep(g *graph, n *Node, _ map[string]any, spec map[string]any, sources []*Node, where string) (step, error) {
+func (e *evaluation) kustomizationStep(g *evaluated, n *graph.Node, _ map[string]any, spec map[string]any, sources []*graph.Node, where string) (step, error) {
 	for _, f := range []string{"postBuild", "components", "decryption", "kubeConfig"} {
 		if v, ok := spec[f]; ok && v != nil {
 			return step{}, fmt.Errorf("%w: %s: spec.%s is not supported by the static render", errdef.ErrInvalidInput, where, f)
@@ -367,12 +368,12 @@ func (e *evaluation) kustomizationStep(g *graph, n *Node, _ map[string]any, spec
 
 // fluxSource finds the source node a Flux reference names (by kind and
 // evaluated metadata.name).
-func (e *evaluation) fluxSource(g *graph, ref map[string]any, sources []*Node, where string) (*Node, error) {
+func (e *evaluation) fluxSource(g *evaluated, ref map[string]any, sources []*graph.Node, where string) (*graph.Node, error) {
 	kind, _ := ref["kind"].(string)
 	name, _ := ref["name"].(string)
 	for _, s := range sources {
 		obj := g.objs[s.ID]
-		_, k := gvk(obj)
+		_, k := graph.GVK(obj)
 		m, _ := obj["metadata"].(map[string]any)
 		if k == kind && m["name"] == name {
 			return s, nil
@@ -382,16 +383,16 @@ func (e *evaluation) fluxSource(g *graph, ref map[string]any, sources []*Node, w
 }
 
 // sourceBinding is the OCM Resource node a Flux source's url was computed from.
-func (e *evaluation) sourceBinding(g *graph, src *Node, where string) (*binding, error) {
+func (e *evaluation) sourceBinding(g *evaluated, src *graph.Node, where string) (*binding, error) {
 	obj := g.objs[src.ID]
 	spec, _ := obj["spec"].(map[string]any)
 	url, _ := spec["url"].(string)
 	return e.bindingFor(g, src, "template.spec.url", url, fmt.Sprintf("%s: source node %s: spec.url", where, src.ID))
 }
 
-func (e *evaluation) sourceUsed(g *graph, src *Node, blocks []*Node) bool {
+func (e *evaluation) sourceUsed(g *evaluated, src *graph.Node, blocks []*graph.Node) bool {
 	for _, b := range blocks {
-		if slices.Contains(b.deps, src.ID) {
+		if slices.Contains(b.Deps, src.ID) {
 			return true
 		}
 	}
@@ -402,13 +403,13 @@ func (e *evaluation) sourceUsed(g *graph, src *Node, blocks []*Node) bool {
 // expression reads, else the one whose computed status spells the URL.
 // The resource is rendered from what the plugin holds, never pulled from
 // the URL.
-func (e *evaluation) bindingFor(g *graph, n *Node, field, url, where string) (*binding, error) {
+func (e *evaluation) bindingFor(g *evaluated, n *graph.Node, field, url, where string) (*binding, error) {
 	found := map[string]bool{}
-	for _, x := range n.exprs {
-		if x.path != field {
+	for _, x := range n.Exprs {
+		if x.Path != field {
 			continue
 		}
-		refs, _ := expr.References(x.expr)
+		refs, _ := expr.References(x.Expr)
 		for _, r := range refs {
 			if _, ok := g.bindings[r.Var]; ok {
 				found[r.Var] = true
@@ -595,11 +596,11 @@ func walkLeaves(m map[string]any, prefix string, f func(path string, v any)) {
 }
 
 // exprAt is the ${…} expressions of a node's template field, for --explain.
-func exprAt(n *Node, path string) string {
+func exprAt(n *graph.Node, path string) string {
 	var out []string
-	for _, x := range n.exprs {
-		if x.path == path {
-			out = append(out, "${"+x.expr+"}")
+	for _, x := range n.Exprs {
+		if x.Path == path {
+			out = append(out, "${"+x.Expr+"}")
 		}
 	}
 	return strings.Join(out, " ")
@@ -621,7 +622,7 @@ func originLeaves(v map[string]any, origins map[string][]explain.Origin, block s
 }
 
 // leavesWithExpr is leaves with the expression of each value, for --explain.
-func leavesWithExpr(n *Node, v map[string]any, source, field string) []explain.Leaf {
+func leavesWithExpr(n *graph.Node, v map[string]any, source, field string) []explain.Leaf {
 	out := leaves(v, source)
 	for i := range out {
 		for j := range out[i].History {

@@ -13,6 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
@@ -34,10 +35,10 @@ type step struct {
 	node  string
 }
 
-// graph is one evaluated RGD.
-type graph struct {
+// evaluated is one evaluated RGD.
+type evaluated struct {
 	rgd      *RGD
-	order    []*Node
+	order    []*graph.Node
 	level    map[string]int
 	objs     map[string]map[string]any
 	items    map[string][]map[string]any // the objects of forEach nodes
@@ -54,11 +55,11 @@ func (e *evaluation) run(ctx context.Context, r *RGD, spec, meta map[string]any,
 		return nil, fmt.Errorf("%w: %s: RGDs chained more than %d deep", errdef.ErrLimitExceeded, r.Source, maxChainDepth)
 	}
 	chain = append(slices.Clone(chain), r.Schema.Kind)
-	order, level, err := r.analyze()
+	order, level, err := r.Analyze()
 	if err != nil {
 		return nil, err
 	}
-	g := &graph{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, items: map[string][]map[string]any{}, bindings: map[string]*binding{}}
+	g := &evaluated{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, items: map[string][]map[string]any{}, bindings: map[string]*binding{}}
 	vars := map[string]any{"schema": map[string]any{"apiVersion": "kro.run/v1alpha1", "kind": r.Schema.Kind, "metadata": meta, "spec": spec}}
 	ev := e.evaluator(r)
 	for _, n := range order {
@@ -78,19 +79,19 @@ func (e *evaluation) evaluator(r *RGD) *expr.Evaluator {
 		ids = append(ids, n.ID)
 	}
 	for _, n := range r.Nodes {
-		for _, it := range n.iterators {
-			if !slices.Contains(ids, it.name) {
-				ids = append(ids, it.name)
+		for _, it := range n.Iterators {
+			if !slices.Contains(ids, it.Name) {
+				ids = append(ids, it.Name)
 			}
 		}
 	}
-	return &expr.Evaluator{Variables: ids, CostLimit: e.p.costLimit(), Timeout: e.p.exprTimeout()}
+	return e.p.limits().Evaluator(ids)
 }
 
 // evaluateNode evaluates one node into g, unless its includeWhen is false,
 // and binds it in vars for the nodes that read it: a collection as the
 // list of its objects, an OCM Resource node with its resolved status.
-func (e *evaluation) evaluateNode(ctx context.Context, ev *expr.Evaluator, g *graph, n *Node, vars map[string]any) error {
+func (e *evaluation) evaluateNode(ctx context.Context, ev *expr.Evaluator, g *evaluated, n *graph.Node, vars map[string]any) error {
 	r := g.rgd
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %s: node %s: %v", errdef.ErrLimitExceeded, r.Source, n.ID, err)
@@ -104,7 +105,7 @@ func (e *evaluation) evaluateNode(ctx context.Context, ev *expr.Evaluator, g *gr
 		e.note("%s: node %s not included (includeWhen is false)", r.Name, n.ID)
 		return nil
 	}
-	if len(n.iterators) > 0 {
+	if len(n.Iterators) > 0 {
 		items, err := e.forEach(ctx, ev, r, n, vars)
 		if err != nil {
 			return err
@@ -122,7 +123,7 @@ func (e *evaluation) evaluateNode(ctx context.Context, ev *expr.Evaluator, g *gr
 		return err
 	}
 	obj, _ := v.(map[string]any)
-	if isOCMResource(obj) {
+	if graph.IsOCMResource(obj) {
 		b, err := e.resolveResource(ctx, r, n, obj)
 		if err != nil {
 			return err
@@ -137,7 +138,7 @@ func (e *evaluation) evaluateNode(ctx context.Context, ev *expr.Evaluator, g *gr
 
 // included evaluates a node's includeWhen conditions: every one is
 // evaluated (and must be a boolean), the node is included when all hold.
-func (e *evaluation) included(ctx context.Context, ev *expr.Evaluator, n *Node, where string, vars map[string]any) (bool, error) {
+func (e *evaluation) included(ctx context.Context, ev *expr.Evaluator, n *graph.Node, where string, vars map[string]any) (bool, error) {
 	include := true
 	for i, w := range n.IncludeWhen {
 		v, err := ev.Template(ctx, fmt.Sprintf("%s: includeWhen[%d]", where, i), w, vars)
@@ -168,9 +169,9 @@ func (e *evaluation) recordExpressions(r *RGD, ev *expr.Evaluator) {
 // steps turns the evaluated nodes into plan steps: the chosen deployer
 // blocks rendered, chained RGDs expanded, other objects emitted, OCM
 // bootstrap objects dropped.
-func (e *evaluation) steps(ctx context.Context, g *graph, meta map[string]any, depth, base int, chain []string) ([]step, error) {
+func (e *evaluation) steps(ctx context.Context, g *evaluated, meta map[string]any, depth, base int, chain []string) ([]step, error) {
 	r := g.rgd
-	var argo, flux, fluxSources []*Node
+	var argo, flux, fluxSources []*graph.Node
 	var out []step
 	for _, n := range g.order {
 		if items, ok := g.items[n.ID]; ok {
@@ -186,11 +187,11 @@ func (e *evaluation) steps(ctx context.Context, g *graph, meta map[string]any, d
 		if !ok {
 			continue
 		}
-		grp, kind := gvk(obj)
+		grp, kind := graph.GVK(obj)
 		switch {
-		case grp == ocmGroup && kind == "Resource":
+		case grp == graph.OCMGroup && kind == "Resource":
 			// interpreted: its status feeds the other nodes
-		case grp == ocmGroup:
+		case grp == graph.OCMGroup:
 			e.note("%s: node %s (OCM %s) dropped: the Application is the deployer, the component is the one it names", r.Name, n.ID, kind)
 		case grp == "argoproj.io" && kind == "Application":
 			argo = append(argo, n)
@@ -245,18 +246,18 @@ func (e *evaluation) rgdOfKind(kind string) *RGD {
 
 // chained expands a node of another RGD's kind: its spec is that RGD's
 // instance, validated against its schema.
-func (e *evaluation) chained(ctx context.Context, g *graph, n *Node, obj map[string]any, child *RGD, meta map[string]any, depth, base int, chain []string) ([]step, error) {
+func (e *evaluation) chained(ctx context.Context, g *evaluated, n *graph.Node, obj map[string]any, child *RGD, meta map[string]any, depth, base int, chain []string) ([]step, error) {
 	where := fmt.Sprintf("%s: node %s (%s)", g.rgd.Source, n.ID, child.Schema.Kind)
-	def, err := child.Parameters()
+	inst, err := child.Parameters()
 	if err != nil {
 		return nil, err
 	}
 	spec, _ := obj["spec"].(map[string]any)
-	texts := map[string]string{}
-	if err := flattenSpec("", spec, texts, def.Spec.Parameters); err != nil {
+	texts, err := inst.Texts(spec)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s: spec: %v", errdef.ErrInvalidInput, where, err)
 	}
-	params, err := def.ResolveParameters(texts)
+	params, err := inst.Definition.ResolveParameters(texts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -269,7 +270,7 @@ func (e *evaluation) chained(ctx context.Context, g *graph, n *Node, obj map[str
 		}
 	}
 	e.note("%s: node %s expanded: %s (kind %s) with spec %s", g.rgd.Name, n.ID, child.Source, child.Schema.Kind, compact(spec))
-	ispec, err := child.instanceSpec(def, params, texts)
+	ispec, err := inst.Spec(params, texts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -325,24 +326,24 @@ func compact(v any) string {
 // forEach expands a collection node: each iterator's expression makes a
 // list (of the instance spec: analyze refuses other nodes), and the
 // template is evaluated once per item of their cartesian product, with the
-// iterators bound to the item. At most MaxForEachItems objects.
-func (e *evaluation) forEach(ctx context.Context, ev *expr.Evaluator, r *RGD, n *Node, vars map[string]any) ([]map[string]any, error) {
+// iterators bound to the item. At most graph.MaxForEachItems objects.
+func (e *evaluation) forEach(ctx context.Context, ev *expr.Evaluator, r *RGD, n *graph.Node, vars map[string]any) ([]map[string]any, error) {
 	where := fmt.Sprintf("%s: node %s", r.Source, n.ID)
-	lists := make([][]any, len(n.iterators))
+	lists := make([][]any, len(n.Iterators))
 	total := 1
-	for i, it := range n.iterators {
-		v, err := ev.Template(ctx, fmt.Sprintf("%s: forEach[%d] (%s)", where, i, it.name), it.expr, vars)
+	for i, it := range n.Iterators {
+		v, err := ev.Template(ctx, fmt.Sprintf("%s: forEach[%d] (%s)", where, i, it.Name), it.Expr, vars)
 		if err != nil {
 			return nil, err
 		}
 		l, ok := v.([]any)
 		if !ok && v != nil {
-			return nil, fmt.Errorf("%w: %s: forEach[%d] (%s) is %s, want a list", errdef.ErrInvalidInput, where, i, it.name, expr.DescribeValue(v))
+			return nil, fmt.Errorf("%w: %s: forEach[%d] (%s) is %s, want a list", errdef.ErrInvalidInput, where, i, it.Name, expr.DescribeValue(v))
 		}
 		lists[i] = l
 		total *= len(l)
-		if total > MaxForEachItems {
-			return nil, fmt.Errorf("%w: %s: forEach expands into more than %d objects", errdef.ErrLimitExceeded, where, MaxForEachItems)
+		if total > graph.MaxForEachItems {
+			return nil, fmt.Errorf("%w: %s: forEach expands into more than %d objects", errdef.ErrLimitExceeded, where, graph.MaxForEachItems)
 		}
 	}
 	var out []map[string]any
@@ -351,8 +352,8 @@ func (e *evaluation) forEach(ctx context.Context, ev *expr.Evaluator, r *RGD, n 
 		iv := maps.Clone(vars)
 		label := make([]string, len(lists))
 		for i, l := range lists {
-			iv[n.iterators[i].name] = l[idx[i]]
-			label[i] = fmt.Sprintf("%s[%d]", n.iterators[i].name, idx[i])
+			iv[n.Iterators[i].Name] = l[idx[i]]
+			label[i] = fmt.Sprintf("%s[%d]", n.Iterators[i].Name, idx[i])
 		}
 		v, err := ev.Walk(ctx, where+" ("+strings.Join(label, ", ")+"): template", n.Template, iv)
 		if err != nil {
@@ -372,4 +373,8 @@ func (e *evaluation) forEach(ctx context.Context, ev *expr.Evaluator, r *RGD, n 
 		}
 	}
 	return out, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

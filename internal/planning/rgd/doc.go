@@ -45,7 +45,9 @@
 //
 // The package is a planner (plan.Planner) wrapping config.Planner: a
 // ComponentDeployment definition, explicit or shipped, still wins; see
-// Planner. kro itself is not a dependency (its module pins a Kubernetes and
-// controller-runtime set of its own); the subset here follows kro v0.9
-// semantics: SimpleSchema types and markers, ${…} extraction, DAG order.
+// Planner. It is shaped like kro: package schema reads SimpleSchema,
+// package graph decodes and orders the nodes, package cel holds the
+// expression language; this package finds the RGD in the component,
+// evaluates the graph for one instance and turns it into a plan. It reads
+// the component's resources through plan.Input's Reader only.
 package rgd

@@ -18,7 +18,7 @@ import (
 
 // ocmExamples is testdata/ocm-examples: OCM's own kro examples packed by the
 // OCM CLI v0.13, with goldens made without the plugin (README.md there).
-const ocmExamples = "../../../../testdata/ocm-examples"
+const ocmExamples = "../../../testdata/ocm-examples"
 
 const examplePrefix = "ocm.software/ocm-k8s-toolkit/examples/"
 

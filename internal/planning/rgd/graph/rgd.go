@@ -1,4 +1,4 @@
-package rgd
+package graph
 
 import (
 	"bytes"
@@ -11,68 +11,28 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/cel"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/schema"
 )
 
-// What an RGD is and what its nodes are.
+// What an RGD is.
 const (
-	// MediaType marks an RGD resource (OCM's conformance scenarios use it).
-	MediaType  = "application/vnd.cncf.kro.resourcegraphdefinition.v1+yaml"
 	APIVersion = "kro.run/v1alpha1"
 	Kind       = "ResourceGraphDefinition"
-
-	ocmGroup = "delivery.ocm.software"
 )
 
 // Limits of one RGD: beyond them it is refused before anything is evaluated.
 const (
 	MaxNodes       = 500
-	maxExpressions = 20_000
-	maxChainDepth  = 8
+	MaxExpressions = 20_000
 )
 
 // RGD is a decoded ResourceGraphDefinition.
 type RGD struct {
-	Name     string
-	Source   string // "ResourceGraphDefinition NAME (resource RES)", for messages
-	Resource *ocm.Resource
-	Schema   Schema
-	Nodes    []*Node
-
-	// cv is the component version that ships the RGD when it is a
-	// referenced one (nil: the component being deployed); refPath the
-	// reference names from the deployed component to it.
-	cv      ocm.ComponentVersion
-	refPath []string
-	// itemTypes: list or map parameters of a custom type → the type
-	// (set by Parameters).
-	itemTypes map[string]string
-}
-
-// Label names the RGD as the definition parameter does: its resource's
-// identity, after the reference names that lead to the component that
-// ships it ("nested-rgd/kro-rgd").
-func (r *RGD) Label() string {
-	id := "?"
-	if r.Resource != nil {
-		id = r.Resource.Identity().String()
-	}
-	if len(r.refPath) == 0 {
-		return id
-	}
-	return strings.Join(r.refPath, "/") + "/" + id
-}
-
-// Schema is spec.schema.
-type Schema struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Group      string         `json:"group"`
-	Spec       map[string]any `json:"spec"`
-	Status     map[string]any `json:"status"`
-	// Types are custom SimpleSchema types: name → fields, as spec's.
-	Types map[string]any `json:"types"`
+	Name   string
+	Source string // "ResourceGraphDefinition NAME (resource RES)", for messages
+	Schema schema.Schema
+	Nodes  []*Node
 }
 
 // Node is one entry of spec.resources.
@@ -84,19 +44,21 @@ type Node struct {
 	IncludeWhen []string       `json:"includeWhen"`
 	ForEach     any            `json:"forEach"`
 
-	index int
-	// iterators are forEach's dimensions, in order.
-	iterators []iterator
-	// refs are the expressions of the template by field path.
-	exprs []located
-	deps  []string // ids of the nodes it reads, sorted
+	// Index is the node's place in spec.resources.
+	Index int
+	// Iterators are forEach's dimensions, in order.
+	Iterators []Iterator
+	// Exprs are the expressions of the template by field path (Analyze).
+	Exprs []Located
+	// Deps are the ids of the nodes it reads, sorted (Analyze).
+	Deps []string
 }
 
-// iterator is one dimension of forEach: a name the template reads, bound
+// Iterator is one dimension of forEach: a name the template reads, bound
 // to each item of the list an expression over the instance spec makes.
-type iterator struct {
-	name string
-	expr string // the whole ${…} string
+type Iterator struct {
+	Name string
+	Expr string // the whole ${…} string
 }
 
 // Bounds of forEach: the objects one node expands into, and the
@@ -106,9 +68,11 @@ const (
 	maxIterators    = 4
 )
 
-type located struct {
-	path string
-	expr string
+// Located is an expression at a field path of a template
+// ("template.spec.replicas").
+type Located struct {
+	Path string
+	Expr string
 }
 
 var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]{0,62}$`) })
@@ -126,8 +90,8 @@ type rawRGD struct {
 		Name string `json:"name"`
 	} `json:"metadata"`
 	Spec struct {
-		Schema    Schema  `json:"schema"`
-		Resources []*Node `json:"resources"`
+		Schema    schema.Schema `json:"schema"`
+		Resources []*Node       `json:"resources"`
 	} `json:"spec"`
 }
 
@@ -161,7 +125,7 @@ func Decode(source string, data []byte) (*RGD, error) {
 		if n == nil {
 			return nil, fmt.Errorf("%w: %s: spec.resources[%d] is empty", errdef.ErrInvalidInput, source, i)
 		}
-		n.index = i
+		n.Index = i
 		if !idRE().MatchString(n.ID) || reserved[n.ID] {
 			return nil, fmt.Errorf("%w: %s: spec.resources[%d]: id %q is not a usable name (letters, digits and _, not starting with a digit, not a CEL or kro reserved word)",
 				errdef.ErrInvalidInput, source, i, errdef.Truncate(n.ID, 60))
@@ -181,20 +145,20 @@ func Decode(source string, data []byte) (*RGD, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: node %s: forEach: %v", errdef.ErrInvalidInput, source, n.ID, err)
 		}
-		n.iterators = its
+		n.Iterators = its
 	}
 	for _, n := range r.Nodes {
-		for _, it := range n.iterators {
-			if seen[it.name] {
-				return nil, fmt.Errorf("%w: %s: node %s: forEach: iterator %s is also a node id", errdef.ErrInvalidInput, source, n.ID, it.name)
+		for _, it := range n.Iterators {
+			if seen[it.Name] {
+				return nil, fmt.Errorf("%w: %s: node %s: forEach: iterator %s is also a node id", errdef.ErrInvalidInput, source, n.ID, it.Name)
 			}
 		}
 	}
 	return r, nil
 }
 
-// apiGroup of an apiVersion ("" for the core group).
-func apiGroup(apiVersion string) string {
+// APIGroup of an apiVersion ("" for the core group).
+func APIGroup(apiVersion string) string {
 	g, _, ok := strings.Cut(apiVersion, "/")
 	if !ok {
 		return ""
@@ -202,20 +166,22 @@ func apiGroup(apiVersion string) string {
 	return g
 }
 
-func gvk(obj map[string]any) (group, kind string) {
+// GVK is the API group and kind of an object (a template or an evaluated
+// one).
+func GVK(obj map[string]any) (group, kind string) {
 	av, _ := obj["apiVersion"].(string)
 	k, _ := obj["kind"].(string)
-	return apiGroup(av), k
+	return APIGroup(av), k
 }
 
-// looksLikeRGD is a cheap test before decoding a blob of unknown content.
-func looksLikeRGD(data []byte) bool {
+// LooksLikeRGD is a cheap test before decoding a blob of unknown content.
+func LooksLikeRGD(data []byte) bool {
 	return bytes.Contains(data, []byte(Kind)) && bytes.Contains(data, []byte("kro.run/"))
 }
 
 // parseForEach reads kro's forEach: a list of one-key maps
 // ({name: "${list expression}"}), each a dimension of the cartesian product.
-func parseForEach(v any) ([]iterator, error) {
+func parseForEach(v any) ([]Iterator, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -226,7 +192,7 @@ func parseForEach(v any) ([]iterator, error) {
 	if len(list) > maxIterators {
 		return nil, fmt.Errorf("%d dimensions, more than %d: %w", len(list), maxIterators, errdef.ErrLimitExceeded)
 	}
-	var out []iterator
+	var out []Iterator
 	names := map[string]bool{}
 	for i, x := range list {
 		m, ok := x.(map[string]any)
@@ -235,22 +201,15 @@ func parseForEach(v any) ([]iterator, error) {
 		}
 		for k, e := range m {
 			s, ok := e.(string)
-			if !ok || !isWholeExpression(s) {
+			if !ok || !cel.IsWholeExpression(s) {
 				return nil, fmt.Errorf("[%d].%s: want one ${expression} making a list", i, errdef.Truncate(k, 40))
 			}
 			if !idRE().MatchString(k) || reserved[k] || names[k] {
 				return nil, fmt.Errorf("[%d]: iterator %q is not a usable name (letters, digits and _, not reserved, not repeated)", i, errdef.Truncate(k, 40))
 			}
 			names[k] = true
-			out = append(out, iterator{name: k, expr: s})
+			out = append(out, Iterator{Name: k, Expr: s})
 		}
 	}
 	return out, nil
-}
-
-// isWholeExpression: s is exactly one ${…}.
-func isWholeExpression(s string) bool {
-	s = strings.TrimSpace(s)
-	es, err := expr.Expressions(s)
-	return err == nil && len(es) == 1 && s == "${"+es[0]+"}"
 }

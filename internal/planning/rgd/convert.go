@@ -16,6 +16,8 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/schema"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
@@ -37,16 +39,16 @@ func (p *Planner) Convert(ctx context.Context, cv ocm.ComponentVersion, req plan
 		return nil, fmt.Errorf("%w: nothing to convert: the component ships no ResourceGraphDefinition, or a deployment definition applies", errdef.ErrNotFound)
 	}
 	r := sel.rgd
-	def, err := r.Parameters()
+	inst, err := r.Parameters()
 	if err != nil {
 		return nil, err
 	}
-	params, err := convertParameters(def)
+	params, err := convertParameters(inst.Definition)
 	if err != nil {
 		return nil, err
 	}
 	c := &conversion{e: &evaluation{p: p, cv: cv, req: req, all: sel.all, deployer: sel.deployer, report: &explain.Report{}}}
-	if err := c.evaluate(ctx, r, def, params); err != nil {
+	if err := c.evaluate(ctx, r, inst, params); err != nil {
 		return nil, err
 	}
 	blocks, err := c.e.chooseBlocks(r, c.argo, c.flux)
@@ -106,22 +108,22 @@ func convertParameters(def *config.Definition) (*convertedParams, error) {
 // by role, and the notes on what is not carried over.
 type conversion struct {
 	e                   *evaluation
-	g                   *graph
-	argo, flux, sources []*Node
+	g                   *evaluated
+	argo, flux, sources []*graph.Node
 	notes               []string
 }
 
 // evaluate evaluates the RGD's nodes for an instance named by the
 // definition's app expressions, binds its OCM Resource nodes and sorts the
 // others into deployer blocks, Flux sources and what is not converted.
-func (c *conversion) evaluate(ctx context.Context, r *RGD, def *config.Definition, params *convertedParams) error {
-	order, level, err := r.analyze()
+func (c *conversion) evaluate(ctx context.Context, r *RGD, inst *schema.Instance, params *convertedParams) error {
+	order, level, err := r.Analyze()
 	if err != nil {
 		return err
 	}
 	meta := map[string]any{"name": "${app.name}", "namespace": "${app.namespace}"}
-	c.g = &graph{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, items: map[string][]map[string]any{}, bindings: map[string]*binding{}}
-	ispec, err := r.instanceSpec(def, params.values, params.given)
+	c.g = &evaluated{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, items: map[string][]map[string]any{}, bindings: map[string]*binding{}}
+	ispec, err := inst.Spec(params.values, params.given)
 	if err != nil {
 		return err
 	}
@@ -130,9 +132,9 @@ func (c *conversion) evaluate(ctx context.Context, r *RGD, def *config.Definitio
 	for _, n := range r.Nodes {
 		ids = append(ids, n.ID)
 	}
-	ev := &expr.Evaluator{Variables: ids, CostLimit: c.e.p.costLimit(), Timeout: c.e.p.exprTimeout()}
+	ev := c.e.p.limits().Evaluator(ids)
 	for _, n := range order {
-		if len(n.iterators) > 0 {
+		if len(n.Iterators) > 0 {
 			c.notes = append(c.notes, fmt.Sprintf("node %s (forEach) is not converted: a ComponentDeployment renders resources of the component, not objects of its own", n.ID))
 			continue
 		}
@@ -151,16 +153,16 @@ func (c *conversion) evaluate(ctx context.Context, r *RGD, def *config.Definitio
 }
 
 // classify files an evaluated node under its role in the conversion.
-func (c *conversion) classify(ctx context.Context, r *RGD, n *Node, obj map[string]any) error {
-	grp, kind := gvk(obj)
+func (c *conversion) classify(ctx context.Context, r *RGD, n *graph.Node, obj map[string]any) error {
+	grp, kind := graph.GVK(obj)
 	switch {
-	case grp == ocmGroup && kind == "Resource":
+	case grp == graph.OCMGroup && kind == "Resource":
 		b, err := c.e.resolveResource(ctx, r, n, obj)
 		if err != nil {
 			return err
 		}
 		c.g.bindings[n.ID] = b
-	case grp == ocmGroup:
+	case grp == graph.OCMGroup:
 	case grp == "argoproj.io" && kind == "Application":
 		c.argo = append(c.argo, n)
 	case grp == "helm.toolkit.fluxcd.io" && kind == "HelmRelease", grp == "kustomize.toolkit.fluxcd.io" && kind == "Kustomization":
@@ -168,14 +170,14 @@ func (c *conversion) classify(ctx context.Context, r *RGD, n *Node, obj map[stri
 	case grp == "source.toolkit.fluxcd.io":
 		c.sources = append(c.sources, n)
 	default:
-		c.notes = append(c.notes, fmt.Sprintf("node %s (%s) is not converted: a ComponentDeployment renders resources of the component, not objects of its own", n.ID, groupKind(grp, kind)))
+		c.notes = append(c.notes, fmt.Sprintf("node %s (%s) is not converted: a ComponentDeployment renders resources of the component, not objects of its own", n.ID, graph.GroupKind(grp, kind)))
 	}
 	return nil
 }
 
 // renders turns the chosen deployer blocks into the definition's renders;
 // a block rendering a resource of a referenced component is only noted.
-func (c *conversion) renders(blocks []*Node, rename map[string]string) ([]any, error) {
+func (c *conversion) renders(blocks []*graph.Node, rename map[string]string) ([]any, error) {
 	r := c.g.rgd
 	rw := &rewriter{rename: rename, g: c.g, cv: c.e.cv}
 	var renders []any
@@ -252,7 +254,7 @@ func placeholder(t string) string {
 	return "x"
 }
 
-func levels(level map[string]int, ns []*Node) map[int]bool {
+func levels(level map[string]int, ns []*graph.Node) map[int]bool {
 	out := map[int]bool{}
 	for _, n := range ns {
 		out[level[n.ID]] = true
@@ -270,9 +272,9 @@ func identityMap(id ocm.Identity) map[string]any {
 
 // blockFields are the raw (unevaluated) fields of a block that become the
 // render's: releaseName, namespace, values, kustomize.
-func blockFields(n *Node) map[string]any {
+func blockFields(n *graph.Node) map[string]any {
 	spec, _ := n.Template["spec"].(map[string]any)
-	_, kind := gvk(n.Template)
+	_, kind := graph.GVK(n.Template)
 	switch kind {
 	case "Application":
 		return applicationFields(spec)
@@ -376,7 +378,7 @@ func kustomizationFields(spec map[string]any) map[string]any {
 // rewriter turns RGD expressions into deployment definition expressions.
 type rewriter struct {
 	rename map[string]string
-	g      *graph
+	g      *evaluated
 	cv     ocm.ComponentVersion
 }
 

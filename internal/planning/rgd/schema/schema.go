@@ -1,10 +1,12 @@
-package rgd
+package schema
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 
@@ -16,22 +18,51 @@ import (
 // maxSchemaFields bounds the fields of one schema.spec.
 const maxSchemaFields = 1000
 
+// Schema is an RGD's spec.schema.
+type Schema struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Group      string         `json:"group"`
+	Spec       map[string]any `json:"spec"`
+	Status     map[string]any `json:"status"`
+	// Types are custom SimpleSchema types: name → fields, as spec's.
+	Types map[string]any `json:"types"`
+}
+
+// Instance is what a schema makes of an instance: its parameters, and how
+// their values become the instance spec.
+type Instance struct {
+	// Definition holds the parameters, typed and constrained, for package
+	// config to resolve an Application's values against.
+	Definition *config.Definition
+
+	source string
+	types  map[string]any
+	// itemTypes: list or map parameters of a custom type → the type.
+	itemTypes map[string]string
+}
+
 // Parameters turns schema.spec (kro's SimpleSchema) into instance
 // parameters: one per leaf, named by its dotted path ("podinfo.message"),
 // with kro's markers (default, required, minimum, maximum, enum, pattern,
-// description) as config's constraints.
-func (r *RGD) Parameters() (*config.Definition, error) {
+// description) as config's constraints. source names the RGD in messages.
+func (s *Schema) Parameters(source string) (*Instance, error) {
 	params := map[string]*config.Parameter{}
-	f := &flattener{source: r.Source, types: r.Schema.Types, out: params, items: map[string]string{}}
-	if err := f.types_(); err != nil {
+	f := &flattener{source: source, types: s.Types, out: params, items: map[string]string{}}
+	if err := f.checkTypes(); err != nil {
 		return nil, err
 	}
-	if err := f.flatten("", r.Schema.Spec, 0); err != nil {
+	if err := f.flatten("", s.Spec, 0); err != nil {
 		return nil, err
 	}
-	r.itemTypes = f.items
-	return config.InstanceDefinition(r.Source, r.Schema.Kind, params)
+	def, err := config.InstanceDefinition(source, s.Kind, params)
+	if err != nil {
+		return nil, err
+	}
+	return &Instance{Definition: def, source: source, types: s.Types, itemTypes: f.items}, nil
 }
+
+var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]{0,62}$`) })
 
 // flattener turns schema.spec into parameters; a field of a custom type
 // (spec.schema.types) is expanded into that type's fields, a list or map
@@ -47,8 +78,8 @@ type flattener struct {
 // maxTypes bounds spec.schema.types.
 const maxTypes = 100
 
-// types_ checks spec.schema.types: names of object types with fields.
-func (f *flattener) types_() error {
+// checkTypes checks spec.schema.types: names of object types with fields.
+func (f *flattener) checkTypes() error {
 	if len(f.types) > maxTypes {
 		return fmt.Errorf("%w: %s: spec.schema.types has %d types, more than %d: %w", errdef.ErrInvalidInput, f.source, len(f.types), maxTypes, errdef.ErrLimitExceeded)
 	}
@@ -134,9 +165,9 @@ func (f *flattener) flatten(prefix string, spec map[string]any, depth int) error
 // checkItems checks the items of a list or map parameter of a custom type
 // against the type: every field declared, of its type, required ones
 // present; defaults filled in. The value is changed in place.
-func (r *RGD) checkItems(name string, v any) error {
-	t := r.itemTypes[name]
-	fields, _ := r.Schema.Types[t].(map[string]any)
+func (in *Instance) checkItems(name string, v any) error {
+	t := in.itemTypes[name]
+	fields, _ := in.types[t].(map[string]any)
 	if fields == nil || v == nil {
 		return nil
 	}
@@ -145,7 +176,7 @@ func (r *RGD) checkItems(name string, v any) error {
 		if !ok {
 			return fmt.Errorf("%w: parameter %s: %s is %T, want an object of type %s", errdef.ErrInvalidInput, name, at, item, t)
 		}
-		return r.checkObject(name+at, t, fields, m, 0)
+		return in.checkObject(name+at, t, fields, m, 0)
 	}
 	switch v := v.(type) {
 	case []any:
@@ -164,7 +195,7 @@ func (r *RGD) checkItems(name string, v any) error {
 	return nil
 }
 
-func (r *RGD) checkObject(at, t string, fields, m map[string]any, depth int) error {
+func (in *Instance) checkObject(at, t string, fields, m map[string]any, depth int) error {
 	if depth > 16 {
 		return fmt.Errorf("%w: parameter %s: nested more than 16 levels", errdef.ErrInvalidInput, at)
 	}
@@ -184,13 +215,13 @@ func (r *RGD) checkObject(at, t string, fields, m map[string]any, depth int) err
 				sub = map[string]any{}
 				m[k] = sub
 			}
-			if err := r.checkObject(at+"."+k, t, fv, sub, depth+1); err != nil {
+			if err := in.checkObject(at+"."+k, t, fv, sub, depth+1); err != nil {
 				return err
 			}
 		case string:
 			typ, _, _ := strings.Cut(fv, "|")
 			typ = strings.TrimSpace(typ)
-			if sub, ok := r.Schema.Types[typ].(map[string]any); ok && !builtinType(typ) {
+			if sub, ok := in.types[typ].(map[string]any); ok && !builtinType(typ) {
 				mm, ok := m[k].(map[string]any)
 				if !ok {
 					if m[k] != nil {
@@ -199,14 +230,14 @@ func (r *RGD) checkObject(at, t string, fields, m map[string]any, depth int) err
 					mm = map[string]any{}
 					m[k] = mm
 				}
-				if err := r.checkObject(at+"."+k, typ, sub, mm, depth+1); err != nil {
+				if err := in.checkObject(at+"."+k, typ, sub, mm, depth+1); err != nil {
 					return err
 				}
 				continue
 			}
 			p, err := parseField(fv)
 			if err != nil {
-				return fmt.Errorf("%w: %s: spec.schema.types.%s.%s: %v", errdef.ErrInvalidInput, r.Source, t, k, err)
+				return fmt.Errorf("%w: %s: spec.schema.types.%s.%s: %v", errdef.ErrInvalidInput, in.source, t, k, err)
 			}
 			x, ok := m[k]
 			if !ok || x == nil {
@@ -420,19 +451,20 @@ func parseMarkers(s string) ([]marker, error) {
 	return out, nil
 }
 
-// instanceSpec builds schema.spec from the resolved parameters: dotted
-// names become nested fields; an optional field without a default and not
-// given is left out, as kro leaves it out of the instance.
-func (r *RGD) instanceSpec(def *config.Definition, params []explain.ParamValue, given map[string]string) (map[string]any, error) {
+// Spec builds schema.spec from the resolved parameters: dotted names
+// become nested fields; an optional field without a default and not given
+// is left out, as kro leaves it out of the instance. Items of list and map
+// parameters of a custom type are checked and defaulted.
+func (in *Instance) Spec(params []explain.ParamValue, given map[string]string) (map[string]any, error) {
 	spec := map[string]any{}
 	for _, pv := range params {
-		p := def.Spec.Parameters[pv.Name]
+		p := in.Definition.Spec.Parameters[pv.Name]
 		if _, set := given[pv.Name]; !set && p != nil && p.Default == nil {
 			continue
 		}
-		if _, ok := r.itemTypes[pv.Name]; ok {
-			if err := r.checkItems(pv.Name, pv.Value); err != nil {
-				return nil, fmt.Errorf("%s: %w", r.Source, err)
+		if _, ok := in.itemTypes[pv.Name]; ok {
+			if err := in.checkItems(pv.Name, pv.Value); err != nil {
+				return nil, fmt.Errorf("%s: %w", in.source, err)
 			}
 		}
 		parts := strings.Split(pv.Name, ".")
@@ -450,8 +482,13 @@ func (r *RGD) instanceSpec(def *config.Definition, params []explain.ParamValue, 
 	return spec, nil
 }
 
-// flattenSpec turns an instance spec (a chained RGD's node) into parameter
+// Texts turns an instance spec (a chained RGD's node) into parameter
 // texts, as an Application gives them.
+func (in *Instance) Texts(spec map[string]any) (map[string]string, error) {
+	out := map[string]string{}
+	return out, flattenSpec("", spec, out, in.Definition.Spec.Parameters)
+}
+
 func flattenSpec(prefix string, v map[string]any, out map[string]string, declared map[string]*config.Parameter) error {
 	for _, k := range sortedKeys(v) {
 		name := k

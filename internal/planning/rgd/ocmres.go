@@ -8,6 +8,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
 )
@@ -30,7 +31,7 @@ type binding struct {
 
 // resolveResource resolves an evaluated OCM Resource node in the component
 // being deployed and computes its status as OCM's controller does.
-func (e *evaluation) resolveResource(ctx context.Context, r *RGD, n *Node, obj map[string]any) (*binding, error) {
+func (e *evaluation) resolveResource(ctx context.Context, r *RGD, n *graph.Node, obj map[string]any) (*binding, error) {
 	where := fmt.Sprintf("%s: node %s", r.Source, n.ID)
 	spec, _ := obj["spec"].(map[string]any)
 	byRef, _ := dig(spec, "resource", "byReference").(map[string]any)
@@ -69,7 +70,9 @@ func (e *evaluation) resolveResource(ctx context.Context, r *RGD, n *Node, obj m
 	}
 	fields, _ := spec["additionalStatusFields"].(map[string]any)
 	if len(fields) > 0 {
-		ev := &expr.Evaluator{Variables: []string{"resource"}, CostLimit: e.p.costLimit(), Timeout: e.p.exprTimeout()}
+		// OCM's controller environment: the descriptor resource, toOCI().
+		l := e.p.limits()
+		ev := &expr.Evaluator{Variables: []string{"resource"}, CostLimit: l.CostLimit, Timeout: l.Timeout}
 		add := map[string]any{}
 		for _, k := range sortedKeys(fields) {
 			s, ok := fields[k].(string)

@@ -1,4 +1,4 @@
-package rgd
+package graph
 
 import (
 	"fmt"
@@ -8,17 +8,17 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/cel"
 )
 
-// analyze collects the expressions of every node, their references, and
+// Analyze collects the expressions of every node, their references, and
 // refuses what a static render cannot do: reading the status of a node that
 // is not an OCM Resource (it exists only in a cluster), includeWhen over
 // other nodes, a Secret whose data comes from a plain parameter. It returns
 // the nodes in evaluation order (a topological order of the references,
 // declaration order among equals) and each node's level (1 + the highest
 // level of what it reads).
-func (r *RGD) analyze() ([]*Node, map[string]int, error) {
+func (r *RGD) Analyze() ([]*Node, map[string]int, error) {
 	byID := map[string]*Node{}
 	for _, n := range r.Nodes {
 		byID[n.ID] = n
@@ -39,8 +39,8 @@ func (r *RGD) analyze() ([]*Node, map[string]int, error) {
 // analyzeNode collects the expressions of one node (total counts them over
 // the RGD), checks them and its forEach and includeWhen, and sets its deps.
 func (r *RGD) analyzeNode(n *Node, byID map[string]*Node, total *int) error {
-	n.exprs = nil
-	if err := collect(n.Template, "template", &n.exprs, total); err != nil {
+	n.Exprs = nil
+	if err := collect(n.Template, "template", &n.Exprs, total); err != nil {
 		return fmt.Errorf("%w: %s: node %s: %v", errdef.ErrInvalidInput, r.Source, n.ID, err)
 	}
 	deps, err := r.templateDeps(n, byID)
@@ -53,7 +53,7 @@ func (r *RGD) analyzeNode(n *Node, byID map[string]*Node, total *int) error {
 	if err := r.checkIncludeWhen(n, byID); err != nil {
 		return err
 	}
-	n.deps = slices.Sorted(maps.Keys(deps))
+	n.Deps = slices.Sorted(maps.Keys(deps))
 	return nil
 }
 
@@ -62,20 +62,20 @@ func (r *RGD) analyzeNode(n *Node, byID map[string]*Node, total *int) error {
 // parameter, is refused.
 func (r *RGD) templateDeps(n *Node, byID map[string]*Node) (map[string]bool, error) {
 	deps := map[string]bool{}
-	for _, e := range n.exprs {
-		refs, err := expr.References(e.expr)
+	for _, e := range n.Exprs {
+		refs, err := cel.References(e.Expr)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: node %s: %s: expression ${%s}: %v", errdef.ErrInvalidInput, r.Source, n.ID, e.path, errdef.Truncate(e.expr, 120), err)
+			return nil, fmt.Errorf("%w: %s: node %s: %s: expression ${%s}: %v", errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 120), err)
 		}
 		for _, ref := range refs {
 			dep, ok := byID[ref.Var]
 			if !ok {
 				continue
 			}
-			if ref.Field == "status" && !isOCMResource(dep.Template) {
-				g, k := gvk(dep.Template)
+			if ref.Field == "status" && !IsOCMResource(dep.Template) {
+				g, k := GVK(dep.Template)
 				return nil, fmt.Errorf("%w: %s: node %s: %s: ${%s} reads the status of node %s (%s), which only a cluster has; a static render knows the status of OCM Resource nodes only",
-					errdef.ErrInvalidInput, r.Source, n.ID, e.path, errdef.Truncate(e.expr, 120), dep.ID, groupKind(g, k))
+					errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 120), dep.ID, GroupKind(g, k))
 			}
 			if dep.ID != n.ID {
 				deps[dep.ID] = true
@@ -92,23 +92,23 @@ func (r *RGD) templateDeps(n *Node, byID map[string]*Node) (map[string]bool, err
 // over other nodes: only the instance spec's lists are known without a
 // cluster.
 func (r *RGD) checkForEach(n *Node, byID map[string]*Node) error {
-	if len(n.iterators) > 0 {
-		if g, k := gvk(n.Template); !plainKind(g, k) {
+	if len(n.Iterators) > 0 {
+		if g, k := GVK(n.Template); !PlainKind(g, k) {
 			return fmt.Errorf("%w: %s: node %s: forEach over a %s node is not supported by the static render (only objects emitted as they are: not OCM, Flux, Argo CD or kro nodes)",
-				errdef.ErrInvalidInput, r.Source, n.ID, groupKind(g, k))
+				errdef.ErrInvalidInput, r.Source, n.ID, GroupKind(g, k))
 		}
 	}
-	for i, it := range n.iterators {
-		es, _ := expr.Expressions(it.expr)
+	for i, it := range n.Iterators {
+		es, _ := cel.Expressions(it.Expr)
 		for _, x := range es {
-			refs, err := expr.References(x)
+			refs, err := cel.References(x)
 			if err != nil {
-				return fmt.Errorf("%w: %s: node %s: forEach[%d] (%s): %v", errdef.ErrInvalidInput, r.Source, n.ID, i, it.name, err)
+				return fmt.Errorf("%w: %s: node %s: forEach[%d] (%s): %v", errdef.ErrInvalidInput, r.Source, n.ID, i, it.Name, err)
 			}
 			for _, ref := range refs {
 				if _, ok := byID[ref.Var]; ok {
 					return fmt.Errorf("%w: %s: node %s: forEach[%d] (%s) reads %s: only lists of the instance spec (schema.spec) are known without a cluster",
-						errdef.ErrInvalidInput, r.Source, n.ID, i, it.name, ref.Var)
+						errdef.ErrInvalidInput, r.Source, n.ID, i, it.Name, ref.Var)
 				}
 			}
 		}
@@ -120,12 +120,12 @@ func (r *RGD) checkForEach(n *Node, byID map[string]*Node) error {
 // over schema are known without a cluster.
 func (r *RGD) checkIncludeWhen(n *Node, byID map[string]*Node) error {
 	for i, w := range n.IncludeWhen {
-		es, err := expr.Expressions(w)
+		es, err := cel.Expressions(w)
 		if err != nil {
 			return fmt.Errorf("%w: %s: node %s: includeWhen[%d]: %v", errdef.ErrInvalidInput, r.Source, n.ID, i, err)
 		}
 		for _, x := range es {
-			refs, err := expr.References(x)
+			refs, err := cel.References(x)
 			if err != nil {
 				return fmt.Errorf("%w: %s: node %s: includeWhen[%d]: %v", errdef.ErrInvalidInput, r.Source, n.ID, i, err)
 			}
@@ -146,7 +146,7 @@ func nodeLevels(order []*Node) map[string]int {
 	level := map[string]int{}
 	for _, n := range order {
 		l := 0
-		for _, d := range n.deps {
+		for _, d := range n.Deps {
 			l = max(l, level[d]+1)
 		}
 		level[n.ID] = l
@@ -155,22 +155,22 @@ func nodeLevels(order []*Node) map[string]int {
 }
 
 // collect gathers the ${…} expressions of a template, with their paths.
-func collect(v any, path string, out *[]located, total *int) error {
+func collect(v any, path string, out *[]Located, total *int) error {
 	switch v := v.(type) {
 	case string:
-		es, err := expr.Expressions(v)
+		es, err := cel.Expressions(v)
 		if err != nil {
 			return fmt.Errorf("%s: %v", path, err)
 		}
 		for _, e := range es {
 			*total++
-			if *total > maxExpressions {
-				return fmt.Errorf("more than %d expressions: %w", maxExpressions, errdef.ErrLimitExceeded)
+			if *total > MaxExpressions {
+				return fmt.Errorf("more than %d expressions: %w", MaxExpressions, errdef.ErrLimitExceeded)
 			}
-			*out = append(*out, located{path, e})
+			*out = append(*out, Located{path, e})
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			if err := collect(v[k], path+"."+k, out, total); err != nil {
 				return err
 			}
@@ -191,8 +191,8 @@ func (r *RGD) topo(byID map[string]*Node) ([]*Node, error) {
 	indeg := map[string]int{}
 	users := map[string][]*Node{}
 	for _, n := range r.Nodes {
-		indeg[n.ID] = len(n.deps)
-		for _, d := range n.deps {
+		indeg[n.ID] = len(n.Deps)
+		for _, d := range n.Deps {
 			users[d] = append(users[d], n)
 		}
 	}
@@ -203,7 +203,7 @@ func (r *RGD) topo(byID map[string]*Node) ([]*Node, error) {
 		}
 	}
 	for len(ready) > 0 {
-		slices.SortFunc(ready, func(a, b *Node) int { return a.index - b.index })
+		slices.SortFunc(ready, func(a, b *Node) int { return a.Index - b.Index })
 		n := ready[0]
 		ready = ready[1:]
 		order = append(order, n)
@@ -235,7 +235,7 @@ func (r *RGD) topo(byID map[string]*Node) ([]*Node, error) {
 		seen[n.ID] = len(path)
 		path = append(path, n.ID)
 		var next *Node
-		for _, d := range n.deps {
+		for _, d := range n.Deps {
 			if indeg[d] > 0 {
 				next = byID[d]
 				break
@@ -249,40 +249,45 @@ func (r *RGD) topo(byID map[string]*Node) ([]*Node, error) {
 // checkSecret refuses a Secret whose data or stringData reads schema.spec:
 // an instance parameter is plain text in the Application, and Argo CD keeps
 // generated manifests in plain text too.
-func checkSecret(r *RGD, n *Node, e located, refs []expr.Ref) error {
-	g, k := gvk(n.Template)
+func checkSecret(r *RGD, n *Node, e Located, refs []cel.Ref) error {
+	g, k := GVK(n.Template)
 	if g != "" || k != "Secret" {
 		return nil
 	}
-	if !strings.HasPrefix(e.path, "template.data") && !strings.HasPrefix(e.path, "template.stringData") {
+	if !strings.HasPrefix(e.Path, "template.data") && !strings.HasPrefix(e.Path, "template.stringData") {
 		return nil
 	}
 	for _, ref := range refs {
 		if ref.Var == "schema" {
 			return fmt.Errorf("%w: %s: node %s: %s: a Secret filled from an instance parameter (${%s}): Argo CD stores parameters and generated manifests in plain text, so the secret would leak; reference an existing Secret instead",
-				errdef.ErrInvalidInput, r.Source, n.ID, e.path, errdef.Truncate(e.expr, 80))
+				errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 80))
 		}
 	}
 	return nil
 }
 
-func isOCMResource(t map[string]any) bool {
-	g, k := gvk(t)
-	return g == ocmGroup && k == "Resource"
+// OCMGroup is the API group of OCM's controller kinds.
+const OCMGroup = "delivery.ocm.software"
+
+// IsOCMResource reports an OCM Resource (template or object).
+func IsOCMResource(t map[string]any) bool {
+	g, k := GVK(t)
+	return g == OCMGroup && k == "Resource"
 }
 
-func groupKind(g, k string) string {
+// GroupKind names a kind with its group ("Application.argoproj.io").
+func GroupKind(g, k string) string {
 	if g == "" {
 		return k
 	}
 	return k + "." + g
 }
 
-// plainKind: a kind emitted as it is (not interpreted: OCM, Flux sources
+// PlainKind: a kind emitted as it is (not interpreted: OCM, Flux sources
 // and deployers, Argo CD Applications, chained kro kinds).
-func plainKind(g, k string) bool {
+func PlainKind(g, k string) bool {
 	switch {
-	case g == ocmGroup, g == "kro.run", g == "source.toolkit.fluxcd.io",
+	case g == OCMGroup, g == "kro.run", g == "source.toolkit.fluxcd.io",
 		g == "helm.toolkit.fluxcd.io" && k == "HelmRelease", g == "kustomize.toolkit.fluxcd.io" && k == "Kustomization",
 		g == "argoproj.io" && k == "Application":
 		return false

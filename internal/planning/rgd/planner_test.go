@@ -1,0 +1,175 @@
+package rgd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
+)
+
+// fakeCV is a component version whose resources are documents in memory:
+// the planner is tested at its own boundary (input → plan), reading
+// through fakeReader instead of the renderer's access.
+type fakeCV struct {
+	d    *ocm.Descriptor
+	docs map[string]string // resource name → content
+}
+
+func (f *fakeCV) Descriptor() *ocm.Descriptor { return f.d }
+func (f *fakeCV) DescriptorDigest() string    { return "" }
+func (f *fakeCV) Repository() ocm.Repository  { return nil }
+func (f *fakeCV) OpenLocalBlob(context.Context, ocm.Access) (ocm.Blob, error) {
+	return nil, errors.New("fakeCV: no blobs")
+}
+
+// fakeReader reads the documents of a fakeCV, and counts the reads.
+type fakeReader struct{ reads int }
+
+func (r *fakeReader) ReadDocument(_ context.Context, cv ocm.ComponentVersion, res *ocm.Resource, max int64) ([]byte, error) {
+	r.reads++
+	doc, ok := cv.(*fakeCV).docs[res.Name]
+	if !ok {
+		return nil, fmt.Errorf("%w: no document %s", errdef.ErrNotFound, res.Name)
+	}
+	if max > 0 && int64(len(doc)) > max {
+		return nil, errdef.ErrLimitExceeded
+	}
+	return []byte(doc), nil
+}
+
+func (r *fakeReader) ChartValues(context.Context, ocm.ComponentVersion, *ocm.Resource) (map[string]any, error) {
+	return nil, errors.New("fakeReader: no charts")
+}
+
+func (r *fakeReader) ReadTree(context.Context, ocm.ComponentVersion, *ocm.Resource) (plan.Tree, error) {
+	return plan.Tree{}, errors.New("fakeReader: no trees")
+}
+
+// component ships each document as an RGD resource.
+func component(docs map[string]string) *fakeCV {
+	d := &ocm.Descriptor{Name: "acme.org/app", Version: "1.0.0"}
+	for name := range docs {
+		d.Resources = append(d.Resources, ocm.Resource{ElementMeta: ocm.ElementMeta{Name: name, Version: "1.0.0"}, Type: "blob",
+			Access: ocm.Access{Type: "localBlob/v1", Fields: map[string]any{"mediaType": rgd.MediaType, "localReference": "sha256:0"}}})
+	}
+	return &fakeCV{d: d, docs: docs}
+}
+
+// planRGD plans one RGD document for an instance (parameters as an
+// Application gives them) and returns the steps' objects.
+func planRGD(t *testing.T, doc string, params map[string]string) ([]plan.Step, error) {
+	t.Helper()
+	cv := component(map[string]string{"rgd": doc})
+	p := rgd.Wrap(&config.Planner{})
+	pl, err := p.Plan(context.Background(), cv, plan.Input{Application: "demo", Namespace: "apps", Parameters: params, Reader: &fakeReader{}})
+	if err != nil {
+		return nil, err
+	}
+	return pl.Steps, nil
+}
+
+func stepObjects(steps []plan.Step) []manifests.Object {
+	var out []manifests.Object
+	for _, s := range steps {
+		out = append(out, s.Objects...)
+	}
+	return out
+}
+
+const appRGD = `apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: app}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: App
+    spec:
+      name: string | default=web
+      replicas: integer | default=2 minimum=1
+      ports: "[]integer | default=[80,443]"
+  resources:
+    - id: config
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${schema.spec.name}-config", namespace: "${schema.metadata.namespace}"}
+        data:
+          app: ${schema.metadata.name}
+    - id: deploy
+      template:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: "${schema.spec.name}"}
+        spec:
+          replicas: ${schema.spec.replicas}
+          template:
+            spec:
+              containers:
+                - name: app
+                  image: nginx
+                  envFrom: [{configMapRef: {name: "${config.metadata.name}"}}]
+`
+
+// TestPlanBoundary: an RGD document read through the reader becomes steps
+// of objects, in the order their references make, each in the sync wave
+// of its level; the instance parameters are typed (replicas stays an
+// integer) and defaulted.
+func TestPlanBoundary(t *testing.T) {
+	steps, err := planRGD(t, appRGD, map[string]string{"replicas": "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 2 {
+		t.Fatalf("want 2 steps, got %d", len(steps))
+	}
+	for i, s := range steps {
+		if s.Ordering == nil || s.Ordering.Placement.SyncWave == nil || *s.Ordering.Placement.SyncWave != i {
+			t.Errorf("step %d: want sync wave %d, got %+v", i, i, s.Ordering)
+		}
+	}
+	want := manifeststest.Parse(t, `apiVersion: v1
+kind: ConfigMap
+metadata: {name: web-config, namespace: apps}
+data: {app: demo}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  template:
+    spec:
+      containers:
+        - name: app
+          image: nginx
+          envFrom: [{configMapRef: {name: web-config}}]
+`)
+	manifeststest.Equal(t, stepObjects(steps), want)
+}
+
+// TestPlanBoundaryRefusals: what the graph cannot be is refused with one
+// line naming the RGD and the node, before anything is evaluated.
+func TestPlanBoundaryRefusals(t *testing.T) {
+	for name, tc := range map[string]struct{ doc, want string }{
+		"cycle": {strings.Replace(appRGD, `app: ${schema.metadata.name}`, `app: ${deploy.metadata.name}`, 1), "cycle: config -> deploy -> config"},
+		"status of a plain node": {strings.Replace(appRGD, `app: ${schema.metadata.name}`, `app: ${deploy.status.readyReplicas}`, 1),
+			"reads the status of node deploy (Deployment.apps), which only a cluster has"},
+		"wrong kind": {strings.Replace(appRGD, "kind: ResourceGraphDefinition", "kind: Other", 1), "is not a kro.run/v1alpha1 ResourceGraphDefinition"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := planRGD(t, tc.doc, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "ResourceGraphDefinition") {
+				t.Fatalf("want an error containing %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
