@@ -13,11 +13,14 @@ type allowances struct {
 	// children another project or destination than they inherit (see
 	// platform.Options).
 	otherProjects, otherDestinations bool
+	// provenance annotates every object, whatever the request asks.
+	provenance bool
 }
 
 // allowances applies the renderer's rule; without one (the zero Renderer)
-// local archives are allowed, there is no image origin guard and platform
-// children inherit their parent's project and destination.
+// local archives are allowed, there is no image origin guard, platform
+// children inherit their parent's project and destination, and provenance
+// is the request's choice.
 func (r *Renderer) allowances() allowances {
 	if r.rule == nil {
 		return allowances{}
@@ -27,5 +30,6 @@ func (r *Renderer) allowances() allowances {
 		requireImages:     r.rule.RequireComponentImages,
 		otherProjects:     r.rule.Platform.AllowOtherProjects,
 		otherDestinations: r.rule.Platform.AllowOtherDestinations,
+		provenance:        r.rule.Provenance,
 	}
 }

@@ -38,7 +38,7 @@ func TestConfinedRepositoryNeverReachesTheProcessDisk(t *testing.T) {
 		return nil, errdef.ErrNotFound
 	}
 	req := argocdocm.Request{Repository: "registry.example.test/ocm", Dir: app, Root: root}
-	if _, err := (&argocdocm.Renderer{OpenRepository: open}).Open(context.Background(), req); !errors.Is(err, errdef.ErrNotFound) {
+	if _, err := argocdocm.NewOpeningRenderer(open).Open(context.Background(), req); !errors.Is(err, errdef.ErrNotFound) {
 		t.Fatalf("open: %v", err)
 	}
 	if len(opened) != 1 {
@@ -46,14 +46,14 @@ func TestConfinedRepositoryNeverReachesTheProcessDisk(t *testing.T) {
 	}
 	sp, err := oci.ParseSpecIn(opened[0], func(string) bool { return true }) // even if everything existed
 	if err != nil || sp.Type != oci.TypeOCIRegistry || sp.String() != "registry.example.test/ocm" {
-		t.Fatalf("OpenRepository got %q (%+v, %v), want an explicit registry spec", opened[0], sp, err)
+		t.Fatalf("the renderer's open got %q (%+v, %v), want an explicit registry spec", opened[0], sp, err)
 	}
 
 	// Local forms never reach open: they are read inside the root.
 	opened = nil
 	for _, repo := range []string{"ctf", "./ctf", "file://ctf", "ctf::ctf", "{type: CTF, filePath: ctf}", cwd + "/registry.example.test"} {
 		req.Repository = repo
-		_, err := (&argocdocm.Renderer{OpenRepository: open}).Open(context.Background(), req)
+		_, err := argocdocm.NewOpeningRenderer(open).Open(context.Background(), req)
 		if err == nil || len(opened) != 0 {
 			t.Fatalf("%s: %v, opened %q", repo, err, opened)
 		}

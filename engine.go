@@ -145,10 +145,10 @@ func NewEngine(opts ...EngineOption) *Engine {
 
 // Rule reads the sidecar rule of one generation: the policy file's rule for
 // the Application's project, or without a policy the default rule of the
-// ARGOCD_OCM_* variables (policy.FromEnvironment). getenv is the
-// generation's environment (the project is request-scoped); nil: the
-// process's (os.Getenv). The file is read every time, so an updated ConfigMap applies
-// to the next generation.
+// ARGOCD_OCM_* variables, with the sidecar's tenancy switches added
+// (policy.FromEnvironment). getenv is the generation's environment (the
+// project is request-scoped); nil: the process's (os.Getenv). The file is
+// read every time, so an updated ConfigMap applies to the next generation.
 func (e *Engine) Rule(getenv func(string) string) (*policy.Rule, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -159,14 +159,24 @@ func (e *Engine) Rule(getenv func(string) string) (*policy.Rule, error) {
 // Generation is what one render brings to Engine.Renderer.
 type Generation struct {
 	// Rule is the generation's sidecar rule (Engine.Rule): what the operator
-	// allows, which the Request never carries. It configures the registry
-	// client, and the renderer applies it to every request: local archives
-	// (Rule.LocalArchives), the image origin guard
-	// (Rule.RequireComponentImages) and the platform allowances
-	// (Rule.Platform). nil: the rule of a sidecar without a policy or
-	// settings (any repository, the sidecar's own credentials, local
-	// archives, no image guard, platform children inherit).
+	// allows and requires, which the Request never carries. It configures
+	// the registry client, and the renderer applies it to every request:
+	// the signatures that must verify (Rule.Signatures, or the variables'
+	// Rule.SignatureFlags), local archives (Rule.LocalArchives), the image
+	// origin guard (Rule.RequireComponentImages), the platform allowances
+	// (Rule.Platform) and forced provenance (Rule.Provenance). nil: the rule
+	// of a sidecar without a policy or settings (any repository, the
+	// sidecar's own credentials, local archives, no signatures, no image
+	// guard, platform children inherit).
 	Rule *policy.Rule
+	// Getenv, when Rule is nil, is the generation's environment, which the
+	// rule is read from (Engine.Rule): the way a caller gets the rule
+	// generate applies. Both nil: the rule of no settings, as above.
+	Getenv func(string) string
+	// Person, when set, is a person running a command (render, verify,
+	// convert), not Argo CD generating for an Application: see Person for
+	// what it decides instead of Rule. nil: the rule decides everything.
+	Person *Person
 	// Logger receives the log of the registry client, the cache and the
 	// pipeline; nil: discarded.
 	Logger *slog.Logger
@@ -177,37 +187,95 @@ type Generation struct {
 	BodyObserver func(n int)
 }
 
-// Renderer builds the renderer of one generation: a registry client of its
-// own configured by g.Rule (nothing is connected to before the rule allowed
-// it), the rule's allowances applied to every request it renders (local
-// archives, the image origin guard, platform children), sharing the engine's connections, tokens, tag resolutions and cache.
-// The caller may set signatures, provenance and Explain on the result
-// before it renders.
+// Person is what a person running a command decides instead of the
+// sidecar's rule, with the command's flags. The rule's repositories,
+// credentials, plain-HTTP hosts and local archives still apply; beyond
+// them the person's generation may connect to any address
+// (policy.Rule.ForPerson), give platform children any project and
+// destination, and the rule's signatures, image guard and forced
+// provenance give way to the flags.
+type Person struct {
+	// Signatures must verify (render's and verify's --signature,
+	// --public-key, --root-ca); zero: none.
+	Signatures Signatures
+	// RequireComponentImages turns the image origin guard on
+	// (render's --require-component-images).
+	RequireComponentImages bool
+}
+
+// Signatures name the signatures that must verify, each with its public
+// key file and its root CA file: one file per name, or one for every name,
+// "" in a per-name list for none (the --signature, --public-key and
+// --root-ca flags; a rule's policy.Rule.SignatureFlags). Every name needs a
+// key or a root CA; with both, a PEM signature that carries a certificate is
+// checked against the root CA and every other signature with the key
+// (signing.Trust).
+type Signatures struct {
+	Names, PublicKeys, RootCAs []string
+}
+
+// ruleSignatures are the signatures rule requires.
+func ruleSignatures(rule *policy.Rule) Signatures {
+	names, keys, roots := rule.SignatureFlags()
+	return Signatures{Names: names, PublicKeys: keys, RootCAs: roots}
+}
+
+// Renderer builds the renderer of one generation, the one place where a
+// generation's rule becomes a renderer: a registry client of its own
+// configured by the rule (nothing is connected to before the rule allowed
+// it), the signature verifier of the rule (or of g.Person), and the rule's
+// allowances applied to every request it renders (local archives, the image
+// origin guard, platform children, provenance); it shares the engine's
+// connections, tokens, tag resolutions and cache. A key file that cannot be
+// read or parsed is an error here, before anything is opened.
 func (e *Engine) Renderer(g Generation) (*Renderer, error) {
 	rule := g.Rule
-	if rule == nil {
+	switch {
+	case rule == nil && g.Getenv != nil:
+		var err error
+		if rule, err = e.Rule(g.Getenv); err != nil {
+			return nil, err
+		}
+	case rule == nil:
 		rule = policy.Legacy(func(string) string { return "" }, "")
+	}
+	trust := ruleSignatures(rule)
+	if g.Person != nil {
+		rule, trust = forPerson(rule, *g.Person), g.Person.Signatures
+	}
+	v, err := e.verifier(trust)
+	if err != nil {
+		return nil, err
 	}
 	src, err := e.source(rule, g)
 	if err != nil {
 		return nil, err
 	}
-	return &Renderer{OpenRepository: src.Open, access: access.Resolver{Artifacts: src}, Log: g.Notes, archiveOptions: e.archiveOpts,
+	return &Renderer{open: src.Open, access: access.Resolver{Artifacts: src}, Log: g.Notes, archiveOptions: e.archiveOpts,
 		helmCRDs: e.crds, helmCharts: e.charts, ctfOptions: []ctf.Option{ctf.WithUnpacker(e.unpacker), ctf.WithCache(src.Client.Cache())},
-		rule: rule}, nil
+		rule: rule, signatures: v}, nil
 }
 
-// Render renders one request with a renderer of its own under the
-// rule of the process's environment (Engine.Rule(nil)), as the plugin
-// does: deployment definitions (the request's DefinitionFile, else the
-// component's own), a kro RGD the component ships, instance Parameters
-// (an unknown one is refused). Notes go to log (nil: discarded).
+// forPerson is rule as p decides it: any address (policy.Rule.ForPerson),
+// any project and destination for platform children, the image guard as p
+// says, no forced provenance.
+func forPerson(rule *policy.Rule, p Person) *policy.Rule {
+	r := rule.ForPerson()
+	r.Platform.AllowOtherProjects, r.Platform.AllowOtherDestinations = true, true
+	r.RequireComponentImages = p.RequireComponentImages
+	r.Provenance = false
+	return r
+}
+
+// Render renders one request with a renderer of its own under the rule of
+// the process's environment (Generation.Getenv os.Getenv), as generate does: the
+// signatures the rule requires, local archives, the image origin guard,
+// platform allowances, plain HTTP, addresses and forced provenance;
+// deployment definitions (the request's DefinitionFile, else the
+// component's own), a kro RGD the component ships, instance Parameters (an
+// unknown one is refused). Notes go to log (nil: discarded).
 func (e *Engine) Render(ctx context.Context, req Request, log io.Writer) (*Result, error) {
-	rule, err := e.Rule(nil)
-	if err != nil {
-		return nil, errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
-	}
-	r, err := e.Renderer(Generation{Rule: rule, Notes: log})
+	r, err := e.Renderer(Generation{Getenv: os.Getenv, Notes: log})
 	if err != nil {
 		return nil, errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 	}
@@ -235,7 +303,6 @@ func (e *Engine) source(rule *policy.Rule, g Generation) (*resolve.Source, error
 	if err != nil {
 		return nil, err
 	}
-	src.AllowLocalArchive = rule.AllowLocalArchive
 	return src, nil
 }
 
@@ -251,16 +318,13 @@ func (e *Engine) blobCache(logger *slog.Logger) *cache.Cache {
 	return cache.Open(e.cacheDir, cache.WithLogger(logger), cache.WithUsage(e.cacheUsage))
 }
 
-// Verifier pairs signature names with public key files and root CA files,
-// each list holding one file per name or one for every name ("" in a
-// per-name list: none for that name; a rule's SignatureFlags, or the CLI's
-// --signature, --public-key and --root-ca): nil when nothing is given. Every
-// name needs a key or a root CA; with both, a PEM signature that carries a
-// certificate is checked against the root CA and every other signature with
-// the key (signing.Trust). Files are read every time, so a rotated key
-// applies to the next generation; a file is parsed again only when it
-// changed.
-func (e *Engine) Verifier(names, keyFiles, rootFiles []string) (*signing.Verifier, error) {
+// verifier is the one place a generation's signature verifier is built
+// (Engine.Renderer): s's names paired with their public key and root CA
+// files (see Signatures); nil when s names nothing. Files are read every
+// time, so a rotated key applies to the next generation; a file is parsed
+// again only when it changed.
+func (e *Engine) verifier(s Signatures) (*signing.Verifier, error) {
+	names, keyFiles, rootFiles := s.Names, s.PublicKeys, s.RootCAs
 	if len(names) == 0 && len(keyFiles) == 0 && len(rootFiles) == 0 {
 		return nil, nil
 	}

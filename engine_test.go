@@ -78,11 +78,21 @@ func TestEngineRendererFollowsTheRule(t *testing.T) {
 	}
 }
 
+// verifierOf is the verifier e builds for a generation whose signatures
+// are names with keys and roots (Engine.Renderer, through Generation.Person).
+func verifierOf(e *argocdocm.Engine, names, keys, roots []string) (*signing.Verifier, error) {
+	r, err := e.Renderer(argocdocm.Generation{Person: &argocdocm.Person{Signatures: argocdocm.Signatures{Names: names, PublicKeys: keys, RootCAs: roots}}})
+	if err != nil {
+		return nil, err
+	}
+	return r.Verifier(), nil
+}
+
 // Keys are read every time (a rotated key applies at once) and parsed
 // again only when the file changed.
 func TestEngineVerifier(t *testing.T) {
 	e := argocdocm.NewEngine(argocdocm.WithBlobCacheDir(""))
-	if v, err := e.Verifier(nil, nil, nil); v != nil || err != nil {
+	if v, err := verifierOf(e, nil, nil, nil); v != nil || err != nil {
 		t.Fatalf("no signatures: %v, %v", v, err)
 	}
 	for _, tc := range []struct{ names, keys []string }{
@@ -90,11 +100,11 @@ func TestEngineVerifier(t *testing.T) {
 		{nil, []string{"k.pem"}},
 		{[]string{"a", "b", "c"}, []string{"1.pem", "2.pem"}},
 	} {
-		if _, err := e.Verifier(tc.names, tc.keys, nil); !errors.Is(err, errdef.ErrInvalidInput) {
+		if _, err := verifierOf(e, tc.names, tc.keys, nil); !errors.Is(err, errdef.ErrInvalidInput) {
 			t.Errorf("%v / %v: %v", tc.names, tc.keys, err)
 		}
 	}
-	if _, err := e.Verifier([]string{"acme"}, []string{filepath.Join(t.TempDir(), "missing.pem")}, nil); !errors.Is(err, errdef.ErrInvalidInput) {
+	if _, err := verifierOf(e, []string{"acme"}, []string{filepath.Join(t.TempDir(), "missing.pem")}, nil); !errors.Is(err, errdef.ErrInvalidInput) {
 		t.Errorf("missing key file: %v", err)
 	}
 }
@@ -104,14 +114,14 @@ func TestEngineVerifierRootCA(t *testing.T) {
 	keys := filepath.Join("testdata", "ocm-cli-v2", "signatures", "keys")
 	ca, leaf, rsaKey, gpg := filepath.Join(keys, "ca.crt"), filepath.Join(keys, "leaf.crt"), filepath.Join(keys, "rsa.pub.pem"), filepath.Join(keys, "gpg.pub.asc")
 	e := argocdocm.NewEngine(argocdocm.WithBlobCacheDir(""))
-	v, err := e.Verifier([]string{"fx-pem"}, nil, []string{ca})
+	v, err := verifierOf(e, []string{"fx-pem"}, nil, []string{ca})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tr, ok := v.Keys["fx-pem"].(*signing.Trust); !ok || tr.Key != nil || tr.Roots == nil {
 		t.Errorf("root only: %#v", v.Keys["fx-pem"])
 	}
-	v, err = e.Verifier([]string{"fx-pss", "fx-pem", "fx-gpg"}, []string{rsaKey, "", gpg}, []string{"", ca, ""})
+	v, err = verifierOf(e, []string{"fx-pss", "fx-pem", "fx-gpg"}, []string{rsaKey, "", gpg}, []string{"", ca, ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,13 +131,13 @@ func TestEngineVerifierRootCA(t *testing.T) {
 	if _, ok := v.Keys["fx-gpg"].(*signing.OpenPGPKeys); !ok {
 		t.Errorf("fx-gpg: %T", v.Keys["fx-gpg"])
 	}
-	if _, err := e.Verifier([]string{"fx-pem"}, nil, []string{leaf}); !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), "not a CA certificate") {
+	if _, err := verifierOf(e, []string{"fx-pem"}, nil, []string{leaf}); !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), "not a CA certificate") {
 		t.Errorf("leaf as root CA: %v", err)
 	}
-	if _, err := e.Verifier([]string{"a", "b"}, []string{rsaKey, ""}, nil); !errors.Is(err, errdef.ErrInvalidInput) {
+	if _, err := verifierOf(e, []string{"a", "b"}, []string{rsaKey, ""}, nil); !errors.Is(err, errdef.ErrInvalidInput) {
 		t.Errorf("name without key or root: %v", err)
 	}
-	if _, err := e.Verifier([]string{"a", "b", "c"}, nil, []string{ca, ca}); !errors.Is(err, errdef.ErrInvalidInput) {
+	if _, err := verifierOf(e, []string{"a", "b", "c"}, nil, []string{ca, ca}); !errors.Is(err, errdef.ErrInvalidInput) {
 		t.Errorf("two roots for three names: %v", err)
 	}
 }

@@ -38,8 +38,9 @@ func ExampleEngine_Render() {
 }
 
 // A renderer of one generation: Engine.Renderer gives a registry client
-// configured by the generation's sidecar rule; the caller adds what the
-// generation asks for (a planner, signatures, provenance) before it renders.
+// configured by the generation's sidecar rule, and applies the rule (its
+// signatures, local archives, image guard, platform allowances) to every
+// request it renders.
 // Renderer.Resolve is the first stage alone: the component version found,
 // as the parameters announcement reads it.
 func ExampleEngine_Renderer() {

@@ -88,8 +88,7 @@ func TestRenderLoopOrdering(t *testing.T) {
 			return nil
 		},
 	})
-	r.Provenance = true
-	res, err := r.Render(context.Background(), argocdocm.Request{Repository: hooksRepo(t), Component: examples.Hooks, Version: "1.0.0"})
+	res, err := r.Render(context.Background(), argocdocm.Request{Repository: hooksRepo(t), Component: examples.Hooks, Version: "1.0.0", Provenance: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -598,7 +598,9 @@ func cycleKey(t *testing.T) *rsa.PrivateKey {
 }
 
 func (h *hostileFixture) cycleRenderer(t *testing.T) *argocdocm.Renderer {
-	return &argocdocm.Renderer{Signatures: &signing.Verifier{Keys: map[string]crypto.PublicKey{"release": &cycleKey(t).PublicKey}}}
+	r := &argocdocm.Renderer{}
+	r.SetSignatures(&signing.Verifier{Keys: map[string]crypto.PublicKey{"release": &cycleKey(t).PublicKey}})
+	return r
 }
 
 // allocated returns the bytes allocated (by every goroutine) while f runs: an

@@ -98,7 +98,7 @@ func guardedRenderer(key *rsa.PrivateKey) *argocdocm.Renderer {
 	r := &argocdocm.Renderer{}
 	argocdocm.SetPlanner(r, &config.Planner{})
 	if key != nil {
-		r.Signatures = &signing.Verifier{Keys: map[string]crypto.PublicKey{"release": &key.PublicKey}}
+		r.SetSignatures(&signing.Verifier{Keys: map[string]crypto.PublicKey{"release": &key.PublicKey}})
 	}
 	return r
 }

@@ -132,11 +132,19 @@ func (r Request) RepositoryLocation() string {
 //
 // A CTF or component archive file is opened with opts (an unpack cache:
 // ctf.WithUnpacker, ctf.WithCache) and unpacked within ctx.
-// allowLocal, when set, is asked before a confined request opens a CTF or
-// component archive of its checkout (the rule's localArchives).
+// allowLocal, when set, is asked before a CTF or component archive is
+// opened, confined or not (the rule's localArchives): the one place it is.
 func (r Request) openRepository(ctx context.Context, open func(context.Context, string) (ocm.Repository, error), allowLocal func() error, opts ...ctf.Option) (ocm.Repository, error) {
 	if r.Root == nil {
-		return open(ctx, r.RepositoryLocation())
+		loc := r.RepositoryLocation()
+		if allowLocal != nil {
+			if sp, err := oci.ParseSpec(loc); err == nil && sp.Type == oci.TypeCTF {
+				if err := allowLocal(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return open(ctx, loc)
 	}
 	sp, err := oci.ParseSpecIn(r.Repository, r.Root.root.Exists)
 	if err != nil {
@@ -175,26 +183,20 @@ func (r Request) openRepository(ctx context.Context, open func(context.Context, 
 	return ctf.OpenFile(f, display, slices.Concat(opts, []ctf.Option{ctf.WithContext(ctx), ctf.WithOrigin(r.Root.root.Origin(name))})...)
 }
 
-// Renderer runs requests. The zero value renders offline from CTFs and
-// component archives.
+// Renderer runs requests. Build one per generation with Engine.Renderer,
+// which applies the generation's sidecar rule (Generation): what it allows
+// and verifies is fixed when it is built. The zero value renders offline
+// from CTFs and component archives under no rule: no signatures, local
+// archives allowed, no image origin guard, platform children inherit their
+// parent's project and destination. Its exported fields observe a render;
+// none of them changes what is allowed.
 type Renderer struct {
-	// OpenRepository opens Request.Repository; default OpenOffline. A
-	// confined request opens local repositories itself, inside its Root.
-	OpenRepository func(ctx context.Context, spec string) (ocm.Repository, error)
 	// Opened, when set, sees every repository a render opens, local or
 	// remote, under the name the request gave it, and may wrap it (debug
 	// logging, keeping it for error hints); nil keeps it as opened.
 	Opened func(name string, repo ocm.Repository) ocm.Repository
 	// Log receives notes for people (e.g. the resolved version); default io.Discard.
 	Log io.Writer
-	// Signatures, when set, must verify before anything renders (keys by
-	// signature name; references are verified recursively), and every rendered
-	// resource must carry a digest the signature covers.
-	Signatures *signing.Verifier
-	// Provenance annotates every object with the component, version,
-	// descriptor digest, resource and verified signatures. Off by default so
-	// output stays identical to helm template.
-	Provenance bool
 	// Explain, when set, receives the report of each render's plan (what
 	// `render --explain` prints): the definition, each parameter and its
 	// source, the values and patches, the placement of objects.
@@ -202,17 +204,25 @@ type Renderer struct {
 
 	// Set by Engine.Renderer; the zero values render offline.
 
-	// rule is the generation's sidecar rule (Generation.Rule), what the
-	// operator allows every request of this renderer; the renderer applies
-	// it in one place (allowances). nil (the zero Renderer): local archives
-	// allowed, no image origin guard, platform children inherit their
-	// parent's project and destination.
+	// open opens Request.Repository; nil: OpenOffline. A confined request
+	// opens local repositories itself, inside its Root.
+	open func(ctx context.Context, spec string) (ocm.Repository, error)
+	// rule is the generation's sidecar rule (Generation.Rule, with a
+	// Person's decisions), what the operator allows every request of this
+	// renderer; the renderer applies it in one place (allowances). nil (the
+	// zero Renderer): local archives allowed, no image origin guard,
+	// platform children inherit their parent's project and destination.
 	rule *policy.Rule
+	// signatures, when set, must verify before anything renders (keys by
+	// signature name; references are verified recursively), and every
+	// rendered resource must carry a digest the signature covers: the
+	// rule's signatures (or a Person's), built by Engine.verifier.
+	signatures *signing.Verifier
 
 	// planner decides what each request renders, from the request's
 	// plan.Input; nil: the planner of deployment definitions, RGDs and
 	// instance parameters (packages config and rgd), built per
-	// render from Log, Signatures and Explain. Tests replace it
+	// render from Log, signatures and Explain. Tests replace it
 	// (export_test.go).
 	planner plan.Planner
 
@@ -339,7 +349,7 @@ func (r *Renderer) plannerOf() plan.Planner {
 
 // definitions is the planner of deployment definitions for one render.
 func (r *Renderer) definitions() *config.Planner {
-	p := &config.Planner{Log: r.log(), RequireDigests: r.Signatures != nil}
+	p := &config.Planner{Log: r.log(), RequireDigests: r.signatures != nil}
 	if r.Explain != nil {
 		p.Explain = func(rep *explain.Report) { r.Explain(rep) }
 	}
@@ -370,7 +380,7 @@ func (r *Renderer) renderSteps(ctx context.Context, cv ocm.ComponentVersion, req
 	}
 	for _, step := range p.Steps {
 		ectx.Resource = step.Resource.Identity().String()
-		if r.Signatures != nil {
+		if r.signatures != nil {
 			if err := requireSignedDigest(step.Resource); err != nil {
 				return nil, err
 			}
@@ -393,7 +403,7 @@ func (r *Renderer) renderSteps(ctx context.Context, cv ocm.ComponentVersion, req
 				return nil, err
 			}
 		}
-		if r.Provenance {
+		if r.allowances().provenance || req.Provenance {
 			annotateProvenance(objs, cv, step.Resource, out.Signatures)
 		}
 		from.add(objs, ectx.Resource)

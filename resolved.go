@@ -25,10 +25,10 @@ type Resolved struct {
 func (c *Resolved) Close() error { return c.Repository.Close() }
 
 // Open opens the request's repository as Render does: through
-// Request.openRepository with the renderer's OpenRepository (default
-// OpenOffline) and its rule's localArchives, then Opened.
+// Request.openRepository with the renderer's registry source (the zero
+// Renderer's: OpenOffline) and its rule's localArchives, then Opened.
 func (r *Renderer) Open(ctx context.Context, req Request) (ocm.Repository, error) {
-	open := r.OpenRepository
+	open := r.open
 	if open == nil {
 		open = OpenOffline
 	}

@@ -11,7 +11,8 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
 )
 
-// Provenance annotations (opt-in, Renderer.Provenance): which signed component
+// Provenance annotations (opt-in, Request.Provenance, or forced by the rule's
+// Provenance): which signed component
 // produced an object, readable with kubectl get -o yaml.
 const (
 	AnnotationComponent        = "argocd-ocm-plugin.io/component"
@@ -28,10 +29,10 @@ func (r *Renderer) verify(ctx context.Context, repo ocm.Repository, cv ocm.Compo
 	if err := checkImageDigests(d); err != nil {
 		return nil, err
 	}
-	if r.Signatures == nil {
+	if r.signatures == nil {
 		return nil, nil
 	}
-	v := *r.Signatures
+	v := *r.signatures
 	if v.Lookup == nil {
 		v.Lookup = signing.RepositoryLookup(repo)
 	}
@@ -45,6 +46,11 @@ func (r *Renderer) verify(ctx context.Context, repo ocm.Repository, cv ocm.Compo
 	}
 	return names, nil
 }
+
+// Verifier is the signature verifier the renderer's rule (or a Person's
+// flags) requires, nil when none: what verify and the ApplicationSet
+// generator check signatures with.
+func (r *Renderer) Verifier() *signing.Verifier { return r.signatures }
 
 // requireSignedDigest refuses to render a resource whose content the
 // signature does not cover.

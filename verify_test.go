@@ -112,8 +112,9 @@ func TestSignatureVerification(t *testing.T) {
 		}, ocmbuild.Blob{MediaType: "application/x-tgz", Data: tamperedTgz}), "manifests", key, errdef.ErrDigestMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &argocdocm.Renderer{Signatures: &signing.Verifier{Keys: map[string]crypto.PublicKey{"mysig": tc.key}}, Provenance: true}
-			res, err := r.Render(context.Background(), argocdocm.Request{Repository: tc.repo, Component: signedApp, Version: "1.0.0", Resources: []string{tc.resource}})
+			r := &argocdocm.Renderer{}
+			r.SetSignatures(&signing.Verifier{Keys: map[string]crypto.PublicKey{"mysig": tc.key}})
+			res, err := r.Render(context.Background(), argocdocm.Request{Repository: tc.repo, Component: signedApp, Version: "1.0.0", Resources: []string{tc.resource}, Provenance: true})
 			if tc.want != nil {
 				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), signedApp+":1.0.0") {
 					t.Fatalf("got %v, want %v", err, tc.want)
@@ -164,7 +165,8 @@ func TestImageDigestAndUndigestedResources(t *testing.T) {
 		}
 		return dir
 	}
-	r := &argocdocm.Renderer{Signatures: &signing.Verifier{Keys: map[string]crypto.PublicKey{"release": &priv.PublicKey}}}
+	r := &argocdocm.Renderer{}
+	r.SetSignatures(&signing.Verifier{Keys: map[string]crypto.PublicKey{"release": &priv.PublicKey}})
 	render := func(repo string) error {
 		_, err := r.Render(context.Background(), argocdocm.Request{Repository: repo, Component: "example.com/signed/here", Version: "1.0.0"})
 		return err

@@ -33,6 +33,24 @@ const (
 	// EnvAllowAddresses: addresses beyond the default (see
 	// registry.AddressPolicy), comma-separated.
 	EnvAllowAddresses = registry.EnvAllowAddresses
+
+	// The tenancy switches: with or without a policy, each adds to what the
+	// rule requires or allows, never takes anything away, and a misspelt
+	// one is an error, not "off" (see Switches).
+
+	// EnvRequireComponentImages "true": the image origin guard for every
+	// Application (Rule.RequireComponentImages).
+	EnvRequireComponentImages = "ARGOCD_OCM_REQUIRE_COMPONENT_IMAGES"
+	// EnvPlatformAllowOtherProjects "true": a platform config may give child
+	// Applications another project than their parent's (and platforms render
+	// on Argo CD before 3.0, which does not pass the parent's project).
+	EnvPlatformAllowOtherProjects = "ARGOCD_OCM_PLATFORM_ALLOW_OTHER_PROJECTS"
+	// EnvPlatformAllowOtherDestinations "true": a platform config may send
+	// child Applications to another cluster or namespace.
+	EnvPlatformAllowOtherDestinations = "ARGOCD_OCM_PLATFORM_ALLOW_OTHER_DESTINATIONS"
+	// EnvProvenance "true": every object is annotated with its provenance,
+	// whatever the Application asks (Rule.Provenance).
+	EnvProvenance = "ARGOCD_OCM_PROVENANCE"
 )
 
 // MaxFileSize bounds the policy file.
@@ -368,7 +386,24 @@ func (p *Policy) Rule(project string) *Rule {
 // documentation). With a policy, ARGOCD_OCM_PLAIN_HTTP, ARGOCD_OCM_SIGNATURE
 // and ARGOCD_OCM_PUBLIC_KEY are refused: they would say something the policy
 // may contradict.
+//
+// The tenancy switches (EnvRequireComponentImages, EnvPlatformAllowOther*,
+// EnvProvenance) are read first, so that a misspelt one is the error a
+// generation reports, and added to the rule, with or without a policy.
 func FromEnvironment(getenv func(string) string) (*Rule, error) {
+	sw, err := readSwitches(getenv)
+	if err != nil {
+		return nil, err
+	}
+	r, err := fromEnvironment(getenv)
+	if err != nil {
+		return nil, err
+	}
+	sw.apply(r)
+	return r, nil
+}
+
+func fromEnvironment(getenv func(string) string) (*Rule, error) {
 	file := strings.TrimSpace(getenv(EnvPolicy))
 	project := getenv(EnvProject)
 	if file == "" {

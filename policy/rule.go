@@ -37,6 +37,9 @@ type Rule struct {
 	RequireComponentImages bool
 	// Platform: may children leave the parent's project and destination.
 	Platform Platform
+	// Provenance: every object is annotated with its provenance, whatever
+	// the Application asks (EnvProvenance).
+	Provenance bool
 	// AllowAddresses are what Applications may reach beyond the default
 	// (loopback, link-local, metadata and the like are refused; see
 	// registry.AddressPolicy).
@@ -126,6 +129,16 @@ func (r *Rule) AllowLocalArchive() error {
 		return nil
 	}
 	return fmt.Errorf("%w: local CTFs and component archives are not allowed for project %s (rule %s)", errdef.ErrForbidden, registry.Quote(r.Project), r.Name)
+}
+
+// ForPerson is r for a command a person runs (render, verify, convert,
+// transfer), not a generation on an Application's behalf: connections may
+// go to any address. What else a person decides instead of the rule is the
+// caller's (argocdocm.Person).
+func (r *Rule) ForPerson() *Rule {
+	p := *r
+	p.AnyAddress = true
+	return &p
 }
 
 // SignatureFlags are the signature names with their public key files and

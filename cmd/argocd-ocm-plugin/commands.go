@@ -16,8 +16,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -66,7 +64,7 @@ Manifests go to stdout, in one write, only on success; a failure is one line on 
 func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
 	var req argocdocm.Request
 	var apiVersions string
-	var sig signatureFlags
+	var sig argocdocm.Signatures
 	var params []string
 	var explain bool
 	var output string
@@ -84,15 +82,12 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
 			}
 			req.Parameters = ps
-			v, err := p.engine.Verifier(sig.names, sig.keys, sig.roots)
-			if err != nil {
-				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
-			}
 			if output != "yaml" && output != "json" {
 				return errdef.Wrap(fmt.Errorf("%w: --output %q: want yaml or json", errdef.ErrInvalidInput, output), errdef.Error{Component: req.Component, Version: req.Version})
 			}
-			return renderAndPrint(cmd, p, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: sig.provenance, explain: explain, json: output == "json",
-				diag: diag, progress: diag.terminal(stderr) && !diag.verbose, person: true, requireImages: requireImages})
+			person := &argocdocm.Person{Signatures: sig, RequireComponentImages: requireImages}
+			return renderAndPrint(cmd, p, req, stdout, stderr, getenv, renderOptions{person: person, explain: explain, json: output == "json",
+				diag: diag, progress: diag.terminal(stderr) && !diag.verbose})
 		},
 	}
 	f := c.Flags()
@@ -110,15 +105,15 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 	f.StringVar(&req.ReleaseName, "release-name", "", "Helm release name (default \"release-name\", as helm template)")
 	f.StringVar(&req.KubeVersion, "kube-version", helm.DefaultKubeVersion(), "Kubernetes version for Capabilities.KubeVersion; the default is the one the plugin's Kubernetes libraries imply, as in a helm release")
 	f.StringVar(&apiVersions, "api-versions", "", "comma-separated API versions for Capabilities.APIVersions")
-	f.StringArrayVar(&sig.names, "signature", nil, "signature name that must verify before rendering (repeatable)")
-	f.StringArrayVar(&sig.keys, "public-key", nil, publicKeyUsage)
-	f.StringArrayVar(&sig.roots, "root-ca", nil, rootCAUsage)
+	f.StringArrayVar(&sig.Names, "signature", nil, "signature name that must verify before rendering (repeatable)")
+	f.StringArrayVar(&sig.PublicKeys, "public-key", nil, publicKeyUsage)
+	f.StringArrayVar(&sig.RootCAs, "root-ca", nil, rootCAUsage)
 	f.BoolVar(&req.Platform.Force, "platform", false, "render the component's references as child Argo CD Applications (default for components with references and no renderable resource)")
 	f.StringArrayVar(&req.Platform.ConfigFiles, "platform-config", nil, "platform config file: per-package settings (repeatable)")
 	f.StringVar(&req.Platform.Source.RepoURL, "source-repo-url", "", "platform preview: the git repository child Applications point back at")
 	f.StringVar(&req.Platform.Source.Path, "source-path", "", "platform preview: the path in that repository")
 	f.StringVar(&req.Platform.Source.TargetRevision, "source-revision", "HEAD", "platform preview: the revision of that repository")
-	f.BoolVar(&sig.provenance, "provenance", false, "annotate every object with component, version, descriptor digest, resource and verified signatures")
+	f.BoolVar(&req.Provenance, "provenance", false, "annotate every object with component, version, descriptor digest, resource and verified signatures")
 	f.StringVar(&req.DefinitionFile, "definition", "", "deployment definition file (replaces one shipped in the component), or resource:NAME to pick a shipped one")
 	f.StringArrayVar(&params, "param", nil, "instance parameter name=value, typed by the deployment definition (repeatable)")
 	f.BoolVar(&req.Localize, "localize", false, "automatic localisation: point workload images that are resources of the component at the component's location of them")
@@ -159,23 +154,10 @@ YAML would cost more than rendering a large chart (render -o yaml shows the same
 			defer root.Close()
 			req.Root = root
 			req.Platform.Source.PluginName = getenv(envPluginName)
-			t, err := readTenancy(getenv)
-			if err != nil {
-				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
-			}
-			// One rule for the whole generation (the policy file is read
-			// once), with the sidecar's tenancy switches; the renderer
-			// applies it.
-			rule, err := p.sidecarRule(getenv)
-			if err != nil {
-				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
-			}
-			rule = t.apply(rule)
-			v, err := p.engine.Verifier(rule.SignatureFlags())
-			if err != nil {
-				return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
-			}
-			return renderAndPrint(cmd, p, req, stdout, stderr, getenv, renderOptions{signatures: v, provenance: isTrue(getenv(envProvenance)) || req.Provenance, json: true, diag: diag, rule: rule})
+			// The sidecar rule of getenv (the policy file is read once for
+			// the generation), tenancy switches included: the renderer
+			// applies it, as Engine.Render does.
+			return renderAndPrint(cmd, p, req, stdout, stderr, getenv, renderOptions{json: true, diag: diag})
 		},
 	}
 }
@@ -212,52 +194,19 @@ func buildVersion() string {
 	return "dev"
 }
 
+type renderOptions struct {
+	// person: a person runs the command (render), not Argo CD for an
+	// Application, and decides signatures and the image guard with flags
+	// (argocdocm.Person); nil: the sidecar rule of the environment decides.
+	person   *argocdocm.Person
+	explain  bool // print the config report instead of the manifests
+	json     bool // manifests as JSON documents (manifests.EncodeJSON), else YAML
+	diag     *diagnostics
+	progress bool // a download progress line on stderr (render, on a terminal)
+}
+
 // renderAndPrint renders completely into memory and writes stdout once, so a
 // failure can never leave a partial manifest stream behind.
-type signatureFlags struct {
-	names, keys, roots []string
-	provenance         bool
-}
-
-type renderOptions struct {
-	signatures *signing.Verifier
-	provenance bool
-	explain    bool // print the config report instead of the manifests
-	json       bool // manifests as JSON documents (manifests.EncodeJSON), else YAML
-	diag       *diagnostics
-	progress   bool // a download progress line on stderr (render, on a terminal)
-	// rule is the sidecar rule when the caller resolved it (generate); else
-	// the sidecar's rule is read here. The renderer applies it: local
-	// archives, the image guard, the platform allowances.
-	rule *policy.Rule
-	// person: a person runs the command (render), not Argo CD for an
-	// Application: it may connect to any address, the loopback included,
-	// and chooses freely (forPerson, forRender).
-	person bool
-	// requireImages is render's --require-component-images (person only).
-	requireImages bool
-}
-
-// forPerson is rule for a command a person runs: connections go to any
-// address (an Application's generation keeps off the pod's own and the
-// node's special addresses).
-func forPerson(rule *policy.Rule) *policy.Rule {
-	r := *rule
-	r.AnyAddress = true
-	return &r
-}
-
-// forRender is the permissive rule of render, for people: forPerson, and
-// a person previewing a platform may choose any project and destination;
-// the image origin guard is what --require-component-images says (the
-// sidecar's own switch is for generations only).
-func forRender(rule *policy.Rule, requireImages bool) *policy.Rule {
-	r := forPerson(rule)
-	r.Platform.AllowOtherProjects, r.Platform.AllowOtherDestinations = true, true
-	r.RequireComponentImages = requireImages
-	return r
-}
-
 func renderAndPrint(cmd *cobra.Command, p *process, req argocdocm.Request, stdout, stderr io.Writer, getenv func(string) string, opts renderOptions) error {
 	ectx := errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version}
 	ctx, cancel, err := withDeadline(cmd.Context(), 0, getenv)
@@ -273,16 +222,7 @@ func renderAndPrint(cmd *cobra.Command, p *process, req argocdocm.Request, stdou
 		prog = newProgress(stderr)
 		defer prog.done()
 	}
-	rule := opts.rule
-	if rule == nil {
-		if rule, err = p.sidecarRule(getenv); err != nil {
-			return errdef.Wrap(err, ectx)
-		}
-	}
-	if opts.person {
-		rule = forRender(rule, opts.requireImages)
-	}
-	r, log, err := p.renderer(&notes, rule, getenv, opts.diag, prog)
+	r, log, err := p.renderer(argocdocm.Generation{Person: opts.person, Notes: &notes}, getenv, opts.diag, prog)
 	if err != nil {
 		return errdef.Wrap(err, ectx)
 	}
@@ -294,7 +234,6 @@ func renderAndPrint(cmd *cobra.Command, p *process, req argocdocm.Request, stdou
 		}
 	}()
 	start := time.Now()
-	r.Signatures, r.Provenance = opts.signatures, opts.provenance
 	var report argocdocm.Explanation
 	if opts.explain {
 		r.Explain = func(rep argocdocm.Explanation) { report = rep }

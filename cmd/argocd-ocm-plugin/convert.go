@@ -35,11 +35,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			}
 			defer cancel()
 			var notes bytes.Buffer
-			rule, err := p.sidecarRule(getenv)
-			if err != nil {
-				return errdef.Wrap(err, ectx)
-			}
-			r, _, err := p.renderer(&notes, forPerson(rule), getenv, diag, nil)
+			r, _, err := p.renderer(argocdocm.Generation{Person: &argocdocm.Person{}, Notes: &notes}, getenv, diag, nil)
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}

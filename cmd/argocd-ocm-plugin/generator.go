@@ -94,28 +94,31 @@ func buildGenerator(f generatorFlags, log *slog.Logger, getenv func(string) stri
 	// registry connections and tokens (tag lists are the generator's own
 	// TTLs' to reuse, so the engine shares no tag resolutions).
 	p := &process{engine: argocdocm.NewEngine(argocdocm.WithSharing(0))}
-	rule, err := p.sidecarRule(getenv)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := p.engine.Verifier(rule.SignatureFlags())
+	rule, err := p.engine.Rule(getenv)
 	if err != nil {
 		return nil, err
 	}
 	// A registry client per request (argocdocm.Engine.Renderer), so that the
-	// generator's own TTLs decide when a tag list is read again.
+	// generator's own TTLs decide when a tag list is read again; the first
+	// renderer checks the rule's keys at start and gives them.
 	regLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn).Writer()
+	g := argocdocm.Generation{Rule: rule, Notes: regLog}
+	first, _, err := p.renderer(g, getenv, diag, nil)
+	if err != nil {
+		return nil, err
+	}
+	keys := first.Verifier()
 	open := func(ctx context.Context, spec string) (ocm.Repository, error) {
-		r, _, err := p.renderer(regLog, rule, getenv, diag, nil)
+		r, _, err := p.renderer(g, getenv, diag, nil)
 		if err != nil {
 			return nil, err
 		}
-		return r.OpenRepository(ctx, spec)
+		return r.Open(ctx, argocdocm.Request{Repository: spec})
 	}
 	// A component whose references carry the kro RGD that renders it is no
 	// platform to expand: asked of a renderer, as a render decides.
 	rendersItself := func(ctx context.Context, cv ocm.ComponentVersion) (bool, error) {
-		r, _, err := p.renderer(regLog, rule, getenv, diag, nil)
+		r, _, err := p.renderer(g, getenv, diag, nil)
 		if err != nil {
 			return false, err
 		}

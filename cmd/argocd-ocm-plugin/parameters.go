@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
 )
@@ -35,11 +36,7 @@ On failure nothing is printed on stdout and one line on stderr says why.`,
 			}
 			defer cancel()
 			var notes bytes.Buffer // to stderr on success only: a failure is one line
-			rule, err := p.sidecarRule(getenv)
-			if err != nil {
-				return errdef.Wrap(err, errdef.Error{Application: app})
-			}
-			r, _, err := p.renderer(&notes, rule, getenv, diag, nil)
+			r, _, err := p.renderer(argocdocm.Generation{Notes: &notes}, getenv, diag, nil)
 			if err != nil {
 				return errdef.Wrap(err, errdef.Error{Application: app})
 			}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
 )
 
 // Sidecar settings. They are read from the process environment WITHOUT the
@@ -21,7 +20,8 @@ const (
 	envTimeout = "ARGOCD_OCM_TIMEOUT" // overall deadline of one render, Go duration (default 50s)
 	// ARGOCD_OCM_POLICY (the sidecar policy file), and without it
 	// ARGOCD_OCM_PLAIN_HTTP (comma-separated hosts allowed over plain HTTP,
-	// with credentials), are read by package policy.
+	// with credentials), the signatures and the tenancy switches, are read
+	// by package policy (policy.FromEnvironment).
 	// envPluginName is the name child Applications of a platform use for this
 	// plugin (plugin.yaml metadata.name, "-<spec.version>" appended when set).
 	envPluginName = "ARGOCD_OCM_PLUGIN_NAME"
@@ -73,28 +73,25 @@ func newServerProcess(getenv func(string) string, log io.Writer) (*process, erro
 	return &process{engine: argocdocm.NewEngine(argocdocm.WithSharing(ttl)), log: log}, nil
 }
 
-// sidecarRule is the rule of this generation: the sidecar policy's rule for
-// the Application's project (ARGOCD_OCM_POLICY, ARGOCD_APP_PROJECT_NAME), or
-// without a policy the default rule of the ARGOCD_OCM_* variables. The file
-// is read for every generation, so that an updated ConfigMap applies to the
-// next one. The renderer built with it (renderer) applies it: local
-// archives, the image guard and the platform allowances.
-func (p *process) sidecarRule(getenv func(string) string) (*policy.Rule, error) {
-	return p.engine.Rule(getenv)
-}
-
-// renderer builds the pipeline of one generation (argocdocm.Engine.Renderer),
-// its registry client configured by the sidecar rule: nothing is connected
-// to before the rule allowed it. Notes and warnings of every layer
-// (registry, cache, pipeline) go to notes. With diag's log level at info or
-// debug, the log lines go to stderr (or the server's log) as they happen;
-// prog, when not nil, counts the bytes read from registries.
-func (p *process) renderer(notes io.Writer, rule *policy.Rule, getenv func(string) string, diag *diagnostics, prog *progress) (*argocdocm.Renderer, *slog.Logger, error) {
-	logger, err := diag.logger(notes, getenv)
+// renderer builds the renderer of one generation (argocdocm.Engine.Renderer)
+// from g: its rule (g.Rule, else read from getenv: the sidecar policy's rule
+// for the Application's project, or without a policy the default rule of the
+// ARGOCD_OCM_* variables, tenancy switches included; the file is read for
+// every generation, so that an updated ConfigMap applies to the next one),
+// and what a person decides instead (g.Person). Nothing is connected to
+// before the rule allowed it. Notes and warnings of every layer (registry,
+// cache, pipeline) go to g.Notes. With diag's log level at info or debug,
+// the log lines go to stderr (or the server's log) as they happen; prog,
+// when not nil, counts the bytes read from registries.
+func (p *process) renderer(g argocdocm.Generation, getenv func(string) string, diag *diagnostics, prog *progress) (*argocdocm.Renderer, *slog.Logger, error) {
+	logger, err := diag.logger(g.Notes, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	g := argocdocm.Generation{Rule: rule, Logger: logger, Notes: notes}
+	g.Logger = logger
+	if g.Rule == nil {
+		g.Getenv = getenv
+	}
 	if prog != nil {
 		g.BodyObserver = prog.add
 	}

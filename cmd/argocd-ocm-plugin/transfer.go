@@ -84,12 +84,12 @@ func runTransfer(ctx context.Context, p *process, t *transfer.Transfer, timeout 
 		// they become images again only with --copy-resources.
 		t.CopyResources = true
 	}
-	rule, err := p.sidecarRule(getenv)
+	rule, err := p.engine.Rule(getenv)
 	if err != nil {
 		return errdef.Wrap(err, ectx)
 	}
 	// The operator runs transfer, with registries of its choosing.
-	rule = forPerson(rule)
+	rule = rule.ForPerson()
 	if rule.Source == "environment" {
 		// No policy: the sidecar's credentials, and the http://
 		// sides the operator wrote reached over plain HTTP.

@@ -6,30 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/verify"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
-)
-
-// Sidecar verification settings for generate. Like every unprefixed variable
-// they come from the sidecar's own environment: an Application author must not
-// be able to supply their own trust root.
-const (
-	// ARGOCD_OCM_SIGNATURE (comma-separated signature names that must verify)
-	// and ARGOCD_OCM_PUBLIC_KEY (comma-separated key files, one per name or
-	// one for all; a CA certificate there is a root CA) are read by package
-	// policy, as its default rule.
-	envProvenance = "ARGOCD_OCM_PROVENANCE" // "true": annotate objects with their provenance
 )
 
 func newVerifyCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
 	var repository, component, version, output string
-	var names, keys, roots []string
+	var sig argocdocm.Signatures
 	c := &cobra.Command{
 		Use:   "verify --repository REPO --component NAME --version VERSION --signature NAME (--public-key FILE | --root-ca FILE)",
 		Short: "Verify a component version like `ocm verify`: signatures, reference digests and every resource digest computable offline",
@@ -54,11 +41,7 @@ stderr and nothing on stdout.`,
 			if output != "text" && output != "json" {
 				return errdef.Wrap(fmt.Errorf("%w: --output %q: want text or json", errdef.ErrInvalidInput, output), ectx)
 			}
-			v, err := p.engine.Verifier(names, keys, roots)
-			if err != nil {
-				return errdef.Wrap(err, ectx)
-			}
-			if v == nil {
+			if len(sig.Names) == 0 && len(sig.PublicKeys) == 0 && len(sig.RootCAs) == 0 {
 				return errdef.Wrap(fmt.Errorf("%w: --signature and --public-key or --root-ca are required", errdef.ErrInvalidInput), ectx)
 			}
 			ctx, cancel, err := withDeadline(cmd.Context(), 0, getenv)
@@ -67,7 +50,7 @@ stderr and nothing on stdout.`,
 			}
 			defer cancel()
 			var notes bytes.Buffer // to stderr on success only: a failure is one line
-			report, resolved, err := verifyComponent(ctx, p, &notes, getenv, diag, repository, component, version, v)
+			report, resolved, err := verifyComponent(ctx, p, &notes, getenv, diag, repository, component, version, sig)
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}
@@ -85,9 +68,9 @@ stderr and nothing on stdout.`,
 	f.StringVar(&repository, "repository", "", "CTF, component archive or OCI registry")
 	f.StringVar(&component, "component", "", "component name")
 	f.StringVar(&version, "version", "", "component version")
-	f.StringArrayVar(&names, "signature", nil, "signature name that must verify (repeatable)")
-	f.StringArrayVar(&keys, "public-key", nil, publicKeyUsage)
-	f.StringArrayVar(&roots, "root-ca", nil, rootCAUsage)
+	f.StringArrayVar(&sig.Names, "signature", nil, "signature name that must verify (repeatable)")
+	f.StringArrayVar(&sig.PublicKeys, "public-key", nil, publicKeyUsage)
+	f.StringArrayVar(&sig.RootCAs, "root-ca", nil, rootCAUsage)
 	f.StringVarP(&output, "output", "o", "text", "report format: text, or json (signatures, references, resources)")
 	return c
 }
@@ -118,15 +101,15 @@ func printVerifyReport(w io.Writer, component, version string, report *verify.Re
 	}
 }
 
-func verifyComponent(ctx context.Context, p *process, notes io.Writer, getenv func(string) string, diag *diagnostics, repository, component, version string, v *signing.Verifier) (*verify.Report, string, error) {
-	rule, err := p.sidecarRule(getenv)
+// verifyComponent verifies the component version with the signatures sig
+// names (a person's: argocdocm.Person), through the sidecar rule's registry
+// client.
+func verifyComponent(ctx context.Context, p *process, notes io.Writer, getenv func(string) string, diag *diagnostics, repository, component, version string, sig argocdocm.Signatures) (*verify.Report, string, error) {
+	r, _, err := p.renderer(argocdocm.Generation{Person: &argocdocm.Person{Signatures: sig}, Notes: notes}, getenv, diag, nil)
 	if err != nil {
 		return nil, "", err
 	}
-	r, _, err := p.renderer(notes, forPerson(rule), getenv, diag, nil)
-	if err != nil {
-		return nil, "", err
-	}
+	v := r.Verifier()
 	found, err := r.Resolve(ctx, argocdocm.Request{Repository: repository, Component: component, Version: version})
 	if err != nil {
 		return nil, "", err
@@ -135,12 +118,4 @@ func verifyComponent(ctx context.Context, p *process, notes io.Writer, getenv fu
 	vr := &verify.Verifier{Signatures: v, Repository: found.Repository}
 	report, err := vr.Run(ctx, found.Component)
 	return report, found.Version, err
-}
-
-func isTrue(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
-		return true
-	}
-	return false
 }

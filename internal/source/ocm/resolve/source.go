@@ -18,9 +18,6 @@ type Source struct {
 	Client *oci.Client
 	// MaxBlobSize bounds remote content read for rendering (default access.DefaultMaxBlobSize).
 	MaxBlobSize int64
-	// AllowLocalArchive, when set, is asked before a CTF or component
-	// archive is opened (the sidecar policy's localArchives).
-	AllowLocalArchive func() error
 }
 
 // NewSource makes a source with a new client.
@@ -34,14 +31,8 @@ func NewSource(opts ...oci.Option) (*Source, error) {
 
 // Open opens a repository spec (see oci.ParseSpec, and Open). Registries are put to
 // the client's gate (the sidecar policy) before the first request.
+// The sidecar policy's localArchives is the caller's (argocdocm.Renderer.Open).
 func (s *Source) Open(_ context.Context, spec string) (ocm.Repository, error) {
-	if s.AllowLocalArchive != nil {
-		if sp, err := oci.ParseSpec(spec); err == nil && sp.Type == oci.TypeCTF {
-			if err := s.AllowLocalArchive(); err != nil {
-				return nil, err
-			}
-		}
-	}
 	return Open(spec, oci.WithClient(s.Client))
 }
 
