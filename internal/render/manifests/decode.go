@@ -12,6 +12,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/parallel"
 )
 
@@ -78,6 +79,9 @@ func decodeDoc(name string, i int, doc yamlDoc, counted bool) ([]Object, error) 
 	if err := yamlv2.Unmarshal(doc.data, &v); err != nil {
 		// YAMLToJSON returns this very error.
 		return nil, docErr(name, i+1, "invalid YAML (document starts at line %d): %v", doc.line, err)
+	}
+	if !nesting.Within(v) {
+		return nil, fmt.Errorf("%s: document %d (starting at line %d): %w: %w", name, i+1, doc.line, nesting.Error(), errdef.ErrInvalidInput)
 	}
 	if j, ok := jsonValue(v); ok {
 		return flatten(name, i+1, j)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/parallel"
 )
 
@@ -52,6 +53,9 @@ func jsonDoc(o Object) ([]byte, error) {
 	}
 	jsonScratch.Put(scratch)
 	if !ok {
+		if !nesting.Within(map[string]any(o)) {
+			return nil, errTooDeep()
+		}
 		var buf appendWriter
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)

@@ -111,8 +111,11 @@ func plainASCIIWord(x uint64) bool {
 	return (below&^lf)|above == 0
 }
 
-// fastMaxDepth bounds the nesting fastDecode follows.
-const fastMaxDepth = 1000
+// fastMaxDepth bounds the nesting fastDecode follows: a block collection
+// at this depth (the root is at 0) with a flow value inside ([{}]) would
+// be MaxEncodeDepth levels deep, and deeper documents are left to
+// decodeDoc's reference path, which refuses what nests past it.
+const fastMaxDepth = MaxEncodeDepth - 3
 
 type fastLine struct {
 	raw     string // the line without its newline

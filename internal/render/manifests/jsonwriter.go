@@ -12,8 +12,8 @@ import (
 // (without the newline), for the values Decode produces: map[string]any,
 // []any, string, int64, float64, bool and nil. It reports false for
 // anything else (a finish step may put any value into an object), for NaN
-// and infinities, and past maxJSONDepth (a cyclic map), leaving those to
-// encoding/json with its errors. encoding/json sorts each map's keys
+// and infinities, and past maxJSONDepth, leaving those to jsonDoc (which refuses
+// what is too deep) and encoding/json with its errors. encoding/json sorts each map's keys
 // through reflection and an interface call per key; for a chart's CRDs
 // that is most of generate's encoding time.
 func appendJSON(b []byte, v any, depth int) ([]byte, bool) {
@@ -75,10 +75,10 @@ func appendJSON(b []byte, v any, depth int) ([]byte, bool) {
 	return b, false
 }
 
-// maxJSONDepth is the nesting appendJSON writes; deeper values (which
-// Decode never produces: its bound is far lower) go to encoding/json,
-// which detects cycles past a depth of 1000.
-const maxJSONDepth = 512
+// maxJSONDepth is the nesting appendJSON writes: a map or list at this
+// depth (the object is at 0) would be one level more than MaxEncodeDepth,
+// which jsonDoc refuses.
+const maxJSONDepth = MaxEncodeDepth
 
 // appendJSONFloat is encoding/json's floatEncoder for 64 bits.
 func appendJSONFloat(b []byte, f float64) ([]byte, bool) {

@@ -3,9 +3,12 @@ package manifests
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // encodingJSON is what jsonDoc wrote before appendJSON: json.Encoder
@@ -113,7 +116,7 @@ func TestAppendJSONLeavesOthers(t *testing.T) {
 		}
 	}
 	// jsonDoc gives encoding/json's text for them, or its error.
-	for _, o := range []Object{{"v": 1, "w": map[string]string{"a": "<&>"}}, {"v": float32(0.1)}, {"deep": deep}} {
+	for _, o := range []Object{{"v": 1, "w": map[string]string{"a": "<&>"}}, {"v": float32(0.1)}} {
 		got, err := jsonDoc(o)
 		if err != nil {
 			t.Fatal(err)
@@ -124,6 +127,10 @@ func TestAppendJSONLeavesOthers(t *testing.T) {
 	}
 	if _, err := jsonDoc(Object{"self": cyclic}); err == nil {
 		t.Error("jsonDoc of a cyclic map: no error")
+	}
+	// Past the nesting bound: refused, as Encode refuses it.
+	if _, err := jsonDoc(Object{"deep": deep}); !errors.Is(err, errdef.ErrLimitExceeded) || !errors.Is(err, errdef.ErrInvalidInput) {
+		t.Errorf("jsonDoc of an object nested %d levels deep: %v", maxJSONDepth+2, err)
 	}
 }
 

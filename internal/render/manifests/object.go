@@ -16,6 +16,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 )
 
 // Object is one Kubernetes object as decoded JSON: a map[string]any whose
@@ -96,8 +97,9 @@ func decodeWith(name string, data []byte, hook DocumentHook, n int) ([]Object, e
 			name, n, MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
 	}
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		if objs, err := decodeJSONStream(name, trimmed); err == nil {
-			return objs, nil
+		objs, err := decodeJSONStream(name, trimmed)
+		if err == nil || errors.Is(err, errdef.ErrLimitExceeded) {
+			return objs, err
 		}
 		// Not a JSON stream after all (YAML flow style is a superset):
 		// fall through to YAML, which gives the better error message.
@@ -135,6 +137,9 @@ func tooManyObjects(name string) error {
 }
 
 func decodeJSONStream(name string, data []byte) ([]Object, error) {
+	// One scan of the bytes for the nesting bound; only a stream that
+	// opens too many brackets has its documents measured, to name the one.
+	deep := nesting.CheckText(data) != nil
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var out []Object
@@ -147,6 +152,9 @@ func decodeJSONStream(name string, data []byte) ([]Object, error) {
 		}
 		if i > MaxObjects {
 			return nil, fmt.Errorf("%s: more than %d JSON documents: %w: %w", name, MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+		}
+		if deep && !nesting.Within(v) {
+			return nil, fmt.Errorf("%s: document %d: %w: %w", name, i, nesting.Error(), errdef.ErrInvalidInput)
 		}
 		objs, err := flatten(name, i, normalize(v))
 		if err != nil {
@@ -398,8 +406,8 @@ func marshalYAML(o Object) ([]byte, error) {
 	if b, ok := writeYAML(o); ok {
 		return b, nil
 	}
-	if encodeTooDeep(o, 0) {
-		return nil, fmt.Errorf("nested more than %d levels deep, the limit of the YAML output: %w: %w", MaxEncodeDepth, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
+	if !nesting.Within(map[string]any(o)) {
+		return nil, errTooDeep()
 	}
 	if directYAML(o, 0) {
 		if b, err := yamlv2.Marshal(o); err == nil {
@@ -409,37 +417,19 @@ func marshalYAML(o Object) ([]byte, error) {
 	return marshalYAMLViaJSON(o)
 }
 
-// MaxEncodeDepth bounds the nesting of an object Encode writes. Block-style
-// YAML indents each level by two spaces, so its text grows with the square
-// of the depth: a 54 KB JSON object nested 9 000 levels deep (which Decode
-// takes) is 81 MB of YAML, and a stream of them within MaxStreamNodes
-// gigabytes. At this bound a stream of MaxStreamNodes is at most some
-// 64 MB of YAML; the deepest object of the real-world charts (a
-// CustomResourceDefinition of cert-manager) is nested 38 levels deep.
-const MaxEncodeDepth = 128
+// MaxEncodeDepth bounds the nesting of an object Encode and EncodeJSON
+// write: the one nesting bound of every document (package nesting).
+// Block-style YAML indents each level by two spaces, so its text grows with
+// the square of the depth: a 54 KB JSON object nested 9 000 levels deep is
+// 81 MB of YAML, and a stream of them within MaxStreamNodes gigabytes. At
+// this bound a stream of MaxStreamNodes is at most some 64 MB of YAML; the
+// deepest object of the real-world charts (a CustomResourceDefinition of
+// cert-manager) is nested 38 levels deep.
+const MaxEncodeDepth = nesting.MaxDepth
 
-// encodeTooDeep reports whether v, at depth, holds a value deeper than
-// MaxEncodeDepth (as writeYAML counts: the object's own values are at
-// depth 1). Only the collections Decode produces are followed.
-func encodeTooDeep(v any, depth int) bool {
-	if depth > MaxEncodeDepth {
-		return true
-	}
-	switch v := v.(type) {
-	case map[string]any:
-		for _, e := range v {
-			if encodeTooDeep(e, depth+1) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range v {
-			if encodeTooDeep(e, depth+1) {
-				return true
-			}
-		}
-	}
-	return false
+// errTooDeep is the refusal of an object nested deeper than MaxEncodeDepth.
+func errTooDeep() error {
+	return fmt.Errorf("%w (%w)", nesting.Error(), errdef.ErrInvalidInput)
 }
 
 // marshalYAMLViaJSON is the reference path of marshalYAML.

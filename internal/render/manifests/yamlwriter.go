@@ -60,7 +60,7 @@ const (
 	// yamlMaxSimpleKey is the longest scalar the emitter writes as a
 	// simple key (yaml_emitter_check_simple_key).
 	yamlMaxSimpleKey = 128
-	yamlMaxDepth     = MaxEncodeDepth // deeper: refused by marshalYAML
+	yamlMaxDepth     = MaxEncodeDepth // deeper: refused by marshalYAML (a collection counts at its own depth + 1)
 )
 
 // yamlSpaces are written at once by writeIndent.
@@ -186,7 +186,7 @@ func (w *yamlWriter) node(v any, mapping bool, depth int) bool {
 		}
 		w.scalar(v, stringStyle(v), false)
 	case []any:
-		if v == nil {
+		if v == nil || depth >= yamlMaxDepth {
 			return false
 		}
 		if len(v) == 0 {
@@ -204,7 +204,7 @@ func (w *yamlWriter) node(v any, mapping bool, depth int) bool {
 		}
 		w.indent = old
 	case map[string]any:
-		if v == nil {
+		if v == nil || depth >= yamlMaxDepth {
 			return false
 		}
 		if len(v) == 0 {

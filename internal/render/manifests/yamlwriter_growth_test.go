@@ -93,7 +93,8 @@ func TestWriteYAMLGrowsLikeYAMLv2(t *testing.T) {
 // and refuses deeper ones (whose YAML grows with the square of the depth:
 // 81 MB for a 54 KB object 9 000 levels deep), writing nothing, whether
 // writeYAML or yaml.v2 would write them (a long key leaves an object to
-// yaml.v2); EncodeJSON writes them.
+// yaml.v2); EncodeJSON refuses them alike (one nesting bound for both
+// outputs), and writes the ones at the bound.
 func TestEncodeDepthBound(t *testing.T) {
 	nested := func(depth int, leaf any) Object {
 		// The object's own values are at depth 1.
@@ -110,6 +111,10 @@ func TestEncodeDepthBound(t *testing.T) {
 			ok = nested(MaxEncodeDepth-1, leaf)
 		}
 		var buf bytes.Buffer
+		if err := EncodeJSON(&buf, []Object{ok}); err != nil {
+			t.Fatalf("EncodeJSON of an object %d levels deep: %v", MaxEncodeDepth, err)
+		}
+		buf.Reset()
 		if err := Encode(&buf, []Object{ok}); err != nil {
 			t.Fatalf("an object %d levels deep: %v", MaxEncodeDepth, err)
 		}
@@ -126,8 +131,49 @@ func TestEncodeDepthBound(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "encoding object 1 (/ConfigMap//): nested more than 128 levels deep") {
 				t.Fatalf("error: %v", err)
 			}
-			if err := EncodeJSON(&buf, []Object{deep}); err != nil {
-				t.Fatalf("EncodeJSON of an object %d levels deep: %v", depth, err)
+			buf.Reset()
+			if err := EncodeJSON(&buf, []Object{deep}); !errors.Is(err, errdef.ErrLimitExceeded) || buf.Len() != 0 ||
+				!strings.Contains(err.Error(), "nested more than 128 levels deep") {
+				t.Fatalf("EncodeJSON of an object %d levels deep: %v, %d bytes written", depth, err, buf.Len())
+			}
+		}
+	}
+}
+
+// Decode refuses a document nested past the nesting bound, block-style
+// (which fastDecode reads) or flow-style (yaml.v2), and reads one at it:
+// what it returns, Encode and EncodeJSON write.
+func TestDecodeDepthBound(t *testing.T) {
+	block := func(levels int) string {
+		// The object is the first level; each "a:" below it one more.
+		var b strings.Builder
+		b.WriteString("apiVersion: v1\nkind: ConfigMap\n")
+		for i := range levels - 1 {
+			b.WriteString(strings.Repeat("  ", i) + "a:\n")
+		}
+		b.WriteString(strings.Repeat("  ", levels-1) + "b: x\n")
+		return b.String()
+	}
+	flow := func(levels int) string {
+		return "apiVersion: v1\nkind: ConfigMap\nd: " + strings.Repeat("[", levels-1) + strings.Repeat("]", levels-1) + "\n"
+	}
+	for name, doc := range map[string]func(int) string{"block": block, "flow": flow} {
+		objs, err := Decode("at.yaml", []byte(doc(MaxEncodeDepth)))
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("%s: a document %d levels deep: %v", name, MaxEncodeDepth, err)
+		}
+		var buf bytes.Buffer
+		if err := Encode(&buf, objs); err != nil {
+			t.Fatalf("%s: Encode of what Decode read: %v", name, err)
+		}
+		if err := EncodeJSON(&buf, objs); err != nil {
+			t.Fatalf("%s: EncodeJSON of what Decode read: %v", name, err)
+		}
+		for _, levels := range []int{MaxEncodeDepth + 1, 2000} {
+			_, err := Decode("deep.yaml", []byte(doc(levels)))
+			if !errors.Is(err, errdef.ErrLimitExceeded) || !errors.Is(err, errdef.ErrInvalidInput) ||
+				!strings.Contains(err.Error(), "deep.yaml: document 1") || !strings.Contains(err.Error(), "nested more than 128 levels deep") {
+				t.Errorf("%s: a document %d levels deep: %v", name, levels, err)
 			}
 		}
 	}
