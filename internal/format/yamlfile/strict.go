@@ -17,6 +17,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/fieldpath"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 )
 
 // MaxDocumentSize bounds a document DecodeStrict and ParseStrict read (a
@@ -37,12 +38,21 @@ const maxAliasNodes = 1 << 16
 // 0777 is octal), a pointer to a struct, refusing unknown fields,
 // duplicate keys, several documents and values of the wrong kind, with the
 // field path and line of the offence.
+//
+// Its work and memory are linear in the document: a document nested
+// deeper than nesting.MaxDepth is refused before it is converted, and no
+// field path is kept per node (a path is spelled out for a message only).
 func DecodeStrict(name string, data []byte, out any) error {
-	generic, c, err := parseStrict(name, data, false)
+	_, err := decodeStrictDoc(name, data, out)
+	return err
+}
+
+func decodeStrictDoc(name string, data []byte, out any) (*yaml.Node, error) {
+	generic, doc, err := parseStrict(name, data)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return decodeStrict(name, generic, c.lines, out)
+	return doc, decodeStrict(name, generic, doc, out)
 }
 
 // Position is where a field path is written in a document: the line and
@@ -56,30 +66,58 @@ func (p Position) String() string {
 	return fmt.Sprintf("line %d, column %d", p.Line, p.Column)
 }
 
+// Positions says where the field paths of a document are written
+// (DecodeStrictPositions). It keeps the document's nodes, not a position
+// per path: a path is looked up when asked for. The zero value (and nil)
+// knows no position.
+type Positions struct {
+	doc *yaml.Node
+}
+
+// At is where p is written: the position of its key, or of the item's
+// first character in a list; an explicit key before the one << merges
+// under it; a value an alias repeats is where its anchor writes it.
+func (ps *Positions) At(p fieldpath.Path) (Position, bool) {
+	if ps == nil || ps.doc == nil || len(p) == 0 {
+		return Position{}, false
+	}
+	key, _ := locate(ps.doc, p)
+	if key == nil {
+		return Position{}, false
+	}
+	return Position{Line: key.Line, Column: key.Column}, true
+}
+
+// Of is At of the path p spells (fieldpath.Path.String()).
+func (ps *Positions) Of(p string) (Position, bool) {
+	path, err := fieldpath.Parse(p)
+	if err != nil {
+		return Position{}, false
+	}
+	return ps.At(path)
+}
+
 // DecodeStrictPositions is DecodeStrict that also returns where each field
 // path (fieldpath.Path.String(), e.g. "spec.renders[0].kustomize") is
 // written, for messages and reports that point into the document.
-func DecodeStrictPositions(name string, data []byte, out any) (map[string]Position, error) {
-	generic, c, err := parseStrict(name, data, true)
+func DecodeStrictPositions(name string, data []byte, out any) (*Positions, error) {
+	doc, err := decodeStrictDoc(name, data, out)
 	if err != nil {
 		return nil, err
 	}
-	if err := decodeStrict(name, generic, c.lines, out); err != nil {
-		return nil, err
-	}
-	return c.positions, nil
+	return &Positions{doc: doc}, nil
 }
 
-func decodeStrict(name string, generic any, lines map[string]int, out any) error {
+func decodeStrict(name string, generic any, doc *yaml.Node, out any) error {
 	if _, ok := generic.(map[string]any); !ok {
 		return fmt.Errorf("%w: %s is not a YAML map", errdef.ErrInvalidInput, name)
 	}
 	if fe := checkFields(generic, reflect.TypeOf(out).Elem(), nil); fe != nil {
 		at := ""
-		if l, ok := lines[fe.path.String()]; ok {
-			at = fmt.Sprintf(" (line %d)", l)
+		if _, v := locate(doc, fe.path); v != nil {
+			at = fmt.Sprintf(" (line %d)", v.Line)
 		}
-		where := fe.path.String()
+		where := errdef.Field(fe.path.String())
 		if where == "" {
 			where = "the document"
 		}
@@ -98,19 +136,99 @@ func decodeStrict(name string, generic any, lines map[string]int, out any) error
 	return nil
 }
 
-// ParseStrict reads exactly one YAML document into JSON-compatible values
-// (numbers as json.Number) and the line of every field path.
-func ParseStrict(name string, data []byte) (any, map[string]int, error) {
-	v, c, err := parseStrict(name, data, false)
-	if err != nil {
-		return nil, nil, err
+// locate finds the node of p in doc as the converter reads it: for a key,
+// the key node and its value node as written (an alias, not what it
+// names); for a list item, the item node twice. nil when p is not there.
+func locate(doc *yaml.Node, p fieldpath.Path) (key, value *yaml.Node) {
+	n := doc
+	for _, e := range p {
+		n = resolved(n)
+		if n == nil {
+			return nil, nil
+		}
+		if e.IsList {
+			if n.Kind != yaml.SequenceNode || e.Append || e.Index >= len(n.Content) {
+				return nil, nil
+			}
+			key, value = n.Content[e.Index], n.Content[e.Index]
+		} else {
+			if n.Kind != yaml.MappingNode {
+				return nil, nil
+			}
+			key, value = mappingEntry(n, e.Key, 0)
+			if key == nil {
+				return nil, nil
+			}
+		}
+		n = value
 	}
-	return v, c.lines, nil
+	return key, value
 }
 
-// parseStrict is ParseStrict; with positions, the converter also records
-// where each field path is written.
-func parseStrict(name string, data []byte, positions bool) (any, *converter, error) {
+// resolved is n past its document node and aliases.
+func resolved(n *yaml.Node) *yaml.Node {
+	for hops := 0; n != nil && hops <= maxAliasHops; hops++ {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			if len(n.Content) == 0 {
+				return nil
+			}
+			n = n.Content[0]
+		case yaml.AliasNode:
+			n = n.Alias
+		default:
+			return n
+		}
+	}
+	return nil
+}
+
+// maxAliasHops bounds following aliases of aliases (a document the
+// converter accepted has none deeper than its nesting).
+const maxAliasHops = 1 << 10
+
+// mappingEntry finds key in the mapping n: written there, else in what <<
+// merges, in order (as mapping converts them).
+func mappingEntry(n *yaml.Node, key string, depth int) (k, v *yaml.Node) {
+	if depth > nesting.MaxDepth {
+		return nil, nil
+	}
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn := n.Content[i]
+		if kn.Kind == yaml.ScalarNode && kn.Tag == "!!merge" {
+			merges = append(merges, n.Content[i+1])
+			continue
+		}
+		if kn.Kind == yaml.ScalarNode && kn.Value == key {
+			return kn, n.Content[i+1]
+		}
+	}
+	for _, m := range merges {
+		srcs := []*yaml.Node{m}
+		if r := resolved(m); r != nil && r.Kind == yaml.SequenceNode {
+			srcs = r.Content
+		}
+		for _, s := range srcs {
+			if r := resolved(s); r != nil && r.Kind == yaml.MappingNode {
+				if k, v := mappingEntry(r, key, depth+1); k != nil {
+					return k, v
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// ParseStrict reads exactly one YAML document into JSON-compatible values
+// (numbers as json.Number), with the limits of DecodeStrict.
+func ParseStrict(name string, data []byte) (any, error) {
+	v, _, err := parseStrict(name, data)
+	return v, err
+}
+
+// parseStrict is ParseStrict; it also returns the document's nodes.
+func parseStrict(name string, data []byte) (any, *yaml.Node, error) {
 	if len(data) > MaxDocumentSize {
 		return nil, nil, fmt.Errorf("%w: %s is %d bytes, more than the limit of %d: %w", errdef.ErrInvalidInput, name, len(data), MaxDocumentSize, errdef.ErrLimitExceeded)
 	}
@@ -133,15 +251,15 @@ func parseStrict(name string, data []byte, positions bool) (any, *converter, err
 	if err := checkExpansion(&doc); err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v: %w", errdef.ErrInvalidInput, name, err, errdef.ErrLimitExceeded)
 	}
-	c := &converter{lines: map[string]int{}}
-	if positions {
-		c.positions = map[string]Position{}
+	if err := nesting.CheckNode(&doc); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %w", errdef.ErrInvalidInput, name, err)
 	}
-	v, err := c.convert(&doc, nil, "")
+	c := &converter{}
+	v, err := c.convert(&doc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, name, err)
 	}
-	return v, c, nil
+	return v, &doc, nil
 }
 
 // checkExpansion counts the nodes doc expands to, each anchored node's
@@ -198,49 +316,34 @@ func checkExpansion(doc *yaml.Node) error {
 	return nil
 }
 
+// converter turns a document's nodes into JSON-compatible values. path is
+// the field path being converted, one element per level, kept as a stack
+// (appended and cut back, never copied): it is spelled out only in an
+// error.
 type converter struct {
-	lines     map[string]int      // of the value
-	positions map[string]Position // of the key, or of the list item; nil: not recorded
-	nodes     int
+	path  fieldpath.Path
+	nodes int
 }
 
-// at records that the field path key is written at n, the first time
-// only (an explicit key before what << merges under it).
-func (c *converter) at(key string, n *yaml.Node) {
-	if c.positions == nil {
-		return
-	}
-	if _, ok := c.positions[key]; !ok {
-		c.positions[key] = Position{Line: n.Line, Column: n.Column}
-	}
-}
-
-// convert converts n, found at path (key is path.String()).
-func (c *converter) convert(n *yaml.Node, path fieldpath.Path, key string) (any, error) {
+func (c *converter) convert(n *yaml.Node) (any, error) {
 	c.nodes++
 	if c.nodes > maxNodes {
 		return nil, fmt.Errorf("line %d: more than %d YAML nodes (aliases expand)", n.Line, maxNodes)
-	}
-	if path != nil {
-		if _, ok := c.lines[key]; !ok {
-			c.lines[key] = n.Line
-		}
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return c.convert(n.Content[0], path, key)
+		return c.convert(n.Content[0])
 	case yaml.AliasNode:
-		return c.convert(n.Alias, path, key)
+		return c.convert(n.Alias)
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
 		for i, e := range n.Content {
-			p := path.Index(i)
-			k := p.String()
-			c.at(k, e)
-			v, err := c.convert(e, p, k)
+			c.path = append(c.path, fieldpath.Elem{IsList: true, Index: i})
+			v, err := c.convert(e)
+			c.path = c.path[:len(c.path)-1]
 			if err != nil {
 				return nil, err
 			}
@@ -248,7 +351,7 @@ func (c *converter) convert(n *yaml.Node, path fieldpath.Path, key string) (any,
 		}
 		return out, nil
 	case yaml.MappingNode:
-		return c.mapping(n, path, key)
+		return c.mapping(n)
 	case yaml.ScalarNode:
 		return scalar(n)
 	}
@@ -257,7 +360,7 @@ func (c *converter) convert(n *yaml.Node, path fieldpath.Path, key string) (any,
 
 // mapping converts a map node; keys are unique, << merges maps under the
 // keys given explicitly.
-func (c *converter) mapping(n *yaml.Node, path fieldpath.Path, pathKey string) (any, error) {
+func (c *converter) mapping(n *yaml.Node) (any, error) {
 	out := map[string]any{}
 	explicit := map[string]bool{}
 	var merges []*yaml.Node
@@ -275,17 +378,16 @@ func (c *converter) mapping(n *yaml.Node, path fieldpath.Path, pathKey string) (
 			// Kubernetes tools would rename this key (n: is "false",
 			// 0x10: is "16"); refused rather than read differently.
 			if jk, ok := Key(k.Value); !ok || jk != k.Value {
-				return nil, fmt.Errorf("line %d: key %s is read by Kubernetes tools as %s: quote it (\"%s\")", k.Line, k.Value, keyAs(jk, ok), k.Value)
+				return nil, fmt.Errorf("line %d: key %s is read by Kubernetes tools as %s: quote it (%s)", k.Line, errdef.Field(k.Value), keyAs(jk, ok), errdef.Quote(k.Value))
 			}
 		}
 		if explicit[key] {
-			return nil, fmt.Errorf("line %d: key %q is defined twice in %s", k.Line, key, orRoot(path))
+			return nil, fmt.Errorf("line %d: key %s is defined twice in %s", k.Line, errdef.Quote(key), errdef.Quote(orRoot(c.path)))
 		}
 		explicit[key] = true
-		p := path.Child(key)
-		pk := p.String()
-		c.at(pk, k)
-		val, err := c.convert(v, p, pk)
+		c.path = append(c.path, fieldpath.Elem{Key: key})
+		val, err := c.convert(v)
+		c.path = c.path[:len(c.path)-1]
 		if err != nil {
 			return nil, err
 		}
@@ -297,7 +399,7 @@ func (c *converter) mapping(n *yaml.Node, path fieldpath.Path, pathKey string) (
 			srcs = m.Content
 		}
 		for _, s := range srcs {
-			mv, err := c.convert(s, path, pathKey)
+			mv, err := c.convert(s)
 			if err != nil {
 				return nil, err
 			}
@@ -357,7 +459,7 @@ func keyAs(jk string, ok bool) string {
 	if !ok {
 		return "null, which no JSON key can be"
 	}
-	return strconv.Quote(jk)
+	return errdef.Quote(jk)
 }
 
 // isPlain reports whether a scalar is written without quotes, block style or
@@ -398,7 +500,9 @@ type fieldError struct {
 	msg  string
 }
 
-// checkFields walks a decoded JSON value along a Go type.
+// checkFields walks a decoded JSON value along a Go type. path is a stack
+// shared down the walk (appended in place, not copied per node); an error
+// keeps a copy.
 func checkFields(v any, t reflect.Type, path fieldpath.Path) *fieldError {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -407,7 +511,7 @@ func checkFields(v any, t reflect.Type, path fieldpath.Path) *fieldError {
 		return nil
 	}
 	fail := func(format string, args ...any) *fieldError {
-		return &fieldError{path: path, msg: fmt.Sprintf(format, args...)}
+		return &fieldError{path: slices.Clone(path), msg: fmt.Sprintf(format, args...)}
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -422,9 +526,9 @@ func checkFields(v any, t reflect.Type, path fieldpath.Path) *fieldError {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			f, ok := fields[k]
 			if !ok {
-				return &fieldError{path: path.Child(k), msg: fmt.Sprintf("unknown field %q (known fields: %s)", k, strings.Join(names, ", "))}
+				return &fieldError{path: path.Child(k), msg: fmt.Sprintf("unknown field %s (known fields: %s)", errdef.Quote(k), strings.Join(names, ", "))}
 			}
-			if err := checkFields(m[k], f.Type, path.Child(k)); err != nil {
+			if err := checkFields(m[k], f.Type, append(path, fieldpath.Elem{Key: k})); err != nil {
 				return err
 			}
 		}
@@ -434,7 +538,7 @@ func checkFields(v any, t reflect.Type, path fieldpath.Path) *fieldError {
 			return fail("want a map, got %s", jsonKind(v))
 		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if err := checkFields(m[k], t.Elem(), path.Child(k)); err != nil {
+			if err := checkFields(m[k], t.Elem(), append(path, fieldpath.Elem{Key: k})); err != nil {
 				return err
 			}
 		}
@@ -444,7 +548,7 @@ func checkFields(v any, t reflect.Type, path fieldpath.Path) *fieldError {
 			return fail("want a list, got %s", jsonKind(v))
 		}
 		for i, e := range l {
-			if err := checkFields(e, t.Elem(), path.Index(i)); err != nil {
+			if err := checkFields(e, t.Elem(), append(path, fieldpath.Elem{IsList: true, Index: i})); err != nil {
 				return err
 			}
 		}

@@ -2,13 +2,18 @@ package yamlfile_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 )
 
 // plainCases are plain scalars whose reading differs between YAML 1.1 and
@@ -122,7 +127,7 @@ func TestDecodeStrictPositions(t *testing.T) {
 		"alias[1]":      {11, 23},
 		`map["x.y"]`:    {13, 3},
 	} {
-		if got, ok := pos[path]; !ok || got != want {
+		if got, ok := pos.Of(path); !ok || got != want {
 			t.Errorf("%s: %v (found %v), want %v", path, got, ok, want)
 		}
 	}
@@ -140,4 +145,72 @@ func TestStructureCountEveryByte(t *testing.T) {
 			t.Errorf("byte %#x: StructureCount = %d, want %d", c, n, want)
 		}
 	}
+}
+
+// A document nested deeper than the nesting bound is refused, naming it,
+// before it is converted; one at the bound reads. The work for one nested
+// 8,000 deep (40 KB; 550 MiB and 1.6 s before the bound, when the converter
+// kept a copied field path and its text for every node) is a few MiB.
+func TestStrictRefusesDeepDocuments(t *testing.T) {
+	flow := func(n int) string { return strings.Repeat("{a: ", n) + "1" + strings.Repeat("}", n) }
+	if _, err := yamlfile.ParseStrict("value", []byte(flow(nesting.MaxDepth))); err != nil {
+		t.Fatalf("a document %d levels deep: %v", nesting.MaxDepth, err)
+	}
+	for _, n := range []int{nesting.MaxDepth + 1, 1000, 8000} {
+		var err error
+		alloc := allocated(func() { _, err = yamlfile.ParseStrict("value", []byte(flow(n))) })
+		if !errors.Is(err, errdef.ErrLimitExceeded) || !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), "value: nested more than 128 levels deep") {
+			t.Errorf("a document %d levels deep: %v", n, err)
+		}
+		if alloc > 16<<20 {
+			t.Errorf("a document %d levels deep: %d MiB allocated", n, alloc>>20)
+		}
+		var out struct{}
+		if err := yamlfile.DecodeStrict("def.yaml", []byte(flow(n)), &out); !errors.Is(err, errdef.ErrLimitExceeded) {
+			t.Errorf("DecodeStrict of a document %d levels deep: %v", n, err)
+		}
+	}
+}
+
+// Strict decoding costs memory linear in the document: twice the nodes at
+// the deepest nesting allowed allocate about twice as much (a field path
+// per node made it grow with the depth as well).
+func TestStrictMemoryLinear(t *testing.T) {
+	doc := func(width int) []byte {
+		// width chains of maps, each nesting.MaxDepth-1 deep, under one key.
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range width {
+			fmt.Fprintf(&b, "k%d: %s%d%s, ", i, strings.Repeat("{a: ", nesting.MaxDepth-2), i, strings.Repeat("}", nesting.MaxDepth-2))
+		}
+		b.WriteString("z: 1}")
+		return []byte(b.String())
+	}
+	measure := func(width int) uint64 {
+		d := doc(width)
+		return allocated(func() {
+			if _, err := yamlfile.ParseStrict("value", d); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := measure(200), measure(400)
+	t.Logf("%d nodes: %d KiB; %d nodes: %d KiB", 200*nesting.MaxDepth, small>>10, 400*nesting.MaxDepth, large>>10)
+	if float64(large) > 2.5*float64(small) {
+		t.Errorf("allocations grow x%.1f for twice the nodes", float64(large)/float64(small))
+	}
+	// Per byte of input, not per node times depth.
+	if per := large / uint64(len(doc(400))); per > 200 {
+		t.Errorf("%d bytes allocated per byte of input", per)
+	}
+}
+
+// allocated returns the bytes allocated while f runs.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

@@ -39,7 +39,7 @@ type Definition struct {
 	// Positions are where its fields are written in Source, by field path
 	// ("spec.renders[0].kustomize.images[1]"), for --explain; empty for a
 	// definition not read by Decode.
-	Positions map[string]yamlfile.Position `json:"-"`
+	Positions *yamlfile.Positions `json:"-"`
 }
 
 // Metadata names a definition.

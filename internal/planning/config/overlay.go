@@ -164,7 +164,7 @@ func (rs *resolver) definitionAt(p fieldpath.Path, floor int) string {
 		return ""
 	}
 	for q := p; len(q) >= max(floor, 1); q = q[:len(q)-1] {
-		if pos, ok := rs.def.Positions[q.String()]; ok {
+		if pos, ok := rs.def.Positions.At(q); ok {
 			at := "definition " + pos.String()
 			if len(q) < len(p) {
 				at += " (" + q.String() + ")"
@@ -182,7 +182,7 @@ func (rs *resolver) patchesAt(sources []string) string {
 	for i, src := range sources {
 		parts[i] = src
 		if rs.def != nil {
-			if pos, ok := rs.def.Positions[src]; ok {
+			if pos, ok := rs.def.Positions.Of(src); ok {
 				parts[i] += " (definition " + pos.String() + ")"
 			}
 		}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -89,10 +90,12 @@ func (p *Parameter) parseText(s string) (any, error) {
 		return nil, fmt.Errorf("want true or false, got %q", errdef.Truncate(s, 60))
 	default: // object, array: YAML (JSON is YAML)
 		v, err := parseYAMLValue(s)
-		if err != nil {
-			if p.Secret {
-				return nil, fmt.Errorf("not a YAML map")
-			}
+		switch {
+		case errors.Is(err, errdef.ErrLimitExceeded):
+			return nil, err // a bound (size, nesting): names no content
+		case err != nil && p.Secret:
+			return nil, fmt.Errorf("not a YAML map")
+		case err != nil:
 			return nil, fmt.Errorf("not YAML: %v", err)
 		}
 		return p.coerce(v)
@@ -102,7 +105,7 @@ func (p *Parameter) parseText(s string) (any, error) {
 // parseYAMLValue reads a YAML 1.2 (or JSON) value: only true and false are
 // booleans, integers become int64, other numbers float64.
 func parseYAMLValue(s string) (any, error) {
-	v, _, err := yamlfile.ParseStrict("value", []byte(s))
+	v, err := yamlfile.ParseStrict("value", []byte(s))
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +141,9 @@ func (d *Definition) ResolveParameters(given map[string]string) ([]explain.Param
 			if err != nil {
 				if p.Secret {
 					return nil, fail(name, "is secret: %s", secretHint)
+				}
+				if errors.Is(err, errdef.ErrLimitExceeded) {
+					return nil, fmt.Errorf("%s: parameter %s: %w", d.Source, name, err) // err is invalid input
 				}
 				return nil, fail(name, "%v", err)
 			}

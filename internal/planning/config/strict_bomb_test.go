@@ -38,7 +38,7 @@ func TestAliasBombRefusedEarly(t *testing.T) {
 	}
 
 	reuse := "a: &common {x: 1, l: [1, 2, 3]}\nb: *common\nc: {<<: *common, z: 2}\n"
-	v, _, err := yamlfile.ParseStrict("values", []byte(reuse))
+	v, err := yamlfile.ParseStrict("values", []byte(reuse))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"slices"
 	"sort"
+	"strconv"
 
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
@@ -26,37 +28,54 @@ func NewValues() *Values {
 }
 
 // Merge layers src over the values; origin describes each leaf of src.
+// Its work is linear in src and in what src replaces: the field path is a
+// stack (never copied per node) spelled out once per leaf recorded, and
+// the history of a replaced subtree is found by walking that subtree, not
+// by searching the whole history.
 func (v *Values) Merge(src map[string]any, origin func(p fieldpath.Path, value any) explain.Origin) {
-	v.merge(v.Map, src, nil, origin)
+	path := make(fieldpath.Path, 0, 16)
+	v.merge(v.Map, src, &path, origin)
 }
 
-func (v *Values) merge(dst, src map[string]any, prefix fieldpath.Path, origin func(fieldpath.Path, any) explain.Origin) {
+func (v *Values) merge(dst, src map[string]any, path *fieldpath.Path, origin func(fieldpath.Path, any) explain.Origin) {
 	for _, k := range sortedKeys(src) {
 		sv := src[k]
-		p := prefix.Child(k)
-		if sm, ok := sv.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok && len(sm) > 0 {
-				v.merge(dm, sm, p, origin)
-				continue
-			}
-			if _, ok := dst[k].(map[string]any); ok && len(sm) == 0 {
-				continue // an empty map merges into a map as nothing
-			}
-			v.drop(p, false)
-			nm := map[string]any{}
-			dst[k] = nm
-			if len(sm) == 0 {
-				v.record(p, origin(p, nm))
-				continue
-			}
-			v.merge(nm, sm, p, origin)
-			continue
-		}
-		v.drop(p, true)
-		c := manifests.DeepCopy(sv)
-		dst[k] = c
-		v.record(p, origin(p, c))
+		*path = append(*path, fieldpath.Elem{Key: k})
+		v.mergeKey(dst, k, sv, path, origin)
+		*path = (*path)[:len(*path)-1]
 	}
+}
+
+// mergeKey layers sv over dst[k]; *path ends with k.
+func (v *Values) mergeKey(dst map[string]any, k string, sv any, path *fieldpath.Path, origin func(fieldpath.Path, any) explain.Origin) {
+	old, had := dst[k]
+	if sm, ok := sv.(map[string]any); ok {
+		dm, isMap := old.(map[string]any)
+		switch {
+		case isMap && len(sm) > 0:
+			v.merge(dm, sm, path, origin)
+			return
+		case isMap:
+			return // an empty map merges into a map as nothing
+		}
+		if had {
+			v.drop(path.String(), old, false)
+		}
+		nm := map[string]any{}
+		dst[k] = nm
+		if len(sm) == 0 {
+			v.record(*path, origin(slices.Clone(*path), nm))
+			return
+		}
+		v.merge(nm, sm, path, origin)
+		return
+	}
+	if had {
+		v.drop(path.String(), old, true)
+	}
+	c := manifests.DeepCopy(sv)
+	dst[k] = c
+	v.record(*path, origin(slices.Clone(*path), c))
 }
 
 func (v *Values) record(p fieldpath.Path, o explain.Origin) {
@@ -64,28 +83,39 @@ func (v *Values) record(p fieldpath.Path, o explain.Origin) {
 	v.history[k] = append(v.history[k], o)
 }
 
-// drop forgets the history below p (and of p itself unless keepSelf).
-func (v *Values) drop(p fieldpath.Path, keepSelf bool) {
-	self := p.String()
-	for k := range v.history {
-		if k == self {
-			if !keepSelf {
-				delete(v.history, k)
-			}
-			continue
+// drop forgets the history below the path p, whose value was old (and of
+// p itself unless keepSelf). Only what old holds can have history below p
+// (every key of the history is the path of a leaf of the values, or one
+// Set stored in a list), so it walks old rather than the history.
+func (v *Values) drop(p string, old any, keepSelf bool) {
+	if !keepSelf {
+		delete(v.history, p)
+	}
+	if len(v.history) == 0 {
+		return
+	}
+	switch old := old.(type) {
+	case map[string]any:
+		for k, e := range old {
+			v.drop(fieldpath.AppendKey(p, k), e, false)
 		}
-		if kp, err := fieldpath.Parse(k); err == nil && kp.HasPrefix(p) {
-			delete(v.history, k)
+	case []any:
+		for i, e := range old {
+			v.drop(p+"["+strconv.Itoa(i)+"]", e, false)
 		}
+		// Set's appends ([-]) are recorded as written.
+		delete(v.history, p+"[-]")
 	}
 }
 
 // Set stores one value at p (creating maps), recording its origin.
 func (v *Values) Set(p fieldpath.Path, value any, o explain.Origin) error {
+	if old, ok := fieldpath.Get(v.Map, p); ok {
+		v.drop(p.String(), old, true)
+	}
 	if err := fieldpath.Set(v.Map, p, value); err != nil {
 		return err
 	}
-	v.drop(p, true)
 	o.Value = value
 	v.record(p, o)
 	return nil
@@ -172,17 +202,45 @@ func instanceValues(req plan.Input) (map[string]any, func(fieldpath.Path, any) e
 	}
 	origin := func(p fieldpath.Path, value any) explain.Origin {
 		for _, pc := range pieces {
-			for q := p; len(q) > 0; q = q[:len(q)-1] {
-				// A map above the leaf only passes through (--set image.tag
-				// did not set image.repository); anything else replaced it.
-				if v, ok := fieldpath.Get(pc.m, q); ok {
-					if _, passes := v.(map[string]any); !passes || len(q) == len(p) {
-						return explain.Origin{Layer: explain.LayerInstance, Source: pc.source, Value: value}
-					}
-				}
+			if sets(pc.m, p) {
+				return explain.Origin{Layer: explain.LayerInstance, Source: pc.source, Value: value}
 			}
 		}
 		return explain.Origin{Layer: explain.LayerInstance, Source: "values", Value: value}
 	}
 	return NormalizeNumbers(final).(map[string]any), origin, nil
+}
+
+// sets reports whether the values m set the leaf at p: they hold p, or a
+// value that is no map on the way to it (which replaced what was below).
+// A map above the leaf only passes through (--set image.tag did not set
+// image.repository). One walk down p.
+func sets(m map[string]any, p fieldpath.Path) bool {
+	var cur any = m
+	for i, e := range p {
+		var next any
+		switch c := cur.(type) {
+		case map[string]any:
+			if e.IsList {
+				return false
+			}
+			v, ok := c[e.Key]
+			if !ok {
+				return false
+			}
+			next = v
+		case []any:
+			if !e.IsList || e.Append || e.Index >= len(c) {
+				return false
+			}
+			next = c[e.Index]
+		default:
+			return false
+		}
+		if _, passes := next.(map[string]any); !passes || i == len(p)-1 {
+			return true
+		}
+		cur = next
+	}
+	return false
 }

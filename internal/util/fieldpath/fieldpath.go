@@ -173,6 +173,18 @@ func (p Path) String() string {
 	return b.String()
 }
 
+// AppendKey is the text of a path (as String spells it) extended by a key:
+// String of p.Child(key) from p.String(), without building either path.
+func AppendKey(p, key string) string {
+	switch {
+	case !plainKey(key):
+		return p + "[" + strconv.Quote(key) + "]"
+	case p == "":
+		return key
+	}
+	return p + "." + key
+}
+
 func plainKey(k string) bool {
 	return k != "" && !strings.ContainsAny(k, ".[]\"'")
 }

@@ -61,3 +61,14 @@ func TestSetGet(t *testing.T) {
 		}
 	}
 }
+
+// AppendKey spells what String spells for the path with the key appended.
+func TestAppendKeySpellsLikeString(t *testing.T) {
+	for _, p := range []Path{nil, Key("a"), Key("a").Index(2), Key("x.y"), Key("a", "b")} {
+		for _, k := range []string{"c", "d.e", "with space", "", "q\"uote", "[0]"} {
+			if got, want := AppendKey(p.String(), k), p.Child(k).String(); got != want {
+				t.Errorf("AppendKey(%q, %q) = %q, want %q", p.String(), k, got, want)
+			}
+		}
+	}
+}

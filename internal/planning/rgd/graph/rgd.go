@@ -97,7 +97,7 @@ type rawRGD struct {
 
 // Decode reads an RGD document; source names it in messages.
 func Decode(source string, data []byte) (*RGD, error) {
-	v, _, err := yamlfile.ParseStrict(source, data)
+	v, err := yamlfile.ParseStrict(source, data)
 	if err != nil {
 		return nil, err
 	}
