@@ -53,6 +53,11 @@ import (
 // | dense descriptor under the byte limit              | ErrInvalidDescriptor + ErrLimitExceeded                |
 // | deeply nested YAML (descriptor, manifest, values,  | ErrInvalidDescriptor / ErrRender / ErrInvalidInput     |
 // |   chart values.yaml)                               |   ("exceeded max depth of 10000")                      |
+// | nested past the nesting bound (129 to 8,000 levels: | ErrLimitExceeded ("nested more than 128 levels deep") |
+// |   values, values files, --set-json, parameters,     |   before the work that grows with the depth           |
+// |   definitions, descriptors, manifests, kustomize,   |                                                        |
+// |   chart values.yaml and chart output)               |                                                        |
+// | values 20,000 keys wide                             | renders, linear time and memory                        |
 // | YAML bombs: dense or alias-expanding documents     | ErrLimitExceeded / "excessive aliasing"                |
 // | malformed JSON/YAML (index, manifest, descriptor,  | ErrInvalidDescriptor / ErrRender+ErrInvalidInput /     |
 // |   manifests, values)                               |   ErrInvalidInput                                      |
@@ -234,6 +239,24 @@ const hChartYAML = "apiVersion: v2\nname: probe\nversion: 0.1.0\n"
 // deep is a YAML flow sequence nested n levels.
 func deep(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 
+// nestedMap is n maps nested in each other.
+func nestedMap(n int) map[string]any {
+	m := map[string]any{"leaf": 1}
+	for range n - 1 {
+		m = map[string]any{"a": m}
+	}
+	return m
+}
+
+// wideMap is one map of n keys under "wide".
+func wideMap(n int) map[string]any {
+	w := make(map[string]any, n)
+	for i := range n {
+		w[fmt.Sprintf("k%05d", i)] = i
+	}
+	return map[string]any{"wide": w}
+}
+
 // dense is a YAML flow sequence of n zeros: two bytes per node.
 func dense(n int) string { return "[" + strings.Repeat("0,", n) + "0]" }
 
@@ -338,6 +361,12 @@ data:
 		helmRes("chart-subchart-bombs", hChart(t, chart(nil), subBombs...)),
 		helmRes("chart-dense-values", hChart(t, chart(map[string]string{"values.yaml": "a: " + dense(2<<20) + "\n"}))),
 		helmRes("chart-deep-values", hChart(t, chart(map[string]string{"values.yaml": "a: " + deep(10_001) + "\n"}))),
+		// Below the YAML reader's 10,000 levels, past the nesting bound.
+		dir("nested-manifest", hTar(t, false, hFile("nested.yaml", hCM+"data: {a: "+deep(8_000)+"}\n"))),
+		dir("nested-kustomize", hTar(t, false, hFile("kustomization.yaml", "resources: [nested.yaml]\n"), hFile("nested.yaml", hCM+"data: {a: "+deep(8_000)+"}\n"))),
+		helmRes("chart-nested-values", hChart(t, chart(map[string]string{"values.yaml": "a: " + deep(8_000) + "\n"}))),
+		helmRes("chart-nested-output", hChart(t, map[string]string{"Chart.yaml": hChartYAML,
+			"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: {{ repeat 8000 \"[\" }}{{ repeat 8000 \"]\" }}}\n"})),
 	}}
 	h.ctf = filepath.Join(h.dir, "ctf")
 	if err := ocmbuild.WriteCTF(h.ctf, comp); err != nil {
@@ -429,6 +458,8 @@ func (h *hostileFixture) cases(t *testing.T) []hostileCase {
 	// Values files.
 	deepValues := filepath.Join(h.dir, "deep-values.yaml")
 	os.WriteFile(deepValues, []byte("a: "+deep(10_001)+"\n"), 0o644)
+	nestedValues := filepath.Join(h.dir, "nested-values.yaml")
+	os.WriteFile(nestedValues, []byte("a: "+deep(8_000)+"\n"), 0o644)
 	badValues := filepath.Join(h.dir, "bad-values.yaml")
 	os.WriteFile(badValues, []byte("image: [unclosed\n"), 0o644)
 
@@ -459,6 +490,26 @@ func (h *hostileFixture) cases(t *testing.T) []hostileCase {
 	withValues := func(f string) argocdocm.Request {
 		r := h.hReq("probe")
 		r.ValueFiles = []string{f}
+		return r
+	}
+	withInline := func(v map[string]any) argocdocm.Request {
+		r := h.hReq("probe")
+		r.Values = v
+		return r
+	}
+	withSetJSON := func(s string) argocdocm.Request {
+		r := h.hReq("probe")
+		r.SetJSON = []string{s}
+		return r
+	}
+	// A definition with an object parameter, and one nested past the bound.
+	objectDef := filepath.Join(h.dir, "object-param.yaml")
+	os.WriteFile(objectDef, []byte("apiVersion: "+config.APIVersion+"\nkind: "+config.Kind+"\nmetadata: {name: obj}\nspec:\n  parameters:\n    cfg: {type: object}\n  renders:\n  - resource: {name: probe}\n"), 0o644)
+	nestedDef := filepath.Join(h.dir, "nested-def.yaml")
+	os.WriteFile(nestedDef, []byte("apiVersion: "+config.APIVersion+"\nkind: "+config.Kind+"\nmetadata: {name: nested}\nspec:\n  renders:\n  - resource: {name: probe}\n    values: {a: "+deep(8_000)+"}\n"), 0o644)
+	withParam := func(def, name, value string) argocdocm.Request {
+		r := celReq(def)
+		r.Parameters = map[string]string{name: value}
 		return r
 	}
 	tight := argocdocm.NewOfflineRenderer(archive.WithMaxSize(16 * MiB))
@@ -505,6 +556,23 @@ func (h *hostileFixture) cases(t *testing.T) []hostileCase {
 		{name: "malformed YAML manifest", req: h.hReq("bad-yaml"), want: e(render, invalid), mentions: []string{"bad.yaml", "document 1"}},
 		{name: "malformed JSON manifest", req: h.hReq("bad-json"), want: e(render, invalid), mentions: []string{"bad.json"}},
 		{name: "kustomize expansion bomb (2^40 builds)", req: h.hReq("kustomize-bomb"), want: e(render, limit), mentions: []string{"resource kustomize-bomb", "kustomization builds"}},
+
+		// Nested past the nesting bound (128 levels), below the YAML
+		// reader's 10,000: refused before the work that grows with the
+		// depth (8,000 levels of values cost 550 MiB and 1.6 s before).
+		{name: "values nested 8,000 deep", req: withInline(nestedMap(8_000)), want: e(invalid, limit), mentions: []string{"values: nested more than 128 levels deep"}, maxAlloc: 16 * MiB},
+		{name: "values nested 129 deep", req: withInline(nestedMap(129)), want: e(invalid, limit), mentions: []string{"nested more than 128 levels deep"}, maxAlloc: 16 * MiB},
+		{name: "values 20,000 keys wide (quadratic history before)", req: withInline(wideMap(20_000)), check: func(*testing.T, []manifests.Object) {}, maxAlloc: 128 * MiB},
+		{name: "values file nested 8,000 deep", req: withValues(nestedValues), want: e(invalid, limit), mentions: []string{"values file " + nestedValues, "nested more than 128 levels deep"}, maxAlloc: 16 * MiB},
+		{name: "--set-json nested 8,000 deep", req: withSetJSON("a=" + deep(8_000)), want: e(invalid, limit), mentions: []string{"nested more than 128 levels deep"}, maxAlloc: 32 * MiB},
+		{name: "instance parameter nested 8,000 deep", r: celRenderer(), req: withParam(objectDef, "cfg", strings.Repeat("{a: ", 8_000)+"1"+strings.Repeat("}", 8_000)),
+			want: e(invalid, limit), mentions: []string{"parameter cfg", "nested more than 128 levels deep"}, maxAlloc: 16 * MiB},
+		{name: "deployment definition nested 8,000 deep", r: celRenderer(), req: celReq(nestedDef), want: e(invalid, limit), mentions: []string{"nested more than 128 levels deep"}, maxAlloc: 16 * MiB},
+		{name: "descriptor label nested 8,000 deep", req: comp(h.rawCTF(t, "nested-desc", withLabel(deep(8_000)))), want: e(badDesc, limit), mentions: []string{"nested more than 128 levels deep"}, maxAlloc: 32 * MiB},
+		{name: "manifest nested 8,000 deep", req: h.hReq("nested-manifest"), want: e(render, invalid, limit), mentions: []string{"nested.yaml", "nested more than 128 levels deep"}, maxAlloc: 32 * MiB},
+		{name: "kustomize resource nested 8,000 deep", req: h.hReq("nested-kustomize"), want: e(render, limit), mentions: []string{"nested more than 128 levels deep"}, maxAlloc: 128 * MiB},
+		{name: "chart values.yaml nested 8,000 deep", req: h.hReq("chart-nested-values"), want: e(render, limit), mentions: []string{"values.yaml", "nested more than 128 levels deep"}, maxAlloc: 32 * MiB},
+		{name: "chart output nested 8,000 deep", req: h.hReq("chart-nested-output"), want: e(render, limit), mentions: []string{"nested more than 128 levels deep"}, maxAlloc: 64 * MiB},
 
 		// Values files.
 		{name: "deeply nested YAML in a values file", req: withValues(deepValues), want: e(invalid), mentions: []string{"values file " + deepValues, "exceeded max depth"}, maxAlloc: 32 * MiB},

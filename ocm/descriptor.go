@@ -13,6 +13,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 )
 
 // Schema versions a Descriptor can be decoded from.
@@ -226,6 +227,9 @@ func DecodeDescriptor(data []byte) (*Descriptor, error) {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errdef.ErrInvalidDescriptor, err)
+	}
+	if err := nesting.CheckText(js); err != nil {
+		return nil, fmt.Errorf("%w: descriptor %w", errdef.ErrInvalidDescriptor, err)
 	}
 	var doc v2Document
 	if err := json.Unmarshal(js, &doc); err != nil {

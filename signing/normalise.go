@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
@@ -176,6 +177,9 @@ func decodeRaw(d *ocm.Descriptor) (map[string]any, error) {
 	js, err := yaml.YAMLToJSON(d.Raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errdef.ErrInvalidDescriptor, err)
+	}
+	if err := nesting.CheckText(js); err != nil {
+		return nil, fmt.Errorf("%w: descriptor %w", errdef.ErrInvalidDescriptor, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 )
 
 // HelmValues layers the input's values as helm does: files in order (each
@@ -27,9 +28,15 @@ func HelmValues(in Input, read func(name string) ([]byte, error)) (map[string]an
 		if err := yaml.Unmarshal(b, &cur); err != nil {
 			return nil, fmt.Errorf("%w: values file %s: %v", errdef.ErrInvalidInput, f, err)
 		}
+		if err := nesting.Check(cur); err != nil {
+			return nil, fmt.Errorf("%w: values file %s: %w", errdef.ErrInvalidInput, f, err)
+		}
 		base = chartutil.MergeTables(cur, base)
 	}
 	if in.Values != nil {
+		if err := nesting.Check(in.Values); err != nil {
+			return nil, fmt.Errorf("%w: values: %w", errdef.ErrInvalidInput, err)
+		}
 		base = chartutil.MergeTables(manifests.DeepCopy(in.Values), base)
 	}
 	for _, s := range in.SetJSON {
@@ -63,6 +70,11 @@ func HelmValues(in Input, read func(name string) ([]byte, error)) (map[string]an
 				return nil, fmt.Errorf("--set-file %s: %w", errdef.Quote(s), readErr)
 			}
 			return nil, fmt.Errorf("%w: --set-file %s: %v", errdef.ErrInvalidInput, errdef.Quote(s), err)
+		}
+	}
+	if len(in.SetJSON)+len(in.Set)+len(in.SetString)+len(in.SetFile) > 0 {
+		if err := nesting.Check(base); err != nil {
+			return nil, fmt.Errorf("%w: values (--set, --set-json, --set-string, --set-file): %w", errdef.ErrInvalidInput, err)
 		}
 	}
 	return base, nil

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"sync/atomic"
 
@@ -11,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 )
 
 // Loading a chart archive (gunzip, untar, the checks of LoadArchive, YAML
@@ -106,7 +108,28 @@ func loadArchive(data []byte) (*chart.Chart, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: loading chart: %v", errdef.ErrRender, err)
 	}
+	if err := checkNesting(c, ""); err != nil {
+		return nil, 0, fmt.Errorf("%w: loading chart: %w", errdef.ErrRender, err)
+	}
 	return c, loader.MaxDecompressedChartSize - budget, nil
+}
+
+// checkNesting refuses a chart (or subchart) whose values.yaml or
+// values.schema.json nests deeper than the nesting bound of every document.
+func checkNesting(c *chart.Chart, where string) error {
+	where = path.Join(where, c.Name())
+	if err := nesting.Check(c.Values); err != nil {
+		return fmt.Errorf("%s/values.yaml: %w", where, err)
+	}
+	if err := nesting.CheckText(c.Schema); err != nil {
+		return fmt.Errorf("%s/values.schema.json: %w", where, err)
+	}
+	for _, d := range c.Dependencies() {
+		if err := checkNesting(d, path.Join(where, "charts")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // copyChart copies c and its subcharts (parent: the copy's parent) so that

@@ -192,10 +192,10 @@ func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *chartE
 	// plugin would then decode again.
 	files, err := renderTemplates(c, vals, opts, kv, schemas)
 	if tooMany := (tooManyObjectsError{}); errors.As(err, &tooMany) {
-		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
+		return nil, fmt.Errorf("%w: helm chart %s: %w", errdef.ErrRender, c.Name(), err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
+		return nil, fmt.Errorf("%w: helm chart %s-%s: %w", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
 	}
 	return renderedObjects(c, files, opts, pre)
 }
@@ -214,14 +214,14 @@ func renderedObjects(c *chart.Chart, files map[string]string, opts Options, pre 
 	if sorted, ok := sortedRelease(name, files, crds.nodes, hook); ok {
 		objs, err := crds.decode(name, opts.CRDs, pre.wait())
 		if err != nil {
-			return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
+			return nil, fmt.Errorf("%w: helm chart %s: %w", errdef.ErrRender, c.Name(), err)
 		}
 		for _, d := range sorted.generic {
 			objs = append(objs, d.objs...)
 		}
 		if len(objs) > manifests.MaxObjects {
 			err := fmt.Errorf("%s: more than %d objects: %w: %w", name, manifests.MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded)
-			return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err) // as releaseObjects'
+			return nil, fmt.Errorf("%w: helm chart %s: %w", errdef.ErrRender, c.Name(), err) // as releaseObjects'
 		}
 		if !opts.SkipHooks {
 			for _, h := range sorted.hooks {
@@ -234,11 +234,11 @@ func renderedObjects(c *chart.Chart, files map[string]string, opts Options, pre 
 	}
 	rel, err := sortRelease(files)
 	if err != nil {
-		return nil, fmt.Errorf("%w: helm chart %s-%s: %v", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
+		return nil, fmt.Errorf("%w: helm chart %s-%s: %w", errdef.ErrRender, c.Name(), c.Metadata.Version, err)
 	}
 	objs, err := releaseObjects(c, rel.manifest, opts.SkipCRDs, opts.CRDs, pre)
 	if err != nil {
-		return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
+		return nil, fmt.Errorf("%w: helm chart %s: %w", errdef.ErrRender, c.Name(), err)
 	}
 	if !opts.SkipHooks {
 		for _, h := range rel.hooks {
@@ -247,7 +247,7 @@ func renderedObjects(c *chart.Chart, files map[string]string, opts Options, pre 
 			}
 			hs, err := manifests.Decode(h.Path, []byte(h.Manifest))
 			if err != nil {
-				return nil, fmt.Errorf("%w: helm chart %s: %v", errdef.ErrRender, c.Name(), err)
+				return nil, fmt.Errorf("%w: helm chart %s: %w", errdef.ErrRender, c.Name(), err)
 			}
 			objs = append(objs, hs...)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 )
 
 // Local blobs that are OCI artifacts (OCM CLI v0.13+, open-component-model
@@ -307,6 +308,9 @@ func probeIndex(raw []byte, desc ocispec.Descriptor) (*ocispec.Index, error) {
 		Manifests []ocispec.Descriptor `json:"manifests"`
 		Config    *ocispec.Descriptor  `json:"config"`
 	}
+	if err := nesting.CheckText(raw); err != nil {
+		return nil, fmt.Errorf("%w: manifest %s: %w", errdef.ErrInvalidDescriptor, desc.Digest, err)
+	}
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return nil, fmt.Errorf("%w: manifest %s: %v", errdef.ErrInvalidDescriptor, desc.Digest, err)
 	}
@@ -318,6 +322,9 @@ func probeIndex(raw []byte, desc ocispec.Descriptor) (*ocispec.Index, error) {
 
 func decodeManifest(raw []byte, desc ocispec.Descriptor) (*ocispec.Manifest, error) {
 	var m ocispec.Manifest
+	if err := nesting.CheckText(raw); err != nil {
+		return nil, fmt.Errorf("%w: manifest %s: %w", errdef.ErrInvalidDescriptor, desc.Digest, err)
+	}
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("%w: manifest %s: %v", errdef.ErrInvalidDescriptor, desc.Digest, err)
 	}
