@@ -41,7 +41,7 @@ type Parameter struct {
 // read as Render reads it: through r's verified access, req's files
 // confined.
 func (r *Renderer) Parameters(ctx context.Context, cv ocm.ComponentVersion, req Request) ([]Parameter, error) {
-	def, err := rgd.Wrap(r.definitions()).LoadParameters(ctx, cv, r.planInput(req))
+	def, err := rgd.Wrap(r.definitions()).LoadParameters(ctx, cv, r.planInput(req, locate(req).registry()))
 	if err != nil || def == nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (r *Renderer) Parameters(ctx context.Context, cv ocm.ComponentVersion, req 
 // ships (req.DefinitionFile "rgd:[NAME][@flux]" chooses one and its
 // deployer block), as `argocd-ocm-plugin convert` does.
 func (r *Renderer) Convert(ctx context.Context, cv ocm.ComponentVersion, req Request) ([]byte, error) {
-	out, err := rgd.Wrap(r.definitions()).Convert(ctx, cv, r.planInput(req))
+	out, err := rgd.Wrap(r.definitions()).Convert(ctx, cv, r.planInput(req, locate(req).registry()))
 	if err != nil {
 		return nil, errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: cv.Descriptor().Version})
 	}

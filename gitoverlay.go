@@ -12,34 +12,11 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
-// ApplicationOverlay reports whether a confined request's Application
-// directory (req.Root) holds a kustomization at its root, an overlay of
-// the team's own, and which directoryTree resources it builds on (the
-// names under kustomize.MountDir it refers to, sorted). An unconfined
-// request (render, for people) has none. See docs/kustomize.md.
-func ApplicationOverlay(req Request) (bool, []string, error) {
-	if req.Root == nil {
-		return false, nil, nil
-	}
-	return kustomize.NamedResources(kustomize.ApplicationDir(req.Root.root))
-}
-
-// ApplicationOverlayNamedAt says where the Application's kustomization
-// first names the resource name ("kustomization.yaml line 6, column 5:
-// .ocm/NAME/..."), for --explain; "" when it does not, or for an
-// unconfined request.
-func ApplicationOverlayNamedAt(req Request, name string) string {
-	if req.Root == nil {
-		return ""
-	}
-	return kustomize.NamedAt(kustomize.ApplicationDir(req.Root.root), name)
-}
-
 // checkApplicationOverlay refuses an Application overlay that names no
 // resource the plan renders as a directoryTree, or one it does not render:
 // built anyway, it would do nothing, or fail in kustomize's words.
 func checkApplicationOverlay(req Request, p *plan.Plan) error {
-	ok, named, err := ApplicationOverlay(req)
+	ok, named, err := req.ApplicationOverlay()
 	if err != nil || !ok {
 		return err
 	}
@@ -69,27 +46,9 @@ func checkApplicationOverlay(req Request, p *plan.Plan) error {
 // applicationOverlayOption builds the Application's overlay over res when
 // it names res; nil otherwise.
 func applicationOverlayOption(req Request, res *ocm.Resource) (kustomize.Option, error) {
-	ok, named, err := ApplicationOverlay(req)
+	ok, named, err := req.ApplicationOverlay()
 	if err != nil || !ok || !slices.Contains(named, res.Name) {
 		return nil, err
 	}
-	return kustomize.WithApplicationOverlay(kustomize.ApplicationDir(req.Root.root), res.Name), nil
-}
-
-// ApplicationOverlayDir is the reserved directory of the Application's
-// directory under which its kustomization names the component's trees
-// (kustomize.MountDir).
-const ApplicationOverlayDir = kustomize.MountDir
-
-// requestFiles is a request's side of its plan (plan.Files): the files it
-// names and its Application's overlay, as the render reads them.
-type requestFiles struct{ req Request }
-
-func (f requestFiles) ReadFile(param, name string) ([]byte, error) {
-	return f.req.ReadFile(param, name)
-}
-func (f requestFiles) ReadSetFile(name string) ([]byte, error)     { return f.req.readSetFile(name) }
-func (f requestFiles) ApplicationOverlay() (bool, []string, error) { return ApplicationOverlay(f.req) }
-func (f requestFiles) ApplicationOverlayNamedAt(name string) string {
-	return ApplicationOverlayNamedAt(f.req, name)
+	return kustomize.WithApplicationOverlay(req.Root.FS(), res.Name), nil
 }

@@ -38,94 +38,67 @@ const (
 	TypeDirectoryTree = plan.TypeDirectoryTree
 )
 
-// Request is what to render: what the Application (or the person running
-// render) asks for, and nothing the operator decides. The CLI fills it from
-// flags, the CMP front end from Argo CD's environment. What the operator
-// allows (local archives, the image origin guard, platform children leaving
-// their parent's project or destination) is the generation's sidecar rule,
-// Generation.Rule, which the Renderer applies.
-type Request struct {
-	Application string // Argo CD Application, for error messages
-	Repository  string // CTF/component archive path, or registry spec
-	// Dir is the directory relative file names in the request (a CTF
-	// repository, values, platform config and definition files) are read
-	// from; empty means the working directory. A long-lived render server
-	// serves many Applications from one process, so it cannot chdir.
-	Dir string
-	// Root, when set, confines every file the request names (repository,
-	// value files, platform configs, definition) to the Application's
-	// directory: generate and the render server set it, render (for people)
-	// does not. The caller opens it (OpenRoot) and closes it.
-	Root      *Root `json:"-"`
-	Component string
-	Version   string
-	// Resources to render, as identities "name" or "name,key=value";
-	// empty means the component's only renderable resource.
-	Resources []string
-	// Path is the entry path inside directory resources (default: the root).
-	Path string
-	// DefinitionFile is a deployment definition given by the user (CLI flag or
-	// a file in the Application's git path); see package config. Only a
-	// Renderer with a Planner honours it; without one it is refused.
-	DefinitionFile string
-	// Platform configures app-of-apps rendering of platform components.
-	Platform PlatformRequest
-	// Provenance asks for provenance annotations (the Application's
-	// "provenance" parameter; the sidecar may also force them on).
-	Provenance bool
-	// Parameters are instance parameters (name → value as text; the deployment
-	// definition declares their types). Like DefinitionFile, they need a
-	// Renderer with a Planner.
-	Parameters map[string]string
-	// Localize turns on automatic localisation: image references in the
-	// rendered workloads that match an image resource of the component are
-	// rewritten to the component's location of it (see package localize).
-	Localize bool
-
-	// Helm inputs.
-	ValueFiles  []string       // values files, later ones win
-	Set         []string       // --set style values, win over files
-	Values      map[string]any // inline values, win over files, lose to Set
-	ReleaseName string
-	Namespace   string
-	KubeVersion string
-	APIVersions []string
-
-	// SetJSON, SetString and SetFile are Helm's --set-json, --set-string and
-	// --set-file, applied in Helm's order: files, --set-json, --set,
-	// --set-string, --set-file. SetFile reads key=path with path as Helm
-	// does (inside Root when the request is confined).
-	SetJSON   []string
-	SetString []string
-	SetFile   []string
-}
-
-// File is where a file the request names is read when it is not confined
-// (Root nil): name itself when it is absolute or Dir is empty, else name
-// inside Dir. Messages keep naming name.
-func (r Request) File(name string) string {
-	if r.Dir == "" || filepath.IsAbs(name) {
-		return name
+// repositoryLocation is the repository to open when req is not confined:
+// a relative path that exists inside Dir is a CTF or component archive
+// there; anything else (a registry spec, an absolute path) is returned as
+// it is.
+func repositoryLocation(req Request) string {
+	if req.Dir == "" || req.Repository == "" || filepath.IsAbs(req.Repository) {
+		return req.Repository
 	}
-	return filepath.Join(r.Dir, name)
-}
-
-// RepositoryLocation is the repository to open when it is not confined: a
-// relative path that exists inside Dir is a CTF or component archive there;
-// anything else (a registry spec, an absolute path) is returned as it is.
-func (r Request) RepositoryLocation() string {
-	if r.Dir == "" || r.Repository == "" || filepath.IsAbs(r.Repository) {
-		return r.Repository
-	}
-	p := filepath.Join(r.Dir, r.Repository)
+	p := filepath.Join(req.Dir, req.Repository)
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	return r.Repository
+	return req.Repository
 }
 
-// openRepository opens the request's repository. Unconfined (Root nil), open
-// gets RepositoryLocation. Confined, a local repository in any form (a path,
+// location is where a request's repository is, decided once per render
+// (locate): what Renderer.Open opens, and what the planner learns of it
+// (plan.Input.Registry), so that no later step looks at the file system to
+// tell a path from a registry.
+type location struct {
+	req Request
+	// spec is the repository parsed, err why it did not parse (open
+	// reports it).
+	spec oci.Spec
+	err  error
+	// name is what open gets unconfined (repositoryLocation).
+	name string
+}
+
+// locate decides where req's repository is: unconfined, a relative path
+// that exists inside Dir, else the spec as written; confined, a name that
+// exists inside Root is a local repository, and anything else a registry.
+func locate(req Request) location {
+	l := location{req: req}
+	if req.Root == nil {
+		l.name = repositoryLocation(req)
+		l.spec, l.err = oci.ParseSpec(l.name)
+	} else {
+		l.spec, l.err = oci.ParseSpecIn(req.Repository, req.Root.Exists)
+	}
+	return l
+}
+
+// local reports whether the repository is a CTF or component archive.
+func (l location) local() bool { return l.err == nil && l.spec.Type == oci.TypeCTF }
+
+// registry is the registry and path of a registry repository
+// ("host[:port]/path", scheme and trailing slash cut), "" for a local one.
+func (l location) registry() string {
+	if l.err != nil || l.local() {
+		return ""
+	}
+	s := strings.TrimSpace(l.req.Repository)
+	for _, p := range []string{"oci://", "http://", "https://"} {
+		s = strings.TrimPrefix(s, p)
+	}
+	return strings.TrimSuffix(s, "/")
+}
+
+// open opens the repository. Unconfined (Root nil), open gets the
+// location's name. Confined, a local repository in any form (a path,
 // file://, ctf::, an OCM spec's filePath) is opened inside Root and read
 // through that handle; only a registry reaches open, as an explicit spec
 // that no later step can take for a path.
@@ -134,36 +107,29 @@ func (r Request) RepositoryLocation() string {
 // ctf.WithUnpacker, ctf.WithCache) and unpacked within ctx.
 // allowLocal, when set, is asked before a CTF or component archive is
 // opened, confined or not (the rule's localArchives): the one place it is.
-func (r Request) openRepository(ctx context.Context, open func(context.Context, string) (ocm.Repository, error), allowLocal func() error, opts ...ctf.Option) (ocm.Repository, error) {
-	if r.Root == nil {
-		loc := r.RepositoryLocation()
-		if allowLocal != nil {
-			if sp, err := oci.ParseSpec(loc); err == nil && sp.Type == oci.TypeCTF {
-				if err := allowLocal(); err != nil {
-					return nil, err
-				}
-			}
+func (l location) open(ctx context.Context, open func(context.Context, string) (ocm.Repository, error), allowLocal func() error, opts ...ctf.Option) (ocm.Repository, error) {
+	if allowLocal != nil && l.local() {
+		if err := allowLocal(); err != nil {
+			return nil, err
 		}
-		return open(ctx, loc)
 	}
-	sp, err := oci.ParseSpecIn(r.Repository, r.Root.root.Exists)
-	if err != nil {
-		return nil, err
+	r := l.req
+	if r.Root == nil {
+		return open(ctx, l.name)
 	}
-	if sp.Type != oci.TypeCTF {
+	if l.err != nil {
+		return nil, l.err
+	}
+	sp := l.spec
+	if !l.local() {
 		explicit, err := json.Marshal(sp)
 		if err != nil {
 			return nil, err
 		}
 		return open(ctx, string(explicit))
 	}
-	if allowLocal != nil {
-		if err := allowLocal(); err != nil {
-			return nil, err
-		}
-	}
 	name := sp.FilePath
-	f, d, err := r.Root.root.Open(param.Repository, name)
+	f, d, err := r.Root.Open(param.Repository, name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -180,7 +146,7 @@ func (r Request) openRepository(ctx context.Context, open func(context.Context, 
 	}
 	// The render server's memo of archives keys this file by where it is in
 	// which Application directory, so that no other Application's file can hit it.
-	return ctf.OpenFile(f, display, slices.Concat(opts, []ctf.Option{ctf.WithContext(ctx), ctf.WithOrigin(r.Root.root.Origin(name))})...)
+	return ctf.OpenFile(f, display, slices.Concat(opts, []ctf.Option{ctf.WithContext(ctx), ctf.WithOrigin(r.Root.Origin(name))})...)
 }
 
 // Renderer runs requests. Build one per generation with Engine.Renderer,
@@ -315,7 +281,7 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 		}
 		return out, nil
 	}
-	p, err := r.plannerOf().Plan(ctx, cv, r.planInput(req))
+	p, err := r.plannerOf().Plan(ctx, cv, r.planInput(req, found.where.registry()))
 	if err != nil {
 		return nil, err
 	}
@@ -356,18 +322,11 @@ func (r *Renderer) definitions() *config.Planner {
 	return p
 }
 
-// planInput is what r's planner plans req from: the request's inputs, its
-// files and r's verified access to resources.
-func (r *Renderer) planInput(req Request) plan.Input {
-	return plan.Input{
-		Application: req.Application, Repository: req.Repository, RepositoryLocation: req.RepositoryLocation(),
-		Component: req.Component, Version: req.Version, Resources: req.Resources, Path: req.Path,
-		DefinitionFile: req.DefinitionFile, Parameters: req.Parameters, Localize: req.Localize,
-		ValueFiles: req.ValueFiles, Values: req.Values, SetJSON: req.SetJSON, Set: req.Set, SetString: req.SetString, SetFile: req.SetFile,
-		ReleaseName: req.ReleaseName, Namespace: req.Namespace, KubeVersion: req.KubeVersion, APIVersions: req.APIVersions,
-		Files:  requestFiles{req},
-		Reader: plan.NewResources(r.access, r.archiveOptions...),
-	}
+// planInput is what r's planner plans req from: the request itself,
+// where its repository was found (registry, "" for a local one) and r's
+// verified access to resources.
+func (r *Renderer) planInput(req Request, registry string) plan.Input {
+	return plan.Input{Request: req, Registry: registry, Reader: plan.NewResources(r.access, r.archiveOptions...)}
 }
 
 // renderSteps fetches, verifies, renders and places each step of the plan

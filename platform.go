@@ -4,44 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
-
-// PlatformRequest is what a platform render needs beyond a Request: where the
-// parent Application comes from, so that children can point back at it.
-type PlatformRequest struct {
-	// Force renders as a platform even when the component has resources.
-	Force bool
-	// ConfigFiles are platform configs (per-package settings), later ones win;
-	// Request.Values, when set, is applied last as an inline platform config.
-	ConfigFiles []string
-	// Source is where the parent Application comes from, which children
-	// point back at.
-	Source PlatformSource
-	// Project is the parent Application's Argo CD project
-	// (ARGOCD_APP_PROJECT_NAME), which its children inherit.
-	Project string
-	// Whether a platform config may give children another project or
-	// destination than they inherit is the operator's, not the request's:
-	// the generation's rule (policy.Rule.Platform, see Generation.Rule).
-}
-
-// PlatformSource is the git source of a platform's parent Application,
-// which its children share. It has the fields of the platform package's
-// Source, so that converting one into the other keeps them in step.
-type PlatformSource struct {
-	RepoURL, TargetRevision, Path string
-	// Repository is the OCM repository spec the parent used (a path relative
-	// to Path stays valid for the children, which share Path); default
-	// Request.Repository.
-	Repository string
-	// PluginName is the plugin children name (default: this plugin's).
-	PluginName string
-}
 
 // isPlatform: forced, or a component with references and no renderable
 // resource of its own when no resource was asked for.
@@ -66,7 +36,7 @@ func (r *Renderer) isPlatform(ctx context.Context, cv ocm.ComponentVersion, req 
 		return false, nil
 	}
 	if sr, ok := r.plannerOf().(plan.SelfRendering); ok && !req.Platform.Force {
-		self, err := sr.RendersItself(ctx, cv, r.planInput(req))
+		self, err := sr.RendersItself(ctx, cv, r.planInput(req, ""))
 		if err != nil {
 			return false, err
 		}
@@ -76,7 +46,7 @@ func (r *Renderer) isPlatform(ctx context.Context, cv ocm.ComponentVersion, req 
 }
 
 func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVersion, req Request) ([]manifests.Object, error) {
-	src := platform.Source(req.Platform.Source)
+	src := req.Platform.Source
 	if src.Repository == "" {
 		src.Repository = req.Repository
 	}
@@ -98,7 +68,7 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 		opts.ApplyConfig(c)
 	}
 	if len(req.Values) > 0 {
-		b, err := yamlMarshal(req.Values)
+		b, err := yaml.Marshal(req.Values)
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +82,7 @@ func (r *Renderer) renderPlatform(ctx context.Context, repo ocm.Repository, cv o
 		opts.CheckPackage = func(ctx context.Context, child ocm.ComponentVersion, pkg platform.Package) error {
 			// Only the package's own settings: the child renders as an
 			// Application of its own, with its own request.
-			in := r.planInput(Request{DefinitionFile: pkg.Definition, Parameters: pkg.Parameters})
+			in := r.planInput(Request{DefinitionFile: pkg.Definition, Parameters: pkg.Parameters}, "")
 			return pc.CheckPackage(ctx, child, in)
 		}
 	}

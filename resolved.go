@@ -19,25 +19,32 @@ type Resolved struct {
 	Requested, Version string
 	// Component is the component version.
 	Component ocm.ComponentVersion
+
+	// where is where the repository is (locate), for the planner.
+	where location
 }
 
 // Close closes the repository.
 func (c *Resolved) Close() error { return c.Repository.Close() }
 
-// Open opens the request's repository as Render does: through
-// Request.openRepository with the renderer's registry source (the zero
-// Renderer's: OpenOffline) and its rule's localArchives, then Opened.
+// Open opens the request's repository as Render does: where locate finds
+// it, with the renderer's registry source (the zero Renderer's:
+// OpenOffline) and its rule's localArchives, then Opened.
 func (r *Renderer) Open(ctx context.Context, req Request) (ocm.Repository, error) {
+	return r.openAt(ctx, locate(req))
+}
+
+func (r *Renderer) openAt(ctx context.Context, l location) (ocm.Repository, error) {
 	open := r.open
 	if open == nil {
 		open = OpenOffline
 	}
-	repo, err := req.openRepository(ctx, open, r.allowances().localArchive, r.ctfOptions...)
+	repo, err := l.open(ctx, open, r.allowances().localArchive, r.ctfOptions...)
 	if err != nil {
 		return nil, err
 	}
 	if r.Opened != nil {
-		repo = r.Opened(req.Repository, repo)
+		repo = r.Opened(l.req.Repository, repo)
 	}
 	return repo, nil
 }
@@ -47,7 +54,8 @@ func (r *Renderer) Open(ctx context.Context, req Request) (ocm.Repository, error
 // component version up. An error once the version is resolved is an
 // *errdef.Error naming the resolved version.
 func (r *Renderer) Resolve(ctx context.Context, req Request) (*Resolved, error) {
-	repo, err := r.Open(ctx, req)
+	l := locate(req)
+	repo, err := r.openAt(ctx, l)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +64,7 @@ func (r *Renderer) Resolve(ctx context.Context, req Request) (*Resolved, error) 
 		repo.Close()
 		return nil, err
 	}
+	c.where = l
 	return c, nil
 }
 

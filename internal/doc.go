@@ -12,7 +12,8 @@
 // The folders are the roles: internal/util, internal/format, internal/source,
 // internal/render, internal/finish, internal/planning, internal/compose,
 // internal/frontend and internal/testsupport; the public leaves are folders
-// of their own at the root, low in the layers, and the root package
+// of their own at the root, low in the layers (application, the request a
+// plan is made from, sits with planning), and the root package
 // orchestrates, as oras-go's root does. TestFoldersShowLayers checks that
 // every package of the module lives in the folder of its layer (folderRanks
 // in layers_test.go), so that the tree shows the layers.
@@ -33,7 +34,7 @@
 //	2 sources: internal/source/registry policy internal/source/cache internal/source/ocm/ocimapping internal/source/ocm/artifactset internal/source/ocm/ctf internal/source/ocm/oci internal/source/ocm/resolve internal/source/access internal/source/verify
 //	3 renderers: internal/render/manifests internal/render/helm internal/render/kustomize
 //	4 finishing: internal/finish/hooks internal/finish/localize internal/finish/imageguard
-//	5 planning: internal/planning/plan internal/planning/config internal/planning/config/expr internal/planning/config/explain internal/planning/config/ordering internal/planning/config/overlay internal/planning/rgd internal/planning/rgd/cel internal/planning/rgd/graph internal/planning/rgd/schema internal/planning/platform
+//	5 planning: application internal/planning/plan internal/planning/config internal/planning/config/expr internal/planning/config/explain internal/planning/config/ordering internal/planning/config/overlay internal/planning/rgd internal/planning/rgd/cel internal/planning/rgd/graph internal/planning/rgd/schema internal/planning/platform
 //	6 orchestration: . internal/compose/policyregistry
 //	7 front ends: internal/frontend/cmp internal/frontend/generator internal/frontend/server internal/frontend/transfer
 //	8 commands: cmd/argocd-ocm-plugin cmd/argocd-ocm-client

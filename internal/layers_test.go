@@ -47,7 +47,7 @@ func layers(t *testing.T) map[string]int {
 // longest folder prefix deciding. manifeststest is test support kept beside
 // what it compares, as net/http/httptest is. "." is the root package alone.
 var folderRanks = map[string][]int{
-	".": {6}, "errdef": {0}, "ocm": {1}, "signing": {1}, "policy": {2}, "cmd": {8}, "bench": {10}, "hack": {10},
+	".": {6}, "errdef": {0}, "ocm": {1}, "signing": {1}, "policy": {2}, "application": {5}, "cmd": {8}, "bench": {10}, "hack": {10},
 	"internal/util": {0}, "internal/format": {1}, "internal/source": {2}, "internal/render": {3, 9},
 	"internal/finish": {4}, "internal/planning": {5}, "internal/compose": {6}, "internal/frontend": {7},
 	"internal/testsupport": {9},

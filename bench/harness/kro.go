@@ -145,8 +145,8 @@ func (b *bench) kroEvaluate(ctx context.Context, repo string) []float64 {
 		fatalf("kro: %v", err)
 	}
 	defer found.Close()
-	in := plan.Input{Application: req.Application, Repository: repo, Component: req.Component, Version: req.Version,
-		Namespace: req.Namespace, Parameters: req.Parameters, Reader: plan.NewResources(access.Resolver{})}
+	in := plan.Input{Request: argocdocm.Request{Application: req.Application, Repository: repo, Component: req.Component, Version: req.Version,
+		Namespace: req.Namespace, Parameters: req.Parameters}, Registry: strings.TrimSuffix(strings.TrimPrefix(repo, "http://"), "/"), Reader: plan.NewResources(access.Resolver{})}
 	planner := rgd.Wrap(&ocmconfig.Planner{})
 	var out []float64
 	var steps []plan.Step

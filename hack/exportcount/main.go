@@ -32,7 +32,7 @@ import (
 
 // publicPackages are the module's public Go API (docs/api.md): the root
 // package argocdocm and the leaves it exposes. Everything else is internal.
-var publicPackages = []string{".", "errdef", "ocm", "signing", "policy"}
+var publicPackages = []string{".", "errdef", "ocm", "signing", "policy", "application"}
 
 type pkgCount struct {
 	dir           string

@@ -344,7 +344,7 @@ type generatedKind struct {
 
 // applicationOverlay records, for --explain, that the render builds the
 // Application's own kustomization over the resource (see
-// plan.Files.ApplicationOverlay), and reports it.
+// application.Request.ApplicationOverlay), and reports it.
 func (rs *resolver) applicationOverlay(rp renderPlan) bool {
 	ok, named, err := rs.req.ApplicationOverlay()
 	if err != nil || !ok || !slices.Contains(named, rp.res.Name) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/application"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
@@ -88,7 +89,7 @@ func (p *Planner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, 
 		return nil
 	}
 	parameters := in.Parameters
-	def, err := p.LoadDefinition(ctx, child, plan.Input{DefinitionFile: definition, Reader: in.Reader})
+	def, err := p.LoadDefinition(ctx, child, plan.Input{Request: application.Request{DefinitionFile: definition}, Reader: in.Reader})
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func HelmValues(in Input, read func(name string) ([]byte, error)) (map[string]an
 	for _, s := range in.SetFile {
 		var readErr error
 		reader := func(rs []rune) (any, error) {
-			b, err := in.readSetFile(string(rs))
+			b, err := in.ReadSetFile(string(rs))
 			if err != nil {
 				// Kept apart: strvals would add nothing but its own wording.
 				readErr = err

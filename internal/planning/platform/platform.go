@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/application"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
@@ -31,15 +32,9 @@ const (
 )
 
 // Source is where the parent Application's manifests come from; children
-// point back at the same git source and OCM repository.
-type Source struct {
-	RepoURL, TargetRevision, Path string
-	// Repository is the OCM repository spec the parent used (a path relative
-	// to Path stays valid for the children, which share Path).
-	Repository string
-	// PluginName is the plugin children name (default DefaultPluginName).
-	PluginName string
-}
+// point back at the same git source and OCM repository (PluginName
+// defaults to DefaultPluginName). It is the request's own value.
+type Source = application.PlatformSource
 
 // Destination of a child Application.
 type Destination struct {

@@ -217,19 +217,11 @@ func isLocalBlob(t string) bool {
 
 // repositoryBase is the registry and path the component version is stored
 // under ("host:port/path"), or ctfRegistry for a CTF or archive.
+// The pipeline decided which it is as it opened the repository
+// (plan.Input.Registry).
 func (e *evaluation) repositoryBase() string {
-	s := strings.TrimSpace(e.req.Repository)
-	scheme := false
-	for _, p := range []string{"oci://", "http://", "https://"} {
-		if strings.HasPrefix(s, p) {
-			s, scheme = strings.TrimPrefix(s, p), true
-		}
-	}
-	host, _, _ := strings.Cut(s, "/")
-	// A registry spec without a scheme looks like a host; a CTF is a path
-	// that exists (only its existence is looked at).
-	if scheme || (!localPath(e.req.RepositoryLocation) && (strings.ContainsAny(host, ".:") || host == "localhost")) {
-		return strings.TrimSuffix(s, "/")
+	if e.req.Registry != "" {
+		return e.req.Registry
 	}
 	return ctfRegistry
 }

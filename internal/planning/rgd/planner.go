@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"mime"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -634,12 +633,4 @@ func (x explanation) Finish(_ context.Context, objs []manifests.Object) ([]manif
 	x.report.AddOrdering(objs)
 	x.explain(x.report)
 	return objs, nil
-}
-
-func localPath(p string) bool {
-	if p == "" {
-		return false
-	}
-	_, err := os.Stat(p)
-	return err == nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/application"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
@@ -70,7 +71,7 @@ func planRGD(t *testing.T, doc string, params map[string]string) ([]plan.Step, e
 	t.Helper()
 	cv := component(map[string]string{"rgd": doc})
 	p := rgd.Wrap(&config.Planner{})
-	pl, err := p.Plan(context.Background(), cv, plan.Input{Application: "demo", Namespace: "apps", Parameters: params, Reader: &fakeReader{}})
+	pl, err := p.Plan(context.Background(), cv, plan.Input{Request: application.Request{Application: "demo", Namespace: "apps", Parameters: params}, Reader: &fakeReader{}})
 	if err != nil {
 		return nil, err
 	}
