@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 PKGS      := ./...
 FUZZTIME  ?= 8s
 
-.PHONY: all help build install image manifests release demo test test-unit test-release test-argocd test-argocd-v3 e2e e2e-build e2e-deps e2e-ready test-short vet fmt-check testdata fuzz bench clean
+.PHONY: reftools all help build install image manifests release demo test test-unit test-release test-argocd test-argocd-v3 e2e e2e-build e2e-deps e2e-ready test-short vet fmt-check testdata fuzz bench clean
 
 all: build
 
@@ -162,6 +162,13 @@ fmt-check:
 # Every fuzz target for FUZZTIME (CI: brief; for a long run: make fuzz FUZZTIME=10m).
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./hack/fuzz.sh
+
+# The reference CLIs the goldens and make bench compare with, Argo CD v3.6.2's:
+# helm v4.3.2 (bench/tools) and kustomize v5.8.3 (bench/tools/kustomize, Go 1.27),
+# as bin/reftools/helm and bin/reftools/kustomize (hack/realworld-goldens.sh uses them).
+reftools:
+	cd bench/tools && CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$$($(GO) list -m -f '{{.Version}}' helm.sh/helm/v4) -X helm.sh/helm/v4/internal/version.gitTreeState=clean" -o $(CURDIR)/bin/reftools/ helm.sh/helm/v4/cmd/helm
+	cd bench/tools/kustomize && GOTOOLCHAIN=go1.27.4 CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $(CURDIR)/bin/reftools/ sigs.k8s.io/kustomize/kustomize/v5
 
 # Side-by-side figures against helm template and kustomize build (see bench/README.md);
 # the first run builds the reference CLIs (3-7 min), later runs take a few minutes.

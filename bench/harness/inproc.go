@@ -17,8 +17,9 @@ import (
 	"strconv"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -76,18 +77,20 @@ func (b *bench) inProcess(ctx context.Context) {
 		data := c.Data
 		cases = append(cases, inprocCase{label: c.Label, short: []string{"podinfo", "large-chart"}[min(i, 1)], engineName: "Helm engine", cli: "helm template",
 			req: argocdocm.Request{Component: c.Component}, engine: func() int {
-				cfg := &action.Configuration{Log: func(string, ...any) {}}
+				cfg := action.NewConfiguration()
+				cfg.SetLogger(slog.DiscardHandler)
 				inst := action.NewInstall(cfg)
-				inst.DryRun, inst.DryRunOption, inst.ClientOnly, inst.Replace, inst.IncludeCRDs = true, "client", true, true, true
+				inst.DryRunStrategy, inst.Replace, inst.IncludeCRDs = action.DryRunClient, true, true
 				inst.ReleaseName, inst.Namespace = "bench", "bench"
 				ch, err := loader.LoadArchive(bytes.NewReader(data))
 				if err != nil {
 					fatalf("%v", err)
 				}
-				rel, err := inst.RunWithContext(ctx, ch, map[string]any{})
+				r, err := inst.RunWithContext(ctx, ch, map[string]any{})
 				if err != nil {
 					fatalf("%v", err)
 				}
+				rel := r.(*release.Release)
 				n := len(rel.Manifest)
 				for _, h := range rel.Hooks {
 					n += len(h.Manifest)

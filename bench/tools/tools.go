@@ -1,10 +1,8 @@
 //go:build tools
 
-// Package tools pins the reference CLIs: `go build helm.sh/helm/v3/cmd/helm`
-// and `go build sigs.k8s.io/kustomize/kustomize/v5` from this directory.
+// Package tools pins the reference helm CLI: `go build helm.sh/helm/v4/cmd/helm`
+// from this directory (make reftools). ./kustomize pins the reference
+// kustomize.
 package tools
 
-import (
-	_ "helm.sh/helm/v3/cmd/helm"
-	_ "sigs.k8s.io/kustomize/kustomize/v5"
-)
+import _ "helm.sh/helm/v4/cmd/helm"

@@ -20,7 +20,7 @@ func TestBinaryDoesNotLinkHelmActionOrKubectl(t *testing.T) {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	for _, pkg := range strings.Fields(string(out)) {
-		if pkg == "helm.sh/helm/v3/pkg/action" || strings.HasPrefix(pkg, "k8s.io/kubectl/") {
+		if pkg == "helm.sh/helm/v4/pkg/action" || strings.HasPrefix(pkg, "k8s.io/kubectl/") {
 			t.Errorf("the binary links %s", pkg)
 		}
 	}

@@ -153,7 +153,7 @@ func TestDist(t *testing.T) {
 	for _, p := range doc.Packages {
 		names[p.Name] = p.VersionInfo
 	}
-	if names["argocd-ocm-plugin"] != "v0.0.1-test" || names["helm.sh/helm/v3"] == "" || names["oras.land/oras-go/v2"] == "" {
+	if names["argocd-ocm-plugin"] != "v0.0.1-test" || names["helm.sh/helm/v4"] == "" || names["oras.land/oras-go/v2"] == "" {
 		t.Errorf("SBOM packages %v", names)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chartutil"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
@@ -72,12 +72,12 @@ func TestExamplesDecodeAndMatchSchema(t *testing.T) {
 			if err := yaml.Unmarshal(data, &doc); err != nil {
 				t.Fatal(err)
 			}
-			if err := chartutil.ValidateAgainstSingleSchema(doc, schema); err != nil {
+			if err := commonutil.ValidateAgainstSingleSchema(doc, schema); err != nil {
 				t.Fatalf("schema: %v", err)
 			}
 			// The schema is strict too: an unknown field fails it.
 			doc["spec"].(map[string]any)["renderz"] = []any{}
-			if err := chartutil.ValidateAgainstSingleSchema(doc, schema); err == nil {
+			if err := commonutil.ValidateAgainstSingleSchema(doc, schema); err == nil {
 				t.Fatal("the schema accepts an unknown field")
 			}
 		})

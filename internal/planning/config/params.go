@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"helm.sh/helm/v3/pkg/chartutil"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
@@ -249,7 +249,7 @@ func validateSchema(v any, schema map[string]any) error {
 	if err != nil {
 		return fmt.Errorf("schema: %v", err)
 	}
-	if err := chartutil.ValidateAgainstSingleSchema(values, js); err != nil {
+	if err := commonutil.ValidateAgainstSingleSchema(values, js); err != nil {
 		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 		return fmt.Errorf("does not satisfy the schema: %s", strings.TrimSuffix(msg, ";"))
 	}

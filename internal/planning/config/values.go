@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strconv"
 
-	"helm.sh/helm/v3/pkg/strvals"
+	"helm.sh/helm/v4/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"

@@ -3,8 +3,8 @@ package plan
 import (
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/strvals"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
@@ -31,13 +31,13 @@ func HelmValues(in Input, read func(name string) ([]byte, error)) (map[string]an
 		if err := nesting.Check(cur); err != nil {
 			return nil, fmt.Errorf("%w: values file %s: %w", errdef.ErrInvalidInput, f, err)
 		}
-		base = chartutil.MergeTables(cur, base)
+		base = commonutil.MergeTables(cur, base)
 	}
 	if in.Values != nil {
 		if err := nesting.Check(in.Values); err != nil {
 			return nil, fmt.Errorf("%w: values: %w", errdef.ErrInvalidInput, err)
 		}
-		base = chartutil.MergeTables(manifests.DeepCopy(in.Values), base)
+		base = commonutil.MergeTables(manifests.DeepCopy(in.Values), base)
 	}
 	for _, s := range in.SetJSON {
 		if err := strvals.ParseJSON(s, base); err != nil {

@@ -8,8 +8,9 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
@@ -99,7 +100,7 @@ func (cc *ChartCache) load(archive []byte) (*chart.Chart, *chartEntry, error) {
 // loadArchive is LoadArchive, and the bytes the archive and its subchart
 // archives unpack to.
 func loadArchive(data []byte) (*chart.Chart, int64, error) {
-	budget := loader.MaxDecompressedChartSize
+	budget := archive.MaxDecompressedChartSize
 	files, err := checkArchive(data, "", 0, &budget)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: loading chart: %w", errdef.ErrRender, err)
@@ -111,7 +112,7 @@ func loadArchive(data []byte) (*chart.Chart, int64, error) {
 	if err := checkNesting(c, ""); err != nil {
 		return nil, 0, fmt.Errorf("%w: loading chart: %w", errdef.ErrRender, err)
 	}
-	return c, loader.MaxDecompressedChartSize - budget, nil
+	return c, archive.MaxDecompressedChartSize - budget, nil
 }
 
 // checkNesting refuses a chart (or subchart) whose values.yaml or
@@ -136,12 +137,14 @@ func checkNesting(c *chart.Chart, where string) error {
 // nothing a render of the copy changes reaches c (see ChartCache).
 func copyChart(c *chart.Chart, parent *chart.Chart) *chart.Chart {
 	out := &chart.Chart{
-		Raw:       slices.Clone(c.Raw),
-		Metadata:  copyMetadata(c.Metadata),
-		Lock:      c.Lock,
-		Templates: slices.Clone(c.Templates),
-		Schema:    c.Schema,
-		Files:     slices.Clone(c.Files),
+		Raw:           slices.Clone(c.Raw),
+		Metadata:      copyMetadata(c.Metadata),
+		Lock:          c.Lock,
+		Templates:     slices.Clone(c.Templates),
+		Schema:        c.Schema,
+		SchemaModTime: c.SchemaModTime,
+		Files:         slices.Clone(c.Files),
+		ModTime:       c.ModTime,
 	}
 	if c.Values != nil {
 		out.Values = cloneValue(c.Values).(map[string]any)

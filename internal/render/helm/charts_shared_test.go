@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/chart/common"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
@@ -115,10 +115,10 @@ data:
 // never reach the spare capacity of Helm's default set (Capabilities.Copy
 // shares its slice), where every other render's set would see them.
 func TestRenderAPIVersionsNotShared(t *testing.T) {
-	orig := chartutil.DefaultCapabilities.APIVersions
-	defer func() { chartutil.DefaultCapabilities.APIVersions = orig }()
+	orig := common.DefaultCapabilities.APIVersions
+	defer func() { common.DefaultCapabilities.APIVersions = orig }()
 	spare := slices.Grow(slices.Clone(orig), 4)
-	chartutil.DefaultCapabilities.APIVersions = spare
+	common.DefaultCapabilities.APIVersions = spare
 	tgz, err := ocmbuild.PackageChart(map[string][]byte{
 		"Chart.yaml":        []byte("apiVersion: v2\nname: caps\nversion: 1.0.0\n"),
 		"templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: caps\ndata:\n  a: {{ .Capabilities.APIVersions.Has \"a.example.com/v1\" | quote }}\n"),

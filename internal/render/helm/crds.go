@@ -7,7 +7,8 @@ import (
 	"maps"
 	"sync/atomic"
 
-	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
@@ -133,14 +134,14 @@ func crdTextSize(filename string, data []byte) int64 {
 // renders its templates (see predecodeCRDs).
 type predecoded struct {
 	done  chan struct{}
-	objs  map[*chart.File][]manifests.Object // files decoded without error
-	texts map[crdKey]printedText             // every file as printed
+	objs  map[*common.File][]manifests.Object // files decoded without error
+	texts map[crdKey]printedText              // every file as printed
 }
 
 // crdKey is a crds/ file as printed: a subchart's file is printed under
 // the name of each alias of the subchart.
 type crdKey struct {
-	file     *chart.File
+	file     *common.File
 	filename string
 }
 
@@ -166,7 +167,7 @@ func (t *printedText) printed() []byte {
 // crdPrints are what renders of a chart kept by a ChartCache learnt about
 // its crds/ files: per file as printed, its size, structural characters
 // and CRDCache key. The files' bytes never change (see ChartCache) and the
-// keys name the very *chart.File of the kept chart that every copy shares,
+// keys name the very *common.File of the kept chart that every copy shares,
 // so later renders of the chart neither print, count nor hash 10 MB of
 // CRDs again. Never changed once stored: a render that learns more stores
 // a new map.
@@ -191,7 +192,7 @@ type crdPrint struct {
 // of the chart learnt about its files (crdPrints), and gets what this one
 // learns.
 func predecodeCRDs(c *chart.Chart, cache *CRDCache, known *atomic.Pointer[crdPrints]) *predecoded {
-	p := &predecoded{done: make(chan struct{}), objs: map[*chart.File][]manifests.Object{}, texts: map[crdKey]printedText{}}
+	p := &predecoded{done: make(chan struct{}), objs: map[*common.File][]manifests.Object{}, texts: map[crdKey]printedText{}}
 	crds := c.CRDObjects()
 	if len(crds) == 0 {
 		close(p.done)
@@ -246,7 +247,7 @@ func predecodeCRDs(c *chart.Chart, cache *CRDCache, known *atomic.Pointer[crdPri
 }
 
 // wait returns the predecoded files once the background decoding is done.
-func (p *predecoded) wait() map[*chart.File][]manifests.Object {
+func (p *predecoded) wait() map[*common.File][]manifests.Object {
 	if p == nil {
 		return nil
 	}
@@ -324,7 +325,7 @@ func chartCRDs(c *chart.Chart, skip bool, pre *predecoded) printedCRDs {
 
 // decode decodes the files, taking those in pre (predecodeCRDs): each
 // object is used once, by this render.
-func (p printedCRDs) decode(name string, crds *CRDCache, pre map[*chart.File][]manifests.Object) ([]manifests.Object, error) {
+func (p printedCRDs) decode(name string, crds *CRDCache, pre map[*common.File][]manifests.Object) ([]manifests.Object, error) {
 	var objs []manifests.Object
 	for _, t := range p.texts {
 		o, ok := pre[t.file.file]

@@ -213,7 +213,7 @@ func TestCachedCRDsIsolateRenders(t *testing.T) {
 	}
 	// Per chart: the top CRD; the subchart's file as predecoded (under
 	// the subchart's own name, taken by the first alias: the aliases share
-	// the *chart.File) and as printed for the second alias.
+	// the *common.File) and as printed for the second alias.
 	if len(opts.CRDs.m) != 6 {
 		t.Fatalf("%d CRD files kept, want 6", len(opts.CRDs.m))
 	}

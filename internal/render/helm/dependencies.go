@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 )
 
-// missingDependencies is action.CheckDependencies of Helm v3.22.0 (same
+// missingDependencies is action.CheckDependencies of Helm v4.3.2 (same
 // matching, by chart name and not alias, and same message): linking Helm's
 // action package for these lines would link its Kubernetes clients,
 // kubectl and the chart linter, whose package initialisation costs every

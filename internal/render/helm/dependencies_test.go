@@ -3,8 +3,9 @@ package helm
 import (
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v4/pkg/action"
+	helmchart "helm.sh/helm/v4/pkg/chart"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 )
 
 // TestMissingDependenciesIsHelms checks the copy of action.CheckDependencies
@@ -40,7 +41,11 @@ func TestMissingDependenciesIsHelms(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := missingDependencies(tc.c, tc.reqs)
-			want := action.CheckDependencies(tc.c, tc.reqs)
+			reqs := make([]helmchart.Dependency, len(tc.reqs))
+			for i, r := range tc.reqs {
+				reqs[i] = r
+			}
+			want := action.CheckDependencies(tc.c, reqs)
 			if (got != nil) != tc.wantErr || (want != nil) != tc.wantErr {
 				t.Fatalf("got %v, Helm %v; want an error: %v", got, want, tc.wantErr)
 			}

@@ -1,10 +1,10 @@
 package helm
 
 import (
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 )
 
 // InstallClientOnly is installClientOnly with RenderChart's defaults: the
@@ -19,7 +19,7 @@ func InstallClientOnly(c *chart.Chart, vals map[string]any, opts Options) (strin
 	if opts.KubeVersion == "" {
 		opts.KubeVersion = DefaultKubeVersion()
 	}
-	kv, err := chartutil.ParseKubeVersion(opts.KubeVersion)
+	kv, err := common.ParseKubeVersion(opts.KubeVersion)
 	if err != nil {
 		return "", nil, err
 	}
@@ -33,7 +33,7 @@ func InstallClientOnly(c *chart.Chart, vals map[string]any, opts Options) (strin
 // CountSorts counts the calls of Helm's manifest sorting until restore.
 func CountSorts() (calls func() int, restore func()) {
 	n := 0
-	sortManifests = func(files map[string]string, v chartutil.VersionSet, o releaseutil.KindSortOrder) ([]*release.Hook, []releaseutil.Manifest, error) {
+	sortManifests = func(files map[string]string, v common.VersionSet, o releaseutil.KindSortOrder) ([]*release.Hook, []releaseutil.Manifest, error) {
 		n++
 		return releaseutil.SortManifests(files, v, o)
 	}

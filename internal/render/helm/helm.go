@@ -9,10 +9,11 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
@@ -53,7 +54,7 @@ type Options struct {
 //
 // Before Helm parses anything, subchart archives (charts/*.tgz, nested) are
 // unpacked here too so that all of them together stay within Helm's limit for
-// one chart (loader.MaxDecompressedChartSize; Helm applies it to each archive
+// one chart (archive.MaxDecompressedChartSize; Helm applies it to each archive
 // alone, so a chart of small subchart archives that each unpack to the limit
 // would cost that much memory per subchart), and the files Helm decodes as
 // YAML (Chart.yaml, values.yaml, …) are bounded in structure like manifests
@@ -91,11 +92,11 @@ var parsedFiles = map[string]bool{
 
 // checkArchive unpacks a chart archive with Helm's own reader and checks it
 // and its subchart archives against a shared budget of unpacked bytes.
-func checkArchive(data []byte, where string, depth int, budget *int64) ([]*loader.BufferedFile, error) {
+func checkArchive(data []byte, where string, depth int, budget *int64) ([]*archive.BufferedFile, error) {
 	if depth > maxChartDepth {
 		return nil, fmt.Errorf("%s: subchart archives nested more than %d levels: %w", where, maxChartDepth, errdef.ErrLimitExceeded)
 	}
-	files, err := loader.LoadArchiveFiles(bytes.NewReader(data))
+	files, err := archive.LoadArchiveFiles(bytes.NewReader(data))
 	if err != nil {
 		if where == "" {
 			return nil, fmt.Errorf("%v", err) // Helm's own message, as loader.LoadArchive gives it
@@ -105,7 +106,7 @@ func checkArchive(data []byte, where string, depth int, budget *int64) ([]*loade
 	for _, f := range files {
 		name := path.Join(where, f.Name)
 		if *budget -= int64(len(f.Data)); *budget < 0 {
-			return nil, fmt.Errorf("%s: the chart and its subchart archives unpack to more than %d bytes in all: %w", name, loader.MaxDecompressedChartSize, errdef.ErrLimitExceeded)
+			return nil, fmt.Errorf("%s: the chart and its subchart archives unpack to more than %d bytes in all: %w", name, archive.MaxDecompressedChartSize, errdef.ErrLimitExceeded)
 		}
 		if parsedFiles[path.Base(f.Name)] {
 			if n := yamlfile.StructureCount(f.Data); n > manifests.MaxDocumentNodes {
@@ -152,9 +153,14 @@ func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *chartE
 	if opts.KubeVersion == "" {
 		opts.KubeVersion = DefaultKubeVersion()
 	}
-	kv, err := chartutil.ParseKubeVersion(opts.KubeVersion)
+	kv, err := common.ParseKubeVersion(opts.KubeVersion)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kube version %q: %v", errdef.ErrInvalidInput, opts.KubeVersion, err)
+	}
+	if t := c.Metadata.Type; t != "" && t != "application" {
+		// As helm template refuses it (checkIfInstallable): a library
+		// chart's templates render nothing.
+		return nil, fmt.Errorf("%w: helm chart %s: %s charts are not installable", errdef.ErrRender, c.Name(), t)
 	}
 	if err := checkDependencies(c); err != nil {
 		return nil, err

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
@@ -18,7 +19,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 )
 
-// The goldens were made by the helm v3.22.0 CLI (fixtures/ocm-cli/golden/commands.txt).
+// The goldens were made by the helm v4.3.2 CLI (testdata/ocm-cli/golden/commands.txt).
 func TestRenderMatchesHelmTemplate(t *testing.T) {
 	chart, err := os.ReadFile(fixtures.Path(t, "inputs", "podinfo-mini-0.1.0.tgz"))
 	if err != nil {
@@ -136,6 +137,7 @@ func TestRenderErrors(t *testing.T) {
 		{"bad kube version", chart, helm.Options{KubeVersion: "banana"}, errdef.ErrInvalidInput, "banana"},
 		{"bad release name", chart, helm.Options{ReleaseName: "Not_Valid"}, errdef.ErrInvalidInput, "Not_Valid"},
 		{"schema violation", chart, helm.Options{Values: map[string]any{"image": map[string]any{"tag": 5}}}, errdef.ErrRender, "catalog"},
+		{"library chart", libraryChart(t), helm.Options{}, errdef.ErrRender, "library charts are not installable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := helm.Render(ctx, tc.chart, tc.opts)
@@ -144,6 +146,19 @@ func TestRenderErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// libraryChart is a library chart: helm template refuses it.
+func libraryChart(t *testing.T) []byte {
+	t.Helper()
+	tgz, err := ocmbuild.PackageChart(map[string][]byte{
+		"Chart.yaml":         []byte("apiVersion: v2\nname: lib\nversion: 0.1.0\ntype: library\n"),
+		"templates/_lib.tpl": []byte("{{ define \"lib.x\" }}x{{ end }}"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tgz
 }
 
 func TestMissingDependencyIsRefused(t *testing.T) {
@@ -171,7 +186,7 @@ func TestMissingDependencyIsRefused(t *testing.T) {
 func TestDefaultKubeVersionSatisfiesRecentCharts(t *testing.T) {
 	c := &chart.Chart{
 		Metadata: &chart.Metadata{APIVersion: "v2", Name: "recent", Version: "0.1.0", KubeVersion: ">=1.25.0-0"},
-		Templates: []*chart.File{{Name: "templates/cm.yaml", Data: []byte(
+		Templates: []*common.File{{Name: "templates/cm.yaml", Data: []byte(
 			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kube\ndata:\n  version: {{ .Capabilities.KubeVersion.Version | quote }}\n")}},
 	}
 	objs, err := helm.RenderChart(context.Background(), c, helm.Options{})

@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
@@ -27,8 +29,8 @@ type rendered struct {
 var sortManifests = releaseutil.SortManifests
 
 // installClientOnly renders c as action.Install.RunWithContext does with
-// ClientOnly, DryRun ("client"), Replace and without IncludeCRDs (Helm
-// v3.22.0: install.go RunWithContext and action.go renderResources, in the
+// DryRunStrategy "client", Replace and without IncludeCRDs (Helm
+// v4.3.2: install.go RunWithContext and action.go renderResources, in the
 // same order, with the same calls and errors), so that the object limit
 // can act between Helm's template engine and its manifest sorting, which
 // Install runs back to back: for a chart of 100 000 tiny objects the
@@ -40,7 +42,7 @@ var sortManifests = releaseutil.SortManifests
 // More than manifests.MaxObjects documents out of the engine (hooks
 // included) are refused before sorting, with the error releaseObjects
 // gives for more than MaxObjects objects.
-func installClientOnly(c *chart.Chart, vals map[string]any, opts Options, kv *chartutil.KubeVersion) (*rendered, error) {
+func installClientOnly(c *chart.Chart, vals map[string]any, opts Options, kv *common.KubeVersion) (*rendered, error) {
 	var schemas compiledSchemas
 	if !opts.SkipSchemaValidation {
 		schemas, _ = checkSchemas(c) // nil on an error: Helm's validation
@@ -70,25 +72,25 @@ func sortRelease(files map[string]string) (*rendered, error) {
 // files, NOTES.txt left out, or the refusal of too many documents. The
 // values are validated with schemas, compiled by checkSchemas (see
 // validateValues), or nil: by Helm, which compiles the schemas again.
-func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *chartutil.KubeVersion, schemas compiledSchemas) (map[string]string, error) {
-	if err := chartutil.ProcessDependenciesWithMerge(c, vals); err != nil {
+func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *common.KubeVersion, schemas compiledSchemas) (map[string]string, error) {
+	if err := chartutil.ProcessDependencies(c, vals); err != nil {
 		return nil, err
 	}
-	caps := chartutil.DefaultCapabilities.Copy()
+	caps := common.DefaultCapabilities.Copy()
 	caps.KubeVersion = *kv
 	// Copy() shares DefaultCapabilities' slice: appending to it must never
 	// write into its spare capacity, which every render shares.
-	caps.APIVersions = append(slices.Clip(caps.APIVersions), chartutil.VersionSet(opts.APIVersions)...)
-	valuesToRender, err := chartutil.ToRenderValuesWithSchemaValidation(c, vals, chartutil.ReleaseOptions{
+	caps.APIVersions = append(slices.Clip(caps.APIVersions), common.VersionSet(opts.APIVersions)...)
+	valuesToRender, err := commonutil.ToRenderValuesWithSchemaValidation(c, vals, common.ReleaseOptions{
 		Name: opts.ReleaseName, Namespace: opts.Namespace, Revision: 1, IsInstall: true,
 	}, caps, opts.SkipSchemaValidation || schemas != nil)
 	if err != nil {
 		return nil, err
 	}
 	if !opts.SkipSchemaValidation && schemas != nil {
-		values, _ := valuesToRender["Values"].(chartutil.Values)
+		values, _ := valuesToRender["Values"].(common.Values)
 		if err := validateValues(c, values, schemas); err != nil {
-			// As chartutil.ToRenderValuesWithSchemaValidation words it.
+			// As commonutil.ToRenderValuesWithSchemaValidation words it.
 			return nil, fmt.Errorf("values don't meet the specifications of the schema(s) in the following chart(s):\n%s", err.Error())
 		}
 	}
@@ -96,7 +98,7 @@ func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *char
 	// renderResources
 	if c.Metadata.KubeVersion != "" {
 		if !chartutil.IsCompatibleRange(c.Metadata.KubeVersion, caps.KubeVersion.String()) {
-			return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.String())
+			return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.Version)
 		}
 	}
 	var e engine.Engine
@@ -136,15 +138,10 @@ func countDocuments(files map[string]string) int {
 }
 
 // splitCount is len(releaseutil.SplitManifests(file)) without its regular
-// expression (?:^|\s*\n)---\s* and its map, which took 0.3 s for a file of
+// expression (?m)^---[ \t]* and its map, which took 0.3 s for a file of
 // 100 000 documents (see eachSplit). TestSplitCount compares both.
 func splitCount(file string) int {
 	n := 0
 	eachSplit(file, func(string) { n++ })
 	return n
-}
-
-// isRESpace is \s of Go's regular expressions.
-func isRESpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
 }

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/Masterminds/semver/v3"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/chart/common"
 )
 
 // kubeModules are the Kubernetes library modules whose version implies the
@@ -19,7 +19,7 @@ var kubeModules = []string{"k8s.io/client-go", "k8s.io/apimachinery"}
 // linkedClientGo is go.mod's k8s.io/client-go version, for builds without
 // module dependencies in their build info (test binaries have none).
 // TestLinkedClientGoIsGoMods keeps it equal to go.mod.
-const linkedClientGo = "v0.37.0"
+const linkedClientGo = "v0.37.2"
 
 var defaultKubeVersion = sync.OnceValue(func() string {
 	if info, ok := debug.ReadBuildInfo(); ok && len(info.Deps) > 0 {
@@ -53,7 +53,7 @@ func kubeVersionFromModules(deps []*debug.Module) string {
 			}
 		}
 	}
-	return chartutil.DefaultCapabilities.KubeVersion.Version
+	return common.DefaultCapabilities.KubeVersion.Version
 }
 
 // kubeVersionOf maps a Kubernetes library version (v0.37.0) to the

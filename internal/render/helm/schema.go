@@ -9,19 +9,19 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // schemaURL is the URL Helm gives every values.schema.json when it compiles it
-// (chartutil.ValidateAgainstSingleSchema); relative references resolve
+// (commonutil.ValidateAgainstSingleSchema); relative references resolve
 // against it, i.e. against the root of the local file system.
 const schemaURL = "file:///values.schema.json"
 
 // checkSchemas compiles the values.schema.json of c and of every subchart in
-// it (enabled or not) exactly as Helm v3.22 does, but with a loader that
+// it (enabled or not) exactly as Helm v4.3.2 does, but with a loader that
 // refuses everything outside the schema document. Helm's own compiler loads
 // file://, http:// and https:// URLs named by $ref, $dynamicRef, $schema (and
 // relative references, which resolve against file:///): a chart could make the
@@ -29,7 +29,7 @@ const schemaURL = "file:///values.schema.json"
 // them in validation messages. Once every schema compiles here without a load,
 // Helm's compilation of the same bytes loads nothing either.
 //
-// urn: references are resolved as Helm resolves them (chartutil.URNResolver,
+// urn: references are resolved as Helm resolves them (commonutil.URNResolver,
 // else a permissive schema). A schema that does not compile is refused here
 // too, as Helm would refuse it.
 //
@@ -65,10 +65,10 @@ func checkSchemas(c *chart.Chart) (compiledSchemas, error) {
 // their text.
 type compiledSchemas map[string]*jsonschema.Schema
 
-// validateValues is chartutil.ValidateAgainstSchema (Helm v3.22.0, the same
+// validateValues is commonutil.ValidateAgainstSchema (Helm v4.3.2, the same
 // messages) with the schemas compiled by checkSchemas: Helm compiles every
 // schema again for every render. A schema not in schemas is validated by
-// Helm's chartutil.ValidateAgainstSingleSchema.
+// Helm's commonutil.ValidateAgainstSingleSchema.
 func validateValues(c *chart.Chart, values map[string]any, schemas compiledSchemas) error {
 	var sb strings.Builder
 	if c.Schema != nil {
@@ -97,11 +97,11 @@ func validateValues(c *chart.Chart, values map[string]any, schemas compiledSchem
 	return nil
 }
 
-// validateSingle is chartutil.ValidateAgainstSingleSchema with schemas.
+// validateSingle is commonutil.ValidateAgainstSingleSchema with schemas.
 func validateSingle(values map[string]any, schemaJSON []byte, schemas compiledSchemas) (err error) {
 	s, ok := schemas[string(schemaJSON)]
 	if !ok {
-		return chartutil.ValidateAgainstSingleSchema(values, schemaJSON)
+		return commonutil.ValidateAgainstSingleSchema(values, schemaJSON)
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -109,7 +109,7 @@ func validateSingle(values map[string]any, schemaJSON []byte, schemas compiledSc
 		}
 	}()
 	if err := s.Validate(values); err != nil {
-		// chartutil.JSONSchemaValidationError's message.
+		// commonutil.JSONSchemaValidationError's message.
 		return errors.New(strings.TrimPrefix(err.Error(), "jsonschema validation failed with 'file:///values.schema.json#'\n") + "\n")
 	}
 	return nil
@@ -120,7 +120,7 @@ func init() {
 	// and logs a warning on the process's stderr through the standard log
 	// package, which would add a line to the CLI's one-line error output.
 	// Resolve it to the same permissive schema, silently.
-	chartutil.URNResolver = func(string) (any, error) { return true, nil }
+	commonutil.URNResolver = func(string) (any, error) { return true, nil }
 }
 
 // maxChartDepth bounds subchart nesting (real charts have two or three levels).
@@ -138,7 +138,7 @@ type chartLoader struct {
 func (l *chartLoader) Load(url string) (any, error) {
 	if strings.HasPrefix(url, "urn:") {
 		// What Helm's urnLoader does, without its log line.
-		if doc, err := chartutil.URNResolver(url); err == nil && doc != nil {
+		if doc, err := commonutil.URNResolver(url); err == nil && doc != nil {
 			return doc, nil
 		}
 		return jsonschema.UnmarshalJSON(strings.NewReader("true"))

@@ -42,7 +42,7 @@ func schemaChart(t *testing.T, schema string, sub bool) []byte {
 	return c
 }
 
-// Helm v3.22.0 compiles values.schema.json with loaders for file://, http://
+// Helm v4.3.2 compiles values.schema.json with loaders for file://, http://
 // and https:// (chartutil.ValidateAgainstSingleSchema): a chart could make the
 // repo-server fetch any URL (cloud metadata, internal services) or read any
 // local file, and leak parts of it through validation messages. The renderer

@@ -10,9 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode"
 
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
@@ -26,7 +27,7 @@ import (
 // documents again for its objects: for kube-prometheus-stack the sort was a
 // third of the render's CPU. sortedRelease decodes each document once and
 // sorts by what it decoded, with Helm's rules (manifestFile.sort,
-// sortManifestsByKind, sortHooksByKind of Helm v3.22.0).
+// sortManifestsByKind, sortHooksByKind of Helm v4.3.2).
 //
 // Where the decoded objects do not tell exactly what Helm's own parse of a
 // document (sigs.k8s.io/yaml into releaseutil.SimpleHead) would read, that
@@ -58,23 +59,29 @@ type sortedHook struct {
 }
 
 // splitDocs is releaseutil.SplitManifests(file) in order, without its
-// regular expression (?:^|\s*\n)---\s* (see splitCount, which counts the
-// same documents): the texts between matches, trimmed, the empty ones left
-// out. TestSplitDocs compares both.
+// regular expression (?m)^---[ \t]* (see splitCount, which counts the same
+// documents): the texts between matches, their leading white space trimmed
+// (Helm 4 keeps the trailing one), the blank ones left out.
+// TestSplitDocs compares both.
 func splitDocs(file string) []string {
 	var out []string
-	eachSplit(file, func(doc string) { out = append(out, strings.TrimSpace(doc)) })
+	eachSplit(file, func(doc string) { out = append(out, strings.TrimLeftFunc(doc, unicode.IsSpace)) })
 	return out
 }
 
-// eachSplit calls fn with every non-empty text between the matches of
-// SplitManifests' expression in strings.TrimSpace(file). Every match holds
-// one "---", which starts the text or follows a newline that is not in the
-// previous match (that match's \s* takes the whitespace after its "---");
-// the leftmost match for that "---" starts at the whitespace before the
-// newline, and ends after the whitespace after it.
+// eachSplit calls fn with every text between the matches of
+// SplitManifests' expression in file without its leading white space
+// (unicode.IsSpace), but those that are only white space. A match is a
+// "---" at the start of a line and the blanks and tabs after it: it holds
+// no newline, so whether a "---" starts a line never depends on an
+// earlier match.
 func eachSplit(file string, fn func(doc string)) {
-	s := strings.TrimSpace(file)
+	s := strings.TrimLeftFunc(file, unicode.IsSpace)
+	emit := func(doc string) {
+		if strings.TrimSpace(doc) != "" {
+			fn(doc)
+		}
+	}
 	beg := 0 // the end of the last match
 	for pos := 0; ; {
 		i := strings.Index(s[pos:], "---")
@@ -82,29 +89,18 @@ func eachSplit(file string, fn func(doc string)) {
 			break
 		}
 		r := pos + i
-		if !(r == 0 || (r-1 >= pos && s[r-1] == '\n')) {
+		if r > 0 && s[r-1] != '\n' {
 			pos = r + 1
 			continue
 		}
-		start := r
-		if r > 0 {
-			start = r - 1
-			for start > pos && isRESpace(s[start-1]) {
-				start--
-			}
-		}
 		end := r + 3
-		for end < len(s) && isRESpace(s[end]) {
+		for end < len(s) && (s[end] == ' ' || s[end] == '\t') {
 			end++
 		}
-		if start > beg {
-			fn(s[beg:start])
-		}
+		emit(s[beg:r])
 		beg, pos = end, end
 	}
-	if beg < len(s) {
-		fn(s[beg:])
-	}
+	emit(s[beg:])
 }
 
 // splitRelease splits the rendered files as SortManifests does: in the

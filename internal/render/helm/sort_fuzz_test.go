@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/releaseutil"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 )
 
 // sortSeeds are documents and separators for the sort's fuzz targets.
@@ -18,6 +18,11 @@ func sortSeeds() []string {
 		"---", "---\n---\n", " \n---\n \n", "a\n--- b\n---c\n----\n", "\v---\v", "\f\n---\f", "x\r\n---\r\n", "-- -\n---\n", "\n \n---",
 		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  annotations:\n    helm.sh/hook: pre-install\n",
 		strings.Repeat("---\n", 50), strings.Repeat("apiVersion: v1\nkind: K\n---\n", 20),
+		// Helm 4: a separator is "---" and the blanks after it; trailing
+		// white space stays in the document; webhook kinds are known kinds.
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: |+\n    x\n\n\n--- # c\napiVersion: v1\nkind: B\n \t\n---\t\n",
+		"---apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: m\n---\napiVersion: x/v1\nkind: Widget\n",
+		"a\u00a0\n---\u0085\nb\n---",
 	)
 	return seeds
 }

@@ -17,12 +17,12 @@ var testdataDir = filepath.Join("..", "..", "..", "testdata", "kustomize")
 
 // The reference CLI: goldens of hand-written layouts are `kustomize build`
 // output of this version.
-const cliVersion = "v5.8.2"
+const cliVersion = "v5.8.3"
 
 // kustomizeCLI finds the reference kustomize CLI for -update: $KUSTOMIZE,
-// kustomize on PATH, or /tmp/kustomize (what bench/tools builds:
-// go build -C bench/tools -o /tmp/kustomize sigs.k8s.io/kustomize/kustomize/v5),
-// checked to be cliVersion.
+// kustomize on PATH, or /tmp/kustomize (make reftools builds it from
+// bench/tools/kustomize as bin/reftools/kustomize), checked to be
+// cliVersion.
 func kustomizeCLI(t *testing.T) string {
 	t.Helper()
 	var cands []string
@@ -39,7 +39,7 @@ func kustomizeCLI(t *testing.T) string {
 			return c
 		}
 	}
-	t.Fatalf("-update needs the kustomize CLI %s ($KUSTOMIZE, PATH or /tmp/kustomize; go build -C bench/tools -o /tmp/kustomize sigs.k8s.io/kustomize/kustomize/v5)", cliVersion)
+	t.Fatalf("-update needs the kustomize CLI %s ($KUSTOMIZE, PATH or /tmp/kustomize; make reftools builds bin/reftools/kustomize)", cliVersion)
 	return ""
 }
 

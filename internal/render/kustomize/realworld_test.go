@@ -15,17 +15,20 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 )
 
-// realWorldDir holds third-party charts and trees with the outputs of the
-// reference CLIs (helm v3.22.0, kustomize v5.8.2; see its README.md and
-// commands.txt): the team's full set beside the repository when it is
-// there, else the subset in the repository's testdata/realworld.
+// realWorldDir holds third-party trees (see testdata/realworld's
+// README.md): the team's full set beside the repository when it is there,
+// else the subset in the repository's testdata/realworld.
 var realWorldDir = func() string {
-	const shared, inRepo = "../../../../shared/fixtures/realworld", "../../../testdata/realworld"
+	const shared, inRepo = "../../../../shared/fixtures/realworld", realWorldGoldens
 	if _, err := os.Stat(shared); err == nil {
 		return shared
 	}
 	return inRepo
 }()
+
+// realWorldGoldens holds the outputs of the reference kustomize CLI
+// (v5.8.3, Argo CD 3.6's) for every tree of the full set.
+const realWorldGoldens = "../../../testdata/realworld"
 
 // realWorldCases are the kz-* cases of commands.txt: the tree, the entry path
 // inside it (the archives hold the tree under a top directory) and the golden.
@@ -66,7 +69,7 @@ func TestRenderRealWorldTrees(t *testing.T) {
 	for _, tc := range realWorldCases {
 		t.Run(tc.name, func(t *testing.T) {
 			tree := realWorldTree(t, tc.archive)
-			want := manifeststest.ReadFile(t, filepath.Join(realWorldDir, "golden", tc.name+".yaml"))
+			want := manifeststest.ReadGolden(t, filepath.Join(realWorldGoldens, "golden"), tc.name)
 			if len(want) < 3 {
 				t.Fatalf("golden %s has %d objects", tc.name, len(want))
 			}

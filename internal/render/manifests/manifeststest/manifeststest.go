@@ -9,9 +9,12 @@ package manifeststest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -69,13 +72,22 @@ func Diff(got, want []manifests.Object) string {
 	return b.String()
 }
 
-// ReadFile decodes the manifests in a file (a golden file, typically),
-// failing t on error.
+// ReadFile decodes the manifests in a file (a golden file, typically;
+// gunzipped when its name ends in .gz), failing t on error.
 func ReadFile(t testing.TB, path string) []manifests.Object {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if data, err = io.ReadAll(zr); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
 	}
 	objs, err := manifests.Decode(path, data)
 	if err != nil {
@@ -92,6 +104,17 @@ func Parse(t testing.TB, yamlText string) []manifests.Object {
 		t.Fatal(err)
 	}
 	return objs
+}
+
+// ReadGolden decodes the golden <name>.yaml of dir, or <name>.yaml.gz
+// (large goldens are kept compressed).
+func ReadGolden(t testing.TB, dir, name string) []manifests.Object {
+	t.Helper()
+	p := filepath.Join(dir, name+".yaml")
+	if _, err := os.Stat(p); err != nil {
+		p += ".gz"
+	}
+	return ReadFile(t, p)
 }
 
 // index normalises objects and maps them by key, returning duplicate keys.
