@@ -57,10 +57,11 @@ func TestHelmValuesSetFamilyMistakes(t *testing.T) {
 		mention string
 	}{
 		{"json", argocdocm.Request{SetJSON: []string{"a={x"}}, `--set-json "a={x"`},
-		{"string", argocdocm.Request{SetString: []string{"a[=b"}}, `--set-string "a[=b"`},
+		// Helm 4 ignores an index it cannot close ("a[=b"), not one it cannot read.
+		{"string", argocdocm.Request{SetString: []string{"a[x]=b"}}, `--set-string "a[x]=b"`},
 		{"missing file", argocdocm.Request{SetFile: []string{"a=" + filepath.Join(dir, "none.txt")}}, `none.txt": invalid input: no such file`},
 		{"directory", argocdocm.Request{SetFile: []string{"a=" + dir}}, "not a regular file"},
-		{"long", argocdocm.Request{SetString: []string{strings.Repeat("x", 5000) + "[=b"}}, "(5003 bytes)"},
+		{"long", argocdocm.Request{SetString: []string{strings.Repeat("x", 5000) + "[x]=b"}}, "(5005 bytes)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := argocdocm.HelmValues(tc.req)

@@ -116,8 +116,8 @@ func TestFailuresPrintNothingOnStdout(t *testing.T) {
 		{"unknown flag", []string{"render", "--bogus"}, nil, []string{"unknown flag: --bogus"}},
 		{"positional argument", []string{"render", "extra"}, nil, []string{`unexpected argument "extra"`}},
 		{"missing inputs", []string{"render"}, nil, []string{"missing repository, component, version"}},
-		{"bad set", []string{"render", "--repository", demoRepo, "--component", "example.com/demo/podinfo", "--version", "1.0.0", "--set", "a[=b"}, nil,
-			[]string{"--set a[=b"}},
+		{"bad set", []string{"render", "--repository", demoRepo, "--component", "example.com/demo/podinfo", "--version", "1.0.0", "--set", "a[x]=b"}, nil,
+			[]string{"--set a[x]=b"}},
 		{"helm failure", []string{"render", "--repository", demoRepo, "--component", "example.com/demo/catalog", "--version", "2.3.0", "--set", "image.tag=null"}, nil,
 			[]string{"example.com/demo/catalog:2.3.0", "resource chart", "tag"}},
 		{"generate unknown version", []string{"generate"}, map[string]string{
