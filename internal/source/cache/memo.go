@@ -156,6 +156,24 @@ func (m *Memo[K, V]) Set(key K, v V) {
 	m.mu.Unlock()
 }
 
+// Forget drops the remembered values whose keys match, so that the next
+// caller looks them up again (a registry said one of them changed). A call
+// under way is dropped too: its callers still get its result, but no later
+// caller does, as it may have read the registry before the change. It
+// returns how many it dropped.
+func (m *Memo[K, V]) Forget(match func(K) bool) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k := range m.m {
+		if match(k) {
+			delete(m.m, k)
+			n++
+		}
+	}
+	return n
+}
+
 // dropExpired deletes finished, expired entries; m.mu is held.
 func (m *Memo[K, V]) dropExpired() {
 	for k, c := range m.m {

@@ -151,3 +151,45 @@ func TestRecentBounded(t *testing.T) {
 		t.Fatalf("after expiry: %d, %v, %d entries", v, ok, len(r.m))
 	}
 }
+
+// Forget drops what matches, a call under way included: its callers get
+// its result, later callers a new call.
+func TestRecentForget(t *testing.T) {
+	r := NewRecent[string, int](time.Minute)
+	var calls atomic.Int32
+	get := func(k string) int {
+		v, _ := r.Do(context.Background(), k, func(context.Context) (int, error) { return int(calls.Add(1)), nil })
+		return v
+	}
+	get("a/x")
+	get("b/x")
+	if n := r.Forget(func(k string) bool { return k == "a/x" }); n != 1 {
+		t.Fatalf("dropped %d, want 1", n)
+	}
+	if v := get("a/x"); v != 3 {
+		t.Fatalf("a/x after Forget: %d, want a new call (3)", v)
+	}
+	if v := get("b/x"); v != 2 {
+		t.Fatalf("b/x kept: %d, want 2", v)
+	}
+
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan int)
+	go func() {
+		v, _ := r.Do(context.Background(), "slow", func(context.Context) (int, error) {
+			close(started)
+			<-release
+			return 100, nil
+		})
+		done <- v
+	}()
+	<-started
+	r.Forget(func(k string) bool { return k == "slow" })
+	close(release)
+	if v := <-done; v != 100 {
+		t.Fatalf("the caller of the forgotten call got %d", v)
+	}
+	if v, _ := r.Do(context.Background(), "slow", func(context.Context) (int, error) { return 200, nil }); v != 200 {
+		t.Fatalf("after forgetting a call under way: %d, want a new call (200)", v)
+	}
+}
