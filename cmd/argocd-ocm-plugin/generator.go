@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,11 @@ type generatorFlags struct {
 	ctfDirs                            []string
 	listTTL, versionTTL, timeout       time.Duration
 	maxConcurrent                      int
+	// Registry webhooks (docs/applicationset.md "Registry webhooks").
+	webhookSources   []string
+	kubeconfig       string
+	appSetNamespaces []string
+	configMapName    string
 }
 
 func newGeneratorCommand(stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
@@ -57,6 +63,10 @@ rotated Secret takes effect without a restart.`,
 	fl.DurationVar(&f.versionTTL, "version-ttl", generator.DefaultVersionTTL, "how long a version's descriptor digest is reused (0 or negative: not at all)")
 	fl.DurationVar(&f.timeout, "request-timeout", generator.DefaultRequestTimeout, "deadline of one request, waiting for a turn included (keep it below the ConfigMap's requestTimeout)")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", generator.DefaultMaxConcurrent, "requests served at once, at most one per ApplicationSet (its others meanwhile get 503); the others wait")
+	fl.StringArrayVar(&f.webhookSources, "webhook-source", nil, "a registry that sends push events to POST /api/v1/webhook/NAME: name=NAME,kind=distribution|harbor|ghcr,secret-file=FILE[,host=HOST[:PORT]] (repeatable)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the Kubernetes API the webhook refreshes ApplicationSets through (default: in the cluster, the pod's service account)")
+	fl.StringArrayVar(&f.appSetNamespaces, "applicationset-namespace", []string{"argocd"}, "namespace whose ApplicationSets a webhook event may refresh (repeatable)")
+	fl.StringVar(&f.configMapName, "configmap-name", "argocd-ocm-generator", "the ConfigMap plugin generators reference (configMapRef) to ask this generator")
 	return c
 }
 
@@ -81,7 +91,71 @@ func runGenerator(ctx context.Context, f generatorFlags, stderr io.Writer, geten
 		return err
 	}
 	h := &generator.Handler{Generator: gen, Token: token.Token, RequestTimeout: f.timeout, MaxConcurrent: f.maxConcurrent, Log: log}
+	if h.Webhook, err = buildWebhook(f, gen, log); err != nil {
+		return err
+	}
+	if h.Webhook != nil {
+		h.Webhook.Start(ctx)
+	}
 	return serveGenerator(ctx, generator.NewServer(f.listen, h), f, log)
+}
+
+// buildWebhook makes the registry webhook of the flags; nil without sources.
+func buildWebhook(f generatorFlags, gen *generator.Generator, log *slog.Logger) (*generator.Webhook, error) {
+	if len(f.webhookSources) == 0 {
+		return nil, nil
+	}
+	wh := &generator.Webhook{Generator: gen, Log: log}
+	for i, spec := range f.webhookSources {
+		src, err := parseWebhookSource(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --webhook-source #%d: %v", errdef.ErrInvalidInput, i+1, err)
+		}
+		wh.Sources = append(wh.Sources, src)
+	}
+	if err := wh.Check(); err != nil {
+		return nil, err
+	}
+	appSets, err := generator.NewKubeAppSets(f.kubeconfig, f.appSetNamespaces, f.configMapName)
+	if err != nil {
+		return nil, fmt.Errorf("generator: registry webhooks: %w", err)
+	}
+	wh.AppSets = appSets
+	return wh, nil
+}
+
+// parseWebhookSource reads name=…,kind=…,secret-file=…[,host=…]; the
+// secret file is read at each event (a rotated Secret needs no restart).
+func parseWebhookSource(spec string) (generator.WebhookSource, error) {
+	var src generator.WebhookSource
+	var file string
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return src, errors.New("want name=NAME,kind=KIND,secret-file=FILE[,host=HOST]")
+		}
+		switch k {
+		case "name":
+			src.Name = v
+		case "kind":
+			src.Kind = v
+		case "secret-file":
+			file = v
+		case "host":
+			src.Host = v
+		default:
+			return src, fmt.Errorf("unknown key %q (name, kind, secret-file, host)", k)
+		}
+	}
+	if file == "" {
+		return src, errors.New("no secret-file")
+	}
+	secret := &generator.TokenFile{Path: file}
+	if err := secret.Load(); err != nil {
+		return src, err
+	}
+	src.Secret = secret.Token
+	return src, nil
 }
 
 // buildGenerator makes the generator of the flags, under the sidecar

@@ -250,19 +250,27 @@ func TestGeneratorCommandRefuses(t *testing.T) {
 	dir := t.TempDir()
 	short := filepath.Join(dir, "short")
 	os.WriteFile(short, []byte("abc"), 0o600)
+	long := filepath.Join(dir, "long")
+	os.WriteFile(long, []byte("a-webhook-secret-of-enough-bytes"), 0o600)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"generator"}, "--token-file is required"},
 		{[]string{"generator", "--token-file", short, "--tls-cert", "x"}, "go together"},
+		{[]string{"generator", "--token-file", short, "--webhook-source", "name=r,kind=distribution"}, "--webhook-source #1: no secret-file"},
+		{[]string{"generator", "--token-file", short, "--webhook-source", "name=r,kind=distribution,secret-file=" + short}, "--webhook-source #1: invalid input: token file " + short + " holds 3 bytes"},
+		{[]string{"generator", "--token-file", short, "--webhook-source", "name=r,secret=abc"}, `unknown key "secret"`},
+		{[]string{"generator", "--token-file", short, "--webhook-source", "name=R,kind=quay,secret-file=" + long}, "want lower-case letters"},
+		{[]string{"generator", "--token-file", short, "--webhook-source", "name=r,kind=quay,secret-file=" + long}, `kind "quay"`},
+		{[]string{"generator", "--token-file", short, "--webhook-source", "name=r,kind=harbor,secret-file=" + long, "--kubeconfig", filepath.Join(dir, "none")}, "registry webhooks: kubernetes API"},
 	} {
 		var stderr bytes.Buffer
 		if code := execute(context.Background(), newProcess(), tc.args, io.Discard, &stderr, func(string) string { return "" }, "", nil); code == 0 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: exit %d, %q", tc.args, code, stderr.String())
 		}
-		if strings.Contains(stderr.String(), "abc") {
-			t.Errorf("the token's content in a message: %q", stderr.String())
+		if strings.Contains(stderr.String(), "abc") || strings.Contains(stderr.String(), "enough-bytes") {
+			t.Errorf("a token's or secret's content in a message: %q", stderr.String())
 		}
 	}
 }

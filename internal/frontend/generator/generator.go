@@ -873,3 +873,50 @@ func keyNames(keys map[string]crypto.PublicKey) string {
 	sort.Strings(n)
 	return strings.Join(n, ", ")
 }
+
+// Forget drops what the caches hold of a component in a registry, so that
+// the next request reads its versions again: a registry said a version of it
+// was pushed (see Webhook). host is the registry's host[:port], prefix the
+// repository prefix the component's descriptors are below (the
+// repository's path, "" at the registry's root). It returns how many cached
+// entries it dropped.
+func (g *Generator) Forget(host, prefix, component string) int {
+	where := strings.ToLower(host)
+	if prefix != "" {
+		where += "/" + strings.Trim(prefix, "/")
+	}
+	// Keys are "oci|<spec>\x00<component>[\x00<version>]" (lists, versions)
+	// and "oci|<spec>\x00<component prefix>" (a prefix's components).
+	split := func(key string) (rest string, ok bool) {
+		spec, rest, ok := strings.Cut(key, "\x00")
+		if !ok {
+			return "", false
+		}
+		spec, ok = strings.CutPrefix(spec, "oci|")
+		if !ok {
+			return "", false
+		}
+		if _, after, found := strings.Cut(spec, "://"); found {
+			spec = after
+		}
+		h, p, _ := strings.Cut(spec, "/")
+		if p != "" {
+			h += "/" + p
+		}
+		return rest, strings.EqualFold(h, where)
+	}
+	n := 0
+	if g.lists != nil {
+		n += g.lists.Forget(func(k string) bool { rest, ok := split(k); return ok && rest == component })
+	}
+	if g.versions != nil {
+		n += g.versions.Forget(func(k string) bool {
+			rest, ok := split(k)
+			return ok && strings.HasPrefix(rest, component+"\x00")
+		})
+	}
+	if g.comps != nil {
+		n += g.comps.Forget(func(k string) bool { rest, ok := split(k); return ok && strings.HasPrefix(component, rest) })
+	}
+	return n
+}

@@ -65,6 +65,9 @@ type Handler struct {
 	RequestTimeout time.Duration
 	MaxConcurrent  int
 	Log            *slog.Logger
+	// Webhook serves registry push events (PathWebhook), authenticated by
+	// each source's own secret, not the token; nil: none.
+	Webhook *Webhook
 
 	sem chan struct{}
 
@@ -143,6 +146,10 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 	path := r.URL.Path
 	if strings.HasSuffix(path, PathGetParams) {
 		path = PathGetParams // baseUrl may have a path (a proxy's prefix)
+	}
+	if strings.Contains(path, PathWebhook) && h.Webhook != nil {
+		h.Webhook.ServeHTTP(w, r)
+		return false
 	}
 	switch path {
 	case PathHealth:

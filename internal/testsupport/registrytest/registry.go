@@ -73,6 +73,7 @@ type config struct {
 	tls        bool
 	middleware []func(http.Handler) http.Handler
 	proxy      *configuration.Proxy
+	notify     []configuration.Endpoint
 }
 
 // Option configures Start.
@@ -107,6 +108,18 @@ func WithProxy(remoteURL, user, pass string) Option {
 	return func(c *config) {
 		ttl := time.Duration(0) // never expire
 		c.proxy = &configuration.Proxy{RemoteURL: remoteURL, Username: user, Password: pass, TTL: &ttl}
+	}
+}
+
+// WithNotifications makes the registry send its notifications (CNCF
+// distribution's events of pushes, pulls and deletes) to url with the given
+// headers, as `notifications.endpoints` in its configuration does.
+func WithNotifications(url string, headers http.Header) Option {
+	return func(c *config) {
+		c.notify = append(c.notify, configuration.Endpoint{
+			Name: fmt.Sprintf("endpoint-%d", len(c.notify)), URL: url, Headers: headers,
+			Timeout: 2 * time.Second, Threshold: 3, Backoff: 100 * time.Millisecond,
+		})
 	}
 }
 
@@ -166,6 +179,7 @@ func StartErr(t testing.TB, opts ...Option) (*Registry, error) {
 	if c.proxy != nil {
 		cfg.Proxy = *c.proxy
 	}
+	cfg.Notifications.Endpoints = c.notify
 	ctx, cancel := context.WithCancel(context.Background())
 	app := handlers.NewApp(ctx, cfg)
 	reg := &Registry{app: app, Username: c.user, Password: c.pass}
