@@ -3,6 +3,9 @@
 // recursion, printf doubling, a CPU loop) and a deployment definition that
 // is a YAML alias bomb (bomb.yaml). The charts are
 // examples.HostileComponents, as in cmd/argocd-ocm-plugin/attack_test.go.
+// The live suite (test/e2e) also reads fleet/: a CTF of the real podinfo
+// chart (testdata/fleet) as component example.com/fleet/podinfo, versions
+// 6.14.1 and 6.14.2 (the same chart), for its fleet and webhook scenarios.
 package main
 
 import (
@@ -34,6 +37,22 @@ func write(dir string) error {
 		return err
 	}
 	if err := ocmbuild.WriteCTF(filepath.Join(dir, "hostile"), comps...); err != nil {
+		return err
+	}
+	chart, err := os.ReadFile(filepath.Join("testdata", "fleet", "podinfo-6.14.1.tgz"))
+	if err != nil {
+		return fmt.Errorf("the fleet's chart (run from the repository's root): %w", err)
+	}
+	var fleet []*ocmbuild.Component
+	for _, v := range []string{"6.14.1", "6.14.2"} {
+		set, err := ocmbuild.ChartArtifactSet(chart, "6.14.1", false)
+		if err != nil {
+			return err
+		}
+		fleet = append(fleet, &ocmbuild.Component{Name: "example.com/fleet/podinfo", Version: v, Provider: "example.com",
+			Resources: []ocmbuild.Resource{{Name: "chart", Type: "helmChart", Data: set, MediaType: ocmbuild.MediaTypeArtifactSet}}})
+	}
+	if err := ocmbuild.WriteCTF(filepath.Join(dir, "fleet", "ctf"), fleet...); err != nil {
 		return err
 	}
 	if out, err := exec.Command("cp", "-r", "testdata/demo/ctf", filepath.Join(dir, "ctf")).CombinedOutput(); err != nil {
