@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // distributionEvents is the body of CNCF distribution notifications
