@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 PKGS      := ./...
 FUZZTIME  ?= 8s
 
-.PHONY: reftools all help build install image manifests release demo test test-unit test-release test-argocd test-argocd-v3 e2e e2e-build e2e-deps e2e-ready test-short vet fmt-check testdata fuzz bench clean
+.PHONY: reftools all help build install image manifests release demo test test-unit test-release test-argocd test-argocd-v3 e2e e2e-fleet e2e-build e2e-deps e2e-ready test-short vet fmt-check testdata fuzz bench clean
 
 all: build
 
@@ -21,6 +21,7 @@ help:
 	@echo 'make test            vet, gofmt, every test, fuzzing, Argo CD v2 contract tests: ~10 min warm, ~40 min cold'
 	@echo 'make test-argocd-v3  Argo CD v3 contract tests: ~2 min warm, 15-25 min cold'
 	@echo 'make e2e             the plugin under a real Argo CD v3.6 + kube-apiserver (test/e2e, root): ~2 min warm, 20-35 min cold (builds Argo CD)'
+	@echo 'make e2e-fleet N=500 ROUNDS=4 REPLICAS=1   the fleet scenarios alone, plugin vs native Helm OCI source (docs/scaling.md)'
 	@echo 'make bench           side-by-side figures against helm template and kustomize build: ~5 min'
 	@echo 'make image           the sidecar image as an OCI layout (IMAGE_REPO=host/repo pushes it): minutes'
 	@echo 'make manifests       the install manifests pinned to your image (IMAGE=host/repo@sha256:...) in bin/manifests'
@@ -116,13 +117,38 @@ e2e: build e2e-deps e2e-build
 	rm -rf $(E2E_BIN)/fixtures && $(GO) run ./hack/attackfixtures $(E2E_BIN)/fixtures
 	cd test/e2e && E2E_BIN=$(E2E_BIN) E2E_PLUGIN_BIN=$(CURDIR)/bin E2E_REPO_ROOT=$(CURDIR) E2E_FIXTURES=$(E2E_BIN)/fixtures \
 		E2E_ARGOCD_DIR="$$($(E2E_GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)" \
-		$(E2E_GO) test -count=1 -timeout 20m $(E2E_FLAGS) .
+		$(E2E_GO) test -count=1 -timeout 30m $(E2E_FLAGS) .
+
+# The fleet scenarios alone (test/e2e/fleet*_test.go; docs/scaling.md "Measured in
+# a real Argo CD"), for figures: N Applications per round through the plugin and
+# natively, ROUNDS rounds alternated (plugin first), REPLICAS repo-server replicas.
+# make e2e runs them with N=20, 2 rounds.
+N        ?= 100
+ROUNDS   ?= 4
+REPLICAS ?= 1
+e2e-fleet: build e2e-deps e2e-build
+	rm -rf $(E2E_BIN)/fixtures && $(GO) run ./hack/attackfixtures $(E2E_BIN)/fixtures
+	cd test/e2e && E2E_BIN=$(E2E_BIN) E2E_PLUGIN_BIN=$(CURDIR)/bin E2E_REPO_ROOT=$(CURDIR) E2E_FIXTURES=$(E2E_BIN)/fixtures \
+		E2E_ARGOCD_DIR="$$($(E2E_GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)" \
+		E2E_FLEET_N=$(N) E2E_FLEET_ROUNDS=$(ROUNDS) E2E_FLEET_REPLICAS=$(REPLICAS) \
+		$(E2E_GO) test -count=1 -timeout 180m -run '^TestFleet' $(E2E_FLAGS) .
 
 # Argo CD (one multi-call binary; the components are links to it, chosen by
 # argv[0]) and kube-apiserver, in one build so shared packages compile once,
 # and the git wrapper the repo-server executes for every revision.
+# The registry is the CNCF distribution registry's own command from this
+# module's pinned distribution (hack/registry); helm is the Helm Argo CD v3.6.2
+# ships (its hack/tool-versions.sh), which its repo-server executes for the
+# native Helm source the fleet scenarios compare with.
+E2E_HELM := helm.sh/helm/v4/cmd/helm@v4.3.2
+# kube-apiserver built from its module reports version v0.0.0 (its release
+# build stamps it), which charts with a kubeVersion constraint (podinfo's
+# >=1.23.0-0) refuse: stamp the version Argo CD v3.6.2 pins.
+E2E_KUBE_VERSION := -X k8s.io/component-base/version.gitVersion=v1.37.0 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
 e2e-build:
-	cd test/e2e && $(E2E_GO) build -trimpath -ldflags '-s -w' -o $(E2E_BIN)/ github.com/argoproj/argo-cd/v3/cmd k8s.io/kubernetes/cmd/kube-apiserver
+	cd test/e2e && $(E2E_GO) build -trimpath -ldflags '-s -w $(E2E_KUBE_VERSION)' -o $(E2E_BIN)/ github.com/argoproj/argo-cd/v3/cmd k8s.io/kubernetes/cmd/kube-apiserver
+	$(GO) build -trimpath -ldflags '-s -w' -o $(E2E_BIN)/registry ./hack/registry
+	GOBIN=$(E2E_BIN) $(E2E_GO) install -trimpath -ldflags '-s -w' $(E2E_HELM)
 	mv -f $(E2E_BIN)/cmd $(E2E_BIN)/argocd
 	for n in argocd-repo-server argocd-application-controller argocd-applicationset-controller argocd-cmp-server argocd-commit-server; do ln -sf argocd $(E2E_BIN)/$$n; done
 	install -m 0755 "$$(cd test/e2e && $(E2E_GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/hack/git-verify-wrapper.sh" $(E2E_BIN)/

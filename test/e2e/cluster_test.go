@@ -31,7 +31,8 @@ const (
 	etcdAddr         = "127.0.0.1:2379"
 	redisAddr        = "127.0.0.1:6379"
 	apiserverURL     = "https://127.0.0.1:6443"
-	repoServerAddr   = "127.0.0.1:8081"
+	repoServerAddr   = "127.0.0.1:8081" // the repo-server Service: a proxy to the replicas (fleet_infra_test.go)
+	repoServer1Addr  = "127.0.0.1:8091" // the first replica's repo-server
 	repoMetrics      = "127.0.0.1:8084"
 	controllerAddr   = "127.0.0.1:8082" // the controller's metrics (it binds 0.0.0.0:8082)
 	sidecarMetrics   = "127.0.0.1:9464"
@@ -55,6 +56,10 @@ type cluster struct {
 
 	etcd, redis, apiserver, sidecar, repoServer, controller *proc
 	startup                                                 map[string]time.Duration
+
+	registry *proc        // the CNCF distribution registry (fleet_infra_test.go)
+	service  *repoService // the repo-server Service: connections spread over the replicas
+	replicas []*replica   // repo-server replicas, each with its sidecar; the first is sidecar and repoServer
 }
 
 func newCluster() (*cluster, error) {
@@ -63,7 +68,7 @@ func newCluster() (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{dir: dir, startup: map[string]time.Duration{}}
-	for _, d := range []string{"home", "plugins", "render", "cmp-config", "cmp-work", "sidecar-tmp", "repo-tmp", "controller-tmp", "cache", "docker", "redis", "certs"} {
+	for _, d := range []string{"home", "plugins", "render", "cmp-config", "cmp-work", "sidecar-tmp", "repo-tmp", "controller-tmp", "cache", "docker", "redis", "certs", "registry"} {
 		if err := os.MkdirAll(path(dir, d), 0o755); err != nil {
 			return c, err
 		}
@@ -100,6 +105,9 @@ func (c *cluster) up() error {
 	c.redis, err = c.start("redis", c.baseEnv("home"), "redis-server", "--bind", "127.0.0.1", "--port", "6379",
 		"--save", "", "--appendonly", "no", "--dir", path(c.dir, "redis"))
 	if err != nil {
+		return err
+	}
+	if err := c.startRegistry(); err != nil {
 		return err
 	}
 	if err := c.startSidecar(); err != nil {
@@ -141,7 +149,7 @@ func (c *cluster) up() error {
 func (c *cluster) gitRepo() error {
 	work, bare := path(c.dir, "git", "work"), path(c.dir, "git", "repo.git")
 	steps := [][]string{
-		{"mkdir", "-p", path(work, "testdata"), path(work, "distro", "shop"), path(work, "hostile")},
+		{"mkdir", "-p", path(work, "testdata"), path(work, "distro", "shop"), path(work, "hostile"), path(work, "fleet")},
 		{"cp", "-r", path(repoRoot, "testdata", "demo"), path(work, "testdata", "demo")},
 		{"cp", path(repoRoot, "testdata", "distro", "idp-bundle.tgz"), path(work, "distro", "shop")},
 		{"cp", "-r", path(fixtures, "hostile"), path(work, "hostile", "hostile")},
@@ -153,6 +161,10 @@ func (c *cluster) gitRepo() error {
 		}
 	}
 	if err := os.WriteFile(path(work, "distro", "shop", "definition.yaml"), []byte(hookDefinition), 0o644); err != nil {
+		return err
+	}
+	// The fleet's Applications name a registry: their directory holds nothing the plugin reads.
+	if err := os.WriteFile(path(work, "fleet", "README.md"), []byte("The fleet scenarios' Applications (test/e2e/fleet_test.go).\n"), 0o644); err != nil {
 		return err
 	}
 	git := func(dir string, args ...string) error {
@@ -223,6 +235,7 @@ func (c *cluster) startSidecar() error {
 		"ARGOCD_OCM_MAX_MEMORY=512Mi",
 		"ARGOCD_OCM_TOTAL_MEMORY=768Mi",
 		"ARGOCD_OCM_METRICS_ADDR="+sidecarMetrics,
+		"ARGOCD_OCM_PLAIN_HTTP="+registryAddr, // the run's loopback registry
 	)
 	t := time.Now()
 	c.sidecar, err = c.start("sidecar", env, path(pluginBin, "argocd-ocm-plugin"), "serve",
@@ -277,7 +290,8 @@ func (c *cluster) startAPIServer() error {
 	if err != nil {
 		return err
 	}
-	c.cfg = &rest.Config{Host: apiserverURL, BearerToken: c.token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}
+	c.cfg = &rest.Config{Host: apiserverURL, BearerToken: c.token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200,
+		WarningHandler: rest.NoWarnings{}} // Argo CD's finalizer name draws a warning per Application
 	kubeconfig := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: e2e, cluster: {server: %q, insecure-skip-tls-verify: true}}]
@@ -396,8 +410,12 @@ func (c *cluster) startArgoCD() error {
 		"ARGOCD_GPG_ENABLED=false",
 		"KUBECONFIG="+path(c.dir, "kubeconfig"),
 	), path(e2eBin, "argocd-repo-server"), "--disable-tls", "--client-ca-path", "",
-		"--redis", redisAddr, "--port", "8081", "--metrics-port", "8084", "--address", "127.0.0.1")
+		"--redis", redisAddr, "--port", "8091", "--metrics-port", "8084", "--address", "127.0.0.1")
 	if err != nil {
+		return err
+	}
+	c.replicas = []*replica{{n: 1, sidecar: c.sidecar, repoServer: c.repoServer, addr: repoServer1Addr, metrics: sidecarMetrics, cache: path(c.dir, "cache")}}
+	if c.service, err = newRepoService(repoServerAddr, repoServer1Addr); err != nil {
 		return err
 	}
 	c.controller, err = c.start("application-controller", append(c.baseEnv("controller-tmp"),
@@ -409,7 +427,7 @@ func (c *cluster) startArgoCD() error {
 	if err != nil {
 		return err
 	}
-	if err := c.repoServer.waitFor("a gRPC listener", 60*time.Second, dials("tcp", repoServerAddr)); err != nil {
+	if err := c.repoServer.waitFor("a gRPC listener", 60*time.Second, dials("tcp", repoServer1Addr)); err != nil {
 		return err
 	}
 	c.startup["repo-server ready (own start)"] = time.Since(t)
@@ -433,6 +451,9 @@ func (c *cluster) down() []string {
 	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop(5 * time.Second)
+	}
+	if c.service != nil {
+		c.service.close()
 	}
 	if !keepLogs {
 		os.RemoveAll(c.dir)

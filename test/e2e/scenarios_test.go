@@ -430,13 +430,7 @@ func TestF_ApplicationSetPluginGenerator(t *testing.T) {
 	} {
 		must(t, cl.apply(ctx, doc))
 	}
-	asc, err := cl.start("applicationset-controller", append(cl.baseEnv("controller-tmp"),
-		"KUBECONFIG="+path(cl.dir, "kubeconfig"), "ARGOCD_FAKE_IN_CLUSTER=true"),
-		path(e2eBin, "argocd-applicationset-controller"), "--namespace", argocdNamespace,
-		"--argocd-repo-server", repoServerAddr, "--repo-server-plaintext", "--enable-leader-election=false",
-		"--metrics-addr", "127.0.0.1:8085", "--probe-addr", "127.0.0.1:8086", "--webhook-addr", "127.0.0.1:7000")
-	must(t, err)
-	must(t, asc.waitFor("its metrics listener", 60*time.Second, dials("tcp", "127.0.0.1:8085")))
+	asc := cl.appSetController(t)
 
 	start := time.Now()
 	must(t, cl.apply(ctx, `apiVersion: argoproj.io/v1alpha1
