@@ -138,7 +138,7 @@ spec:
 	ctx := context.Background()
 	start := time.Now()
 	must(t, cl.apply(ctx, doc))
-	deadline := start.Add(3*time.Minute + time.Duration(fleetN)*1200*time.Millisecond)
+	deadline := start.Add(5*time.Minute + time.Duration(fleetN)*3*time.Second)
 	var created time.Duration
 	synced := 0
 	for {

@@ -212,18 +212,7 @@ func TestWebhookRefusals(t *testing.T) {
 	event := []byte(`{"events":[{"action":"push","target":{"repository":"ocm/component-descriptors/` + podinfo + `","tag":"9.0.0"},"request":{"host":"` + f.reg.Host + `"}}]}`)
 	send := func(path string, hdr map[string]string, body []byte) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, url+path, bytes.NewReader(body))
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b := new(bytes.Buffer)
-		b.ReadFrom(resp.Body)
-		return resp.StatusCode, b.String()
+		return sendEvent(t, url+path, hdr, body)
 	}
 	const refused = `{"error":"Forbidden","message":"wrong or missing secret"}` + "\n"
 	for name, c := range map[string]struct {
@@ -266,6 +255,23 @@ func TestWebhookRefusals(t *testing.T) {
 	sets.waitRefreshed(t, "argocd/exact")
 }
 
+// sendEvent posts body with the headers; it returns the status and body.
+func sendEvent(t *testing.T, url string, hdr map[string]string, body []byte) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b := new(bytes.Buffer)
+	b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.String()
+}
+
 func sign(body []byte, secret string) string {
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
@@ -290,16 +296,8 @@ func TestWebhookHarborAndGHCR(t *testing.T) {
 		generator.WebhookSource{Name: "internal", Kind: generator.SourceDistribution, Secret: secretFile(t, webhookSecret), Host: "registry.internal:5000"})
 	send := func(path string, hdr map[string]string, body string) int {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		status, _ := sendEvent(t, url+path, hdr, []byte(body))
+		return status
 	}
 	harbor := `{"type":"PUSH_ARTIFACT","occur_at":1700000000,"operator":"robot$ci","event_data":{"resources":[{"digest":"sha256:aa","tag":"2.0.0","resource_url":"harbor.example.org/team/ocm/component-descriptors/` + podinfo + `:2.0.0"}],"repository":{"name":"ocm/component-descriptors/` + podinfo + `","namespace":"team","repo_full_name":"team/ocm/component-descriptors/` + podinfo + `","repo_type":"private"}}}`
 	if s := send("/api/v1/webhook/harbor", map[string]string{"Authorization": webhookSecret}, harbor); s != http.StatusAccepted {
