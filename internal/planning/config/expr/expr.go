@@ -87,6 +87,21 @@ func baseOptions() []cel.EnvOption {
 	return append(opts, imageFunctions()...)
 }
 
+// Library is the functions of an environment: Name keys the environments
+// kept for reuse, Options declare them.
+type Library struct {
+	Name    string
+	Options func() []cel.EnvOption
+	// Native, when set, converts results as that engine does (else as the
+	// definitions do); results stay bounded in depth and size.
+	Native func(ref.Val) (any, error)
+}
+
+// sandboxOptions bound every environment's parser, whatever its library.
+func sandboxOptions() []cel.EnvOption {
+	return []cel.EnvOption{cel.ParserExpressionSizeLimit(MaxExpressionLength), cel.ParserRecursionLimit(100)}
+}
+
 // Evaluation is one evaluated expression, for reports.
 type Evaluation struct {
 	Where  string // "<source>: <field path>"
@@ -126,6 +141,10 @@ type Evaluator struct {
 	// kro's ResourceGraphDefinitions (schema, resource and node ids). The
 	// functions and the limits are the same.
 	Variables []string
+	// Library, with Variables, replaces the definitions' functions with
+	// those of another engine (kro's CEL environment); the sandbox (cost
+	// limit, deadline, result size, parser limits) stays.
+	Library *Library
 
 	mu       sync.Mutex
 	programs map[string]cel.Program
@@ -470,7 +489,7 @@ func (e *Evaluator) eval(ctx context.Context, where, expr string, vars map[strin
 		}
 		return nil, xe
 	}
-	v, err := native(out, 0)
+	v, err := e.native(out)
 	if err != nil {
 		return nil, &Error{Where: where, Expr: expr, Msg: err.Error(), Err: errdef.ErrInvalidInput}
 	}
@@ -589,10 +608,49 @@ func (e *Evaluator) mustEnv() *cel.Env {
 	return env
 }
 
+// maxResultDepth bounds the nesting of a result.
+const maxResultDepth = 100
+
+// native converts a result with the library's conversion, else native.
+func (e *Evaluator) native(v ref.Val) (any, error) {
+	if e.Library == nil || e.Library.Native == nil {
+		return native(v, 0)
+	}
+	out, err := e.Library.Native(v)
+	if err != nil {
+		return nil, err
+	}
+	if !depthWithin(out, maxResultDepth) {
+		return nil, fmt.Errorf("the result is nested more than %d levels deep", maxResultDepth)
+	}
+	return out, nil
+}
+
+func depthWithin(v any, n int) bool {
+	if n < 0 {
+		return false
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for _, x := range v {
+			if !depthWithin(x, n-1) {
+				return false
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if !depthWithin(x, n-1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // native converts a CEL value to a JSON-compatible Go value.
 func native(v ref.Val, depth int) (any, error) {
-	if depth > 100 {
-		return nil, fmt.Errorf("the result is nested more than 100 levels deep")
+	if depth > maxResultDepth {
+		return nil, fmt.Errorf("the result is nested more than %d levels deep", maxResultDepth)
 	}
 	switch v := v.(type) {
 	case types.Null:

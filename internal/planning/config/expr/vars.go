@@ -29,6 +29,9 @@ func (e *Evaluator) environment() (*cel.Env, error) {
 		return nil, fmt.Errorf("%d variables, more than %d", len(e.Variables), MaxVariables)
 	}
 	key := strings.Join(e.Variables, "\x00")
+	if e.Library != nil {
+		key = e.Library.Name + "\x01" + key
+	}
 	varEnvsMu.Lock()
 	env, ok := varEnvs[key]
 	varEnvsMu.Unlock()
@@ -36,6 +39,9 @@ func (e *Evaluator) environment() (*cel.Env, error) {
 		return env, nil
 	}
 	opts := baseOptions()
+	if e.Library != nil {
+		opts = slices.Concat(e.Library.Options(), sandboxOptions())
+	}
 	for _, v := range e.Variables {
 		opts = append(opts, cel.Variable(v, cel.DynType))
 	}
@@ -83,12 +89,26 @@ type Ref struct {
 // variables) may be among them: callers compare against the names they
 // know.
 func References(expression string) ([]Ref, error) {
-	if len(expression) > MaxExpressionLength {
-		return nil, fmt.Errorf("the expression is %d characters, more than the limit of %d", len(expression), MaxExpressionLength)
-	}
 	env, err := environment()
 	if err != nil {
 		return nil, err
+	}
+	return references(env, expression)
+}
+
+// ReferencesOf is References parsed with the evaluator's environment (its
+// library's macros: a name bound by cel.bind is no variable of it).
+func (e *Evaluator) ReferencesOf(expression string) ([]Ref, error) {
+	env, err := e.environment()
+	if err != nil {
+		return nil, err
+	}
+	return references(env, expression)
+}
+
+func references(env *cel.Env, expression string) ([]Ref, error) {
+	if len(expression) > MaxExpressionLength {
+		return nil, fmt.Errorf("the expression is %d characters, more than the limit of %d", len(expression), MaxExpressionLength)
 	}
 	ast, iss := env.Parse(expression)
 	if iss != nil && iss.Err() != nil {

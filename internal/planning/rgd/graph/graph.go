@@ -64,6 +64,9 @@ func (r *RGD) templateDeps(n *Node, byID map[string]*Node) (map[string]bool, err
 	deps := map[string]bool{}
 	for _, e := range n.Exprs {
 		refs, err := cel.References(e.Expr)
+		if err == nil {
+			err = cel.Refuse(e.Expr)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: node %s: %s: expression ${%s}: %v", errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 120), err)
 		}
@@ -102,6 +105,9 @@ func (r *RGD) checkForEach(n *Node, byID map[string]*Node) error {
 		es, _ := cel.Expressions(it.Expr)
 		for _, x := range es {
 			refs, err := cel.References(x)
+			if err == nil {
+				err = cel.Refuse(x)
+			}
 			if err != nil {
 				return fmt.Errorf("%w: %s: node %s: forEach[%d] (%s): %v", errdef.ErrInvalidInput, r.Source, n.ID, i, it.Name, err)
 			}
@@ -126,6 +132,9 @@ func (r *RGD) checkIncludeWhen(n *Node, byID map[string]*Node) error {
 		}
 		for _, x := range es {
 			refs, err := cel.References(x)
+			if err == nil {
+				err = cel.Refuse(x)
+			}
 			if err != nil {
 				return fmt.Errorf("%w: %s: node %s: includeWhen[%d]: %v", errdef.ErrInvalidInput, r.Source, n.ID, i, err)
 			}
