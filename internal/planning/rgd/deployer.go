@@ -352,6 +352,7 @@ func (e *evaluation) kustomizationStep(g *evaluated, n *graph.Node, _ map[string
 		if o, err = overlay.Decode(where, ov); err != nil {
 			return step{}, err
 		}
+		o.SetEntryNames = true // Flux sets them in the root kustomization
 	}
 	path, _ := spec["path"].(string)
 	s := step{Step: plan.Step{Resource: b.res, Path: treePath(path), Overlay: o, Namespace: e.req.Namespace}, node: n.ID}
@@ -465,7 +466,12 @@ func argoOverlay(k map[string]any, where string) (*kustomize.Overlay, error) {
 	if err != nil {
 		return nil, err
 	}
-	return overlay.Decode(where+": spec.source.kustomize", ov)
+	o, err := overlay.Decode(where+": spec.source.kustomize", ov)
+	if err != nil {
+		return nil, err
+	}
+	o.SetEntryNames = true // kustomize edit set nameprefix/namesuffix
+	return o, nil
 }
 
 // argoKustomization maps an Argo CD source's kustomize field onto the

@@ -43,6 +43,7 @@ type evaluated struct {
 	objs     map[string]map[string]any
 	items    map[string][]map[string]any // the objects of forEach nodes
 	bindings map[string]*binding
+	skipped  map[string]bool // nodes left out (includeWhen), and their dependents
 }
 
 // run evaluates an RGD for one instance (spec, metadata) and returns its
@@ -59,7 +60,7 @@ func (e *evaluation) run(ctx context.Context, r *RGD, spec, meta map[string]any,
 	if err != nil {
 		return nil, err
 	}
-	g := &evaluated{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, items: map[string][]map[string]any{}, bindings: map[string]*binding{}}
+	g := &evaluated{rgd: r, order: order, level: level, objs: map[string]map[string]any{}, items: map[string][]map[string]any{}, bindings: map[string]*binding{}, skipped: map[string]bool{}}
 	vars := map[string]any{"schema": map[string]any{"apiVersion": "kro.run/v1alpha1", "kind": r.Schema.Kind, "metadata": meta, "spec": spec}}
 	ev := e.evaluator(r)
 	for _, n := range order {
@@ -97,11 +98,20 @@ func (e *evaluation) evaluateNode(ctx context.Context, ev *expr.Evaluator, g *ev
 		return fmt.Errorf("%w: %s: node %s: %v", errdef.ErrLimitExceeded, r.Source, n.ID, err)
 	}
 	where := fmt.Sprintf("%s: node %s", r.Source, n.ID)
+	for _, d := range n.Deps {
+		if g.skipped[d] {
+			// kro skips the dependents of a node it skips.
+			g.skipped[n.ID] = true
+			e.note("%s: node %s not included (it reads node %s, which is not)", r.Name, n.ID, d)
+			return nil
+		}
+	}
 	include, err := e.included(ctx, ev, n, where, vars)
 	if err != nil {
 		return err
 	}
 	if !include {
+		g.skipped[n.ID] = true
 		e.note("%s: node %s not included (includeWhen is false)", r.Name, n.ID)
 		return nil
 	}

@@ -174,3 +174,64 @@ func TestPlanBoundaryRefusals(t *testing.T) {
 		})
 	}
 }
+
+const semanticsRGD = `apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: sem}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Sem
+    spec:
+      ports: "[]integer | default=[80,443]"
+      ratio: float | default=1.5
+      backup: boolean | default=false
+  resources:
+    - id: backupConfig
+      includeWhen: ["${schema.spec.backup}"]
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: backup}
+        data: {schedule: "daily"}
+    - id: backupJob
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${backupConfig.metadata.name}-job"}
+    - id: svc
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: svc}
+        data:
+          ports: ${json.marshal(schema.spec.ports.map(p, p + 1))}
+          ratio: ${string(schema.spec.ratio * 2.0)}
+          kind: '${type(schema.spec.ports[0]) == int ? "int" : "double"}'
+`
+
+// TestPlanKroSemantics: as kro runs it, a node reading a node excluded by
+// includeWhen is excluded with it; an integer list default stays integers;
+// float is a type (kro's; OpenAPI's number) and number is none.
+func TestPlanKroSemantics(t *testing.T) {
+	steps, err := planRGD(t, semanticsRGD, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifeststest.Equal(t, stepObjects(steps), manifeststest.Parse(t, `apiVersion: v1
+kind: ConfigMap
+metadata: {name: svc}
+data: {ports: "[81,444]", ratio: "3", kind: int}
+`))
+	steps, err = planRGD(t, semanticsRGD, map[string]string{"backup": "true", "ratio": "0.25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(stepObjects(steps)); n != 3 {
+		t.Fatalf("with backup: want 3 objects, got %d", n)
+	}
+	_, err = planRGD(t, strings.Replace(semanticsRGD, "ratio: float", "ratio: number", 1), nil)
+	if err == nil || !strings.Contains(err.Error(), "unknown type: number") {
+		t.Fatalf("number: want kro's refusal, got %v", err)
+	}
+}

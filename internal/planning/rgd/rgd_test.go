@@ -299,8 +299,8 @@ func TestRefusals(t *testing.T) {
 		{"unknown reference", graphDoc("A", spec, "    - id: r\n      template: {apiVersion: delivery.ocm.software/v1alpha1, kind: Resource, metadata: {name: r}, spec: {resource: {byReference: {resource: {name: x}, referencePath: [{name: missing}]}}}}\n"),
 			[]string{"node r", "referencePath[0]", "no reference"}},
 		{"unknown kro kind", graphDoc("A", spec, "    - id: k\n      template: {apiVersion: kro.run/v1alpha1, kind: Other, metadata: {name: k}}\n"), []string{"node k", "kind Other"}},
-		{"bad marker", graphDoc("A", "      num: integer | default=x\n", cm("a", "x")), []string{"parameter num", "default"}},
-		{"custom type", graphDoc("A", "      num: MyType\n", cm("a", "x")), []string{"spec.schema.spec.num", "spec.schema.types"}},
+		{"bad marker", graphDoc("A", "      num: integer | default=x\n", cm("a", "x")), []string{"spec.schema: field num", "default value must be a valid integer"}},
+		{"custom type", graphDoc("A", "      num: MyType\n", cm("a", "x")), []string{"spec.schema: field num", "unknown type: MyType"}},
 		{"CEL syntax", graphDoc("A", spec, cm("a", `"${schema.spec.password +}"`)), []string{"node a", "template.data.v", "${schema.spec.password +}"}},
 		{"unknown variable", graphDoc("A", spec, cm("a", `"${nosuch.x}"`)), []string{"node a", "undeclared reference to 'nosuch'"}},
 	} {

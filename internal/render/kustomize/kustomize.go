@@ -143,6 +143,11 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 	if err != nil {
 		return nil, err
 	}
+	if edited, ok, err := o.overlay.editEntry(tfs, kfile); err != nil {
+		return nil, err
+	} else if ok {
+		tfs = editedFS{FS: tfs, name: kfile, data: edited}
+	}
 	mounts := []mountPoint{
 		{at: mountTree, fsys: tfs, confined: true, what: "the resource tree"},
 		{at: overlayDir, fsys: fileFS{name: konfig.DefaultKustomizationFileName(), data: data}},

@@ -1,7 +1,9 @@
 package kustomize
 
 import (
+	"bytes"
 	"encoding/base64"
+	"io/fs"
 	"path"
 	"regexp"
 	"sort"
@@ -42,6 +44,11 @@ type Overlay struct {
 	// Components are directories of the tree (tree-relative, as the entry
 	// path), each a kustomization of kind Component, applied in order.
 	Components []string
+	// SetEntryNames: NamePrefix and NameSuffix replace the entry
+	// kustomization's own instead of adding to them, as Argo CD's
+	// kustomize.namePrefix (`kustomize edit set nameprefix`) and Flux's
+	// Kustomization namePrefix do.
+	SetEntryNames bool
 }
 
 // WithOverlay builds ov over the entry directory instead of the entry
@@ -137,6 +144,62 @@ func (ov *Overlay) scrub(msg string) string {
 	return msg
 }
 
+// editEntry is the entry kustomization (kfile, its path in tfs) with the
+// overlay's name prefix and suffix set in place of its own; ok false when
+// the overlay sets neither.
+func (ov *Overlay) editEntry(tfs fs.FS, kfile string) (data []byte, ok bool, err error) {
+	if !ov.SetEntryNames || ov.NamePrefix == "" && ov.NameSuffix == "" {
+		return nil, false, nil
+	}
+	raw, err := fs.ReadFile(tfs, kfile)
+	if err != nil {
+		return nil, false, fail(errdef.ErrInvalidInput, "kustomize: %s: %s", kfile, errdef.OneLine(err.Error()))
+	}
+	var k map[string]any
+	if err := yaml.Unmarshal(raw, &k); err != nil || k == nil {
+		return nil, false, fail(errdef.ErrInvalidInput, "kustomize: %s is not a kustomization to set the name prefix in", kfile)
+	}
+	if ov.NamePrefix != "" {
+		k["namePrefix"] = ov.NamePrefix
+	}
+	if ov.NameSuffix != "" {
+		k["nameSuffix"] = ov.NameSuffix
+	}
+	data, err = yaml.Marshal(k)
+	return data, err == nil, err
+}
+
+// editedFS is fsys with the file name's content replaced by data.
+type editedFS struct {
+	fs.FS
+	name string
+	data []byte
+}
+
+func (e editedFS) Open(name string) (fs.File, error) {
+	if name == e.name {
+		base, err := fs.Stat(e.FS, name)
+		if err != nil {
+			return nil, err
+		}
+		return &memFile{Reader: bytes.NewReader(e.data), info: mountInfo{name: base.Name(), size: int64(len(e.data))}}, nil
+	}
+	return e.FS.Open(name)
+}
+
+func (e editedFS) Stat(name string) (fs.FileInfo, error) {
+	if name == e.name {
+		base, err := fs.Stat(e.FS, name)
+		if err != nil {
+			return nil, err
+		}
+		return mountInfo{name: base.Name(), size: int64(len(e.data))}, nil
+	}
+	return fs.Stat(e.FS, name)
+}
+
+func (e editedFS) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(e.FS, name) }
+
 // kustomization is ov as a kustomization whose resource is base (a path
 // relative to overlayDir) and whose components are ov's, relative to tree
 // (the tree's directory, relative to overlayDir).
@@ -149,13 +212,17 @@ func (ov *Overlay) kustomization(base, tree string) ([]byte, error) {
 		clean, _ := cleanEntry(c)
 		components = append(components, path.Join(tree, clean))
 	}
+	prefix, suffix := ov.NamePrefix, ov.NameSuffix
+	if ov.SetEntryNames {
+		prefix, suffix = "", "" // set in the entry (editEntry)
+	}
 	k := types.Kustomization{
 		TypeMeta:           types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
 		Resources:          []string{base},
 		Components:         components,
 		Namespace:          ov.Namespace,
-		NamePrefix:         ov.NamePrefix,
-		NameSuffix:         ov.NameSuffix,
+		NamePrefix:         prefix,
+		NameSuffix:         suffix,
 		Labels:             ov.Labels,
 		CommonAnnotations:  ov.CommonAnnotations,
 		Images:             ov.Images,

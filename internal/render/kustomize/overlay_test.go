@@ -136,3 +136,36 @@ func TestGeneratedConfigMaps(t *testing.T) {
 		t.Error("an entry escaping the tree is accepted")
 	}
 }
+
+// SetEntryNames: the overlay's name prefix and suffix replace the entry
+// kustomization's own, as Argo CD's `kustomize edit set nameprefix` does
+// (travel-mysql, not travel-demo-mysql); prefixes of the entry's bases
+// still apply, and without the option the prefixes add up.
+func TestOverlaySetEntryNames(t *testing.T) {
+	tree := readTree(t, tarOf(t, files(map[string]string{
+		"base/kustomization.yaml": "resources: [cm.yaml]\nnamePrefix: base-\n",
+		"base/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: mysql}\n",
+		"app/kustomization.yaml":  "resources: [../base, svc.yaml]\nnamePrefix: demo-\n# a comment\n",
+		"app/svc.yaml":            "apiVersion: v1\nkind: Service\nmetadata: {name: mysql}\n",
+	})...))
+	names := func(ov *Overlay) []string {
+		t.Helper()
+		objs, err := Render(context.Background(), tree, "app", WithOverlay(ov))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, o := range objs {
+			meta, _ := o["metadata"].(map[string]any)
+			name, _ := meta["name"].(string)
+			out = append(out, name)
+		}
+		return out
+	}
+	if got := strings.Join(names(&Overlay{NamePrefix: "travel-", NameSuffix: "-v1", SetEntryNames: true}), " "); got != "travel-base-mysql-v1 travel-mysql-v1" {
+		t.Errorf("set in the entry: got %s", got)
+	}
+	if got := strings.Join(names(&Overlay{NamePrefix: "travel-"}), " "); got != "travel-demo-base-mysql travel-demo-mysql" {
+		t.Errorf("an overlay: got %s", got)
+	}
+}

@@ -2,12 +2,14 @@ package schema
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/kubernetes-sigs/kro/pkg/simpleschema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
@@ -47,6 +49,10 @@ type Instance struct {
 // with kro's markers (default, required, minimum, maximum, enum, pattern,
 // description) as config's constraints. source names the RGD in messages.
 func (s *Schema) Parameters(source string) (*Instance, error) {
+	// kro's own reading first: what kro refuses is refused, with its words.
+	if _, err := simpleschema.ToOpenAPISpec(s.Spec, s.Types); err != nil {
+		return nil, fmt.Errorf("%w: %s: spec.schema: %s", errdef.ErrInvalidInput, source, errdef.Truncate(errdef.OneLine(err.Error()), 300))
+	}
 	params := map[string]*config.Parameter{}
 	f := &flattener{source: source, types: s.Types, out: params, items: map[string]string{}}
 	if err := f.checkTypes(); err != nil {
@@ -96,7 +102,7 @@ func (f *flattener) checkTypes() error {
 
 func builtinType(t string) bool {
 	switch t {
-	case "string", "integer", "number", "boolean", "object":
+	case "string", "integer", "float", "boolean", "object":
 		return true
 	}
 	return false
@@ -306,14 +312,16 @@ func parseField(s string) (*config.Parameter, error) {
 // maps are arrays and objects.
 func parameterType(typ string) (string, error) {
 	switch {
-	case typ == "string", typ == "integer", typ == "number", typ == "boolean", typ == "object":
+	case typ == "string", typ == "integer", typ == "boolean", typ == "object":
 		return typ, nil
+	case typ == "float": // kro's; OpenAPI's number
+		return config.TypeNumber, nil
 	case strings.HasPrefix(typ, "[]"):
 		return config.TypeArray, nil
 	case strings.HasPrefix(typ, "map["):
 		return config.TypeObject, nil
 	}
-	return "", fmt.Errorf("type %q is not one of string, integer, number, boolean, object, []T, map[string]T or a type of spec.schema.types", errdef.Truncate(typ, 40))
+	return "", fmt.Errorf("type %q is not one of string, integer, float, boolean, object, []T, map[string]T or a type of spec.schema.types", errdef.Truncate(typ, 40))
 }
 
 // setMarker sets what one marker says on p (whose Type is set).
@@ -467,6 +475,9 @@ func (in *Instance) Spec(params []explain.ParamValue, given map[string]string) (
 				return nil, fmt.Errorf("%s: %w", in.source, err)
 			}
 		}
+		// As the API server decodes the instance (JSON): whole numbers are
+		// int64, others float64, whatever the field's type.
+		pv.Value = jsonNumbers(pv.Value)
 		parts := strings.Split(pv.Name, ".")
 		m := spec
 		for _, k := range parts[:len(parts)-1] {
@@ -523,4 +534,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// jsonNumbers makes whole float64s int64 (in place), as the API server's
+// JSON decoding of an instance does.
+func jsonNumbers(v any) any {
+	switch v := v.(type) {
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			return int64(v)
+		}
+	case int:
+		return int64(v)
+	case map[string]any:
+		for k, e := range v {
+			v[k] = jsonNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = jsonNumbers(e)
+		}
+	}
+	return v
 }
