@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
@@ -18,6 +20,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/cel"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
@@ -111,6 +114,10 @@ func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.
 		return nil, err
 	}
 	if !c.rgd {
+		file, err := p.fileRGD(ctx, cv, req)
+		if err != nil || file != nil {
+			return file, err
+		}
 		c = p.resourceChoice(ctx, cv, req)
 		if !c.rgd && definitionApplies(cv.Descriptor(), req) {
 			return nil, nil
@@ -125,6 +132,47 @@ func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.
 		return p.chooseNamed(ctx, cv, req, sel, c.name)
 	}
 	return chooseRoot(sel, c, req.DefinitionFile)
+}
+
+// fileRGD is the selection of a definition file that is an RGD (by its
+// kind), read as the request reads its files (confined to the
+// Application's directory); nil when the parameter names no file or a
+// file of another kind (a ComponentDeployment, for package config). The
+// component's own RGDs stay available to its chained nodes.
+func (p *Planner) fileRGD(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*selection, error) {
+	spec := strings.TrimSpace(req.DefinitionFile)
+	if spec == "" || strings.HasPrefix(spec, config.ResourcePrefix) {
+		return nil, nil
+	}
+	data, err := req.ReadFile(param.Definition, spec)
+	if err != nil || !graph.LooksLikeRGD(data) {
+		return nil, nil // package config reads it, and says why it cannot
+	}
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &head); err != nil || head.Kind != graph.Kind {
+		return nil, nil
+	}
+	g, err := graph.Decode("ResourceGraphDefinition file "+errdef.Quote(spec), data)
+	if err != nil {
+		return nil, err
+	}
+	g.Source = fmt.Sprintf("ResourceGraphDefinition %s (file %s)", g.Name, errdef.Quote(spec))
+	// The objects it emits come from the file: a resource of its own that
+	// no descriptor digest (so no signature) covers.
+	r := &RGD{RGD: g, Resource: &ocm.Resource{ElementMeta: ocm.ElementMeta{Name: "definition-file"}, Type: "resourceGraphDefinition"}}
+	all, err := p.findRGDs(ctx, req.ResourceReader(), cv)
+	if err != nil {
+		return nil, err
+	}
+	var others []*RGD
+	for _, o := range all {
+		if o.Schema.Kind != g.Schema.Kind {
+			others = append(others, o)
+		}
+	}
+	return &selection{rgd: r, all: append([]*RGD{r}, others...)}, nil
 }
 
 // resourceChoice is the choice of a definition parameter resource:NAME

@@ -235,3 +235,49 @@ data: {ports: "[81,444]", ratio: "3", kind: int}
 		t.Fatalf("number: want kro's refusal, got %v", err)
 	}
 }
+
+// files is an Application's directory in memory.
+type files map[string]string
+
+func (f files) ReadFile(param, name string) ([]byte, error) {
+	if s, ok := f[name]; ok {
+		return []byte(s), nil
+	}
+	return nil, fmt.Errorf("%w: %s %s: no such file", errdef.ErrNotFound, param, name)
+}
+func (f files) ReadSetFile(name string) ([]byte, error)      { return f.ReadFile("set-file", name) }
+func (f files) ApplicationOverlay() (bool, []string, error) { return false, nil, nil }
+func (f files) ApplicationOverlayNamedAt(string) string     { return "" }
+
+// TestPlanDefinitionFile: an RGD given as the definition file (render
+// --definition my-rgd.yaml, the definition parameter) is read as an RGD by
+// its kind and renders against the component, which ships none; a
+// ComponentDeployment file is left to package config.
+func TestPlanDefinitionFile(t *testing.T) {
+	cv := component(nil)
+	p := rgd.Wrap(&config.Planner{})
+	in := plan.Input{Application: "demo", Namespace: "apps", DefinitionFile: "my-rgd.yaml", Reader: &fakeReader{},
+		Files: files{"my-rgd.yaml": appRGD, "cd.yaml": "apiVersion: deploy.argocd-ocm-plugin.io/v1alpha1\nkind: ComponentDeployment\nspec: {}\n"}}
+	pl, err := p.Plan(context.Background(), cv, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(stepObjects(pl.Steps)); got != 2 {
+		t.Fatalf("want 2 objects, got %d", got)
+	}
+	def, err := p.LoadParameters(context.Background(), cv, in)
+	if err != nil || def.Spec.Parameters["replicas"] == nil {
+		t.Fatalf("parameters of the file RGD: %v, %v", def, err)
+	}
+	in.DefinitionFile = "cd.yaml"
+	_, err = p.Plan(context.Background(), cv, in)
+	if err == nil || strings.Contains(err.Error(), "ResourceGraphDefinition") {
+		t.Fatalf("a ComponentDeployment file: want package config's answer, got %v", err)
+	}
+	in.DefinitionFile = "bad.yaml"
+	in.Files = files{"bad.yaml": strings.Replace(appRGD, "replicas: ${schema.spec.replicas}", "replicas: ${schema.spec.replicas +}", 1)}
+	_, err = p.Plan(context.Background(), cv, in)
+	if err == nil || !strings.Contains(err.Error(), `ResourceGraphDefinition app (file "bad.yaml"): node deploy`) {
+		t.Fatalf("a bad file RGD: want an error naming the file and node, got %v", err)
+	}
+}
