@@ -26,6 +26,37 @@ type evaluation struct {
 	all      []*RGD
 	deployer string
 	report   *explain.Report
+	// budget is shared by the RGD and every RGD it chains to.
+	budget budget
+}
+
+// Bounds of one evaluation, the RGD and its chained RGDs together, on top
+// of the deadline (Planner.Timeout) and every expression's own limits.
+const (
+	// maxEvaluations bounds the expressions evaluated: a forEach node's
+	// template counts once per item, a chained RGD's expressions count too.
+	maxEvaluations = 100_000
+	// maxObjects bounds the objects the graph emits, as decoded YAML is
+	// bounded (manifests.MaxObjects).
+	maxObjects = manifests.MaxObjects
+)
+
+// budget counts what one evaluation spent.
+type budget struct {
+	evaluations, objects int
+}
+
+// spend charges n expressions evaluated and objs objects emitted.
+func (b *budget) spend(where string, n, objs int) error {
+	b.evaluations += n
+	b.objects += objs
+	switch {
+	case b.evaluations > maxEvaluations:
+		return fmt.Errorf("%w: %s: the graph evaluates more than %d expressions (forEach items and chained RGDs included)", errdef.ErrLimitExceeded, where, maxEvaluations)
+	case b.objects > maxObjects:
+		return fmt.Errorf("%w: %s: the graph makes more than %d objects (forEach items and chained RGDs included)", errdef.ErrLimitExceeded, where, maxObjects)
+	}
+	return nil
 }
 
 // step is a plan step with the level of the node it came from.
@@ -120,6 +151,9 @@ func (e *evaluation) evaluateNode(ctx context.Context, ev *expr.Evaluator, g *ev
 		if err != nil {
 			return err
 		}
+		if err := e.budget.spend(where, 0, len(items)); err != nil {
+			return err
+		}
 		g.items[n.ID] = items
 		list := make([]any, len(items))
 		for i, it := range items {
@@ -127,6 +161,9 @@ func (e *evaluation) evaluateNode(ctx context.Context, ev *expr.Evaluator, g *ev
 		}
 		vars[n.ID] = list // other nodes read a collection as a list
 		return nil
+	}
+	if err := e.budget.spend(where, len(n.Exprs)+len(n.IncludeWhen), 1); err != nil {
+		return err
 	}
 	v, err := ev.Walk(ctx, where+": template", n.Template, vars)
 	if err != nil {
@@ -359,6 +396,9 @@ func (e *evaluation) forEach(ctx context.Context, ev *expr.Evaluator, r *RGD, n 
 	var out []map[string]any
 	idx := make([]int, len(lists))
 	for k := 0; k < total; k++ {
+		if err := e.budget.spend(where, len(n.Exprs), 0); err != nil {
+			return nil, err
+		}
 		iv := maps.Clone(vars)
 		label := make([]string, len(lists))
 		for i, l := range lists {

@@ -619,6 +619,9 @@ func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req plan.In
 	if sel == nil {
 		return p.config().Plan(ctx, cv, req)
 	}
+	if err := unusedInputs(sel.rgd, req); err != nil {
+		return nil, err
+	}
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -669,6 +672,22 @@ func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req plan.In
 		out.Finish = append(out.Finish, explanation{report: report, explain: p.Config.Explain})
 	}
 	return out, nil
+}
+
+// unusedInputs refuses what an RGD render would ignore: its deployer
+// blocks and nodes say what renders, with which values and paths, so a
+// value file or a path the Application gives would silently do nothing.
+func unusedInputs(r *RGD, req plan.Input) error {
+	why := "the ResourceGraphDefinition's nodes and deployer blocks decide what renders and with which values; set its instance parameters (parameters) instead"
+	switch {
+	case len(req.ValueFiles) > 0:
+		return fmt.Errorf("%w: %s %s: %s renders: %s", errdef.ErrInvalidInput, param.ValueFiles, errdef.Quote(req.ValueFiles[0]), r.Source, why)
+	case strings.TrimSpace(req.Path) != "":
+		return fmt.Errorf("%w: %s %s: %s renders: %s", errdef.ErrInvalidInput, param.Path, errdef.Quote(req.Path), r.Source, why)
+	case len(req.Values) > 0, len(req.Set) > 0, len(req.SetString) > 0, len(req.SetJSON) > 0, len(req.SetFile) > 0:
+		return fmt.Errorf("%w: %s: %s renders: %s", errdef.ErrInvalidInput, param.Values, r.Source, why)
+	}
+	return nil
 }
 
 // explanation hands the report to Config.Explain once the output is finished.

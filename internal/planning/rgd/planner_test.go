@@ -245,7 +245,7 @@ func (f files) ReadFile(param, name string) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("%w: %s %s: no such file", errdef.ErrNotFound, param, name)
 }
-func (f files) ReadSetFile(name string) ([]byte, error)      { return f.ReadFile("set-file", name) }
+func (f files) ReadSetFile(name string) ([]byte, error)     { return f.ReadFile("set-file", name) }
 func (f files) ApplicationOverlay() (bool, []string, error) { return false, nil, nil }
 func (f files) ApplicationOverlayNamedAt(string) string     { return "" }
 
@@ -279,5 +279,71 @@ func TestPlanDefinitionFile(t *testing.T) {
 	_, err = p.Plan(context.Background(), cv, in)
 	if err == nil || !strings.Contains(err.Error(), `ResourceGraphDefinition app (file "bad.yaml"): node deploy`) {
 		t.Fatalf("a bad file RGD: want an error naming the file and node, got %v", err)
+	}
+}
+
+// hostileRGD is an RGD of nodes nodes, each a forEach over a list of
+// items strings, or a plain node when items is 0.
+func hostileRGD(nodes, items int) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: kro.run/v1alpha1\nkind: ResourceGraphDefinition\nmetadata: {name: h}\nspec:\n  schema:\n    apiVersion: v1alpha1\n    kind: H\n    spec:\n")
+	fmt.Fprintf(&b, "      xs: '[]string | default=[%s]'\n  resources:\n", strings.TrimSuffix(strings.Repeat(`"x",`, items), ","))
+	for i := range nodes {
+		fmt.Fprintf(&b, "    - id: n%d\n", i)
+		if items > 0 {
+			b.WriteString("      forEach: [{x: \"${schema.spec.xs}\"}]\n")
+		}
+		fmt.Fprintf(&b, "      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"n%d-${string(x)}\"}}\n", i)
+	}
+	return b.String()
+}
+
+// TestPlanBudget: the objects an RGD makes are bounded like decoded YAML
+// (500 nodes × 256 forEach items would be 128,000), and refused early.
+func TestPlanBudget(t *testing.T) {
+	_, err := planRGD(t, hostileRGD(500, 256), nil)
+	if err == nil || !errors.Is(err, errdef.ErrLimitExceeded) || !strings.Contains(err.Error(), "more than 10000 objects") {
+		t.Fatalf("want the object bound, got %v", err)
+	}
+	if _, err := planRGD(t, hostileRGD(3, 256), nil); err != nil {
+		t.Fatalf("768 objects: %v", err)
+	}
+}
+
+// TestPlanRefusesUnusedInputs: value files, a path and values do nothing
+// for an RGD; they are refused, naming the parameter.
+func TestPlanRefusesUnusedInputs(t *testing.T) {
+	cv := component(map[string]string{"rgd": appRGD})
+	p := rgd.Wrap(&config.Planner{})
+	for want, in := range map[string]plan.Input{
+		`value-files "values-prod.yaml"`: {ValueFiles: []string{"values-prod.yaml"}},
+		`path "overlays/prod"`:           {Path: "overlays/prod"},
+		`values: `:                       {Set: []string{"a=b"}},
+	} {
+		in.Reader = &fakeReader{}
+		_, err := p.Plan(context.Background(), cv, in)
+		if err == nil || !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ResourceGraphDefinition app") {
+			t.Errorf("want a refusal naming %s, got %v", want, err)
+		}
+	}
+}
+
+// TestPlanLiteralKinds: an expression in apiVersion or kind is refused (as
+// kro does): it would decide after the checks what a node is; a Secret
+// filled from a forEach item of the instance is refused like one filled
+// from a parameter.
+func TestPlanLiteralKinds(t *testing.T) {
+	for name, tc := range map[string]struct{ tmpl, want string }{
+		"kind":        {`{apiVersion: v1, kind: '${"Secret"}', metadata: {name: s}}`, "template.kind: ${\"Secret\"}: apiVersion and kind are literal"},
+		"apiVersion":  {`{apiVersion: '${"argoproj.io/v1alpha1"}', kind: Application, metadata: {name: a}}`, "template.apiVersion"},
+		"secret item": {`{apiVersion: v1, kind: Secret, metadata: {name: "s-${x}"}, stringData: {v: "${x}"}}`, "a Secret filled from an instance parameter"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			doc := strings.Replace(hostileRGD(1, 2), `{apiVersion: v1, kind: ConfigMap, metadata: {name: "n0-${string(x)}"}}`, tc.tmpl, 1)
+			_, err := planRGD(t, doc, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "node n0") {
+				t.Fatalf("want %q, got %v", tc.want, err)
+			}
+		})
 	}
 }

@@ -43,6 +43,20 @@ func (r *RGD) analyzeNode(n *Node, byID map[string]*Node, total *int) error {
 	if err := collect(n.Template, "template", &n.Exprs, total); err != nil {
 		return fmt.Errorf("%w: %s: node %s: %v", errdef.ErrInvalidInput, r.Source, n.ID, err)
 	}
+	for _, e := range n.Exprs {
+		if e.Path == "template.apiVersion" || e.Path == "template.kind" {
+			// As kro: it resolves a node's schema from them before anything
+			// is evaluated. A static render decides from them what a node
+			// is (emitted, interpreted, dropped, a Secret).
+			return fmt.Errorf("%w: %s: node %s: %s: ${%s}: apiVersion and kind are literal, not expressions", errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 80))
+		}
+	}
+	if av, _ := n.Template["apiVersion"].(string); av == "" {
+		return fmt.Errorf("%w: %s: node %s: the template has no apiVersion", errdef.ErrInvalidInput, r.Source, n.ID)
+	}
+	if k, _ := n.Template["kind"].(string); k == "" {
+		return fmt.Errorf("%w: %s: node %s: the template has no kind", errdef.ErrInvalidInput, r.Source, n.ID)
+	}
 	deps, err := r.templateDeps(n, byID)
 	if err != nil {
 		return err
@@ -267,7 +281,7 @@ func checkSecret(r *RGD, n *Node, e Located, refs []cel.Ref) error {
 		return nil
 	}
 	for _, ref := range refs {
-		if ref.Var == "schema" {
+		if ref.Var == "schema" || slices.ContainsFunc(n.Iterators, func(it Iterator) bool { return it.Name == ref.Var }) {
 			return fmt.Errorf("%w: %s: node %s: %s: a Secret filled from an instance parameter (${%s}): Argo CD stores parameters and generated manifests in plain text, so the secret would leak; reference an existing Secret instead",
 				errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 80))
 		}
