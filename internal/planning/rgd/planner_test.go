@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -236,18 +238,23 @@ data: {ports: "[81,444]", ratio: "3", kind: int}
 	}
 }
 
-// files is an Application's directory in memory.
-type files map[string]string
-
-func (f files) ReadFile(param, name string) ([]byte, error) {
-	if s, ok := f[name]; ok {
-		return []byte(s), nil
+// appDir is an Application's directory with files, confined as generate
+// and the render server confine it.
+func appDir(t *testing.T, files map[string]string) *application.Root {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return nil, fmt.Errorf("%w: %s %s: no such file", errdef.ErrNotFound, param, name)
+	root, err := application.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	return root
 }
-func (f files) ReadSetFile(name string) ([]byte, error)     { return f.ReadFile("set-file", name) }
-func (f files) ApplicationOverlay() (bool, []string, error) { return false, nil, nil }
-func (f files) ApplicationOverlayNamedAt(string) string     { return "" }
 
 // TestPlanDefinitionFile: an RGD given as the definition file (render
 // --definition my-rgd.yaml, the definition parameter) is read as an RGD by
@@ -256,8 +263,9 @@ func (f files) ApplicationOverlayNamedAt(string) string     { return "" }
 func TestPlanDefinitionFile(t *testing.T) {
 	cv := component(nil)
 	p := rgd.Wrap(&config.Planner{})
-	in := plan.Input{Application: "demo", Namespace: "apps", DefinitionFile: "my-rgd.yaml", Reader: &fakeReader{},
-		Files: files{"my-rgd.yaml": appRGD, "cd.yaml": "apiVersion: deploy.argocd-ocm-plugin.io/v1alpha1\nkind: ComponentDeployment\nspec: {}\n"}}
+	root := appDir(t, map[string]string{"my-rgd.yaml": appRGD, "cd.yaml": "apiVersion: deploy.argocd-ocm-plugin.io/v1alpha1\nkind: ComponentDeployment\nspec: {}\n",
+		"bad.yaml": strings.Replace(appRGD, "replicas: ${schema.spec.replicas}", "replicas: ${schema.spec.replicas +}", 1)})
+	in := plan.Input{Request: application.Request{Application: "demo", Namespace: "apps", DefinitionFile: "my-rgd.yaml", Root: root}, Reader: &fakeReader{}}
 	pl, err := p.Plan(context.Background(), cv, in)
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +283,6 @@ func TestPlanDefinitionFile(t *testing.T) {
 		t.Fatalf("a ComponentDeployment file: want package config's answer, got %v", err)
 	}
 	in.DefinitionFile = "bad.yaml"
-	in.Files = files{"bad.yaml": strings.Replace(appRGD, "replicas: ${schema.spec.replicas}", "replicas: ${schema.spec.replicas +}", 1)}
 	_, err = p.Plan(context.Background(), cv, in)
 	if err == nil || !strings.Contains(err.Error(), `ResourceGraphDefinition app (file "bad.yaml"): node deploy`) {
 		t.Fatalf("a bad file RGD: want an error naming the file and node, got %v", err)
@@ -315,12 +322,12 @@ func TestPlanBudget(t *testing.T) {
 func TestPlanRefusesUnusedInputs(t *testing.T) {
 	cv := component(map[string]string{"rgd": appRGD})
 	p := rgd.Wrap(&config.Planner{})
-	for want, in := range map[string]plan.Input{
+	for want, req := range map[string]application.Request{
 		`value-files "values-prod.yaml"`: {ValueFiles: []string{"values-prod.yaml"}},
 		`path "overlays/prod"`:           {Path: "overlays/prod"},
 		`values: `:                       {Set: []string{"a=b"}},
 	} {
-		in.Reader = &fakeReader{}
+		in := plan.Input{Request: req, Reader: &fakeReader{}}
 		_, err := p.Plan(context.Background(), cv, in)
 		if err == nil || !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ResourceGraphDefinition app") {
 			t.Errorf("want a refusal naming %s, got %v", want, err)
@@ -345,5 +352,50 @@ func TestPlanLiteralKinds(t *testing.T) {
 				t.Fatalf("want %q, got %v", tc.want, err)
 			}
 		})
+	}
+}
+
+// TestPlanNesting: deep input costs no more than the nesting bound of
+// every document lets it (a template 5,000 levels deep, an object
+// parameter 8,000 deep, an item of a list type 3,000 deep), and the refusal
+// names the bound; a self-containing type is refused as kro refuses it.
+func TestPlanNesting(t *testing.T) {
+	deep := func(n int, open, close string) string {
+		return strings.Repeat(open, n) + "1" + strings.Repeat(close, n)
+	}
+	typed := `apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: t}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: T
+    types:
+      Node: {name: string, children: "[]object"}
+    spec:
+      tree: "[]Node"
+      blob: object
+  resources:
+    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {v: "${json.marshal(schema.spec)}"}}
+`
+	for name, tc := range map[string]struct {
+		doc    string
+		params map[string]string
+	}{
+		"template":         {strings.Replace(appRGD, "data:\n          app: ${schema.metadata.name}", "data:\n          app: "+deep(5000, "[", "]"), 1), nil},
+		"list type item":   {typed, map[string]string{"tree": deep(3000, `[{name: a, children: `, `}]`)}},
+		"object parameter": {typed, map[string]string{"blob": deep(8000, "{a: ", "}")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := planRGD(t, tc.doc, tc.params)
+			if err == nil || !errors.Is(err, errdef.ErrLimitExceeded) || !strings.Contains(err.Error(), "nest") {
+				t.Fatalf("want the nesting bound, got %.300v", err)
+			}
+		})
+	}
+	_, err := planRGD(t, strings.Replace(typed, `children: "[]object"`, `children: "[]Node"`, 1), nil)
+	if err == nil || !strings.Contains(err.Error(), "self references are not allowed") {
+		t.Fatalf("a self-containing type: want kro's refusal, got %v", err)
 	}
 }
