@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 PKGS      := ./...
 FUZZTIME  ?= 8s
 
-.PHONY: reftools all help build install image manifests release demo test test-unit test-release test-argocd test-argocd-v3 e2e e2e-fleet e2e-build e2e-deps e2e-ready test-short vet fmt-check testdata fuzz bench clean
+.PHONY: reftools all help build install image manifests release demo test test-unit test-release test-argocd test-argocd-v3 e2e e2e-fleet e2e-build e2e-deps e2e-ready kro-conformance kro-conformance-build kro-conformance-ready test-short vet fmt-check testdata fuzz bench clean
 
 all: build
 
@@ -22,6 +22,7 @@ help:
 	@echo 'make test-argocd-v3  Argo CD v3 contract tests: ~2 min warm, 15-25 min cold'
 	@echo 'make e2e             the plugin under a real Argo CD v3.6 + kube-apiserver (test/e2e, root): ~2 min warm, 20-35 min cold (builds Argo CD)'
 	@echo 'make e2e-fleet N=500 ROUNDS=4 REPLICAS=1   the fleet scenarios alone, plugin vs native Helm OCI source (docs/scaling.md)'
+	@echo 'make kro-conformance the RGD renderer against kro'"'"'s own controller and a real kube-apiserver (test/kro, root): ~1 min warm, 20-40 min cold'
 	@echo 'make bench           side-by-side figures against helm template and kustomize build: ~5 min'
 	@echo 'make image           the sidecar image as an OCI layout (IMAGE_REPO=host/repo pushes it): minutes'
 	@echo 'make manifests       the install manifests pinned to your image (IMAGE=host/repo@sha256:...) in bin/manifests'
@@ -168,6 +169,30 @@ e2e-ready:
 	@[ "$$(id -u)" = 0 ] || { echo "make e2e needs root (unshare, apt-get)"; exit 1; }
 	@timeout $(E2E_BUDGET) bash -c '$(MAKE) --no-print-directory e2e-build && cd test/e2e && $(E2E_GO) vet .' >/dev/null 2>&1; \
 	[ $$? != 124 ] || { echo "the Argo CD and kube-apiserver build did not finish within $(E2E_BUDGET) s (a cold build cache: 20-35 min on 2 cores)"; exit 1; }
+
+# kro conformance (test/kro, its own module: kro's controller with kro's own
+# pins): kro's controller, built from the kro version go.mod pins, and
+# kube-apiserver (built as make e2e builds it) on loopback in private network
+# and PID namespaces (root); each RGD and instance's objects must equal the
+# plugin's render. ~1 min warm; the builds take 20-40 min cold on 2 cores.
+KRO_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/kubernetes-sigs/kro)
+kro-conformance: build e2e-deps kro-conformance-build
+	cd test/kro && $(GO) mod tidy -diff && $(GO) vet .
+	cd test/kro && KRO_CONFORMANCE_BIN=$(E2E_BIN) AOP=$(CURDIR)/bin/argocd-ocm-plugin REPO_ROOT=$(CURDIR) \
+		KRO_DIR="$$($(GO) list -m -f '{{.Dir}}' github.com/kubernetes-sigs/kro)" \
+		$(GO) test -count=1 -timeout 15m -v .
+
+kro-conformance-build:
+	@[ "$$(cd test/kro && $(GO) list -m -f '{{.Version}}' github.com/kubernetes-sigs/kro)" = "$(KRO_VERSION)" ] || \
+		{ echo "test/kro pins another kro than go.mod ($(KRO_VERSION))"; exit 1; }
+	cd test/kro && $(GO) build -trimpath -ldflags '-s -w' -o $(E2E_BIN)/kro-controller github.com/kubernetes-sigs/kro/cmd/controller
+	cd test/e2e && $(E2E_GO) build -trimpath -ldflags '-s -w' -o $(E2E_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver
+
+# For CI: as e2e-ready, for the kro conformance suite's builds.
+kro-conformance-ready:
+	@[ "$$(id -u)" = 0 ] || { echo "make kro-conformance needs root (unshare, apt-get)"; exit 1; }
+	@timeout $(E2E_BUDGET) $(MAKE) --no-print-directory kro-conformance-build >/dev/null 2>&1; \
+	[ $$? != 124 ] || { echo "kro's controller and kube-apiserver did not build within $(E2E_BUDGET) s (a cold build cache)"; exit 1; }
 
 test-short:
 	$(GO) test -short $(PKGS)
