@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubernetes-sigs/kro/pkg/graph/dag"
+
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/cel"
 )
@@ -208,65 +210,33 @@ func collect(v any, path string, out *[]Located, total *int) error {
 	return nil
 }
 
-// topo orders the nodes so that each comes after what it reads (Kahn's
-// algorithm, declaration order first); a cycle is refused naming it.
+// topo orders the nodes with kro's DAG (pkg/graph/dag): each after what it
+// reads, declaration order among the nodes ready next; a cycle is refused
+// naming it.
 func (r *RGD) topo(byID map[string]*Node) ([]*Node, error) {
-	indeg := map[string]int{}
-	users := map[string][]*Node{}
+	d := dag.NewDirectedAcyclicGraph[string]()
 	for _, n := range r.Nodes {
-		indeg[n.ID] = len(n.Deps)
-		for _, d := range n.Deps {
-			users[d] = append(users[d], n)
+		if err := d.AddVertex(n.ID, n.Index); err != nil {
+			return nil, fmt.Errorf("%w: %s: node %s: %v", errdef.ErrInvalidInput, r.Source, n.ID, err)
 		}
 	}
-	var ready, order []*Node
 	for _, n := range r.Nodes {
-		if indeg[n.ID] == 0 {
-			ready = append(ready, n)
-		}
-	}
-	for len(ready) > 0 {
-		slices.SortFunc(ready, func(a, b *Node) int { return a.Index - b.Index })
-		n := ready[0]
-		ready = ready[1:]
-		order = append(order, n)
-		for _, u := range users[n.ID] {
-			indeg[u.ID]--
-			if indeg[u.ID] == 0 {
-				ready = append(ready, u)
+		if err := d.AddDependencies(n.ID, n.Deps); err != nil {
+			if ce := dag.AsCycleError[string](err); ce != nil && len(ce.Cycle) > 0 {
+				return nil, fmt.Errorf("%w: %s: the nodes read each other in a cycle: %s", errdef.ErrInvalidInput, r.Source, strings.Join(ce.Cycle, " -> "))
 			}
+			return nil, fmt.Errorf("%w: %s: node %s: %v", errdef.ErrInvalidInput, r.Source, n.ID, err)
 		}
 	}
-	if len(order) == len(r.Nodes) {
-		return order, nil
+	ids, err := d.TopologicalSort()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, r.Source, err)
 	}
-	// Name one cycle: follow unresolved dependencies until one repeats.
-	var start *Node
-	for _, n := range r.Nodes {
-		if indeg[n.ID] > 0 {
-			start = n
-			break
-		}
+	order := make([]*Node, len(ids))
+	for i, id := range ids {
+		order[i] = byID[id]
 	}
-	seen := map[string]int{}
-	var path []string
-	for n := start; n != nil; {
-		if i, ok := seen[n.ID]; ok {
-			cycle := append(path[i:], n.ID)
-			return nil, fmt.Errorf("%w: %s: the nodes read each other in a cycle: %s", errdef.ErrInvalidInput, r.Source, strings.Join(cycle, " -> "))
-		}
-		seen[n.ID] = len(path)
-		path = append(path, n.ID)
-		var next *Node
-		for _, d := range n.Deps {
-			if indeg[d] > 0 {
-				next = byID[d]
-				break
-			}
-		}
-		n = next
-	}
-	return nil, fmt.Errorf("%w: %s: the nodes read each other in a cycle", errdef.ErrInvalidInput, r.Source)
+	return order, nil
 }
 
 // checkSecret refuses a Secret whose data or stringData reads schema.spec:
