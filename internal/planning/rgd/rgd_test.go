@@ -281,8 +281,8 @@ func TestRefusals(t *testing.T) {
 		{"externalRef", graphDoc("A", spec, "    - id: ext\n      externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n"), []string{"node ext", "externalRef"}},
 		{"includeWhen over a node", graphDoc("A", spec, cm("a", "x")+"    - id: b\n      includeWhen: [\"${a.data.v == 'x'}\"]\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n"),
 			[]string{"node b", "includeWhen[0] reads node a"}},
-		{"forEach over a node", graphDoc("A", spec, cm("a", "x")+"    - id: items\n      forEach: [{x: \"${a.data}\"}]\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n"), []string{"node items", "forEach[0] (x) reads a"}},
-		{"forEach not a list", graphDoc("A", spec, "    - id: items\n      forEach: [{x: \"${schema.spec.password}\"}]\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n"), []string{"node items", "forEach[0] (x) is", "want a list"}},
+		{"forEach over a node", graphDoc("A", spec, cm("a", "x")+"    - id: cells\n      forEach: [{x: \"${a.data}\"}]\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n"), []string{"node cells", "forEach[0] (x) reads a"}},
+		{"forEach not a list", graphDoc("A", spec, "    - id: cells\n      forEach: [{x: \"${schema.spec.password}\"}]\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n"), []string{"node cells", "forEach[0] (x) is", "want a list"}},
 		{"secret from a parameter", graphDoc("A", spec, "    - id: s\n      template:\n        apiVersion: v1\n        kind: Secret\n        metadata: {name: s}\n        stringData: {password: \"${schema.spec.password}\"}\n"),
 			[]string{"node s", "a Secret filled from an instance parameter", "plain text"}},
 		{"flux postRenderers", graphDoc("A", spec, chartNode+"    - id: repo\n      template: {apiVersion: source.toolkit.fluxcd.io/v1, kind: OCIRepository, metadata: {name: r}, spec: {url: \"oci://${chart.status.additional.registry}/${chart.status.additional.repository}\"}}\n"+
@@ -291,7 +291,7 @@ func TestRefusals(t *testing.T) {
 		{"flux valuesFrom", graphDoc("A", spec, chartNode+"    - id: repo\n      template: {apiVersion: source.toolkit.fluxcd.io/v1, kind: OCIRepository, metadata: {name: r}, spec: {url: \"oci://${chart.status.additional.registry}/${chart.status.additional.repository}\"}}\n"+
 			"    - id: hr\n      template: {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, metadata: {name: hr}, spec: {chartRef: {kind: OCIRepository, name: \"${repo.metadata.name}\"}, valuesFrom: [{kind: Secret, name: v}]}}\n"),
 			[]string{"node hr", "spec.valuesFrom is not supported"}},
-		{"cycle", graphDoc("A", spec, cm("a", `"${b.data.v}"`)+cm("b", `"${c.data.v}"`)+cm("c", `"${a.data.v}"`)), []string{"cycle: a -> b -> c -> a"}},
+		{"cycle", graphDoc("A", spec, cm("a", `"${b.data.v}"`)+cm("b", `"${c.data.v}"`)+cm("c", `"${a.data.v}"`)), []string{"read each other in a cycle: ", "a -> b", "b -> c"}},
 		{"url from no OCM resource", graphDoc("A", spec, "    - id: app\n      template: {apiVersion: argoproj.io/v1alpha1, kind: Application, metadata: {name: x}, spec: {source: {repoURL: \"oci://ghcr.io/x/y\", chart: y}}}\n"),
 			[]string{"node app", "computed from no OCM Resource node"}},
 		{"unknown resource", graphDoc("A", spec, "    - id: r\n      template: {apiVersion: delivery.ocm.software/v1alpha1, kind: Resource, metadata: {name: r}, spec: {resource: {byReference: {resource: {name: nope}}}}}\n"),

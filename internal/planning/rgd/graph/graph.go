@@ -89,6 +89,12 @@ func (r *RGD) templateDeps(n *Node, byID map[string]*Node) (map[string]bool, err
 		for _, ref := range refs {
 			dep, ok := byID[ref.Var]
 			if !ok {
+				if celTypeNames[ref.Var] && !slices.ContainsFunc(n.Iterators, func(it Iterator) bool { return it.Name == ref.Var }) {
+					// kro's builder checks every identifier against the
+					// nodes and schema: CEL's type names are unknown to it.
+					return nil, fmt.Errorf("%w: %s: node %s: %s: ${%s}: references unknown identifiers: [%s] (kro refuses CEL type names as identifiers; compare with type(…) of a value)",
+						errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 120), ref.Var)
+				}
 				continue
 			}
 			if ref.Field == "status" && !IsOCMResource(dep.Template) {
@@ -258,6 +264,10 @@ func checkSecret(r *RGD, n *Node, e Located, refs []cel.Ref) error {
 	}
 	return nil
 }
+
+// celTypeNames are CEL's type identifiers.
+var celTypeNames = map[string]bool{"int": true, "uint": true, "double": true, "bool": true, "string": true, "bytes": true,
+	"list": true, "map": true, "null_type": true, "type": true, "dyn": true}
 
 // OCMGroup is the API group of OCM's controller kinds.
 const OCMGroup = "delivery.ocm.software"

@@ -48,12 +48,13 @@ func TestAnalyzeOrder(t *testing.T) {
 // cannot know, each naming the node.
 func TestAnalyzeRefusals(t *testing.T) {
 	for want, res := range map[string]string{
-		"cycle: a -> b -> a":                    cm("a", `"${b.data.v}"`) + cm("b", `"${a.data.v}"`),
+		"in a cycle: ":                    cm("a", `"${b.data.v}"`) + cm("b", `"${a.data.v}"`),
 		"omit() requires kro's CELOmitFunction": cm("a", `"${omit()}"`),
 		"runtime variable":                      cm("a", `"${string(runtime)}"`),
 		"reads the status of node a":            cm("a", "x") + cm("b", `"${a.status.x}"`),
 		"has no kind":                           "    - id: a\n      template: {apiVersion: v1, metadata: {name: a}}\n",
 		"id \"1x\" is not a usable name":        cm("1x", "x"),
+		"references unknown identifiers: [int]": cm("a", `"${type(1) == int ? 'a' : 'b'}"`),
 		"defined twice":                         cm("a", "x") + cm("a", "y"),
 	} {
 		r, err := decode(t, res)

@@ -75,13 +75,26 @@ type Located struct {
 	Expr string
 }
 
-var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]{0,62}$`) })
+// kro's naming rules (pkg/graph/validation.go, matched by test): node ids
+// and iterators are lowerCamelCase, the kind UpperCamelCase, and neither id
+// is a CEL reserved symbol nor one of kro's reserved words.
+var (
+	idRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`) })
+	kindRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][a-zA-Z0-9]*$`) })
+)
 
-// reserved are names a node id cannot take: the instance, the OCM
-// resource variable, CEL's reserved words.
-var reserved = map[string]bool{"schema": true, "resource": true, "in": true, "as": true, "break": true, "const": true, "continue": true,
-	"else": true, "for": true, "function": true, "if": true, "import": true, "let": true, "loop": true, "package": true, "namespace": true,
-	"return": true, "var": true, "void": true, "while": true, "true": true, "false": true, "null": true, "each": true}
+// reserved are the words no node id or iterator may be: CEL's reserved
+// symbols and kro's reserved words.
+var reserved = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`true false null in as break const continue else for function if import let loop package namespace return var void while
+		apiVersion context dependency dependencies each externalRef externalReference externalRefs externalReferences graph instance item items kind kro
+		metadata namespace object resource resourcegraphdefinition resourceGraphDefinition resources root runtime schema self serviceAccountName spec
+		status this variables vars version`) {
+		m[w] = true
+	}
+	return m
+}()
 
 type rawRGD struct {
 	APIVersion string `json:"apiVersion"`
@@ -117,6 +130,9 @@ func Decode(source string, data []byte) (*RGD, error) {
 	if r.Schema.Kind == "" {
 		return nil, fmt.Errorf("%w: %s: spec.schema.kind is missing", errdef.ErrInvalidInput, source)
 	}
+	if !kindRE().MatchString(r.Schema.Kind) {
+		return nil, fmt.Errorf("%w: %s: spec.schema.kind %q is not a valid kro kind name: must be UpperCamelCase", errdef.ErrInvalidInput, source, errdef.Truncate(r.Schema.Kind, 60))
+	}
 	if len(r.Nodes) > MaxNodes {
 		return nil, fmt.Errorf("%w: %s: %d resources, more than the limit of %d: %w", errdef.ErrInvalidInput, source, len(r.Nodes), MaxNodes, errdef.ErrLimitExceeded)
 	}
@@ -127,7 +143,7 @@ func Decode(source string, data []byte) (*RGD, error) {
 		}
 		n.Index = i
 		if !idRE().MatchString(n.ID) || reserved[n.ID] {
-			return nil, fmt.Errorf("%w: %s: spec.resources[%d]: id %q is not a usable name (letters, digits and _, not starting with a digit, not a CEL or kro reserved word)",
+			return nil, fmt.Errorf("%w: %s: spec.resources[%d]: id %q is not a usable name (kro's lowerCamelCase: a lower-case letter, then letters and digits; not a CEL or kro reserved word)",
 				errdef.ErrInvalidInput, source, i, errdef.Truncate(n.ID, 60))
 		}
 		if seen[n.ID] {
@@ -205,7 +221,7 @@ func parseForEach(v any) ([]Iterator, error) {
 				return nil, fmt.Errorf("[%d].%s: want one ${expression} making a list", i, errdef.Truncate(k, 40))
 			}
 			if !idRE().MatchString(k) || reserved[k] || names[k] {
-				return nil, fmt.Errorf("[%d]: iterator %q is not a usable name (letters, digits and _, not reserved, not repeated)", i, errdef.Truncate(k, 40))
+				return nil, fmt.Errorf("[%d]: iterator %q is not a usable name (lowerCamelCase, not reserved, not repeated)", i, errdef.Truncate(k, 40))
 			}
 			names[k] = true
 			out = append(out, Iterator{Name: k, Expr: s})
