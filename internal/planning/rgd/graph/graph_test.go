@@ -48,7 +48,7 @@ func TestAnalyzeOrder(t *testing.T) {
 // cannot know, each naming the node.
 func TestAnalyzeRefusals(t *testing.T) {
 	for want, res := range map[string]string{
-		"in a cycle: ":                    cm("a", `"${b.data.v}"`) + cm("b", `"${a.data.v}"`),
+		"in a cycle: ":                          cm("a", `"${b.data.v}"`) + cm("b", `"${a.data.v}"`),
 		"omit() requires kro's CELOmitFunction": cm("a", `"${omit()}"`),
 		"runtime variable":                      cm("a", `"${string(runtime)}"`),
 		"reads the status of node a":            cm("a", "x") + cm("b", `"${a.status.x}"`),
