@@ -56,6 +56,9 @@ var (
 const (
 	kroEvalIters = 200 // in-process evaluations (after 10 untimed)
 	kroEvalLimit = 5.0 // ms, median
+	// kroSidecarLimit: the sidecar on an RGD component / helm template of
+	// the substituted chart (issue 38).
+	kroSidecarLimit = 0.6
 )
 
 func (b *bench) kroComponent() *ocmbuild.Component {
@@ -109,12 +112,12 @@ func (b *bench) kro(ctx context.Context) {
 	sameBytes("kro", proc.s, side.s)
 	sameObjects("kro: the RGD's render against helm template with its values", helm.s.samples[0].Stdout, proc.s.samples[0].Stdout)
 	what := fmt.Sprintf("%s (kro RGD, Argo CD block; %s)", examples.KroHelm, strings.SplitN(kinds(helm.s.samples[0].Stdout), ":", 2)[0])
-	b.wallGoal("sidecar", "G27 kro", "generate, warm cache, registry: "+what, side.s, helm.s, "ms helm template with the RGD's values", 1.0)
+	b.wallGoal("sidecar", "G38 kro", "generate, warm cache, registry: "+what, side.s, helm.s, "ms helm template with the RGD's values", kroSidecarLimit)
 	b.modeGoal("process", goal{ID: "info", What: "generate, warm cache, registry: " + what, Value: round(proc.s.wall()), Unit: "ms",
 		Reference: round(helm.s.wall()), RefWhat: "ms helm template with the RGD's values", Ratio: round(proc.s.wall() / helm.s.wall()), Note: minNote(proc.s, helm.s)})
 
 	ev := b.kroEvaluate(ctx, repo)
-	b.addGoal(goal{ID: "G27 kro eval", What: fmt.Sprintf("in process: plan/evaluate the RGD of %s (no Helm), median of %d", examples.KroHelm, len(ev)),
+	b.addGoal(goal{ID: "G38 kro eval", What: fmt.Sprintf("in process: plan/evaluate the RGD of %s (no Helm), median of %d", examples.KroHelm, len(ev)),
 		Value: round(median(ev)), Unit: "ms", LimitWhat: fmt.Sprintf("≤ %g ms", kroEvalLimit), Limit: kroEvalLimit, Met: boolp(median(ev) <= kroEvalLimit),
 		Note: fmt.Sprintf("min %.2f ms, p90 %.2f ms, max %.2f ms; warm blob cache, registry over loopback; the plan's one step renders the chart with %s", minOf(ev), quantile(ev, 0.9), maxOf(ev), compactJSON(kroValues))})
 	b.res.Sections["kro"] = map[string]any{"helm_template": helm.s.summary(), "sidecar": side.s.summary(), "process": proc.s.summary(),
