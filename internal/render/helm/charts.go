@@ -13,6 +13,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm/engine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 )
 
@@ -21,11 +22,12 @@ import (
 // schemas is a tenth of a render of kube-prometheus-stack, the same every
 // time for the same archive: a ChartCache loads each once.
 
-// DefaultChartCacheSize is the unpacked chart content a ChartCache holds by
-// default: a few large charts (kube-prometheus-stack's archive unpacks to
-// 6.5 MiB, 4 of them CRDs; a loaded chart holds about 1.4 times its
-// unpacked size), within a render worker's memory.
-const DefaultChartCacheSize = 32 << 20
+// DefaultChartCacheSize is what a ChartCache holds by default, counted as
+// the charts' unpacked content and their parsed templates: a few large
+// charts (kube-prometheus-stack's archive unpacks to 6.5 MiB, 4 of them
+// CRDs, and its 1.6 MiB of templates parse to about 13 MiB; a loaded chart
+// holds about 1.4 times its unpacked size), within a render worker's memory.
+const DefaultChartCacheSize = 64 << 20
 
 // minEntryCost is what a ChartCache or a CRDCache counts an entry at
 // least: what a small entry holds is mostly Go's structures, not its bytes
@@ -40,10 +42,12 @@ func entryCost(size int64) int64 { return max(size, minEntryCost) }
 
 // ChartCache keeps loaded charts, by the SHA-256 of their archive, for as
 // long as it lives (the render server's lifetime), within a bound on the
-// bytes their archives unpack to (each counted at least minEntryCost); the
-// least recently used go first. Only
-// archives that load are kept, with their schemas once they passed
-// checkSchemas, compiled.
+// bytes their archives unpack to and their parsed templates hold (each
+// entry counted at least minEntryCost); the least recently used go first.
+// Only archives that load are kept, with their schemas once they passed
+// checkSchemas, compiled, and their templates once a render parsed them
+// (engine.Templates: a template's parse is used only for the very text it
+// was parsed from).
 //
 // Helm changes the chart it renders (processing dependencies removes the
 // disabled subcharts and rewrites Metadata.Dependencies; import-values
@@ -60,6 +64,14 @@ type ChartCache struct {
 
 type chartEntry struct {
 	chart *chart.Chart // never rendered: renders get copies
+	// templates are the chart's templates (its subcharts' too) as renders
+	// parsed them, executed by later renders instead of parsing them again
+	// (engine.Templates: by name and exact text). The entry is counted at
+	// its archive's unpacked size and what templates holds (see account).
+	templates *engine.Templates
+	key       [32]byte
+	unpacked  int64
+	counted   atomic.Int64 // templates.Size() when the entry was last counted
 	// schemas are set once checkSchemas passed for the chart: its schemas,
 	// compiled.
 	schemas atomic.Pointer[compiledSchemas]
@@ -94,7 +106,21 @@ func (cc *ChartCache) load(archive []byte) (*chart.Chart, *chartEntry, error) {
 	if size > cc.max {
 		return c, nil, nil
 	}
-	return c, cc.put(key, &chartEntry{chart: copyChart(c, nil)}, size), nil
+	e := &chartEntry{chart: copyChart(c, nil), templates: engine.NewTemplates(cc.max - size), key: key, unpacked: size}
+	return c, cc.put(key, e, size), nil
+}
+
+// account counts e at what its templates hold now, if that changed since
+// the last time (a render parsed templates): the cache's bound covers the
+// parse trees it keeps (10-16 times the template text of real charts).
+func (cc *ChartCache) account(e *chartEntry) {
+	if cc == nil || e == nil {
+		return
+	}
+	n := e.templates.Size()
+	if e.counted.Swap(n) != n {
+		cc.resize(e.key, e.unpacked+n)
+	}
 }
 
 // loadArchive is LoadArchive, and the bytes the archive and its subchart

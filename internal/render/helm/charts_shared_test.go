@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -141,5 +142,58 @@ func TestRenderAPIVersionsNotShared(t *testing.T) {
 	}
 	if got := has(nil); got != "false" {
 		t.Fatalf("another render's API version: %v", got)
+	}
+}
+
+// A ChartCache counts the parsed templates it keeps within its bound: after
+// a render the chart is kept with its templates parsed, counted beside its
+// unpacked size; a cache too small for both keeps the chart only as long
+// as it fits, never more than its bound.
+func TestChartCacheCountsParsedTemplates(t *testing.T) {
+	files := map[string][]byte{
+		"Chart.yaml":  []byte("apiVersion: v2\nname: counted\nversion: 1.0.0\n"),
+		"values.yaml": []byte("n: 3\n"),
+	}
+	for i := range 20 {
+		files[fmt.Sprintf("templates/cm%d.yaml", i)] = []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm%d\ndata:\n{{- range $i := until (int .Values.n) }}\n  k{{ $i }}: {{ $i | quote }}\n{{- end }}\n", i))
+	}
+	tgz, err := ocmbuild.PackageChart(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unpacked := int64(0)
+	for _, b := range files {
+		unpacked += int64(len(b))
+	}
+	cc := NewChartCache(1 << 30)
+	want, err := Render(context.Background(), tgz, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		got, err := Render(context.Background(), tgz, Options{Charts: cc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("render %d from the cache differs from one without it", i)
+		}
+	}
+	if n := cc.KeptTemplates(tgz); n != 20 {
+		t.Fatalf("%d template files kept parsed, want 20", n)
+	}
+	full := cc.CacheSize()
+	if full < unpacked+20*1024 {
+		t.Fatalf("the cache counts the chart and its parsed templates at %d bytes: the parse trees are not counted (unpacked %d)", full, unpacked)
+	}
+
+	small := NewChartCache(full - 1)
+	for range 2 {
+		if _, err := Render(context.Background(), tgz, Options{Charts: small}); err != nil {
+			t.Fatal(err)
+		}
+		if s := small.CacheSize(); s > full-1 {
+			t.Fatalf("a cache bounded at %d bytes counts %d", full-1, s)
+		}
 	}
 }

@@ -13,7 +13,9 @@
 // (sortedRelease); Helm's own SortManifests sorts what that does not read
 // exactly.
 //
-// A long-lived process keeps loaded charts (ChartCache, with their compiled
-// values schemas) and decoded CRDs (CRDCache) between renders; every render
-// gets copies of its own.
+// Templates are executed by Helm's engine as copied into package engine,
+// which can keep a chart's parsed templates. A long-lived process keeps
+// loaded charts (ChartCache, with their compiled values schemas and parsed
+// templates) and decoded CRDs (CRDCache) between renders; every render gets
+// copies of its own, or parse trees that executing never changes.
 package helm

@@ -1,6 +1,8 @@
 package helm
 
 import (
+	"crypto/sha256"
+
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	release "helm.sh/helm/v4/pkg/release/v1"
@@ -45,3 +47,20 @@ var SplitCount = splitCount
 
 // SplitDocs is splitDocs.
 var SplitDocs = splitDocs
+
+// CacheSize is what cc counts its entries at.
+func (cc *ChartCache) CacheSize() int64 {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.size
+}
+
+// KeptTemplates is the number of template files cc keeps parsed for the
+// chart of archive (-1: the chart is not kept).
+func (cc *ChartCache) KeptTemplates(archive []byte) int {
+	e, ok := cc.get(sha256.Sum256(archive))
+	if !ok {
+		return -1
+	}
+	return e.templates.Len()
+}

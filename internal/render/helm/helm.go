@@ -17,6 +17,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm/engine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 )
 
@@ -128,6 +129,7 @@ func Render(ctx context.Context, chartArchive []byte, opts Options) ([]manifests
 	if err != nil {
 		return nil, err
 	}
+	defer opts.Charts.account(kept)
 	return renderChart(ctx, c, opts, kept)
 }
 
@@ -196,7 +198,11 @@ func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *chartE
 	// --include-crds prints them, but from the chart (see releaseObjects):
 	// Helm would only copy their text into the release manifest, which the
 	// plugin would then decode again.
-	files, err := renderTemplates(c, vals, opts, kv, schemas)
+	var templates *engine.Templates
+	if kept != nil {
+		templates = kept.templates
+	}
+	files, err := renderTemplates(c, vals, opts, kv, schemas, templates)
 	if tooMany := (tooManyObjectsError{}); errors.As(err, &tooMany) {
 		return nil, fmt.Errorf("%w: helm chart %s: %w", errdef.ErrRender, c.Name(), err)
 	}

@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"slices"
@@ -10,11 +11,11 @@ import (
 	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	"helm.sh/helm/v4/pkg/engine"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm/engine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 )
 
@@ -47,7 +48,7 @@ func installClientOnly(c *chart.Chart, vals map[string]any, opts Options, kv *co
 	if !opts.SkipSchemaValidation {
 		schemas, _ = checkSchemas(c) // nil on an error: Helm's validation
 	}
-	files, err := renderTemplates(c, vals, opts, kv, schemas)
+	files, err := renderTemplates(c, vals, opts, kv, schemas, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +73,9 @@ func sortRelease(files map[string]string) (*rendered, error) {
 // files, NOTES.txt left out, or the refusal of too many documents. The
 // values are validated with schemas, compiled by checkSchemas (see
 // validateValues), or nil: by Helm, which compiles the schemas again.
-func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *common.KubeVersion, schemas compiledSchemas) (map[string]string, error) {
+// Templates executes from the parse trees it keeps (the ChartCache entry's),
+// or, nil, parses every template as Helm's engine does.
+func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *common.KubeVersion, schemas compiledSchemas, templates *engine.Templates) (map[string]string, error) {
 	if err := chartutil.ProcessDependencies(c, vals); err != nil {
 		return nil, err
 	}
@@ -101,8 +104,8 @@ func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *comm
 			return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.Version)
 		}
 	}
-	var e engine.Engine
-	files, err := e.Render(c, valuesToRender)
+	e := engine.Engine{Templates: templates}
+	files, err := e.RenderWithContext(context.Background(), c, valuesToRender)
 	if err != nil {
 		return nil, err
 	}

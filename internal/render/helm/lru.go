@@ -58,3 +58,25 @@ func (l *lru[V]) put(key [32]byte, v V, size int64) V {
 	}
 	return v
 }
+
+// resize counts the value under key at entryCost(size) from now on (it
+// grew: a ChartCache entry's parsed templates); the least recently used go
+// past the bound, which may be this one.
+func (l *lru[V]) resize(key [32]byte, size int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, k := range l.order {
+		if k.key == key {
+			cost := entryCost(size)
+			l.size += cost - k.cost
+			l.order[i].cost = cost
+			break
+		}
+	}
+	for l.size > l.max && len(l.order) > 0 {
+		old := l.order[0]
+		l.order = l.order[1:]
+		l.size -= old.cost
+		delete(l.m, old.key)
+	}
+}
