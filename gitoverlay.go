@@ -37,7 +37,7 @@ func checkApplicationOverlay(req Request, p *plan.Plan) error {
 	for _, n := range named {
 		if !slices.Contains(trees, n) {
 			return fmt.Errorf("%w: the kustomization in %s names %s/%s, but this render has %s",
-				errdef.ErrInvalidInput, confine.Where, kustomize.MountDir, confine.Quote(n), have)
+				errdef.ErrInvalidInput, confine.Where, kustomize.MountDir, errdef.Quote(n), have)
 		}
 	}
 	return nil

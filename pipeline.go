@@ -25,7 +25,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/access"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/confine"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
@@ -140,7 +139,7 @@ func (l location) open(ctx context.Context, open func(context.Context, string) (
 		}
 		return nil, fmt.Errorf("%w: %w", errdef.ErrNotFound, err)
 	}
-	display := confine.Quote(name)
+	display := errdef.Quote(name)
 	if d != nil {
 		return ctf.OpenDir(d, display)
 	}
@@ -261,8 +260,8 @@ func (r *Renderer) render(ctx context.Context, req Request, ectx *errdef.Error) 
 	defer found.Close()
 	repo, cv, version := found.Repository, found.Component, found.Version
 	if version != req.Version {
-		fmt.Fprintf(r.log(), "argocd-ocm-plugin: %s: version constraint %q resolved to %s (pin it to avoid surprises: Argo CD caches manifests per git revision)\n",
-			req.Component, req.Version, version)
+		fmt.Fprintf(r.log(), "argocd-ocm-plugin: %s: version constraint %s resolved to %s (pin it to avoid surprises: Argo CD caches manifests per git revision)\n",
+			req.Component, errdef.Quote(req.Version), version)
 		ectx.Version = version // the request stays as it came
 	}
 	d := cv.Descriptor()
@@ -475,8 +474,8 @@ func (r *Renderer) renderChart(ctx context.Context, cv ocm.ComponentVersion, ste
 	if step.Path != "" {
 		// Refused before anything is fetched: ignoring it would render
 		// something other than what was asked for.
-		return nil, fmt.Errorf("%w: path %q: resource %s is a helmChart; a path (--path, parameter path) selects an entry in a directoryTree resource",
-			errdef.ErrInvalidInput, step.Path, res.Identity())
+		return nil, fmt.Errorf("%w: path %s: resource %s is a helmChart; a path (--path, parameter path) selects an entry in a directoryTree resource",
+			errdef.ErrInvalidInput, errdef.Quote(step.Path), res.Identity())
 	}
 	c, err := r.access.Read(ctx, cv, res)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/confine"
 )
 
 // ReadSetFile reads the file a --set-file value names; errors leave the name
@@ -70,12 +69,12 @@ func (r Request) ReadFile(param, name string) ([]byte, error) {
 		b, err := readUserFileNamed(r.File(name))
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%w: %s %s: no such file", errdef.ErrInvalidInput, param, confine.Quote(name))
+				return nil, fmt.Errorf("%w: %s %s: no such file", errdef.ErrInvalidInput, param, errdef.Quote(name))
 			}
 			if errors.Is(err, errdef.ErrInvalidInput) {
-				return nil, fmt.Errorf("%s %s: %w", param, confine.Quote(name), err)
+				return nil, fmt.Errorf("%s %s: %w", param, errdef.Quote(name), err)
 			}
-			return nil, fmt.Errorf("%w: %s %s: %v", errdef.ErrInvalidInput, param, confine.Quote(name), err)
+			return nil, fmt.Errorf("%w: %s %s: %v", errdef.ErrInvalidInput, param, errdef.Quote(name), err)
 		}
 		return b, nil
 	}
@@ -89,7 +88,7 @@ func (r Request) ReadFile(param, name string) ([]byte, error) {
 	defer f.Close()
 	b, err := readUserFile(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", param, confine.Quote(name), err)
+		return nil, fmt.Errorf("%s %s: %w", param, errdef.Quote(name), err)
 	}
 	return b, nil
 }

@@ -179,32 +179,44 @@ func Mark(sentinel, err error) error {
 	return fmt.Errorf("%w: %w", sentinel, err)
 }
 
-// Truncate shortens s to n bytes with "…" after it, so that a value quoted in
-// a message (a parameter, an expression, a key) stays short: messages name
-// what was wrong, they do not echo a tenant's input at length.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-// MaxQuoted caps every piece of untrusted input an error message quotes.
+// MaxQuoted caps every piece of untrusted input an error message quotes
+// (docs/security.md promises it): Argo CD stores the error line in the
+// Application's status, in Redis and shows it in the UI.
 const MaxQuoted = 200
 
-// Quote is how a message quotes untrusted input: %q of s, cut to MaxQuoted
-// bytes (on a rune boundary) with its size when it was longer, e.g.
-// "aaaa…" (90000 bytes), so that one overlong parameter cannot flood the
-// error line Argo CD stores in the Application's status.
+// Quote is the one way a message quotes input (a parameter, a key, an
+// expression, a path, a name, a version): %q of s, cut to MaxQuoted bytes
+// on a rune boundary with its size when it was longer, e.g.
+// "aaaa…" (90000 bytes), so that one overlong input cannot flood the
+// error line. Short input reads exactly as %q writes it.
 func Quote(s string) string {
 	if len(s) <= MaxQuoted {
 		return strconv.Quote(s)
 	}
-	cut := MaxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return strconv.Quote(Cut(s)) + " (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// Cut is s cut to MaxQuoted bytes on a rune boundary, with "…" after it
+// when it was longer: for input shown without quotes (a report, a log
+// attribute). A message quotes input with Quote.
+func Cut(s string) string { return cutAt(s, MaxQuoted) }
+
+// MaxMessage bounds foreign text kept whole in an error: the message of a
+// registry, of a generator's request (each quoted input in it is capped
+// at MaxQuoted already).
+const MaxMessage = 2 * MaxQuoted
+
+// CutMessage is s cut to MaxMessage bytes as Cut cuts.
+func CutMessage(s string) string { return cutAt(s, MaxMessage) }
+
+func cutAt(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return strconv.Quote(s[:cut]+"…") + " (" + strconv.Itoa(len(s)) + " bytes)"
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // Field is s as a message names a component, version or resource: as it
@@ -215,7 +227,7 @@ func Field(s string) string {
 		return Quote(s)
 	}
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError || r == '\u2028' || r == '\u2029' {
 			return Quote(s)
 		}
 	}

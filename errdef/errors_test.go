@@ -3,7 +3,9 @@ package errdef_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
@@ -98,19 +100,20 @@ func TestOneLine(t *testing.T) {
 	}
 }
 
-func TestTruncate(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"exactly10!", 10, "exactly10!"},
-		{"a secret-looking long value", 8, "a secret…"},
-		{"", 0, ""},
+// Cut shortens to MaxQuoted bytes and never splits a rune (Truncate,
+// which it replaces, cut "é" in half and took a length of its own at every
+// call).
+func TestCut(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"short", "short"},
+		{strings.Repeat("a", errdef.MaxQuoted), strings.Repeat("a", errdef.MaxQuoted)},
+		{strings.Repeat("a", errdef.MaxQuoted+1), strings.Repeat("a", errdef.MaxQuoted) + "…"},
+		{"a" + strings.Repeat("é", 150), "a" + strings.Repeat("é", 99) + "…"}, // 199 bytes: the 100th é would end at 201
+		{"", ""},
 	} {
-		if got := errdef.Truncate(tc.in, tc.n); got != tc.want {
-			t.Errorf("Truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		got := errdef.Cut(tc.in)
+		if got != tc.want || !utf8.ValidString(got) {
+			t.Errorf("Cut(%.20q…) = %.40q…, want %.40q…", tc.in, got, tc.want)
 		}
 	}
 }

@@ -88,7 +88,7 @@ func (l *Label) UnmarshalJSON(b []byte) error {
 	case "true", `"true"`:
 		l.Signing = true
 	default:
-		return fmt.Errorf("label %q: signing must be a boolean, got %s", raw.Name, s)
+		return fmt.Errorf("label %s: signing must be a boolean, got %s", errdef.Quote(raw.Name), s)
 	}
 	return nil
 }
@@ -243,7 +243,7 @@ func DecodeDescriptor(data []byte) (*Descriptor, error) {
 		return nil, fmt.Errorf("%w: both meta.schemaVersion and apiVersion are set", errdef.ErrInvalidDescriptor)
 	case hasV2:
 		if doc.Meta.SchemaVersion != SchemaV2 {
-			return nil, fmt.Errorf("%w: unsupported schema version %q", errdef.ErrInvalidDescriptor, doc.Meta.SchemaVersion)
+			return nil, fmt.Errorf("%w: unsupported schema version %s", errdef.ErrInvalidDescriptor, errdef.Quote(doc.Meta.SchemaVersion))
 		}
 		if doc.Component == nil {
 			return nil, fmt.Errorf("%w: schema v2 without a component", errdef.ErrInvalidDescriptor)
@@ -257,10 +257,10 @@ func DecodeDescriptor(data []byte) (*Descriptor, error) {
 		}
 	case hasV3:
 		if doc.APIVersion != SchemaV3Alpha1 && doc.APIVersion != legacyV3Alpha1 {
-			return nil, fmt.Errorf("%w: unsupported apiVersion %q", errdef.ErrInvalidDescriptor, doc.APIVersion)
+			return nil, fmt.Errorf("%w: unsupported apiVersion %s", errdef.ErrInvalidDescriptor, errdef.Quote(doc.APIVersion))
 		}
 		if doc.Kind != kindComponentV3 {
-			return nil, fmt.Errorf("%w: kind %q, want %s", errdef.ErrInvalidDescriptor, doc.Kind, kindComponentV3)
+			return nil, fmt.Errorf("%w: kind %s, want %s", errdef.ErrInvalidDescriptor, errdef.Quote(doc.Kind), kindComponentV3)
 		}
 		if doc.Metadata == nil {
 			return nil, fmt.Errorf("%w: %s without metadata", errdef.ErrInvalidDescriptor, doc.APIVersion)
@@ -323,7 +323,7 @@ func (d *Descriptor) validate() error {
 		return fmt.Errorf("%w: component name is empty", errdef.ErrInvalidDescriptor)
 	}
 	if !ValidComponentName(d.Name) {
-		return fmt.Errorf("%w: component name %q is not a domain followed by a path", errdef.ErrInvalidDescriptor, d.Name)
+		return fmt.Errorf("%w: component name %s is not a domain followed by a path", errdef.ErrInvalidDescriptor, errdef.Quote(d.Name))
 	}
 	if d.Version == "" {
 		return fmt.Errorf("%w: component %s has no version", errdef.ErrInvalidDescriptor, d.Name)
@@ -438,7 +438,7 @@ func (d *Descriptor) Resource(sel Identity) (*Resource, error) {
 		for _, r := range d.Resources {
 			names = append(names, r.Identity().String())
 		}
-		return nil, fmt.Errorf("resource %s %w in component %s:%s (it has: %s)", errdef.Field(sel.String()), errdef.ErrNotFound, d.Name, d.Version, strings.Join(names, ", "))
+		return nil, fmt.Errorf("resource %s %w in component %s:%s (it has: %s)", errdef.Field(sel.String()), errdef.ErrNotFound, d.Name, d.Version, errdef.Cut(strings.Join(names, ", ")))
 	case 1:
 		return rs[0], nil
 	default:

@@ -10,7 +10,7 @@ import (
 	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // Problem is one thing wrong with a policy file, at its line (0: the file
@@ -53,7 +53,7 @@ func Check(b []byte) (*Policy, []Problem) {
 	var doc yaml3.Node
 	if err := yaml3.Unmarshal(b, &doc); err != nil {
 		line, msg := yamlError(err)
-		return nil, []Problem{{Line: line, Message: registry.Cap(msg, registry.MaxQuoted)}}
+		return nil, []Problem{{Line: line, Message: errdef.Cut(msg)}}
 	}
 	var root *yaml3.Node
 	if doc.Kind == yaml3.DocumentNode && len(doc.Content) == 1 {
@@ -73,7 +73,7 @@ func Check(b []byte) (*Policy, []Problem) {
 	// boolean, it reads the same).
 	var f File
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
-		return nil, []Problem{{Message: registry.Cap(err.Error(), registry.MaxQuoted)}}
+		return nil, []Problem{{Message: errdef.Cut(err.Error())}}
 	}
 	p := &Policy{file: f, creds: map[string]Credential{}}
 	if err := p.validate(); err != nil {
@@ -172,13 +172,13 @@ func (w *walker) mapping(n *yaml3.Node, t reflect.Type, path string) {
 			child = path + "." + k.Value
 		}
 		if first, dup := seen[k.Value]; dup {
-			w.add(k, "field %s is repeated in %s (first at line %d)", registry.Quote(k.Value), where(path), first)
+			w.add(k, "field %s is repeated in %s (first at line %d)", errdef.Quote(k.Value), where(path), first)
 			continue
 		}
 		seen[k.Value] = k.Line
 		ft, ok := fields[k.Value]
 		if !ok {
-			w.add(k, "unknown field %s in %s (known: %s)", registry.Quote(k.Value), where(path), strings.Join(known, ", "))
+			w.add(k, "unknown field %s in %s (known: %s)", errdef.Quote(k.Value), where(path), strings.Join(known, ", "))
 			continue
 		}
 		w.value(v, ft, child)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 )
 
@@ -71,13 +72,13 @@ func (p *Policy) validateMirrors() error {
 			}
 			c, ok := p.creds[e.Credential]
 			if !ok {
-				return fmt.Errorf("%s: credential %s is not defined under credentials", ew, registry.Quote(e.Credential))
+				return fmt.Errorf("%s: credential %s is not defined under credentials", ew, errdef.Quote(e.Credential))
 			}
 			if registry.CanonicalHost(c.Host) != registry.CanonicalHost(e.Host) {
-				return errors.New(ew + ": credential " + registry.Quote(c.Name) + " is for host " + registry.Quote(c.Host) + ", not the mirror's: credentials go to exactly their host")
+				return errors.New(ew + ": credential " + errdef.Quote(c.Name) + " is for host " + errdef.Quote(c.Host) + ", not the mirror's: credentials go to exactly their host")
 			}
 			if !registry.PathHasPrefix(e.PathPrefix, c.PathPrefix) {
-				return fmt.Errorf("%s: credential %s is for path %s, which does not cover the mirror's pathPrefix", ew, registry.Quote(c.Name), registry.Quote(c.PathPrefix))
+				return fmt.Errorf("%s: credential %s is for path %s, which does not cover the mirror's pathPrefix", ew, errdef.Quote(c.Name), errdef.Quote(c.PathPrefix))
 			}
 		}
 	}

@@ -186,7 +186,7 @@ func (p *Policy) validate() error {
 			return fmt.Errorf("%s: name is required", where)
 		}
 		if _, dup := p.creds[c.Name]; dup {
-			return fmt.Errorf("%s: credential %s is defined twice", where, registry.Quote(c.Name))
+			return fmt.Errorf("%s: credential %s is defined twice", where, errdef.Quote(c.Name))
 		}
 		if err := exactHost(c.Host); err != nil {
 			return fmt.Errorf("%s (%s): host: %w", where, c.Name, err)
@@ -198,7 +198,7 @@ func (p *Policy) validate() error {
 		if c.Env != "" {
 			sources++
 			if strings.Trim(c.Env, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
-				return fmt.Errorf("%s (%s): env %s: want upper-case letters, digits and _", where, c.Name, registry.Quote(c.Env))
+				return fmt.Errorf("%s (%s): env %s: want upper-case letters, digits and _", where, c.Name, errdef.Quote(c.Env))
 			}
 		}
 		if c.UsernameFile != "" || c.PasswordFile != "" || c.TokenFile != "" {
@@ -236,7 +236,7 @@ func (p *Policy) validate() error {
 		}
 		for _, pat := range r.Projects {
 			if _, err := path.Match(pat, ""); err != nil || pat == "" {
-				return fmt.Errorf("%s: project pattern %s is not a glob", where, registry.Quote(pat))
+				return fmt.Errorf("%s: project pattern %s is not a glob", where, errdef.Quote(pat))
 			}
 		}
 		if err := p.validateRule(r, where); err != nil {
@@ -257,10 +257,10 @@ func (p *Policy) validate() error {
 func (p *Policy) validateRule(r RuleSpec, where string) error {
 	for j, rp := range r.Repositories {
 		if rp.Host == "" || strings.ContainsAny(rp.Host, "/@ ") || strings.Contains(rp.Host, "://") {
-			return fmt.Errorf("%s: repositories[%d]: host %s: want a host[:port] pattern without scheme or path", where, j, registry.Quote(rp.Host))
+			return fmt.Errorf("%s: repositories[%d]: host %s: want a host[:port] pattern without scheme or path", where, j, errdef.Quote(rp.Host))
 		}
 		if _, err := path.Match(rp.Host, ""); err != nil {
-			return fmt.Errorf("%s: repositories[%d]: host %s is not a glob", where, j, registry.Quote(rp.Host))
+			return fmt.Errorf("%s: repositories[%d]: host %s is not a glob", where, j, errdef.Quote(rp.Host))
 		}
 		if err := pathPattern(rp.PathPrefix, true); err != nil {
 			return fmt.Errorf("%s: repositories[%d]: pathPrefix: %w", where, j, err)
@@ -268,7 +268,7 @@ func (p *Policy) validateRule(r RuleSpec, where string) error {
 	}
 	for _, name := range r.Credentials {
 		if _, ok := p.creds[name]; !ok {
-			return fmt.Errorf("%s: credential %s is not defined under credentials", where, registry.Quote(name))
+			return fmt.Errorf("%s: credential %s is not defined under credentials", where, errdef.Quote(name))
 		}
 	}
 	for _, h := range r.PlainHTTP {
@@ -290,11 +290,11 @@ func exactHost(h string) error {
 		return errors.New("empty")
 	}
 	if strings.ContainsAny(h, "*?[]/@ \\") || strings.Contains(h, "://") {
-		return fmt.Errorf("%s: want an exact host[:port], no scheme, path or pattern", registry.Quote(h))
+		return fmt.Errorf("%s: want an exact host[:port], no scheme, path or pattern", errdef.Quote(h))
 	}
 	if name, port, err := net.SplitHostPort(h); err == nil {
 		if name == "" || port == "" || strings.Trim(port, "0123456789") != "" {
-			return fmt.Errorf("%s: bad port", registry.Quote(h))
+			return fmt.Errorf("%s: bad port", errdef.Quote(h))
 		}
 	}
 	return nil
@@ -309,13 +309,13 @@ func pathPattern(p string, patterns bool) error {
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == "" || seg == "." || seg == ".." {
-			return fmt.Errorf("%s has an empty, . or .. segment", registry.Quote(p))
+			return fmt.Errorf("%s has an empty, . or .. segment", errdef.Quote(p))
 		}
 		if !patterns && strings.ContainsAny(seg, "*?[]") {
-			return fmt.Errorf("%s: patterns are not allowed here", registry.Quote(p))
+			return fmt.Errorf("%s: patterns are not allowed here", errdef.Quote(p))
 		}
 		if _, err := path.Match(seg, ""); err != nil {
-			return fmt.Errorf("%s is not a glob", registry.Quote(p))
+			return fmt.Errorf("%s is not a glob", errdef.Quote(p))
 		}
 	}
 	return nil

@@ -81,7 +81,7 @@ func (r *Rule) AllowRepository(host, p string) error {
 	if p != "" {
 		what += "/" + p
 	}
-	return fmt.Errorf("%w: repository %s is not allowed for project %s (rule %s)", errdef.ErrForbidden, registry.Quote(what), registry.Quote(r.Project), r.Name)
+	return fmt.Errorf("%w: repository %s is not allowed for project %s (rule %s)", errdef.ErrForbidden, errdef.Quote(what), errdef.Quote(r.Project), r.Name)
 }
 
 func (r *Rule) matches(host, p string) bool {
@@ -128,7 +128,7 @@ func (r *Rule) AllowLocalArchive() error {
 	if r.LocalArchives {
 		return nil
 	}
-	return fmt.Errorf("%w: local CTFs and component archives are not allowed for project %s (rule %s)", errdef.ErrForbidden, registry.Quote(r.Project), r.Name)
+	return fmt.Errorf("%w: local CTFs and component archives are not allowed for project %s (rule %s)", errdef.ErrForbidden, errdef.Quote(r.Project), r.Name)
 }
 
 // ForPerson is r for a command a person runs (render, verify, convert,

@@ -58,5 +58,5 @@ func parseSwitch(name, s string) (bool, error) {
 	if len(s) > 12 {
 		s = s[:12] + "…"
 	}
-	return false, fmt.Errorf("%w: %s=%q: want true or false", errdef.ErrInvalidInput, name, s)
+	return false, fmt.Errorf("%w: %s=%s: want true or false", errdef.ErrInvalidInput, name, errdef.Quote(s))
 }

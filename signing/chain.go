@@ -33,7 +33,7 @@ func ParseRootCAs(pemBytes []byte) (*RootCAs, error) {
 			break
 		}
 		if block.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("%w: root CA: PEM block %q is not a CERTIFICATE", errdef.ErrInvalidInput, block.Type)
+			return nil, fmt.Errorf("%w: root CA: PEM block %s is not a CERTIFICATE", errdef.ErrInvalidInput, errdef.Quote(block.Type))
 		}
 		c, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
@@ -54,8 +54,8 @@ func NewRootCAs(certs ...*x509.Certificate) (*RootCAs, error) {
 			return nil, fmt.Errorf("%w: root CA: nil certificate", errdef.ErrInvalidInput)
 		}
 		if !isCA(c) {
-			return nil, fmt.Errorf("%w: root CA: certificate %q is not a CA certificate (no basicConstraints CA:TRUE); give the root that issued it",
-				errdef.ErrInvalidInput, c.Subject.String())
+			return nil, fmt.Errorf("%w: root CA: certificate %s is not a CA certificate (no basicConstraints CA:TRUE); give the root that issued it",
+				errdef.ErrInvalidInput, errdef.Quote(c.Subject.String()))
 		}
 	}
 	return &RootCAs{certs: slices.Clone(certs)}, nil
@@ -85,7 +85,7 @@ func parsePEMSignature(value, algorithm string) (*pemSignature, error) {
 				return nil, fmt.Errorf("%s value has more than one SIGNATURE block", MediaTypePEM)
 			}
 			if a := block.Headers["Signature Algorithm"]; a != "" && a != algorithm {
-				return nil, fmt.Errorf("PEM signature block is for %q, the signature claims %q", a, algorithm)
+				return nil, fmt.Errorf("PEM signature block is for %s, the signature claims %s", errdef.Quote(a), errdef.Quote(algorithm))
 			}
 			out.sig = block.Bytes
 		case "CERTIFICATE":
@@ -111,10 +111,10 @@ func verifyChain(certs []*x509.Certificate, roots *RootCAs, now time.Time) (stri
 	// Go accepts a leaf without extended key usages for any usage; OCM's
 	// signing certificates must say codeSigning.
 	if !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageCodeSigning) {
-		return "", fmt.Errorf("signing certificate %q is not for code signing (no extended key usage codeSigning)", name)
+		return "", fmt.Errorf("signing certificate %s is not for code signing (no extended key usage codeSigning)", errdef.Quote(name))
 	}
 	if leaf.KeyUsage != 0 && leaf.KeyUsage&x509.KeyUsageDigitalSignature == 0 {
-		return "", fmt.Errorf("signing certificate %q: key usage does not include digitalSignature", name)
+		return "", fmt.Errorf("signing certificate %s: key usage does not include digitalSignature", errdef.Quote(name))
 	}
 	pool := x509.NewCertPool()
 	for _, c := range roots.certs {
@@ -129,16 +129,16 @@ func verifyChain(certs []*x509.Certificate, roots *RootCAs, now time.Time) (stri
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
 	})
 	if err != nil {
-		return "", fmt.Errorf("signing certificate %q is not trusted by the configured root CA: %s", name, oneLine(err.Error()))
+		return "", fmt.Errorf("signing certificate %s is not trusted by the configured root CA: %s", errdef.Quote(name), oneLine(err.Error()))
 	}
 	for _, ch := range chains {
 		// A chain of the leaf alone means the leaf is itself a configured
 		// root: a signature must not be its own anchor.
 		if len(ch) >= 2 {
-			return fmt.Sprintf("certificate %q issued under root %q", name, ch[len(ch)-1].Subject.String()), nil
+			return fmt.Sprintf("certificate %s issued under root %s", errdef.Quote(name), errdef.Quote(ch[len(ch)-1].Subject.String())), nil
 		}
 	}
-	return "", fmt.Errorf("signing certificate %q is itself a configured root CA; configure the CA that issued it", name)
+	return "", fmt.Errorf("signing certificate %s is itself a configured root CA; configure the CA that issued it", errdef.Quote(name))
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -60,8 +60,8 @@ func ParsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
 		}
 		return cert, nil
 	default:
-		return nil, fmt.Errorf("%w: PEM block %q is not a public key (want RSA PUBLIC KEY, PUBLIC KEY, CERTIFICATE or an armored OpenPGP public key)",
-			errdef.ErrInvalidInput, block.Type)
+		return nil, fmt.Errorf("%w: PEM block %s is not a public key (want RSA PUBLIC KEY, PUBLIC KEY, CERTIFICATE or an armored OpenPGP public key)",
+			errdef.ErrInvalidInput, errdef.Quote(block.Type))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, block.Type, err)

@@ -72,8 +72,8 @@ func normalise(d *ocm.Descriptor, algorithm string, legacyV1 bool) ([]byte, erro
 	switch algorithm {
 	case JSONNormalisationV3, JSONNormalisationV4Alpha1, JSONNormalisationV2, JSONNormalisationV1:
 	default:
-		return nil, fmt.Errorf("%w: normalisation algorithm %q is not supported (supported: %s, %s, %s, %s)",
-			errdef.ErrInvalidInput, algorithm, JSONNormalisationV3, JSONNormalisationV4Alpha1, JSONNormalisationV2, JSONNormalisationV1)
+		return nil, fmt.Errorf("%w: normalisation algorithm %s is not supported (supported: %s, %s, %s, %s)",
+			errdef.ErrInvalidInput, errdef.Quote(algorithm), JSONNormalisationV3, JSONNormalisationV4Alpha1, JSONNormalisationV2, JSONNormalisationV1)
 	}
 	doc, err := decodeRaw(d)
 	if err != nil {
@@ -150,7 +150,7 @@ func hashFor(name string) (crypto.Hash, error) {
 	case strings.EqualFold(name, SHA512), strings.EqualFold(name, "sha512"):
 		return crypto.SHA512, nil
 	}
-	return 0, fmt.Errorf("%w: hash algorithm %q is not supported (supported: %s, %s)", errdef.ErrInvalidInput, name, SHA256, SHA512)
+	return 0, fmt.Errorf("%w: hash algorithm %s is not supported (supported: %s, %s)", errdef.ErrInvalidInput, errdef.Quote(name), SHA256, SHA512)
 }
 
 func newHash(name string) (hash.Hash, error) {
@@ -542,7 +542,7 @@ func provider(v any) (map[string]any, error) {
 			dec.UseNumber()
 			var p map[string]any
 			if err := dec.Decode(&p); err != nil || dec.More() {
-				return nil, fmt.Errorf("%w: provider %q is neither a name nor a JSON object", errdef.ErrInvalidDescriptor, t)
+				return nil, fmt.Errorf("%w: provider %s is neither a name nor a JSON object", errdef.ErrInvalidDescriptor, errdef.Quote(t))
 			}
 			return provider(p)
 		}
@@ -564,7 +564,7 @@ func creationTime(v any) (string, error) {
 	}
 	t = t.UTC().Round(time.Second)
 	if y := t.Year(); y < 0 || y >= 10000 {
-		return "", fmt.Errorf("%w: creationTime %q is outside the years 0..9999", errdef.ErrInvalidDescriptor, s)
+		return "", fmt.Errorf("%w: creationTime %s is outside the years 0..9999", errdef.ErrInvalidDescriptor, errdef.Quote(s))
 	}
 	return t.Format(time.RFC3339), nil
 }

@@ -43,7 +43,7 @@ func ParseOpenPGPKeys(armored []byte) (*OpenPGPKeys, error) {
 		if block.Type == pgpPrivateKeyBlock {
 			return nil, fmt.Errorf("%w: OpenPGP key: this is a private key block; give the public key (gpg --armor --export)", errdef.ErrInvalidInput)
 		}
-		return nil, fmt.Errorf("%w: OpenPGP key: armored block %q is not a %s", errdef.ErrInvalidInput, block.Type, pgpPublicKeyBlock)
+		return nil, fmt.Errorf("%w: OpenPGP key: armored block %s is not a %s", errdef.ErrInvalidInput, errdef.Quote(block.Type), pgpPublicKeyBlock)
 	}
 	list, err := openpgp.ReadKeyRing(block.Body)
 	if err != nil {

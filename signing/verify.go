@@ -126,8 +126,8 @@ type failure func(format string, args ...any) error
 
 func signatureFailure(d *ocm.Descriptor, name string) failure {
 	return func(format string, args ...any) error {
-		return fmt.Errorf("%w: component %s:%s: signature %q: "+format,
-			append([]any{errdef.ErrSignature, d.Name, d.Version, name}, args...)...)
+		return fmt.Errorf("%w: component %s:%s: signature %s: "+format,
+			append([]any{errdef.ErrSignature, d.Name, d.Version, errdef.Quote(name)}, args...)...)
 	}
 }
 
@@ -157,20 +157,20 @@ func findSignature(d *ocm.Descriptor, name string, fail failure) (*ocm.Signature
 func checkSupported(spec ocm.SignatureSpec, fail failure) error {
 	switch {
 	case isSigstore(spec):
-		return fail("algorithm %q (media type %q): sigstore signatures are not verified: keyless verification needs Fulcio and the Rekor transparency log online, out of scope for this offline verifier (supported: %s)",
-			spec.Algorithm, spec.MediaType, supported)
+		return fail("algorithm %s (media type %s): sigstore signatures are not verified: keyless verification needs Fulcio and the Rekor transparency log online, out of scope for this offline verifier (supported: %s)",
+			errdef.Quote(spec.Algorithm), errdef.Quote(spec.MediaType), supported)
 	case spec.Algorithm == GPG:
 		if spec.MediaType != MediaTypeGPG {
-			return fail("media type %q is not supported for %s (supported: %s)", spec.MediaType, GPG, supported)
+			return fail("media type %s is not supported for %s (supported: %s)", errdef.Quote(spec.MediaType), GPG, supported)
 		}
 	case spec.Algorithm == RSAPKCS1v15, spec.Algorithm == RSAPSS:
 		switch spec.MediaType {
 		case MediaTypeRSA, MediaTypeRSAPSS, MediaTypePEM:
 		default:
-			return fail("media type %q is not supported for %s (supported: %s)", spec.MediaType, spec.Algorithm, supported)
+			return fail("media type %s is not supported for %s (supported: %s)", errdef.Quote(spec.MediaType), spec.Algorithm, supported)
 		}
 	default:
-		return fail("algorithm %q is not supported (supported: %s)", spec.Algorithm, supported)
+		return fail("algorithm %s is not supported (supported: %s)", errdef.Quote(spec.Algorithm), supported)
 	}
 	return nil
 }
@@ -253,7 +253,7 @@ func pemRSASignature(t trust, spec ocm.SignatureSpec, res *Result, fail failure)
 	case t.cert != nil:
 		// `ocm verify` uses a configured certificate as the anchor of
 		// the embedded chain; a leaf is no anchor.
-		return nil, nil, fail("the signature carries the signer's certificate, and the configured certificate %q is not a CA certificate that could anchor it: configure the root CA", t.cert.Subject.String())
+		return nil, nil, fail("the signature carries the signer's certificate, and the configured certificate %s is not a CA certificate that could anchor it: configure the root CA", errdef.Quote(t.cert.Subject.String()))
 	}
 	return ps.sig, pub, nil
 }
@@ -283,8 +283,8 @@ func matchDigest(d *ocm.Descriptor, want ocm.Digest) (string, error) {
 			return g, nil
 		}
 	}
-	return "", fmt.Errorf("the %s/%s digest of %s:%s is %s, the signed one is %q: %w",
-		want.NormalisationAlgorithm, want.HashAlgorithm, d.Name, d.Version, got[0], want.Value, errdef.ErrDigestMismatch)
+	return "", fmt.Errorf("the %s/%s digest of %s:%s is %s, the signed one is %s: %w",
+		want.NormalisationAlgorithm, want.HashAlgorithm, d.Name, d.Version, got[0], errdef.Quote(want.Value), errdef.ErrDigestMismatch)
 }
 
 // LookupFunc returns the descriptor of a component version, for following
@@ -382,8 +382,8 @@ func (w *refWalker) walk(ctx context.Context, d *ocm.Descriptor, depth int) erro
 		}
 		target := ref.ComponentName + ":" + ref.Version
 		fail := func(format string, args ...any) error {
-			return fmt.Errorf("%w: component %s: reference %q to %s: "+format,
-				append([]any{errdef.ErrSignature, self, ref.Name, target}, args...)...)
+			return fmt.Errorf("%w: component %s: reference %s to %s: "+format,
+				append([]any{errdef.ErrSignature, self, errdef.Quote(ref.Name), target}, args...)...)
 		}
 		res := ReferenceResult{Parent: self, Name: ref.Name, Component: ref.ComponentName, Version: ref.Version}
 		if ref.Digest == nil {
@@ -521,8 +521,8 @@ func VerifyResourceDigest(r *ocm.Resource, blobDigestHex, algorithm string) (che
 	switch dg.NormalisationAlgorithm {
 	case GenericBlobDigestV1, OCIArtifactDigestV1:
 	default:
-		return false, fmt.Errorf("%w: resource %s: digest normalisation %q is not supported (supported: %s, %s)",
-			errdef.ErrSignature, id, dg.NormalisationAlgorithm, GenericBlobDigestV1, OCIArtifactDigestV1)
+		return false, fmt.Errorf("%w: resource %s: digest normalisation %s is not supported (supported: %s, %s)",
+			errdef.ErrSignature, id, errdef.Quote(dg.NormalisationAlgorithm), GenericBlobDigestV1, OCIArtifactDigestV1)
 	}
 	if algorithm != dg.NormalisationAlgorithm {
 		return false, fmt.Errorf("%w: resource %s: its digest is %s, but a %s digest was computed",
@@ -536,14 +536,14 @@ func VerifyResourceDigest(r *ocm.Resource, blobDigestHex, algorithm string) (che
 	if alg, rest, ok := strings.Cut(got, ":"); ok {
 		want := map[crypto.Hash]string{crypto.SHA256: "sha256", crypto.SHA512: "sha512"}[h]
 		if alg != want {
-			return false, fmt.Errorf("%w: resource %s: computed digest %q is not %s (the descriptor says %s)",
-				errdef.ErrInvalidInput, id, blobDigestHex, want, dg.HashAlgorithm)
+			return false, fmt.Errorf("%w: resource %s: computed digest %s is not %s (the descriptor says %s)",
+				errdef.ErrInvalidInput, id, errdef.Quote(blobDigestHex), want, dg.HashAlgorithm)
 		}
 		got = rest
 	}
 	if b, err := hex.DecodeString(got); err != nil || len(b) != h.Size() {
-		return false, fmt.Errorf("%w: resource %s: computed digest %q is not a %s hex digest",
-			errdef.ErrInvalidInput, id, blobDigestHex, dg.HashAlgorithm)
+		return false, fmt.Errorf("%w: resource %s: computed digest %s is not a %s hex digest",
+			errdef.ErrInvalidInput, id, errdef.Quote(blobDigestHex), dg.HashAlgorithm)
 	}
 	if !strings.EqualFold(got, dg.Value) {
 		return false, fmt.Errorf("resource %s: content %s digest %s, the descriptor declares %s: %w",

@@ -83,7 +83,7 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 			}
 			req.Parameters = ps
 			if output != "yaml" && output != "json" {
-				return errdef.Wrap(fmt.Errorf("%w: --output %q: want yaml or json", errdef.ErrInvalidInput, output), errdef.Error{Component: req.Component, Version: req.Version})
+				return errdef.Wrap(fmt.Errorf("%w: --output %s: want yaml or json", errdef.ErrInvalidInput, errdef.Quote(output)), errdef.Error{Component: req.Component, Version: req.Version})
 			}
 			person := &argocdocm.Person{Signatures: sig, RequireComponentImages: requireImages}
 			return renderAndPrint(cmd, p, req, stdout, stderr, getenv, renderOptions{person: person, explain: explain, json: output == "json",
@@ -298,20 +298,11 @@ func parseParams(flags []string) (map[string]string, error) {
 	for _, f := range flags {
 		name, value, ok := strings.Cut(f, "=")
 		if !ok || strings.TrimSpace(name) == "" {
-			return nil, fmt.Errorf("%w: --param %q is not name=value", errdef.ErrInvalidInput, truncateFlag(f))
+			return nil, fmt.Errorf("%w: --param %s is not name=value", errdef.ErrInvalidInput, errdef.Quote(f))
 		}
 		out[strings.TrimSpace(name)] = value
 	}
 	return out, nil
-}
-
-// truncateFlag keeps a malformed flag short in messages (it may hold a secret
-// pasted by mistake: show its start only).
-func truncateFlag(s string) string {
-	if len(s) > 12 {
-		return s[:12] + "…"
-	}
-	return s
 }
 
 func splitComma(s string) []string {
@@ -328,7 +319,7 @@ func splitComma(s string) []string {
 // command", which sends people looking for a subcommand.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q: %s takes flags only (see %s --help)", errdef.ErrInvalidInput, args[0], cmd.CommandPath(), cmd.CommandPath())
+		return fmt.Errorf("%w: unexpected argument %s: %s takes flags only (see %s --help)", errdef.ErrInvalidInput, errdef.Quote(args[0]), cmd.CommandPath(), cmd.CommandPath())
 	}
 	return nil
 }

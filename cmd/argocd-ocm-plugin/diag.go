@@ -53,7 +53,7 @@ func (d *diagnostics) logger(notes io.Writer, getenv func(string) string) (*slog
 	level := slog.LevelWarn
 	if s := strings.TrimSpace(getenv(envLogLevel)); s != "" {
 		if err := level.UnmarshalText([]byte(s)); err != nil {
-			return nil, fmt.Errorf("%w: %s=%q: want debug, info, warn or error", errdef.ErrInvalidInput, envLogLevel, s)
+			return nil, fmt.Errorf("%w: %s=%s: want debug, info, warn or error", errdef.ErrInvalidInput, envLogLevel, errdef.Quote(s))
 		}
 	}
 	if d.verbose {

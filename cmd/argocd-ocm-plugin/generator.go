@@ -144,7 +144,7 @@ func parseWebhookSource(spec string) (generator.WebhookSource, error) {
 		case "host":
 			src.Host = v
 		default:
-			return src, fmt.Errorf("unknown key %q (name, kind, secret-file, host)", k)
+			return src, fmt.Errorf("unknown key %s (name, kind, secret-file, host)", errdef.Quote(k))
 		}
 	}
 	if file == "" {

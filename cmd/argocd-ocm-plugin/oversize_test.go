@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // An overlong parameter is refused with one short line that names its
@@ -43,6 +44,52 @@ func TestGenerateCutsOverlongParameters(t *testing.T) {
 				if !strings.Contains(msg, want) {
 					t.Errorf("stderr %q lacks %q", msg, want)
 				}
+			}
+		})
+	}
+}
+
+// Finding 5 of issue 35: inputs that were quoted in full, each one short
+// line now (20 to 940 KB before). Every quoted input goes through
+// errdef.Quote, capped at errdef.MaxQuoted bytes (see internal/quoting_test.go).
+func TestGenerateCutsOverlongNames(t *testing.T) {
+	repo := inAppDir(t, demoRepo)
+	long := func(c string, n int) string { return strings.Repeat(c, n) }
+	manyKeys := map[string]string{}
+	for i := range 1000 {
+		manyKeys[long("k", 100)+strings.Repeat("x", i%7)+string(rune('a'+i%26))+strings.Repeat("y", i)] = "1"
+	}
+	for _, tc := range []struct {
+		name   string
+		params []map[string]any
+		want   string
+	}{
+		{"parameter named parameters.<60 KB>", []map[string]any{{"name": "parameters." + long("x", 60_000), "string": "1"}}, "instance parameters"},
+		{"60 KB key of the parameters map", []map[string]any{{"name": "parameters", "map": map[string]string{long("k", 60_000): "1"}}}, "instance parameters"},
+		{"1,000 long keys of the parameters map", []map[string]any{{"name": "parameters", "map": manyKeys}}, "instance parameters"},
+		{"definition rgd: and 20 KB", []map[string]any{{"name": "definition", "string": "rgd:" + long("p", 20_000)}}, "(20004 bytes)"},
+		{"definition of 20 KB", []map[string]any{{"name": "definition", "string": long("d", 20_000) + ".yaml"}}, "(20005 bytes)"},
+		{"value file of 20 KB", []map[string]any{{"name": "value-files", "array": []string{long("v", 20_000) + ".yaml"}}}, "(20005 bytes)"},
+		{"unknown parameter of 60 KB", []map[string]any{{"name": long("u", 60_000), "string": "1"}}, "(60000 bytes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := json.Marshal(append(tc.params, map[string]any{"name": "component", "string": "example.com/demo/podinfo"},
+				map[string]any{"name": "version", "string": "1.0.0"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"generate"}, &stdout, &stderr, env(map[string]string{
+				"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": repo, "ARGOCD_APP_PARAMETERS": string(p)}))
+			if code == 0 || stdout.Len() != 0 {
+				t.Fatalf("exit %d, stdout %d bytes: want a failure and nothing on stdout", code, stdout.Len())
+			}
+			msg := stderr.String()
+			if len(msg) > 1024 || strings.Count(msg, "\n") != 1 || !utf8.ValidString(msg) {
+				t.Fatalf("stderr is %d bytes, %d lines; want one valid line under 1 KiB: %.300q", len(msg), strings.Count(msg, "\n"), msg)
+			}
+			if !strings.Contains(msg, "application shop") || !strings.Contains(msg, tc.want) {
+				t.Errorf("stderr %q lacks %q", msg, tc.want)
 			}
 		})
 	}

@@ -66,7 +66,7 @@ func newServerProcess(getenv func(string) string, log io.Writer) (*process, erro
 	if v := strings.TrimSpace(getenv(envTagTTL)); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			return nil, fmt.Errorf("%w: %s=%q is not a duration ≥ 0", errdef.ErrInvalidInput, envTagTTL, v)
+			return nil, fmt.Errorf("%w: %s=%s is not a duration ≥ 0", errdef.ErrInvalidInput, envTagTTL, errdef.Quote(v))
 		}
 		ttl = d
 	}
@@ -111,7 +111,7 @@ func withDeadline(ctx context.Context, flagValue time.Duration, getenv func(stri
 		if s := strings.TrimSpace(getenv(envTimeout)); s != "" {
 			v, err := time.ParseDuration(s)
 			if err != nil || v <= 0 {
-				return nil, nil, fmt.Errorf("%w: %s=%q is not a positive duration", errdef.ErrInvalidInput, envTimeout, s)
+				return nil, nil, fmt.Errorf("%w: %s=%s is not a positive duration", errdef.ErrInvalidInput, envTimeout, errdef.Quote(s))
 			}
 			d = v
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -70,7 +71,7 @@ differs, or a client without a server, renders in a process of its own.`,
 			}
 			abs, err := filepath.Abs(socket)
 			if err != nil {
-				return fmt.Errorf("%w: --socket %q: %v", errdef.ErrInvalidInput, socket, err)
+				return fmt.Errorf("%w: --socket %s: %v", errdef.ErrInvalidInput, errdef.Quote(socket), err)
 			}
 			return serve(cmd.Context(), abs, parallelism, args, stderr, getenv)
 		},
@@ -222,11 +223,11 @@ func requestHandler(p *process) server.Handler {
 		getenv := req.Getenv(os.Getenv)
 		app := getenv(cmp.EnvAppName)
 		if len(req.Args) == 0 || (req.Args[0] != "generate" && req.Args[0] != "parameters") {
-			fmt.Fprintf(stderr, "argocd-ocm-plugin: application %s: %v: the render server runs generate and parameters only, not %q\n", app, errdef.ErrInvalidInput, req.Args)
+			fmt.Fprintf(stderr, "argocd-ocm-plugin: application %s: %v: the render server runs generate and parameters only, not %s\n", app, errdef.ErrInvalidInput, errdef.Quote(strings.Join(req.Args, " ")))
 			return 2
 		}
 		if !filepath.IsAbs(req.Dir) {
-			fmt.Fprintf(stderr, "argocd-ocm-plugin: application %s: %v: the client's directory %q is not absolute\n", app, errdef.ErrInvalidInput, req.Dir)
+			fmt.Fprintf(stderr, "argocd-ocm-plugin: application %s: %v: the client's directory %s is not absolute\n", app, errdef.ErrInvalidInput, errdef.Quote(req.Dir))
 			return 2
 		}
 		var errBuf bytes.Buffer

@@ -55,7 +55,7 @@ func readServeSettings(getenv func(string) string) (serveSettings, error) {
 		s.maxMemory = min(s.maxMemory, s.totalMemory)
 	}
 	bad := func(name, v, want string) error {
-		return fmt.Errorf("%w: %s=%q is not %s", errdef.ErrInvalidInput, name, v, want)
+		return fmt.Errorf("%w: %s=%s is not %s", errdef.ErrInvalidInput, name, errdef.Quote(v), want)
 	}
 	for _, n := range []struct {
 		name string

@@ -39,7 +39,7 @@ stderr and nothing on stdout.`,
 				return errdef.Wrap(fmt.Errorf("%w: --repository, --component and --version are required", errdef.ErrInvalidInput), ectx)
 			}
 			if output != "text" && output != "json" {
-				return errdef.Wrap(fmt.Errorf("%w: --output %q: want text or json", errdef.ErrInvalidInput, output), ectx)
+				return errdef.Wrap(fmt.Errorf("%w: --output %s: want text or json", errdef.ErrInvalidInput, errdef.Quote(output)), ectx)
 			}
 			if len(sig.Names) == 0 && len(sig.PublicKeys) == 0 && len(sig.RootCAs) == 0 {
 				return errdef.Wrap(fmt.Errorf("%w: --signature and --public-key or --root-ca are required", errdef.ErrInvalidInput), ectx)

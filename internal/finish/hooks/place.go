@@ -55,7 +55,7 @@ type Ordering struct {
 // (trimmed, duplicates refused).
 func ValidateHook(h Hook) (Hook, error) {
 	if !contains(HookTypes, h.Type) {
-		return h, fmt.Errorf("hook type %q is not one of %s", h.Type, strings.Join(HookTypes, ", "))
+		return h, fmt.Errorf("hook type %s is not one of %s", errdef.Quote(h.Type), strings.Join(HookTypes, ", "))
 	}
 	if h.DeletePolicy == "" {
 		return h, nil
@@ -64,7 +64,7 @@ func ValidateHook(h Hook) (Hook, error) {
 	for _, p := range strings.Split(h.DeletePolicy, ",") {
 		p = strings.TrimSpace(p)
 		if !contains(DeletePolicies, p) {
-			return h, fmt.Errorf("delete policy %q is not one of %s (several are separated by commas)", p, strings.Join(DeletePolicies, ", "))
+			return h, fmt.Errorf("delete policy %s is not one of %s (several are separated by commas)", errdef.Quote(p), strings.Join(DeletePolicies, ", "))
 		}
 		if contains(ps, p) {
 			return h, fmt.Errorf("delete policy %s is given twice", p)

@@ -3,7 +3,6 @@ package imageguard
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
@@ -17,9 +16,6 @@ import (
 // MaxDepth bounds how deep objects are searched; deeper nesting is refused
 // (no Kubernetes object comes near it).
 const MaxDepth = 256
-
-// maxQuoted caps input quoted in messages.
-const maxQuoted = 200
 
 // Guard knows the images one component version declares. Build it with New.
 type Guard struct {
@@ -304,7 +300,7 @@ func (s *scan) podSpec(spec map[string]any, strict bool) {
 		}
 		name, _ := vm["name"].(string)
 		s.push(fieldpath.Elem{Key: "volumes"}, fieldpath.Elem{IsList: true, Index: i}, fieldpath.Elem{Key: "image"}, fieldpath.Elem{Key: "reference"})
-		s.image(fmt.Sprintf("volumes[%s]", quoteName(name)), im["reference"], strict)
+		s.image(fmt.Sprintf("volumes[%s]", errdef.Field(name)), im["reference"], strict)
 		s.pop()
 		s.pop()
 		s.pop()
@@ -322,7 +318,7 @@ func (s *scan) containers(field string, list []any, strict bool) {
 		switch {
 		case ok:
 			name, _ := cm["name"].(string)
-			s.container(fmt.Sprintf("%s[%s]", field, quoteName(name)), cm, strict)
+			s.container(fmt.Sprintf("%s[%s]", field, errdef.Field(name)), cm, strict)
 		case strict:
 			s.add(fmt.Sprintf("%s[%d]", field, i), "", "", "is not a container (a map)")
 		}
@@ -362,7 +358,7 @@ func (s *scan) image(label string, v any, strict bool) {
 		s.seen[image] = reason
 	}
 	if reason != "" {
-		s.add(label, quote(image), s.path(), reason)
+		s.add(label, errdef.Quote(image), s.path(), reason)
 	}
 }
 
@@ -383,16 +379,16 @@ func (g *Guard) refuse(image string) string {
 		if _, ok := g.digests[ref.Digest]; ok {
 			return ""
 		}
-		return "is not an image resource of the component: none has the digest " + quote(ref.Digest) + none
+		return "is not an image resource of the component: none has the digest " + errdef.Quote(ref.Digest) + none
 	}
 	key := refKey(ref, ref.Tag)
 	if _, ok := g.refs[key]; ok {
 		return ""
 	}
 	if id, ok := g.unsigned[key]; ok {
-		return "names image resource " + quote(id) + " by tag, which the component's signature does not cover (it covers digests only): pin it by digest (automatic localisation does)"
+		return "names image resource " + errdef.Quote(id) + " by tag, which the component's signature does not cover (it covers digests only): pin it by digest (automatic localisation does)"
 	}
-	return "is not an image resource of the component: none has the reference " + quote(key) +
+	return "is not an image resource of the component: none has the reference " + errdef.Quote(key) +
 		" (by tag, an image must be exactly the reference of one; by digest, it must have the digest of one)" + none
 }
 
@@ -400,7 +396,7 @@ func (s *scan) push(e ...fieldpath.Elem) { s.stack = append(s.stack, e...) }
 func (s *scan) pop()                     { s.stack = s.stack[:len(s.stack)-1] }
 
 func (s *scan) path() string {
-	return capText(fieldpath.Path(append([]fieldpath.Elem(nil), s.stack...)).String())
+	return errdef.Field(fieldpath.Path(append([]fieldpath.Elem(nil), s.stack...)).String())
 }
 
 func (s *scan) add(label, image, path, reason string) {
@@ -412,37 +408,7 @@ func (s *scan) add(label, image, path, reason string) {
 
 // describe names an object as "Kind namespace/name", capped.
 func describe(o manifests.Object) string {
-	return capText(localize.Describe(o))
-}
-
-func quoteName(s string) string {
-	if s == "" {
-		return ""
-	}
-	return capText(s)
-}
-
-// quote quotes input for a message, capped to about maxQuoted bytes.
-func quote(s string) string {
-	return strconv.Quote(capText(s))
-}
-
-// capText caps s to about maxQuoted bytes and replaces control characters:
-// names and images come from rendered output, which values control.
-func capText(s string) string {
-	if len(s) > maxQuoted {
-		cut := maxQuoted
-		for cut > 0 && s[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r == '\u2028' || r == '\u2029' {
-			return '?'
-		}
-		return r
-	}, s)
+	return errdef.Field(localize.Describe(o))
 }
 
 func contains(list []string, s string) bool {

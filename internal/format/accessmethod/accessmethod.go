@@ -156,7 +156,7 @@ func Names(keep func(Method) bool) []string {
 // Unsupported is the error for an access type, as written, that a reader
 // does not read; the supported ones are those for which keep is true.
 func Unsupported(typ string, keep func(Method) bool) error {
-	return fmt.Errorf("%w %q (supported: %s)", errdef.ErrUnsupportedAccess, typ, strings.Join(Names(keep), ", "))
+	return fmt.Errorf("%w %s (supported: %s)", errdef.ErrUnsupportedAccess, errdef.Quote(typ), strings.Join(Names(keep), ", "))
 }
 
 // Readable reports whether the plugin reads content of m: it lives in the

@@ -109,11 +109,11 @@ type reader struct {
 }
 
 func unsafeErr(raw, format string, args ...any) error {
-	return fmt.Errorf("archive entry %q: %s: %w", raw, fmt.Sprintf(format, args...), errdef.ErrUnsafeArchive)
+	return fmt.Errorf("archive entry %s: %s: %w", errdef.Quote(raw), fmt.Sprintf(format, args...), errdef.ErrUnsafeArchive)
 }
 
 func limitErr(raw, format string, args ...any) error {
-	return fmt.Errorf("archive entry %q: %s: %w", raw, fmt.Sprintf(format, args...), errdef.ErrLimitExceeded)
+	return fmt.Errorf("archive entry %s: %s: %w", errdef.Quote(raw), fmt.Sprintf(format, args...), errdef.ErrLimitExceeded)
 }
 
 func (rd *reader) readAll(tr *tar.Reader) error {
@@ -125,7 +125,7 @@ func (rd *reader) readAll(tr *tar.Reader) error {
 		}
 		if err != nil {
 			if last != "" {
-				return fmt.Errorf("reading archive after entry %q: %w", last, err)
+				return fmt.Errorf("reading archive after entry %s: %w", errdef.Quote(last), err)
 			}
 			return fmt.Errorf("reading archive: %w", err)
 		}
@@ -166,7 +166,7 @@ func (rd *reader) add(tr *tar.Reader, hdr *tar.Header) error {
 	case tar.TypeFifo:
 		return unsafeErr(hdr.Name, "FIFOs are not supported")
 	default:
-		return unsafeErr(hdr.Name, "unsupported entry type %q", hdr.Typeflag)
+		return unsafeErr(hdr.Name, "unsupported entry type %s", errdef.Quote(string(hdr.Typeflag)))
 	}
 	if skip {
 		if n.kind == kindDir {
@@ -218,7 +218,7 @@ func (rd *reader) readData(tr *tar.Reader, hdr *tar.Header) ([]byte, error) {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF // some bytes were declared, none came
 		}
-		return nil, fmt.Errorf("archive entry %q: reading contents: %w", hdr.Name, err)
+		return nil, fmt.Errorf("archive entry %s: reading contents: %w", errdef.Quote(hdr.Name), err)
 	}
 	rd.total += hdr.Size
 	return data, nil
@@ -245,11 +245,11 @@ func cleanName(raw string) (name string, skip bool, err error) {
 // link target, which is then quoted in the message.
 func checkPath(raw, p, what string) error {
 	if what != "path" {
-		what = fmt.Sprintf("%s %q", what, truncate(p))
+		what = fmt.Sprintf("%s %s", what, errdef.Quote(p))
 	}
 	switch {
 	case len(p) > maxNameLen:
-		return limitErr(truncate(raw), "%s longer than %d bytes", what, maxNameLen)
+		return limitErr(errdef.Cut(raw), "%s longer than %d bytes", what, maxNameLen)
 	case strings.IndexByte(p, 0) >= 0:
 		return unsafeErr(raw, "%s contains a NUL byte", what)
 	case strings.IndexByte(p, '\\') >= 0:
@@ -279,14 +279,6 @@ func escapes(clean string) bool {
 	return clean == ".." || strings.HasPrefix(clean, "../")
 }
 
-// truncate keeps error messages short for absurdly long names.
-func truncate(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return s[:64] + "..."
-}
-
 // symlinkTarget resolves a symlink target relative to the link's directory.
 func symlinkTarget(raw, name, linkname string) (string, error) {
 	if linkname == "" {
@@ -297,7 +289,7 @@ func symlinkTarget(raw, name, linkname string) (string, error) {
 	}
 	target := path.Join(path.Dir(name), linkname)
 	if escapes(target) {
-		return "", unsafeErr(raw, "symlink target %q escapes the archive root", linkname)
+		return "", unsafeErr(raw, "symlink target %s escapes the archive root", errdef.Quote(linkname))
 	}
 	return target, nil
 }
@@ -313,7 +305,7 @@ func hardlinkTarget(raw, linkname string) (string, error) {
 	}
 	target := path.Clean(linkname)
 	if escapes(target) {
-		return "", unsafeErr(raw, "hardlink target %q escapes the archive root", linkname)
+		return "", unsafeErr(raw, "hardlink target %s escapes the archive root", errdef.Quote(linkname))
 	}
 	return target, nil
 }
@@ -353,7 +345,7 @@ func (rd *reader) build() (*Tree, error) {
 	for _, name := range names {
 		for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
 			if _, isFile := t.files[dir]; isFile {
-				return nil, unsafeErr(rd.nodes[name].raw, "parent %q is a file", dir)
+				return nil, unsafeErr(rd.nodes[name].raw, "parent %s is a file", errdef.Quote(dir))
 			}
 			t.dirs[dir] = true
 		}
@@ -378,15 +370,15 @@ func (rd *reader) resolve(name string, n *node) ([]byte, error) {
 		}
 		target := cur.target
 		if seen[target] {
-			return nil, unsafeErr(n.raw, "link cycle through %q", target)
+			return nil, unsafeErr(n.raw, "link cycle through %s", errdef.Quote(target))
 		}
 		seen[target] = true
 		next, ok := rd.nodes[target]
 		switch {
 		case target == "." || (ok && next.kind == kindDir) || (!ok && rd.impliedDir(target)):
-			return nil, unsafeErr(n.raw, "link target %q is a directory; only links to regular files are supported", target)
+			return nil, unsafeErr(n.raw, "link target %s is a directory; only links to regular files are supported", errdef.Quote(target))
 		case !ok:
-			return nil, unsafeErr(n.raw, "link target %q is not a file in the archive", target)
+			return nil, unsafeErr(n.raw, "link target %s is not a file in the archive", errdef.Quote(target))
 		case next.kind == kindFile:
 			return next.data, nil
 		}

@@ -32,7 +32,7 @@ func (t *Tree) Files() []string {
 func (t *Tree) ReadFile(name string) ([]byte, error) {
 	data, ok := t.files[name]
 	if !ok {
-		return nil, fmt.Errorf("archive file %q: %w", name, errFileNotFound{})
+		return nil, fmt.Errorf("archive file %s: %w", errdef.Quote(name), errFileNotFound{})
 	}
 	return append([]byte(nil), data...), nil
 }
@@ -77,11 +77,11 @@ func (t *Tree) WriteTo(dir string) error {
 		}
 		rel := filepath.FromSlash(d)
 		if err := root.MkdirAll(rel, 0o755); err != nil {
-			return fmt.Errorf("writing archive directory %q: %w", d, err)
+			return fmt.Errorf("writing archive directory %s: %w", errdef.Quote(d), err)
 		}
 		// Chmod so the umask does not decide the mode.
 		if err := root.Chmod(rel, 0o755); err != nil {
-			return fmt.Errorf("writing archive directory %q: %w", d, err)
+			return fmt.Errorf("writing archive directory %s: %w", errdef.Quote(d), err)
 		}
 	}
 	for _, name := range t.names {
@@ -90,13 +90,13 @@ func (t *Tree) WriteTo(dir string) error {
 		}
 		rel := filepath.FromSlash(name)
 		if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
-			return fmt.Errorf("writing archive file %q: %w", name, err)
+			return fmt.Errorf("writing archive file %s: %w", errdef.Quote(name), err)
 		}
 		if err := root.WriteFile(rel, t.files[name], 0o644); err != nil {
-			return fmt.Errorf("writing archive file %q: %w", name, err)
+			return fmt.Errorf("writing archive file %s: %w", errdef.Quote(name), err)
 		}
 		if err := root.Chmod(rel, 0o644); err != nil {
-			return fmt.Errorf("writing archive file %q: %w", name, err)
+			return fmt.Errorf("writing archive file %s: %w", errdef.Quote(name), err)
 		}
 	}
 	return nil
@@ -109,7 +109,7 @@ func (t *Tree) WriteTo(dir string) error {
 // directory may already hold symlinks.
 func SecureJoin(root, name string) (string, error) {
 	refuse := func(why string) (string, error) {
-		return "", fmt.Errorf("path %q: %s: %w", name, why, errdef.ErrUnsafeArchive)
+		return "", fmt.Errorf("path %s: %s: %w", errdef.Quote(name), why, errdef.ErrUnsafeArchive)
 	}
 	switch {
 	case strings.IndexByte(name, 0) >= 0:
@@ -121,14 +121,14 @@ func SecureJoin(root, name string) (string, error) {
 	}
 	clean := path.Clean(name)
 	if escapes(clean) {
-		return refuse(fmt.Sprintf("escapes root %q", root))
+		return refuse(fmt.Sprintf("escapes root %s", errdef.Quote(root)))
 	}
 	root = filepath.Clean(root)
 	joined := filepath.Join(root, filepath.FromSlash(clean))
 	// Belt and braces: re-check the joined result itself.
 	rel, err := filepath.Rel(root, joined)
 	if err != nil || escapes(filepath.ToSlash(rel)) || filepath.IsAbs(rel) {
-		return refuse(fmt.Sprintf("escapes root %q", root))
+		return refuse(fmt.Sprintf("escapes root %s", errdef.Quote(root)))
 	}
 	return joined, nil
 }

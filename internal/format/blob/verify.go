@@ -21,7 +21,7 @@ func ParseDigest(d string) (alg, hexValue string, err error) {
 		alg, hexValue, ok = strings.Cut(d, ".")
 	}
 	if !ok {
-		return "", "", fmt.Errorf("%w: %q is not a digest", errdef.ErrInvalidInput, d)
+		return "", "", fmt.Errorf("%w: %s is not a digest", errdef.ErrInvalidInput, errdef.Quote(d))
 	}
 	want := 0
 	switch alg {
@@ -30,13 +30,13 @@ func ParseDigest(d string) (alg, hexValue string, err error) {
 	case "sha512":
 		want = sha512.Size * 2
 	default:
-		return "", "", fmt.Errorf("%w: digest %q: unsupported algorithm %q", errdef.ErrInvalidInput, d, alg)
+		return "", "", fmt.Errorf("%w: digest %s: unsupported algorithm %s", errdef.ErrInvalidInput, errdef.Quote(d), errdef.Quote(alg))
 	}
 	if len(hexValue) != want {
-		return "", "", fmt.Errorf("%w: digest %q: want %d hex characters", errdef.ErrInvalidInput, d, want)
+		return "", "", fmt.Errorf("%w: digest %s: want %d hex characters", errdef.ErrInvalidInput, errdef.Quote(d), want)
 	}
 	if _, err := hex.DecodeString(hexValue); err != nil || strings.ToLower(hexValue) != hexValue {
-		return "", "", fmt.Errorf("%w: digest %q: not lower-case hex", errdef.ErrInvalidInput, d)
+		return "", "", fmt.Errorf("%w: digest %s: not lower-case hex", errdef.ErrInvalidInput, errdef.Quote(d))
 	}
 	return alg, hexValue, nil
 }

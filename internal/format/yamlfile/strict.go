@@ -613,7 +613,7 @@ func jsonKind(v any) string {
 	case []any:
 		return "a list"
 	case string:
-		return fmt.Sprintf("the string %q", errdef.Truncate(v, 40))
+		return fmt.Sprintf("the string %s", errdef.Quote(v))
 	case bool:
 		return fmt.Sprintf("the boolean %v", v)
 	case json.Number:

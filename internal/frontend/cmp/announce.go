@@ -183,7 +183,7 @@ func (a *Announcer) announceComponent(ctx context.Context, req argocdocm.Request
 
 	v := byName[param.Version]
 	if strings.TrimSpace(requested) != version {
-		v.Tooltip = fmt.Sprintf("%q resolves to %s now. %s", requested, version, v.Tooltip)
+		v.Tooltip = fmt.Sprintf("%s resolves to %s now. %s", errdef.Quote(requested), version, v.Tooltip)
 	}
 	out = append(out, Announcement{
 		Name:    param.ResolvedVersion,
@@ -243,7 +243,7 @@ func (a *Announcer) announceSources(ctx context.Context, cv ocm.ComponentVersion
 				return nil, fmt.Errorf("%w: a parameter announcement without a name", errdef.ErrInvalidInput)
 			}
 			if names[an.Name] {
-				return nil, fmt.Errorf("%w: parameter %q is announced twice (a deployment-definition parameter may not reuse a plugin parameter name)", errdef.ErrInvalidInput, an.Name)
+				return nil, fmt.Errorf("%w: parameter %s is announced twice (a deployment-definition parameter may not reuse a plugin parameter name)", errdef.ErrInvalidInput, errdef.Quote(an.Name))
 			}
 			names[an.Name] = true
 			out = append(out, an)

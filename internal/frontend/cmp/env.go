@@ -258,7 +258,7 @@ func (e *Env) instanceParameters() (map[string]string, error) {
 		}
 		text, set, err := p.text()
 		if err != nil {
-			return nil, fmt.Errorf("%w: parameter %q: %v", errdef.ErrInvalidInput, name, err)
+			return nil, fmt.Errorf("%w: parameter %s: %v", errdef.ErrInvalidInput, errdef.Quote(name), err)
 		}
 		if !set {
 			continue
@@ -279,7 +279,7 @@ func (e *Env) values() (map[string]any, error) {
 	}
 	vals := map[string]any{}
 	if err := yaml.Unmarshal([]byte(v), &vals); err != nil {
-		return nil, fmt.Errorf("%w: parameter %q is not a YAML map: %v", errdef.ErrInvalidInput, param.Values, err)
+		return nil, fmt.Errorf("%w: parameter %s is not a YAML map: %v", errdef.ErrInvalidInput, errdef.Quote(param.Values), err)
 	}
 	return vals, nil
 }

@@ -64,5 +64,5 @@ func didYouMean(name string, known []string) string {
 	if len(c) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(", did you mean %q?", c[0])
+	return fmt.Sprintf(", did you mean %s?", errdef.Quote(c[0]))
 }

@@ -45,7 +45,7 @@ func (r *request) components(ctx context.Context) ([]string, error) {
 				return nil, err
 			}
 		default:
-			return nil, fmt.Errorf("%w: repository %s cannot list its components; name one", errdef.ErrInvalidInput, clip(r.q.Repository))
+			return nil, fmt.Errorf("%w: repository %s cannot list its components; name one", errdef.ErrInvalidInput, errdef.Field(r.q.Repository))
 		}
 		seen := map[string]bool{}
 		var out []string
@@ -62,7 +62,7 @@ func (r *request) components(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("no component matches %s* in %s: %w", prefix, clip(r.q.Repository), errdef.ErrNotFound)
+		return nil, fmt.Errorf("no component matches %s* in %s: %w", prefix, errdef.Field(r.q.Repository), errdef.ErrNotFound)
 	}
 	if len(names) > maxComponents {
 		return nil, fmt.Errorf("%w: %d components match %s*, more than %d", errdef.ErrLimitExceeded, len(names), prefix, maxComponents)

@@ -128,7 +128,7 @@ func parseEvent(kind string, h http.Header, body []byte) ([]Push, error) {
 		case "ping":
 			return nil, nil
 		default:
-			return nil, fmt.Errorf("%w: GitHub event %q: want package", errdef.ErrInvalidInput, clip(h.Get("X-GitHub-Event")))
+			return nil, fmt.Errorf("%w: GitHub event %s: want package", errdef.ErrInvalidInput, errdef.Quote(h.Get("X-GitHub-Event")))
 		}
 		var ev ghcrEvent
 		if err := decodeEvent(body, &ev); err != nil {

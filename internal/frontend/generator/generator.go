@@ -225,11 +225,11 @@ func (g *Generator) checkQuery(q Query) (oci.Spec, error) {
 		return sp, err
 	}
 	if err := g.o.Gate.AllowRepository("", q.Repository); err != nil {
-		return sp, fmt.Errorf("%w: repository %s: %v", errdef.ErrInvalidInput, clip(q.Repository), err)
+		return sp, fmt.Errorf("%w: repository %s: %v", errdef.ErrInvalidInput, errdef.Field(q.Repository), err)
 	}
 	for _, n := range q.Signatures {
 		if _, ok := g.o.Keys[n]; !ok {
-			return sp, invalid("parameter signature: the generator has no key for signature %q (it has: %s)", n, keyNames(g.o.Keys))
+			return sp, invalid("parameter signature: the generator has no key for signature %s (it has: %s)", errdef.Quote(n), keyNames(g.o.Keys))
 		}
 	}
 	return sp, nil
@@ -328,7 +328,7 @@ func (g *Generator) locate(repository string, sp oci.Spec) (spec, key string, is
 		return repository, "oci|" + sp.String(), true, nil
 	}
 	if len(g.roots) == 0 {
-		return "", "", false, invalid("repository %s is a CTF or component archive, and this generator reads none (no CTF directory configured)", clip(repository))
+		return "", "", false, invalid("repository %s is a CTF or component archive, and this generator reads none (no CTF directory configured)", errdef.Field(repository))
 	}
 	p := sp.FilePath
 	if !filepath.IsAbs(p) {
@@ -341,7 +341,7 @@ func (g *Generator) locate(repository string, sp oci.Spec) (spec, key string, is
 	if err != nil {
 		// The same message whether the path exists or not: no probing the
 		// generator's file system.
-		return "", "", false, invalid("repository %s: not a CTF or component archive below the generator's CTF directories", clip(repository))
+		return "", "", false, invalid("repository %s: not a CTF or component archive below the generator's CTF directories", errdef.Field(repository))
 	}
 	return real, "ctf|" + real, false, nil
 }
@@ -505,7 +505,7 @@ func (r *request) selectVersions(ctx context.Context, component string) ([]strin
 	}
 	if r.selected+take > MaxEntries {
 		return nil, fmt.Errorf("%w: component %s: %d matching versions (%d selected before), more than %d parameter sets; narrow the version, semverFilter or latest",
-			errdef.ErrLimitExceeded, clip(component), take, r.selected, MaxEntries)
+			errdef.ErrLimitExceeded, errdef.Field(component), take, r.selected, MaxEntries)
 	}
 	var out []string
 	for _, c := range cands {
@@ -551,10 +551,10 @@ func (r *request) noMatch(component string, all []string) error {
 	if len(r.q.Signatures) > 0 {
 		conds = append(conds, "is signed with "+strings.Join(r.q.Signatures, ", ")+" and verifies")
 	}
-	msg := "no version of " + clip(component) + " " + strings.Join(conds, " and ")
+	msg := "no version of " + errdef.Field(component) + " " + strings.Join(conds, " and ")
 	if len(conds) == 0 {
 		// No version parameter: release versions only.
-		msg = "no release version of " + clip(component) + " (a version constraint with a prerelease part selects prereleases)"
+		msg = "no release version of " + errdef.Field(component) + " (a version constraint with a prerelease part selects prereleases)"
 	}
 	return &notFound{msg: msg + " (available: " + available(all) + ")"}
 }
@@ -774,17 +774,17 @@ func (r *request) expand(ctx context.Context, component, version string, sum *su
 	self := component + ":" + version
 	for _, p := range path {
 		if p == self {
-			return fmt.Errorf("%w: %s", errCycle, clipAt(strings.Join(append(path, self), " -> "), 200))
+			return fmt.Errorf("%w: %s", errCycle, errdef.Field(strings.Join(append(path, self), " -> ")))
 		}
 	}
 	if len(path) >= maxDepth {
-		return fmt.Errorf("%w: component references nest deeper than %d below %s", errdef.ErrLimitExceeded, maxDepth, clip(path[0]))
+		return fmt.Errorf("%w: component references nest deeper than %d below %s", errdef.ErrLimitExceeded, maxDepth, errdef.Field(path[0]))
 	}
 	path = append(path, self)
 	for _, ref := range sum.references {
 		child, err := r.lookup(ctx, ref.ComponentName, ref.Version)
 		if err != nil {
-			return fmt.Errorf("reference %s of %s: %w", clip(ref.Name), clip(self), err)
+			return fmt.Errorf("reference %s of %s: %w", errdef.Field(ref.Name), errdef.Field(self), err)
 		}
 		childName := ref.Name
 		if len(path) > 1 || r.q.Latest != 1 || r.prefixed {
@@ -816,7 +816,7 @@ func uniqueNames(entries []map[string]any) error {
 	for _, e := range entries {
 		n := e["name"].(string)
 		if seen[n] {
-			return invalid("two parameter sets would both be named %q (Application names must differ): select fewer components or versions", n)
+			return invalid("two parameter sets would both be named %s (Application names must differ): select fewer components or versions", errdef.Quote(n))
 		}
 		seen[n] = true
 	}

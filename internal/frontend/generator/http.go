@@ -222,7 +222,7 @@ func (h *Handler) getParams(w http.ResponseWriter, r *http.Request, start time.T
 	if !h.claim(req.ApplicationSetName) {
 		w.Header().Set("Retry-After", h.retryAfter())
 		h.finish(w, req.ApplicationSetName, start, http.StatusServiceUnavailable,
-			fmt.Errorf("%w: ApplicationSet %q already has a request in progress (one at a time per ApplicationSet)", errBusy, clip(req.ApplicationSetName)), 0)
+			fmt.Errorf("%w: ApplicationSet %s already has a request in progress (one at a time per ApplicationSet)", errBusy, errdef.Quote((req.ApplicationSetName))), 0)
 		return
 	}
 	defer h.release(req.ApplicationSetName)
@@ -272,10 +272,10 @@ func encodeResponse(entries []map[string]any) ([]byte, error) {
 
 // finish logs one line per request and, with w, writes the error.
 func (h *Handler) finish(w http.ResponseWriter, appSet string, start time.Time, status int, err error, n int) {
-	attrs := []any{"applicationSet", clip(appSet), "status", status, "ms", time.Since(start).Milliseconds()}
+	attrs := []any{"applicationSet", errdef.Field(appSet), "status", status, "ms", time.Since(start).Milliseconds()}
 	if err != nil {
 		// Bounded: Argo CD keeps it in the ApplicationSet's status.
-		msg := clipAt(registry.Sanitize(err.Error()), maxMessage)
+		msg := registry.Sanitize(err.Error())
 		attrs = append(attrs, "error", msg)
 		h.Log.Warn("getparams", attrs...)
 		if w != nil {
@@ -285,9 +285,6 @@ func (h *Handler) finish(w http.ResponseWriter, appSet string, start time.Time, 
 	}
 	h.Log.Info("getparams", append(attrs, "parameterSets", n)...)
 }
-
-// maxMessage bounds an error message (bytes).
-const maxMessage = 1024
 
 // errBusy: no turn for the request (HTTP 503).
 var errBusy = errors.New("the generator is busy")
@@ -364,7 +361,7 @@ func (h *Handler) authorized(r *http.Request) bool {
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*ServiceRequest, int, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
 		w.Header().Set("Connection", "close") // the body stays unread (see refuse)
-		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q: want application/json", clip(ct))
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content type %s: want application/json", errdef.Quote((ct)))
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxBodyBytes))
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/Masterminds/semver/v3"
 
@@ -67,7 +66,7 @@ func ParseQuery(params map[string]json.RawMessage) (Query, error) {
 	known := []string{ParamRepository, ParamComponent, ParamVersion, ParamLatest, ParamSemverFilter, ParamSignature, ParamReferences, ParamLabels}
 	for k := range params {
 		if !contains(known, k) {
-			return q, invalid("unknown parameter %q (known: %s)", clip(k), strings.Join(known, ", "))
+			return q, invalid("unknown parameter %s (known: %s)", errdef.Quote((k)), strings.Join(known, ", "))
 		}
 	}
 	var err error
@@ -88,11 +87,11 @@ func ParseQuery(params map[string]json.RawMessage) (Query, error) {
 	if v = strings.TrimSpace(v); v != "" {
 		if resolve.IsConstraint(v) {
 			if q.Constraint, err = semver.NewConstraint(v); err != nil {
-				return q, invalid("parameter version: %q is not a semver constraint: %v", v, err)
+				return q, invalid("parameter version: %s is not a semver constraint: %v", errdef.Quote(v), err)
 			}
 		} else {
 			if strings.Contains(v, "@") {
-				return q, invalid("parameter version: %q: a pinned version selects nothing to generate; give a version or a constraint", v)
+				return q, invalid("parameter version: %s: a pinned version selects nothing to generate; give a version or a constraint", errdef.Quote(v))
 			}
 			q.Exact = v
 		}
@@ -104,7 +103,7 @@ func ParseQuery(params map[string]json.RawMessage) (Query, error) {
 		}
 		i, err := n.Int64()
 		if err != nil || i < 0 || i > maxLatest {
-			return q, invalid("parameter latest: want a whole number from 0 (all) to %d, got %s", maxLatest, clip(n.String()))
+			return q, invalid("parameter latest: want a whole number from 0 (all) to %d, got %s", maxLatest, errdef.Field(n.String()))
 		}
 		q.Latest = int(i)
 	}
@@ -141,11 +140,11 @@ func parseComponent(s string) (string, bool, error) {
 	}
 	check := strings.TrimSuffix(s, "/")
 	if check == "" || len(check) > maxComponentNm || strings.ContainsAny(check, "*?[]:@ \\\t\n") {
-		return "", false, invalid("parameter component: %q is not a component name or a prefix pattern like example.org/platform/*", clip(s))
+		return "", false, invalid("parameter component: %s is not a component name or a prefix pattern like example.org/platform/*", errdef.Quote((s)))
 	}
 	for _, seg := range strings.Split(check, "/") {
 		if seg == "" || seg == "." || seg == ".." {
-			return "", false, invalid("parameter component: %q has an empty, . or .. segment", clip(s))
+			return "", false, invalid("parameter component: %s has an empty, . or .. segment", errdef.Quote((s)))
 		}
 	}
 	return s, prefix, nil
@@ -268,18 +267,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// clip keeps user-supplied text short in messages.
-func clip(s string) string { return clipAt(s, 64) }
-
-// clipAt cuts s to at most n bytes, at a character boundary.
-func clipAt(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -51,17 +51,6 @@ func TestStatus4(t *testing.T) {
 	}
 }
 
-// Quoted input is cut, never inside a character.
-func TestClip(t *testing.T) {
-	s := "ab€" // € is 3 bytes, from byte 2
-	if got := clipAt(s, 3); got != "ab…" {
-		t.Errorf("clipAt: %q", got)
-	}
-	if got := clipAt(s, 5); got != s {
-		t.Errorf("clipAt: %q", got)
-	}
-}
-
 // dnsName replaces runs of [^a-z0-9-] as the regexp it replaced did.
 func TestDNSNameAsRegexp(t *testing.T) {
 	re := regexp.MustCompile(`[^a-z0-9-]+`)

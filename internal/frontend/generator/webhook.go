@@ -140,7 +140,7 @@ func (wh *Webhook) Check() error {
 	seen := map[string]bool{}
 	for _, s := range wh.Sources {
 		if s.Name == "" || len(s.Name) > 63 || strings.Trim(s.Name, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
-			return fmt.Errorf("%w: webhook source name %q: want lower-case letters, digits and '-' (at most 63)", errdef.ErrInvalidInput, clip(s.Name))
+			return fmt.Errorf("%w: webhook source name %s: want lower-case letters, digits and '-' (at most 63)", errdef.ErrInvalidInput, errdef.Quote(s.Name))
 		}
 		if seen[s.Name] {
 			return fmt.Errorf("%w: webhook source %s is listed twice", errdef.ErrInvalidInput, s.Name)
@@ -149,13 +149,13 @@ func (wh *Webhook) Check() error {
 		switch s.Kind {
 		case SourceDistribution, SourceHarbor, SourceGHCR:
 		default:
-			return fmt.Errorf("%w: webhook source %s: kind %q: want %s, %s or %s", errdef.ErrInvalidInput, s.Name, clip(s.Kind), SourceDistribution, SourceHarbor, SourceGHCR)
+			return fmt.Errorf("%w: webhook source %s: kind %s: want %s, %s or %s", errdef.ErrInvalidInput, s.Name, errdef.Quote(s.Kind), SourceDistribution, SourceHarbor, SourceGHCR)
 		}
 		if s.Secret == nil {
 			return fmt.Errorf("%w: webhook source %s has no secret", errdef.ErrInvalidInput, s.Name)
 		}
 		if strings.ContainsAny(s.Host, "/@?# ") {
-			return fmt.Errorf("%w: webhook source %s: host %q is not host[:port]", errdef.ErrInvalidInput, s.Name, clip(s.Host))
+			return fmt.Errorf("%w: webhook source %s: host %s is not host[:port]", errdef.ErrInvalidInput, s.Name, errdef.Quote(s.Host))
 		}
 	}
 	return nil

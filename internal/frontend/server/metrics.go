@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -97,7 +98,7 @@ func (m *Metrics) WriteText(w io.Writer) error {
 	p("# HELP argocd_ocm_generations_total Generations the render server answered, by outcome (ok, failed: the command's own error, or the limit that stopped it).\n")
 	p("# TYPE argocd_ocm_generations_total counter\n")
 	for _, k := range sortedKeys(m.generations) {
-		p("argocd_ocm_generations_total{outcome=%q} %d\n", k, m.generations[k])
+		p("argocd_ocm_generations_total{outcome=%s} %d\n", strconv.Quote(k), m.generations[k])
 	}
 	p("# HELP argocd_ocm_generation_seconds Time from a request's arrival to its result, queue included.\n")
 	p("# TYPE argocd_ocm_generation_seconds summary\n")
@@ -111,7 +112,7 @@ func (m *Metrics) WriteText(w io.Writer) error {
 	p("# HELP argocd_ocm_worker_kills_total Render workers killed, by cause (deadline, memory, total-memory, canceled, recycled).\n")
 	p("# TYPE argocd_ocm_worker_kills_total counter\n")
 	for _, k := range sortedKeys(m.workerKills) {
-		p("argocd_ocm_worker_kills_total{cause=%q} %d\n", k, m.workerKills[k])
+		p("argocd_ocm_worker_kills_total{cause=%s} %d\n", strconv.Quote(k), m.workerKills[k])
 	}
 	p("# HELP argocd_ocm_generation_redeliveries_total Generations given to another render worker because the one they were handed had died before it took them (killed from outside while idle).\n")
 	p("# TYPE argocd_ocm_generation_redeliveries_total counter\n")
@@ -119,7 +120,7 @@ func (m *Metrics) WriteText(w io.Writer) error {
 	p("# HELP argocd_ocm_requests_refused_total Requests the render server did not run, by reason (environment: the client's settings differ from the server's; protocol; draining): each was rendered by a process of its own.\n")
 	p("# TYPE argocd_ocm_requests_refused_total counter\n")
 	for _, k := range []string{"environment", "protocol", "draining"} {
-		p("argocd_ocm_requests_refused_total{reason=%q} %d\n", k, m.refusals[k])
+		p("argocd_ocm_requests_refused_total{reason=%s} %d\n", strconv.Quote(k), m.refusals[k])
 	}
 	if m.Stats != nil {
 		s := m.Stats()

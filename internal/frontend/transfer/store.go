@@ -88,7 +88,7 @@ func parseLocation(sp oci.Spec) (*location, error) {
 	}
 	l.host, l.prefix, _ = strings.Cut(s, "/")
 	if l.host == "" {
-		return nil, fmt.Errorf("%w: repository %s has no registry host", perr.ErrInvalidInput, registry.Quote(sp.String()))
+		return nil, fmt.Errorf("%w: repository %s has no registry host", perr.ErrInvalidInput, perr.Quote(sp.String()))
 	}
 	return l, nil
 }

@@ -334,7 +334,7 @@ func (v *versionContent) readConfig(ctx context.Context, f ocimapping.Fetcher, s
 	switch m.Config.MediaType {
 	case ocimapping.MediaTypeComponentConfig, ocimapping.MediaTypeLegacyComponentConfig, ocimapping.MediaTypeLegacyComponentConfig2:
 	default:
-		return fmt.Errorf("%w: %s: %s:%s is not an OCM component version (config %q)", errdef.ErrConflict, s, v.repo, v.tag, m.Config.MediaType)
+		return fmt.Errorf("%w: %s: %s:%s is not an OCM component version (config %s)", errdef.ErrConflict, s, v.repo, v.tag, errdef.Quote(m.Config.MediaType))
 	}
 	var err error
 	if v.configRaw, err = ocimapping.FetchVerified(ctx, f, m.Config, ocimapping.MaxConfigSize); err != nil {
@@ -398,7 +398,7 @@ func (r *run) version(ctx context.Context, name, version string) error {
 	if err := checkVersionName(name, version); err != nil {
 		return errdef.Wrap(err, ectx)
 	}
-	r.prog.line("transferring version %q...", key)
+	r.prog.line("transferring version %s...", errdef.Quote(key))
 	sv, err := readVersion(ctx, r.src, name, version)
 	if err != nil {
 		if errors.Is(err, errdef.ErrNotFound) {
@@ -418,7 +418,7 @@ func (r *run) version(ctx context.Context, name, version string) error {
 		return errdef.Wrap(err, ectx)
 	}
 	if present {
-		r.prog.line("  version %q already present -> skip transport", key)
+		r.prog.line("  version %s already present -> skip transport", errdef.Quote(key))
 		r.sum.Versions = append(r.sum.Versions, VersionSummary{Component: name, Version: version, Status: "present"})
 		return nil
 	}
@@ -438,7 +438,7 @@ func (r *run) version(ctx context.Context, name, version string) error {
 			return errdef.Wrap(err, ectx)
 		}
 		status = "copied"
-		r.prog.line("  ...added component version %q", key)
+		r.prog.line("  ...added component version %s", errdef.Quote(key))
 	}
 	r.sum.Versions = append(r.sum.Versions, VersionSummary{Component: name, Version: version, Status: status})
 	return nil
@@ -473,7 +473,7 @@ func (r *run) notFound(ctx context.Context, name, version string, cause error) e
 		versions = append(versions, ocm.TagToVersion(t))
 	}
 	oci.SortVersions(versions)
-	return fmt.Errorf("version %s of component %s %w (available: %s)", version, name, errdef.ErrNotFound, strings.Join(versions, ", "))
+	return fmt.Errorf("version %s of component %s %w (available: %s)", version, name, errdef.ErrNotFound, errdef.Cut(strings.Join(versions, ", ")))
 }
 
 // present reports whether the target holds the version already. A target

@@ -174,7 +174,7 @@ func ruleValue(v any, values map[string]any) (any, string, error) {
 	}
 	m := spiffRefRE().FindStringSubmatch(t)
 	if m == nil {
-		return nil, "", fmt.Errorf("spiff expression %q is not supported: only references like (( name )) are; use a deployment definition with CEL for more", errdef.Truncate(s, 80))
+		return nil, "", fmt.Errorf("spiff expression %s is not supported: only references like (( name )) are; use a deployment definition with CEL for more", errdef.Quote(s))
 	}
 	p := fieldpath.Key(strings.Split(m[1], ".")...)
 	val, ok := fieldpath.Get(values, p)

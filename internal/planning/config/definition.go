@@ -2,9 +2,11 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"sync"
 
@@ -247,10 +249,10 @@ func NormalizeNumbers(v any) any {
 func (d *Definition) Validate() error {
 	fail := d.failure()
 	if d.APIVersion != APIVersion {
-		return fail("apiVersion", "%q is not supported, want %s", d.APIVersion, APIVersion)
+		return fail("apiVersion", "%s is not supported, want %s", errdef.Quote(d.APIVersion), APIVersion)
 	}
 	if d.Kind != Kind {
-		return fail("kind", "%q, want %s", d.Kind, Kind)
+		return fail("kind", "%s, want %s", errdef.Quote(d.Kind), Kind)
 	}
 	if err := d.validateParameters(fail); err != nil {
 		return err
@@ -310,7 +312,7 @@ func validateRender(where string, r *Render, seen map[string]bool, fail ordering
 		r.Name = r.Resource["name"]
 	}
 	if seen[r.Name] {
-		return fail(where+".name", "render %q is defined twice (names default to the resource name)", r.Name)
+		return fail(where+".name", "render %s is defined twice (names default to the resource name)", errdef.Quote(r.Name))
 	}
 	seen[r.Name] = true
 	for j, v := range r.ValuesFrom {
@@ -373,7 +375,7 @@ func (p *Parameter) validate() error {
 		}
 		p.Type = TypeObject
 	default:
-		return fmt.Errorf("type %q is not one of string, integer, number, boolean, object, array", p.Type)
+		return fmt.Errorf("type %s is not one of string, integer, number, boolean, object, array", errdef.Quote(p.Type))
 	}
 	if p.Secret && p.Type != TypeObject {
 		return fmt.Errorf("a secret parameter takes a reference {secretName, key}: its type is object, not %s", p.Type)
@@ -387,7 +389,11 @@ func (p *Parameter) validate() error {
 		}
 		re, err := regexp.Compile(p.Pattern)
 		if err != nil {
-			return fmt.Errorf("pattern: %v", err)
+			// The parser's error repeats the expression in full.
+			if se := (*syntax.Error)(nil); errors.As(err, &se) {
+				return fmt.Errorf("pattern %s: %s at %s", errdef.Quote(p.Pattern), se.Code, errdef.Quote(se.Expr))
+			}
+			return fmt.Errorf("pattern %s: %s", errdef.Quote(p.Pattern), errdef.Cut(err.Error()))
 		}
 		p.pattern = re
 	}
@@ -500,20 +506,20 @@ func (p *Parameter) check(v any) error {
 				allowed[i] = string(b)
 			}
 			b, _ := json.Marshal(v)
-			return fmt.Errorf("%s is not one of %s", errdef.Truncate(string(b), 80), strings.Join(allowed, ", "))
+			return fmt.Errorf("%s is not one of %s", errdef.Field(string(b)), errdef.Cut(strings.Join(allowed, ", ")))
 		}
 	}
 	switch v := v.(type) {
 	case string:
 		n := len([]rune(v))
 		if p.MinLength != nil && n < *p.MinLength {
-			return fmt.Errorf("%q is shorter than %d characters", errdef.Truncate(v, 60), *p.MinLength)
+			return fmt.Errorf("%s is shorter than %d characters", errdef.Quote(v), *p.MinLength)
 		}
 		if p.MaxLength != nil && n > *p.MaxLength {
-			return fmt.Errorf("%q is longer than %d characters", errdef.Truncate(v, 60), *p.MaxLength)
+			return fmt.Errorf("%s is longer than %d characters", errdef.Quote(v), *p.MaxLength)
 		}
 		if p.pattern != nil && !p.pattern.MatchString(v) {
-			return fmt.Errorf("%q does not match the pattern %s", errdef.Truncate(v, 60), p.Pattern)
+			return fmt.Errorf("%s does not match the pattern %s", errdef.Quote(v), errdef.Quote(p.Pattern))
 		}
 	case int64:
 		if err := p.bounds(float64(v)); err != nil {

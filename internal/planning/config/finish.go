@@ -62,7 +62,7 @@ func (bp boundPatch) apply(objs []manifests.Object) ([]string, error) {
 		for i, t := range bp.targets {
 			ts[i] = t.String()
 		}
-		return nil, fmt.Errorf("%w: %s: no rendered object matches %s (render %s)", errdef.ErrNotFound, bp.source, strings.Join(ts, " or "), bp.render)
+		return nil, fmt.Errorf("%w: %s: no rendered object matches %s (render %s)", errdef.ErrNotFound, bp.source, errdef.Cut(strings.Join(ts, " or ")), bp.render)
 	}
 	return hit, nil
 }

@@ -129,7 +129,7 @@ func (rs *resolver) jobStep(ctx context.Context, j *ordering.Job, where, ns stri
 		return plan.Step{}, fmt.Errorf("%w: %s.name: %v", errdef.ErrInvalidInput, where, err)
 	}
 	if names[name] {
-		return plan.Step{}, fmt.Errorf("%w: %s.name: another job is named %q too", errdef.ErrInvalidInput, where, name)
+		return plan.Step{}, fmt.Errorf("%w: %s.name: another job is named %s too", errdef.ErrInvalidInput, where, errdef.Quote(name))
 	}
 	names[name] = true
 	rep.Name = name

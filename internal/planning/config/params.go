@@ -45,7 +45,7 @@ func checkSecretRef(v any) error {
 	}
 	for k := range m {
 		if k != "secretName" && k != "key" {
-			return fmt.Errorf("a Secret reference has only the fields secretName and key, not %q: %s", errdef.Truncate(k, 40), secretHint)
+			return fmt.Errorf("a Secret reference has only the fields secretName and key, not %s: %s", errdef.Quote(k), secretHint)
 		}
 	}
 	name, _ := m["secretName"].(string)
@@ -71,13 +71,13 @@ func (p *Parameter) parseText(s string) (any, error) {
 	case TypeInteger:
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("want an integer, got %q", errdef.Truncate(s, 60))
+			return nil, fmt.Errorf("want an integer, got %s", errdef.Quote(s))
 		}
 		return n, nil
 	case TypeNumber:
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil {
-			return nil, fmt.Errorf("want a number, got %q", errdef.Truncate(s, 60))
+			return nil, fmt.Errorf("want a number, got %s", errdef.Quote(s))
 		}
 		return f, nil
 	case TypeBoolean:
@@ -87,7 +87,7 @@ func (p *Parameter) parseText(s string) (any, error) {
 		case "false":
 			return false, nil
 		}
-		return nil, fmt.Errorf("want true or false, got %q", errdef.Truncate(s, 60))
+		return nil, fmt.Errorf("want true or false, got %s", errdef.Quote(s))
 	default: // object, array: YAML (JSON is YAML)
 		v, err := parseYAMLValue(s)
 		switch {
@@ -127,7 +127,7 @@ func (d *Definition) ResolveParameters(given map[string]string) ([]explain.Param
 			if len(declared) == 0 {
 				return nil, fail(name, "the deployment definition declares no parameters")
 			}
-			return nil, fail(name, "not declared (declared: %s)", strings.Join(declared, ", "))
+			return nil, fail(name, "not declared (declared: %s)", errdef.Cut(strings.Join(declared, ", ")))
 		}
 	}
 	var out []explain.ParamValue
@@ -207,11 +207,11 @@ func checkLocalRefs(v any) error {
 			switch k {
 			case "$ref", "$dynamicRef", "$recursiveRef":
 				if s, ok := e.(string); ok && !strings.HasPrefix(s, "#") {
-					return fmt.Errorf("%s %q points outside the schema; only local references (#/…) are allowed", k, errdef.Truncate(s, 80))
+					return fmt.Errorf("%s %s points outside the schema; only local references (#/…) are allowed", k, errdef.Quote(s))
 				}
 			case "$schema":
 				if s, ok := e.(string); ok && !strings.HasPrefix(s, "http://json-schema.org/") && !strings.HasPrefix(s, "https://json-schema.org/") {
-					return fmt.Errorf("$schema %q is not a json-schema.org draft", errdef.Truncate(s, 80))
+					return fmt.Errorf("$schema %s is not a json-schema.org draft", errdef.Quote(s))
 				}
 			}
 			if err := checkLocalRefs(e); err != nil {

@@ -140,3 +140,31 @@ func TestSecretParameterRefusesLiterals(t *testing.T) {
 		}
 	}
 }
+
+// A pattern of 100-200 KB that does not compile, or that a value does not
+// match, is quoted capped: the error line was 940 KB (regexp's error
+// repeats the expression; the mismatch printed the pattern in full).
+func TestOverlongPatternIsQuotedCapped(t *testing.T) {
+	long := strings.Repeat("(a", 50_000)
+	def := header + "spec:\n  parameters:\n    p: {type: string, pattern: '" + long + "'}\n  renders: [{resource: {name: chart}}]\n"
+	_, err := config.Decode("def.yaml", []byte(def))
+	if err == nil || len(err.Error()) > 1024 || !strings.Contains(err.Error(), "missing closing )") {
+		t.Fatalf("uncompilable pattern: %d bytes: %.300v", len(errText(err)), err)
+	}
+	ok := header + "spec:\n  parameters:\n    p: {type: string, pattern: '^" + strings.Repeat("a", 200_000) + "$'}\n  renders: [{resource: {name: chart}}]\n"
+	d, err := config.Decode("def.yaml", []byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.ResolveParameters(map[string]string{"p": "b"})
+	if err == nil || len(err.Error()) > 1024 || !strings.Contains(err.Error(), "does not match the pattern") {
+		t.Fatalf("mismatch: %d bytes: %.300v", len(errText(err)), err)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

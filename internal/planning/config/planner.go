@@ -140,7 +140,7 @@ func (p *Planner) newResolver(ctx context.Context, cv ocm.ComponentVersion, req 
 	if def == nil {
 		if len(req.Parameters) > 0 {
 			return nil, fmt.Errorf("%w: instance parameters (%s) need a deployment definition, and neither the request nor the component has one",
-				errdef.ErrInvalidInput, strings.Join(sortedKeys(req.Parameters), ", "))
+				errdef.ErrInvalidInput, errdef.Cut(strings.Join(sortedKeys(req.Parameters), ", ")))
 		}
 		if rs.vars, err = baseVars(ctx, cv, req, nil, false); err != nil {
 			return nil, err

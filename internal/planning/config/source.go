@@ -33,11 +33,11 @@ func (p *Planner) LoadDefinition(ctx context.Context, cv ocm.ComponentVersion, r
 	case strings.HasPrefix(spec, ResourcePrefix):
 		id, err := ocm.ParseIdentity(strings.TrimPrefix(spec, ResourcePrefix))
 		if err != nil {
-			return nil, fmt.Errorf("deployment definition %q: %w", spec, err)
+			return nil, fmt.Errorf("deployment definition %s: %w", errdef.Quote(spec), err)
 		}
 		res, err := d.Resource(id)
 		if err != nil {
-			return nil, fmt.Errorf("deployment definition %q: %w", spec, err)
+			return nil, fmt.Errorf("deployment definition %s: %w", errdef.Quote(spec), err)
 		}
 		return p.definitionFromResource(ctx, req.ResourceReader(), cv, res)
 	case spec != "":
@@ -97,7 +97,7 @@ func (p *Planner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, 
 		if len(parameters) == 0 {
 			return nil
 		}
-		return fmt.Errorf("%w: parameters (%s) need a deployment definition, and the component ships none", errdef.ErrInvalidInput, strings.Join(sortedKeys(parameters), ", "))
+		return fmt.Errorf("%w: parameters (%s) need a deployment definition, and the component ships none", errdef.ErrInvalidInput, errdef.Cut(strings.Join(sortedKeys(parameters), ", ")))
 	}
 	_, err = def.ResolveParameters(parameters)
 	return err

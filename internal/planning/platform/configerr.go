@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // unknownField finds the first field of a platform config document that its
@@ -56,7 +58,7 @@ func walkFields(n *yaml.Node, t reflect.Type, path string, depth int) string {
 					names = append(names, f)
 				}
 				sort.Strings(names)
-				return fmt.Sprintf("%s (line %d): unknown field (fields: %s)", join(path, quoteKey(k.Value)), k.Line, strings.Join(names, ", "))
+				return fmt.Sprintf("%s (line %d): unknown field (fields: %s)", join(path, errdef.Quote(k.Value)), k.Line, errdef.Cut(strings.Join(names, ", ")))
 			}
 			if ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Interface {
 				continue // free-form: values, syncPolicy
@@ -75,6 +77,3 @@ func join(path, key string) string {
 	}
 	return path + "." + key
 }
-
-// quoteKey caps and quotes a key from the Application's repository.
-func quoteKey(k string) string { return quote(k) }

@@ -257,8 +257,8 @@ func Applications(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVers
 	}
 	for name := range opts.Packages {
 		if !hasReference(d, name) {
-			return nil, fmt.Errorf("%w: platform config names package %q, but component %s:%s has no such reference (it has: %s)",
-				errdef.ErrInvalidInput, name, d.Name, d.Version, strings.Join(referenceNames(d), ", "))
+			return nil, fmt.Errorf("%w: platform config names package %s, but component %s:%s has no such reference (it has: %s)",
+				errdef.ErrInvalidInput, errdef.Quote(name), d.Name, d.Version, strings.Join(referenceNames(d), ", "))
 		}
 	}
 	if opts.ParentProject == "" && !opts.AllowOtherProjects {
@@ -267,7 +267,7 @@ func Applications(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVers
 	}
 	if p := opts.Project; p != "" && p != opts.ParentProject && !opts.AllowOtherProjects {
 		return nil, fmt.Errorf("%w: the platform config gives the child Applications project %s, but children stay in their parent Application's project %s unless the sidecar's operator allows other projects (ARGOCD_OCM_PLATFORM_ALLOW_OTHER_PROJECTS=true)",
-			errdef.ErrNotAllowed, quote(p), quote(opts.ParentProject))
+			errdef.ErrNotAllowed, errdef.Quote(p), errdef.Quote(opts.ParentProject))
 	}
 	refs := append([]ocm.Reference(nil), d.References...)
 	sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
@@ -294,7 +294,7 @@ func Applications(ctx context.Context, repo ocm.Repository, cv ocm.ComponentVers
 		name := app["metadata"].(map[string]any)["name"].(string)
 		if other, ok := names[name]; ok {
 			return nil, fmt.Errorf("%w: packages %s and %s both make the child Application %s: give one of them another name",
-				errdef.ErrInvalidInput, other, ref.Name, quote(name))
+				errdef.ErrInvalidInput, other, ref.Name, errdef.Quote(name))
 		}
 		names[name] = ref.Name
 		out = append(out, app)
@@ -398,7 +398,7 @@ func childName(opts Options, ref ocm.Reference, pkg Package) (string, error) {
 	}
 	if len(pkg.Name) > 253 || !dnsName().MatchString(pkg.Name) {
 		return "", fmt.Errorf("%w: name %s is not a valid Application name (lower-case letters, digits, '-' and '.', at most 253 characters)",
-			errdef.ErrInvalidInput, quote(pkg.Name))
+			errdef.ErrInvalidInput, errdef.Quote(pkg.Name))
 	}
 	return pkg.Name, nil
 }
@@ -468,8 +468,8 @@ func childDestination(opts Options, ref ocm.Reference, pkg Package) (map[string]
 	// are allowed too, so that one switch does not imply the other.
 	sameProject := opts.ParentProject != "" && childProject(opts) == opts.ParentProject
 	if dest != inherited && !opts.AllowOtherDestinations && !sameProject {
-		return nil, fmt.Errorf("%w: the platform config sends the child Application of project %q to %s, but a child outside its parent's project stays on its parent's cluster in its package's namespace (%s) unless the sidecar's operator allows other destinations (ARGOCD_OCM_PLATFORM_ALLOW_OTHER_DESTINATIONS=true)",
-			errdef.ErrNotAllowed, childProject(opts), dest, inherited)
+		return nil, fmt.Errorf("%w: the platform config sends the child Application of project %s to %s, but a child outside its parent's project stays on its parent's cluster in its package's namespace (%s) unless the sidecar's operator allows other destinations (ARGOCD_OCM_PLATFORM_ALLOW_OTHER_DESTINATIONS=true)",
+			errdef.ErrNotAllowed, errdef.Quote(childProject(opts)), dest, inherited)
 	}
 	destMap := map[string]any{"namespace": dest.Namespace}
 	if dest.Server != "" {
@@ -494,25 +494,11 @@ func childProject(opts Options) string {
 
 // String describes a destination for messages.
 func (d Destination) String() string {
-	cluster := "server " + quote(d.Server)
+	cluster := "server " + errdef.Quote(d.Server)
 	if d.Server == "" {
-		cluster = "cluster " + quote(d.Name)
+		cluster = "cluster " + errdef.Quote(d.Name)
 	}
-	return cluster + ", namespace " + quote(d.Namespace)
-}
-
-// quote quotes a platform config's text for a message, capped: it comes
-// from the Application's git repository.
-func quote(s string) string {
-	const max = 200
-	if len(s) > max {
-		cut := max
-		for cut > 0 && s[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return strconv.Quote(s)
+	return cluster + ", namespace " + errdef.Quote(d.Namespace)
 }
 
 func toAny(s []string) []any {
@@ -535,7 +521,7 @@ func CheckReferences(ctx context.Context, repo ocm.Repository, d *ocm.Descriptor
 		key := d.Name + ":" + d.Version
 		for i, p := range path {
 			if p == key {
-				return fmt.Errorf("%w: component reference cycle: %s", errdef.ErrInvalidDescriptor, strings.Join(append(path[i:], key), " -> "))
+				return fmt.Errorf("%w: component reference cycle: %s", errdef.ErrInvalidDescriptor, errdef.Cut(strings.Join(append(path[i:], key), " -> ")))
 			}
 		}
 		if done[key] {

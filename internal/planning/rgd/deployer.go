@@ -221,12 +221,12 @@ func setArgoParameters(n *graph.Node, h, vals map[string]any, origins valueOrigi
 			set = strvals.ParseIntoString
 		}
 		if err := set(name+"="+val, vals); err != nil {
-			return fmt.Errorf("%w: %s: spec.source.helm.parameters[%d] (%s): %v", errdef.ErrInvalidInput, where, i, errdef.Truncate(name, 60), err)
+			return fmt.Errorf("%w: %s: spec.source.helm.parameters[%d] (%s): %v", errdef.ErrInvalidInput, where, i, errdef.Field(name), err)
 		}
 		// The parameter alone, to name it as the origin of what it sets.
 		one := map[string]any{}
 		if err := set(name+"="+val, one); err == nil {
-			src := fmt.Sprintf("%s: spec.source.helm.parameters[%d] (%s)", n.ID, i, errdef.Truncate(name, 60))
+			src := fmt.Sprintf("%s: spec.source.helm.parameters[%d] (%s)", n.ID, i, errdef.Field(name))
 			x := exprAt(n, fmt.Sprintf("template.spec.source.helm.parameters[%d].value", i))
 			origins.record(one, func(string) string { return src }, func(string) string { return x })
 		}
@@ -380,7 +380,7 @@ func (e *evaluation) fluxSource(g *evaluated, ref map[string]any, sources []*gra
 			return s, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %s: %s %q is no Flux source node of the RGD; the plugin renders only sources fed by OCM Resource nodes", errdef.ErrInvalidInput, where, errdef.Truncate(kind, 40), errdef.Truncate(name, 80))
+	return nil, fmt.Errorf("%w: %s: %s %s is no Flux source node of the RGD; the plugin renders only sources fed by OCM Resource nodes", errdef.ErrInvalidInput, where, errdef.Field(kind), errdef.Quote(name))
 }
 
 // sourceBinding is the OCM Resource node a Flux source's url was computed from.
@@ -430,10 +430,10 @@ func (e *evaluation) bindingFor(g *evaluated, n *graph.Node, field, url, where s
 	case 1:
 		return g.bindings[ids[0]], nil
 	case 0:
-		return nil, fmt.Errorf("%w: %s: %q is computed from no OCM Resource node; the plugin renders only resources of the component, never what a URL names",
-			errdef.ErrInvalidInput, where, errdef.Truncate(url, 120))
+		return nil, fmt.Errorf("%w: %s: %s is computed from no OCM Resource node; the plugin renders only resources of the component, never what a URL names",
+			errdef.ErrInvalidInput, where, errdef.Field(url))
 	default:
-		return nil, fmt.Errorf("%w: %s: computed from several OCM Resource nodes (%s): ambiguous", errdef.ErrInvalidInput, where, strings.Join(ids, ", "))
+		return nil, fmt.Errorf("%w: %s: computed from several OCM Resource nodes (%s): ambiguous", errdef.ErrInvalidInput, where, errdef.Cut(strings.Join(ids, ", ")))
 	}
 }
 
@@ -495,7 +495,7 @@ func argoKustomization(k map[string]any, where string) (map[string]any, error) {
 		case "version", "forceCommonLabels", "forceCommonAnnotations", "commonAnnotationsEnvsubst":
 			// kustomize version and label forcing: the plugin's kustomize decides
 		default:
-			return nil, fmt.Errorf("%w: %s: spec.source.kustomize.%s is not supported", errdef.ErrInvalidInput, where, errdef.Truncate(key, 40))
+			return nil, fmt.Errorf("%w: %s: spec.source.kustomize.%s is not supported", errdef.ErrInvalidInput, where, errdef.Field(key))
 		}
 	}
 	return ov, nil

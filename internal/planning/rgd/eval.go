@@ -81,7 +81,7 @@ type evaluated struct {
 // steps; chained RGDs are expanded in place.
 func (e *evaluation) run(ctx context.Context, r *RGD, spec, meta map[string]any, depth, base int, chain []string) ([]step, error) {
 	if slices.Contains(chain, r.Schema.Kind) {
-		return nil, fmt.Errorf("%w: %s: the chained RGDs instantiate each other in a cycle: %s -> %s", errdef.ErrInvalidInput, r.Source, strings.Join(chain, " -> "), r.Schema.Kind)
+		return nil, fmt.Errorf("%w: %s: the chained RGDs instantiate each other in a cycle: %s -> %s", errdef.ErrInvalidInput, r.Source, errdef.Cut(strings.Join(chain, " -> ")), r.Schema.Kind)
 	}
 	if depth > maxChainDepth {
 		return nil, fmt.Errorf("%w: %s: RGDs chained more than %d deep", errdef.ErrLimitExceeded, r.Source, maxChainDepth)
@@ -367,7 +367,7 @@ func compact(v any) string {
 	if err != nil {
 		return "?"
 	}
-	return errdef.Truncate(string(bs), 400)
+	return errdef.Cut(string(bs))
 }
 
 // forEach expands a collection node: each iterator's expression makes a

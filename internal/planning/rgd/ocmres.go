@@ -125,7 +125,7 @@ func (p *Planner) follow(ctx context.Context, cv ocm.ComponentVersion, id ocm.Id
 		for _, r := range d.References {
 			names = append(names, r.Name)
 		}
-		return nil, fmt.Errorf("%w: component %s:%s has no reference %s (references: %s)", errdef.ErrNotFound, d.Name, d.Version, id, strings.Join(names, ", "))
+		return nil, fmt.Errorf("%w: component %s:%s has no reference %s (references: %s)", errdef.ErrNotFound, d.Name, d.Version, id, errdef.Cut(strings.Join(names, ", ")))
 	}
 	repo := cv.Repository()
 	if repo == nil {
@@ -248,7 +248,7 @@ func identity(v any) (ocm.Identity, error) {
 	for k, x := range m {
 		s, ok := x.(string)
 		if !ok {
-			return nil, fmt.Errorf("identity field %s is not a string", errdef.Truncate(k, 40))
+			return nil, fmt.Errorf("identity field %s is not a string", errdef.Field(k))
 		}
 		id[k] = s
 	}

@@ -88,7 +88,7 @@ func parseChoice(spec string) (choice, error) {
 	c := choice{rgd: true}
 	if name, dep, ok := strings.Cut(rest, "@"); ok {
 		if dep != DeployerArgoCD && dep != DeployerFlux {
-			return c, fmt.Errorf("%w: definition %q: deployer %q is not %s or %s", errdef.ErrInvalidInput, errdef.Truncate(spec, 80), errdef.Truncate(dep, 20), DeployerArgoCD, DeployerFlux)
+			return c, fmt.Errorf("%w: definition %s: deployer %s is not %s or %s", errdef.ErrInvalidInput, errdef.Quote(spec), errdef.Quote(dep), DeployerArgoCD, DeployerFlux)
 		}
 		rest, c.deployer = name, dep
 	}
@@ -234,7 +234,7 @@ func (p *Planner) chooseNamed(ctx context.Context, cv ocm.ComponentVersion, req 
 	refPath, resName := splitName(name)
 	id, err := ocm.ParseIdentity(resName)
 	if err != nil {
-		return nil, fmt.Errorf("definition %q: %w", req.DefinitionFile, err)
+		return nil, fmt.Errorf("definition %s: %w", errdef.Quote(req.DefinitionFile), err)
 	}
 	if len(refPath) > 0 {
 		return p.chooseReferenced(ctx, cv, req, sel, refPath, id)
@@ -245,7 +245,7 @@ func (p *Planner) chooseNamed(ctx context.Context, cv ocm.ComponentVersion, req 
 			return sel, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: definition %q: the component has no ResourceGraphDefinition resource %s (it has: %s)", errdef.ErrNotFound, req.DefinitionFile, name, names(sel.all))
+	return nil, fmt.Errorf("%w: definition %s: the component has no ResourceGraphDefinition resource %s (it has: %s)", errdef.ErrNotFound, errdef.Quote(req.DefinitionFile), errdef.Quote(name), names(sel.all))
 }
 
 // chooseReferenced selects the RGD resource id of the component refPath
@@ -254,7 +254,7 @@ func (p *Planner) chooseNamed(ctx context.Context, cv ocm.ComponentVersion, req 
 func (p *Planner) chooseReferenced(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, sel *selection, refPath []string, id ocm.Identity) (*selection, error) {
 	r, err := p.namedReferencedRGD(ctx, req.ResourceReader(), cv, refPath, id)
 	if err != nil {
-		return nil, fmt.Errorf("definition %q: %w", req.DefinitionFile, err)
+		return nil, fmt.Errorf("definition %s: %w", errdef.Quote(req.DefinitionFile), err)
 	}
 	more, err := p.findRGDsIn(ctx, req.ResourceReader(), r.cv, refPath)
 	if err != nil {
@@ -278,7 +278,7 @@ func (p *Planner) chooseReferenced(ctx context.Context, cv ocm.ComponentVersion,
 func chooseRoot(sel *selection, c choice, definition string) (*selection, error) {
 	if len(sel.all) == 0 {
 		if c.rgd {
-			return nil, fmt.Errorf("%w: definition %q: the component ships no ResourceGraphDefinition, nor do the components it references", errdef.ErrNotFound, definition)
+			return nil, fmt.Errorf("%w: definition %s: the component ships no ResourceGraphDefinition, nor do the components it references", errdef.ErrNotFound, errdef.Quote(definition))
 		}
 		return nil, nil
 	}

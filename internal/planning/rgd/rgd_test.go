@@ -399,7 +399,7 @@ func TestHostile(t *testing.T) {
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n")):
 				t.Fatalf("got %v, want one line with %q", err, tc.want)
 			}
-			t.Logf("%s: %s", time.Since(start).Round(time.Millisecond), errdef.Truncate(fmt.Sprint(err), 200))
+			t.Logf("%s: %s", time.Since(start).Round(time.Millisecond), errdef.Cut(fmt.Sprint(err)))
 		})
 	}
 }

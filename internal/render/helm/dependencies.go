@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // missingDependencies is action.CheckDependencies of Helm v4.3.2 (same
@@ -21,7 +23,7 @@ func missingDependencies(c *chart.Chart, reqs []*chart.Dependency) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("found in Chart.yaml, but missing in charts/ directory: %s", strings.Join(missing, ", "))
+		return fmt.Errorf("found in Chart.yaml, but missing in charts/ directory: %s", errdef.Cut(strings.Join(missing, ", ")))
 	}
 	return nil
 }

@@ -150,14 +150,14 @@ func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *chartE
 		opts.Namespace = "default"
 	}
 	if err := chartutil.ValidateReleaseName(opts.ReleaseName); err != nil {
-		return nil, fmt.Errorf("%w: release name %q: %v", errdef.ErrInvalidInput, opts.ReleaseName, err)
+		return nil, fmt.Errorf("%w: release name %s: %v", errdef.ErrInvalidInput, errdef.Quote(opts.ReleaseName), err)
 	}
 	if opts.KubeVersion == "" {
 		opts.KubeVersion = DefaultKubeVersion()
 	}
 	kv, err := common.ParseKubeVersion(opts.KubeVersion)
 	if err != nil {
-		return nil, fmt.Errorf("%w: kube version %q: %v", errdef.ErrInvalidInput, opts.KubeVersion, err)
+		return nil, fmt.Errorf("%w: kube version %s: %v", errdef.ErrInvalidInput, errdef.Quote(opts.KubeVersion), err)
 	}
 	if t := c.Metadata.Type; t != "" && t != "application" {
 		// As helm template refuses it (checkIfInstallable): a library

@@ -167,8 +167,8 @@ func compileSchema(schemaJSON []byte) (_ *jsonschema.Schema, err error) {
 	}
 	compiled, cerr := c.Compile(schemaURL)
 	if len(l.refused) > 0 {
-		return nil, fmt.Errorf("refers to %q, outside the schema: remote and file references in a values schema are not supported (only references inside the document, such as \"#/$defs/x\", and urn: references): %w",
-			l.refused[0], errdef.ErrUnsafeArchive)
+		return nil, fmt.Errorf("refers to %s, outside the schema: remote and file references in a values schema are not supported (only references inside the document, such as \"#/$defs/x\", and urn: references): %w",
+			errdef.Quote(l.refused[0]), errdef.ErrUnsafeArchive)
 	}
 	if cerr != nil {
 		return nil, fmt.Errorf("cannot be compiled: %v", errdef.OneLine(cerr.Error()))

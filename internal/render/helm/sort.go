@@ -16,6 +16,7 @@ import (
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/parallel"
@@ -470,7 +471,7 @@ func sortDocs(docs []*manifestDoc) (*sortedDocs, bool) {
 			h.Events = append(h.Events, e)
 		}
 		if unknown {
-			log.Printf("info: skipping unknown hook: %q", hookTypes) // as Helm logs it
+			log.Printf("info: skipping unknown hook: %s", errdef.Quote(hookTypes)) // as Helm logs it
 			continue
 		}
 		if dps, ok := md.Annotations[release.HookDeleteAnnotation]; ok {

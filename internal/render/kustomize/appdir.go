@@ -119,7 +119,7 @@ func (a *appDir) Open(name string) (fs.File, error) {
 	}
 	if info.Size() > MaxAppFileSize {
 		f.Close()
-		return nil, fail(errdef.ErrLimitExceeded, "kustomize: %s %s in %s is %d bytes, more than the limit of %d", appParam, confine.Quote(name), confine.Where, info.Size(), MaxAppFileSize)
+		return nil, fail(errdef.ErrLimitExceeded, "kustomize: %s %s in %s is %d bytes, more than the limit of %d", appParam, errdef.Quote(name), confine.Where, info.Size(), MaxAppFileSize)
 	}
 	return &appFile{File: f, a: a, name: name, left: MaxAppFileSize + 1}, nil
 }
@@ -139,7 +139,7 @@ func (f *appFile) Read(p []byte) (int, error) {
 	n, err := f.File.Read(p)
 	f.left -= int64(n)
 	if f.left <= 0 {
-		return n, fail(errdef.ErrLimitExceeded, "kustomize: %s %s in %s grew past the limit of %d bytes", appParam, confine.Quote(f.name), confine.Where, MaxAppFileSize)
+		return n, fail(errdef.ErrLimitExceeded, "kustomize: %s %s in %s grew past the limit of %d bytes", appParam, errdef.Quote(f.name), confine.Where, MaxAppFileSize)
 	}
 	if total := f.a.read.Add(int64(n)); total > MaxAppRead {
 		return n, fail(errdef.ErrLimitExceeded, "kustomize: the build read more than %d bytes from %s", MaxAppRead, confine.Where)

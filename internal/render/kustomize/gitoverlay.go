@@ -167,7 +167,7 @@ func NamedAt(app fs.FS, name string) string {
 			}
 		}
 	}
-	return at + ": " + errdef.Truncate(strings.TrimSpace(ref.ref), 120)
+	return at + ": " + errdef.Field(strings.TrimSpace(ref.ref))
 }
 
 // listEntry is the first item equal to value of the list fields of m.
@@ -205,7 +205,7 @@ func validMountName(n string) bool {
 func renderApplicationOverlay(ctx context.Context, tree *archive.Tree, o options) ([]manifests.Object, error) {
 	app := o.app
 	if !validMountName(app.resource) {
-		return nil, fail(errdef.ErrInvalidInput, "kustomize: resource name %s cannot be shown as a directory under %s", confine.Quote(app.resource), MountDir)
+		return nil, fail(errdef.ErrInvalidInput, "kustomize: resource name %s cannot be shown as a directory under %s", errdef.Quote(app.resource), MountDir)
 	}
 	kf, err := kustomizationFile(app.dir, ".")
 	if err != nil {

@@ -120,9 +120,9 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 	fi, err := fs.Stat(tfs, entry)
 	switch {
 	case err != nil:
-		return nil, fail(errdef.ErrNotFound, "kustomize: entry path %q does not exist in the resource", entryPath)
+		return nil, fail(errdef.ErrNotFound, "kustomize: entry path %s does not exist in the resource", errdef.Quote(entryPath))
 	case !fi.IsDir():
-		return nil, fail(errdef.ErrInvalidInput, "kustomize: entry path %q is a file, not a directory", entryPath)
+		return nil, fail(errdef.ErrInvalidInput, "kustomize: entry path %s is a file, not a directory", errdef.Quote(entryPath))
 	}
 
 	kfile, err := kustomizationFile(tfs, entry)
@@ -131,7 +131,7 @@ func Render(ctx context.Context, tree *archive.Tree, entryPath string, opts ...O
 	}
 	if kfile == "" {
 		if o.overlay != nil {
-			return nil, fail(errdef.ErrInvalidInput, "kustomize: entry path %q holds plain manifests, no kustomization; a kustomize overlay applies to kustomizations only", entry)
+			return nil, fail(errdef.ErrInvalidInput, "kustomize: entry path %s holds plain manifests, no kustomization; a kustomize overlay applies to kustomizations only", errdef.Quote(entry))
 		}
 		return manifests.Render(tfs, entry)
 	}
@@ -292,18 +292,18 @@ func cleanEntry(entryPath string) (string, error) {
 	p := entryPath
 	switch {
 	case strings.ContainsRune(p, 0):
-		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %q contains a NUL byte", entryPath)
+		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %s contains a NUL byte", errdef.Quote(entryPath))
 	case strings.ContainsRune(p, '\\'):
-		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %q contains a backslash; use slashes", entryPath)
+		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %s contains a backslash; use slashes", errdef.Quote(entryPath))
 	case path.IsAbs(p) || filepath.IsAbs(p) || hasDriveLetter(p):
-		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %q is absolute; give a path inside the resource", entryPath)
+		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %s is absolute; give a path inside the resource", errdef.Quote(entryPath))
 	}
 	if p == "" {
 		return ".", nil
 	}
 	p = path.Clean(p)
 	if escapes(p) {
-		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %q escapes the resource", entryPath)
+		return "", fail(errdef.ErrInvalidInput, "kustomize: entry path %s escapes the resource", errdef.Quote(entryPath))
 	}
 	return p, nil
 }
@@ -330,7 +330,7 @@ func kustomizationFile(fsys fs.FS, dir string) (string, error) {
 	case 1:
 		return found[0], nil
 	default:
-		return "", fail(errdef.ErrInvalidInput, "kustomize: directory %q has several kustomization files (%s); keep one", dir, strings.Join(found, ", "))
+		return "", fail(errdef.ErrInvalidInput, "kustomize: directory %s has several kustomization files (%s); keep one", errdef.Quote(dir), errdef.Cut(strings.Join(found, ", ")))
 	}
 }
 
@@ -381,7 +381,7 @@ func run(mem filesys.FileSystem, entry string, kopts *krusty.Options, customOpen
 		// for one); a hostile archive must not crash the plugin.
 		p := recover()
 		if p != nil {
-			objs, err = nil, fail(errdef.ErrRender, "kustomize: build of %q panicked: %v", entry, p)
+			objs, err = nil, fail(errdef.ErrRender, "kustomize: build of %s panicked: %v", errdef.Quote(entry), p)
 		}
 		// A custom schema (or a panic half-way through parsing one) would
 		// otherwise stay in kustomize's globals for the next build.
@@ -391,7 +391,7 @@ func run(mem filesys.FileSystem, entry string, kopts *krusty.Options, customOpen
 	}()
 	resMap, err := krusty.MakeKustomizer(kopts).Run(mem, path.Join(memRoot, entry))
 	if err != nil {
-		return nil, fail(errdef.ErrRender, "kustomize: build of %q: %s", entry, errdef.OneLine(err.Error()))
+		return nil, fail(errdef.ErrRender, "kustomize: build of %s: %s", errdef.Quote(entry), errdef.OneLine(err.Error()))
 	}
 	// Each object as the JSON that `kustomize build` turns into its YAML
 	// output (resMap.AsYaml is JSONToYAML of Resource.MarshalJSON), read
@@ -401,12 +401,12 @@ func run(mem filesys.FileSystem, entry string, kopts *krusty.Options, customOpen
 	for _, r := range resMap.Resources() {
 		j, err := resourceJSON(r)
 		if err != nil {
-			return nil, fail(errdef.ErrRender, "kustomize: build of %q: encoding output: %v", entry, err)
+			return nil, fail(errdef.ErrRender, "kustomize: build of %s: encoding output: %v", errdef.Quote(entry), err)
 		}
 		out.Write(j)
 		out.WriteByte('\n')
 	}
-	objs, err = manifests.Decode(fmt.Sprintf("kustomize build output of %q", entry), out.Bytes())
+	objs, err = manifests.Decode(fmt.Sprintf("kustomize build output of %s", errdef.Quote(entry)), out.Bytes())
 	if err != nil {
 		return nil, wrap(errdef.ErrRender, err)
 	}

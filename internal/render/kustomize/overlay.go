@@ -74,7 +74,7 @@ const (
 func (ov *Overlay) check() error {
 	for i, p := range ov.Patches {
 		if p.Path != "" {
-			return fail(errdef.ErrInvalidInput, "kustomize: overlay patch %d names a file (%q); give the patch inline", i, p.Path)
+			return fail(errdef.ErrInvalidInput, "kustomize: overlay patch %d names a file (%s); give the patch inline", i, errdef.Quote(p.Path))
 		}
 		if p.Patch == "" {
 			return fail(errdef.ErrInvalidInput, "kustomize: overlay patch %d is empty", i)
@@ -82,12 +82,12 @@ func (ov *Overlay) check() error {
 	}
 	generators := func(field string, g types.GeneratorArgs) error {
 		if len(g.FileSources) > 0 || len(g.EnvSources) > 0 || g.EnvSource != "" {
-			return fail(errdef.ErrInvalidInput, "kustomize: overlay %s %q reads files; give literals", field, g.Name)
+			return fail(errdef.ErrInvalidInput, "kustomize: overlay %s %s reads files; give literals", field, errdef.Quote(g.Name))
 		}
 		switch g.Behavior {
 		case "", "create", "merge", "replace":
 		default:
-			return fail(errdef.ErrInvalidInput, "kustomize: overlay %s %q: behavior %q is not create, merge or replace", field, g.Name, g.Behavior)
+			return fail(errdef.ErrInvalidInput, "kustomize: overlay %s %s: behavior %s is not create, merge or replace", field, errdef.Quote(g.Name), errdef.Quote(g.Behavior))
 		}
 		return nil
 	}
@@ -103,13 +103,13 @@ func (ov *Overlay) check() error {
 		// kustomize's own message for a bad literal quotes it whole.
 		for i, l := range g.LiteralSources {
 			if k, _, ok := strings.Cut(l, "="); !ok || !secretKeyRE().MatchString(k) {
-				return fail(errdef.ErrInvalidInput, "kustomize: overlay secretGenerator %q: literal %d is not KEY=VALUE with a key of [-._a-zA-Z0-9]", g.Name, i)
+				return fail(errdef.ErrInvalidInput, "kustomize: overlay secretGenerator %s: literal %d is not KEY=VALUE with a key of [-._a-zA-Z0-9]", errdef.Quote(g.Name), i)
 			}
 		}
 	}
 	for _, c := range ov.Components {
 		if _, err := cleanEntry(c); err != nil || c == "" {
-			return fail(errdef.ErrInvalidInput, "kustomize: overlay component %q is not a directory inside the resource", c)
+			return fail(errdef.ErrInvalidInput, "kustomize: overlay component %s is not a directory inside the resource", errdef.Quote(c))
 		}
 	}
 	return nil

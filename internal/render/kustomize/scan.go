@@ -77,9 +77,9 @@ func (s *scanner) checkExpansion(dir string) error {
 	e := s.sizes[scanKey(dir, false)]
 	switch {
 	case e.instances > maxInstances:
-		return fail(errdef.ErrLimitExceeded, "kustomize: %q expands to %s kustomization builds (bases reached through several overlays are built once per path), more than the limit of %d", dir, count(e.instances), maxInstances)
+		return fail(errdef.ErrLimitExceeded, "kustomize: %s expands to %s kustomization builds (bases reached through several overlays are built once per path), more than the limit of %d", errdef.Quote(dir), count(e.instances), maxInstances)
 	case e.nodes > manifests.MaxStreamNodes:
-		return fail(errdef.ErrLimitExceeded, "kustomize: %q reads %s structural characters (',' '[' '{' '-' ':' '?' newline) of manifests, counting bases once per path that reaches them, more than the limit of %d", dir, count(e.nodes), manifests.MaxStreamNodes)
+		return fail(errdef.ErrLimitExceeded, "kustomize: %s reads %s structural characters (',' '[' '{' '-' ':' '?' newline) of manifests, counting bases once per path that reaches them, more than the limit of %d", errdef.Quote(dir), count(e.nodes), manifests.MaxStreamNodes)
 	}
 	return nil
 }
@@ -292,14 +292,14 @@ func (c *kust) fileRefs(k *types.Kustomization) error {
 func (c *kust) ref(field, entry string) (string, error) {
 	e := strings.TrimSpace(entry)
 	if looksRemote(e) && !c.localSCPLike(e) {
-		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q is a remote reference; remote bases, resources and files are not supported, the kustomization must be self-contained", c.file, field, entry)
+		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %s is a remote reference; remote bases, resources and files are not supported, the kustomization must be self-contained", c.file, field, errdef.Quote(entry))
 	}
 	if path.IsAbs(e) || filepath.IsAbs(e) || hasDriveLetter(e) {
-		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q is an absolute path; use a path relative to the kustomization", c.file, field, entry)
+		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %s is an absolute path; use a path relative to the kustomization", c.file, field, errdef.Quote(entry))
 	}
 	rel := path.Join(c.dir, e)
 	if home := c.home(); escapes(rel) || home != nil && home.confined && !under(rel, home.at) {
-		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q escapes %s", c.file, field, entry, c.where())
+		return "", fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %s escapes %s", c.file, field, errdef.Quote(entry), c.where())
 	}
 	return rel, nil
 }
@@ -329,7 +329,7 @@ func (c *kust) statErr(field, entry, rel string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return c.missing(field, entry, rel)
 	}
-	return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q: %s", c.file, field, entry, errdef.OneLine(err.Error()))
+	return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %s: %s", c.file, field, errdef.Quote(entry), errdef.OneLine(err.Error()))
 }
 
 // localSCPLike reports whether e, which looks like an scp-style git URL
@@ -382,7 +382,7 @@ func (c *kust) component(entry string) error {
 
 func (c *kust) missing(field, entry, rel string) error {
 	if hostLike(entry) {
-		return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %q looks like a remote reference and is not in the resource; remote bases and resources are not supported", c.file, field, entry)
+		return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %s looks like a remote reference and is not in the resource; remote bases and resources are not supported", c.file, field, errdef.Quote(entry))
 	}
 	in := "the resource"
 	for _, m := range c.s.mounts { // deepest first: where the entry would be
@@ -391,7 +391,7 @@ func (c *kust) missing(field, entry, rel string) error {
 			break
 		}
 	}
-	return fail(errdef.ErrNotFound, "kustomize: %s: %s entry %q: no such file or directory in %s", c.file, field, entry, in)
+	return fail(errdef.ErrNotFound, "kustomize: %s: %s entry %s: no such file or directory in %s", c.file, field, errdef.Quote(entry), in)
 }
 
 // kvSources checks the files and env files of a ConfigMap or Secret generator.
@@ -445,11 +445,11 @@ func (c *kust) pluginEntry(field, entry string) error {
 func (c *kust) pluginFile(field, entry, rel string) error {
 	data, err := fs.ReadFile(c.s.fsys, rel)
 	if err != nil {
-		return fail(errdef.ErrRender, "kustomize: %s: %s entry %q: %v", c.file, field, entry, err)
+		return fail(errdef.ErrRender, "kustomize: %s: %s entry %s: %v", c.file, field, errdef.Quote(entry), err)
 	}
 	objs, err := manifests.Decode(rel, data)
 	if err != nil {
-		return wrap(errdef.ErrInvalidInput, fmt.Errorf("kustomize: %s: %s entry %q: %w", c.file, field, entry, err))
+		return wrap(errdef.ErrInvalidInput, fmt.Errorf("kustomize: %s: %s entry %s: %w", c.file, field, errdef.Quote(entry), err))
 	}
 	return c.pluginConfigs(field, objs)
 }
@@ -471,7 +471,7 @@ func (c *kust) pluginConfigs(field string, objs []manifests.Object) error {
 			if fn := functionAnnotation(o); fn != "" {
 				what = "a KRM function (" + fn + ")"
 			}
-			return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %s (apiVersion %q) is %s; only kustomize's builtin generators and transformers are allowed", c.file, field, name, apiVersion, what)
+			return fail(errdef.ErrUnsafeArchive, "kustomize: %s: %s entry %s (apiVersion %s) is %s; only kustomize's builtin generators and transformers are allowed", c.file, field, name, errdef.Quote(apiVersion), what)
 		}
 		if kind == "HelmChartInflationGenerator" {
 			return fail(errdef.ErrRender, "kustomize: %s: %s entry %s is not supported: kustomize would run helm and pull charts from the network; ship the chart as an OCM helm resource instead", c.file, field, name)

@@ -26,14 +26,14 @@ func Render(fsys fs.FS, dir string) ([]Object, error) {
 		dir = "."
 	}
 	if !fs.ValidPath(dir) {
-		return nil, renderErr(fmt.Errorf("manifests: invalid directory %q: %w", dir, errdef.ErrInvalidInput))
+		return nil, renderErr(fmt.Errorf("manifests: invalid directory %s: %w", errdef.Quote(dir), errdef.ErrInvalidInput))
 	}
 	fi, err := fs.Stat(fsys, dir)
 	if err != nil {
-		return nil, renderErr(fmt.Errorf("manifests: directory %q: %w", dir, errdef.ErrNotFound))
+		return nil, renderErr(fmt.Errorf("manifests: directory %s: %w", errdef.Quote(dir), errdef.ErrNotFound))
 	}
 	if !fi.IsDir() {
-		return nil, renderErr(fmt.Errorf("manifests: %q is not a directory: %w", dir, errdef.ErrInvalidInput))
+		return nil, renderErr(fmt.Errorf("manifests: %s is not a directory: %w", errdef.Quote(dir), errdef.ErrInvalidInput))
 	}
 	var files []string
 	err = fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
@@ -52,10 +52,10 @@ func Render(fsys fs.FS, dir string) ([]Object, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, renderErr(fmt.Errorf("manifests: walking %q: %w", dir, err))
+		return nil, renderErr(fmt.Errorf("manifests: walking %s: %w", errdef.Quote(dir), err))
 	}
 	if len(files) == 0 {
-		return nil, renderErr(fmt.Errorf("manifests: no .yaml, .yml or .json files under %q: %w", dir, errdef.ErrNotFound))
+		return nil, renderErr(fmt.Errorf("manifests: no .yaml, .yml or .json files under %s: %w", errdef.Quote(dir), errdef.ErrNotFound))
 	}
 	// WalkDir visits "a/x.yaml" before "a.yaml"; sort by the full path.
 	sort.Strings(files)
@@ -67,16 +67,16 @@ func Render(fsys fs.FS, dir string) ([]Object, error) {
 			return nil, renderErr(fmt.Errorf("manifests: reading %s: %w", p, err))
 		}
 		if total += yamlfile.StructureCount(data); total > MaxStreamNodes {
-			return nil, renderErr(fmt.Errorf("manifests: %s: the manifests under %q have more than %d structural characters (',' '[' '{' '-' ':' '?' newline) in all: %w: %w",
-				p, dir, MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded))
+			return nil, renderErr(fmt.Errorf("manifests: %s: the manifests under %s have more than %d structural characters (',' '[' '{' '-' ':' '?' newline) in all: %w: %w",
+				p, errdef.Quote(dir), MaxStreamNodes, errdef.ErrInvalidInput, errdef.ErrLimitExceeded))
 		}
 		objs, err := Decode(p, data)
 		if err != nil {
 			return nil, renderErr(fmt.Errorf("manifests: %w", err))
 		}
 		if out = append(out, objs...); len(out) > MaxObjects {
-			return nil, renderErr(fmt.Errorf("manifests: %s: the manifests under %q hold more than %d objects in all: %w: %w",
-				p, dir, MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded))
+			return nil, renderErr(fmt.Errorf("manifests: %s: the manifests under %s hold more than %d objects in all: %w: %w",
+				p, errdef.Quote(dir), MaxObjects, errdef.ErrInvalidInput, errdef.ErrLimitExceeded))
 		}
 	}
 	return out, nil

@@ -319,7 +319,7 @@ func ChartArchive(c *Content) ([]byte, error) {
 	case c.MediaType == MediaTypeHelmChart, isGzipMediaType(c.MediaType), c.MediaType == "" && len(c.Data) > 2 && c.Data[0] == 0x1f && c.Data[1] == 0x8b:
 		return c.Data, nil
 	default:
-		return nil, fmt.Errorf("%w: %q is not a Helm chart (want an OCI artifact set or %s)", errdef.ErrUnsupportedMediaType, c.MediaType, MediaTypeHelmChart)
+		return nil, fmt.Errorf("%w: %s is not a Helm chart (want an OCI artifact set or %s)", errdef.ErrUnsupportedMediaType, errdef.Quote(c.MediaType), MediaTypeHelmChart)
 	}
 }
 

@@ -136,7 +136,7 @@ func contentTree(c *Content, opts []archive.Option) (*archive.Tree, error) {
 // tools label tgz trees in several ways.
 func checkTreeMediaType(mt string, head []byte) error {
 	if mt != "" && !IsTarMediaType(mt) && !archive.IsGzip(head) {
-		return fmt.Errorf("%w: directory resource has media type %q, want a tar or tgz", errdef.ErrUnsupportedMediaType, mt)
+		return fmt.Errorf("%w: directory resource has media type %s, want a tar or tgz", errdef.ErrUnsupportedMediaType, errdef.Quote(mt))
 	}
 	return nil
 }

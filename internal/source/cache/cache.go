@@ -154,7 +154,7 @@ func parse(dgst string) (string, string, error) {
 		return "", "", err
 	}
 	if strings.Contains(dgst, ".") {
-		return "", "", fmt.Errorf("%w: %q is not a digest", errdef.ErrInvalidInput, dgst)
+		return "", "", fmt.Errorf("%w: %s is not a digest", errdef.ErrInvalidInput, errdef.Quote(dgst))
 	}
 	return alg, h, nil
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // ErrNotCached is returned by Derived when the cache is disabled or cannot
@@ -42,7 +44,7 @@ type ProduceFunc func(ctx context.Context, w io.Writer) error
 // they are.
 func (c *Cache) Derived(ctx context.Context, kind, src string, produce ProduceFunc) (*File, error) {
 	if !kindRE().MatchString(kind) {
-		return nil, fmt.Errorf("derived content kind %q", kind)
+		return nil, fmt.Errorf("derived content kind %s", errdef.Quote(kind))
 	}
 	alg, h, err := parse(src)
 	if err != nil {

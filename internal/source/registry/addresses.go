@@ -54,7 +54,7 @@ func NewAddressPolicy(allow ...string) (*AddressPolicy, error) {
 			continue
 		}
 		if strings.ContainsAny(a, "/@ *?\\") || strings.Contains(a, "://") {
-			return nil, fmt.Errorf("%w: allowed address %s: want an IP address, a CIDR range, a host or host:port", errdef.ErrInvalidInput, Quote(a))
+			return nil, fmt.Errorf("%w: allowed address %s: want an IP address, a CIDR range, a host or host:port", errdef.ErrInvalidInput, errdef.Quote(a))
 		}
 		p.hosts[CanonicalHost(a)] = true
 	}

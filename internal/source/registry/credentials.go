@@ -310,11 +310,11 @@ func loadDockerConfig(p string) (map[string]Credential, string, error) {
 		if a.Auth != "" {
 			dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(a.Auth))
 			if err != nil {
-				return nil, "", fmt.Errorf("%w: docker config %s: auths[%s].auth is not base64", errdef.ErrInvalidInput, p, Quote(k))
+				return nil, "", fmt.Errorf("%w: docker config %s: auths[%s].auth is not base64", errdef.ErrInvalidInput, p, errdef.Quote(k))
 			}
 			u, pw, ok := strings.Cut(string(dec), ":")
 			if !ok {
-				return nil, "", fmt.Errorf("%w: docker config %s: auths[%s].auth is not base64(username:password)", errdef.ErrInvalidInput, p, Quote(k))
+				return nil, "", fmt.Errorf("%w: docker config %s: auths[%s].auth is not base64(username:password)", errdef.ErrInvalidInput, p, errdef.Quote(k))
 			}
 			cred.Username, cred.Password = u, pw
 		}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -97,16 +96,12 @@ var (
 	tokenRunRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9+/_=-]{16,}`) })
 )
 
-// MaxQuoted caps every piece of input or registry text quoted in an error.
-const MaxQuoted = errdef.MaxQuoted
-
 // Sanitize removes what must not reach a log or the Argo CD UI from a message:
 // URL query strings (signed blob redirect URLs carry credentials there), URL
 // user info, anything that looks like a credential (an authorization scheme
 // and its value, secret=value pairs, base64 or token-like runs mixing upper
 // case, lower case and digits; digests and repository names, which are lower
-// case, are kept), and control characters. The result is capped at
-// 2×MaxQuoted bytes (a message, not one quoted input).
+// case, are kept), and control characters, cut to errdef.MaxMessage bytes.
 func Sanitize(msg string) string {
 	msg = userinfoRe().ReplaceAllString(msg, "${1}")
 	msg = queryRe().ReplaceAllString(msg, "${1}")
@@ -118,32 +113,18 @@ func Sanitize(msg string) string {
 		}
 		return run
 	})
-	return Cap(msg, 2*MaxQuoted)
+	return printable(errdef.CutMessage(msg))
 }
 
-// Cap shortens s to at most n bytes (on a rune boundary, "…" appended) and
-// replaces control characters, so that a quoted input cannot flood or break
-// the one error line.
-func Cap(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
+// printable replaces control characters of registry text, so that it
+// cannot break the one error line.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
 			return '?'
 		}
 		return r
 	}, s)
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-// Quote is %q of s capped at MaxQuoted bytes: how errors quote input.
-func Quote(s string) string {
-	return strconv.Quote(Cap(s, MaxQuoted))
 }
 
 // wrapError classifies err from an operation on ref. It is what every
@@ -246,8 +227,8 @@ func registryMessage(resp *errcode.ErrorResponse, clean func(string) string) str
 			parts = append(parts, "…")
 			break
 		}
-		code := strings.ToLower(strings.ReplaceAll(Cap(clean(e.Code), 40), "_", " "))
-		if m := Cap(clean(e.Message), 80); m != "" && !strings.EqualFold(m, code) {
+		code := strings.ToLower(strings.ReplaceAll(printable(errdef.Cut(clean(e.Code))), "_", " "))
+		if m := printable(errdef.Cut(clean(e.Message))); m != "" && !strings.EqualFold(m, code) {
 			code += ": " + m
 		}
 		parts = append(parts, code) // Detail is left out: it is noise (and could echo request data)

@@ -398,7 +398,7 @@ func (mc *mirrorClient) tag(req *http.Request, kind, tag string) (*http.Response
 		resp, done, err := mc.try(req, ep, kind, tag, "", false)
 		if done && err == nil {
 			mc.c.logger.Warn("registry tag resolved by a mirror: the upstream cannot be reached",
-				"upstream", mc.ref.Registry, "repository", mc.ref.Repository, "tag", Cap(tag, 128), "mirror", ep.ref.Registry)
+				"upstream", mc.ref.Registry, "repository", mc.ref.Repository, "tag", errdef.Cut(tag), "mirror", ep.ref.Registry)
 		}
 		if done {
 			return resp, err
@@ -468,7 +468,7 @@ func (mc *mirrorClient) try(req *http.Request, ep mirrorEndpoint, kind, referenc
 		return nil, false, nil
 	case claimed != "" && claimed != want.String():
 		resp.Body.Close()
-		return nil, true, mc.mismatch(ep, kind, want, "names "+Cap(claimed, 80))
+		return nil, true, mc.mismatch(ep, kind, want, "names "+errdef.Quote(claimed))
 	}
 	resp.Header.Set("Docker-Content-Digest", want.String())
 	if req.Method == http.MethodGet {
@@ -476,14 +476,14 @@ func (mc *mirrorClient) try(req *http.Request, ep mirrorEndpoint, kind, referenc
 			return mc.mismatch(ep, kind, want, "served "+got.String())
 		}}
 	}
-	mc.c.logger.Debug("registry read from mirror", "upstream", mc.ref.Registry, "mirror", ep.ref.Registry, "repository", ep.ref.Repository, "reference", Cap(reference, 128))
+	mc.c.logger.Debug("registry read from mirror", "upstream", mc.ref.Registry, "mirror", ep.ref.Registry, "repository", ep.ref.Repository, "reference", errdef.Cut(reference))
 	return resp, true, nil
 }
 
 func (mc *mirrorClient) fellBack(ep mirrorEndpoint, kind, reference, cause string) {
 	mc.c.logger.Warn("registry mirror failed, asking the next mirror or the upstream",
 		"upstream", mc.ref.Registry, "mirror", ep.ref.Registry, "repository", ep.ref.Repository,
-		"kind", strings.TrimSuffix(kind, "s"), "reference", Cap(reference, 80), "cause", cause)
+		"kind", strings.TrimSuffix(kind, "s"), "reference", errdef.Cut(reference), "cause", cause)
 }
 
 // mismatch is the error of a mirror that served other content than the

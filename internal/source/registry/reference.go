@@ -59,7 +59,7 @@ func ParseReference(s string) (Reference, error) {
 		return Reference{}, fmt.Errorf("%w: reference is longer than %d bytes", errdef.ErrInvalidInput, maxReferenceLen)
 	}
 	if strings.TrimSpace(s) != s || s == "" {
-		return Reference{}, fmt.Errorf("%w: reference %s is empty or has surrounding space", errdef.ErrInvalidInput, Quote(orig))
+		return Reference{}, fmt.Errorf("%w: reference %s is empty or has surrounding space", errdef.ErrInvalidInput, errdef.Quote(orig))
 	}
 	if i := strings.Index(s, "://"); i >= 0 {
 		switch scheme := strings.ToLower(s[:i]); scheme {
@@ -67,19 +67,19 @@ func ParseReference(s string) (Reference, error) {
 			r.Scheme = scheme
 		case "oci":
 		default:
-			return Reference{}, fmt.Errorf("%w: reference %s: unsupported scheme %s", errdef.ErrInvalidInput, Quote(orig), Quote(scheme))
+			return Reference{}, fmt.Errorf("%w: reference %s: unsupported scheme %s", errdef.ErrInvalidInput, errdef.Quote(orig), errdef.Quote(scheme))
 		}
 		s = s[i+3:]
 	}
 	host, path, ok := strings.Cut(s, "/")
 	if !ok || path == "" {
 		if r.Scheme != "" {
-			return Reference{}, fmt.Errorf("%w: reference %s has no repository", errdef.ErrInvalidInput, Quote(orig))
+			return Reference{}, fmt.Errorf("%w: reference %s has no repository", errdef.ErrInvalidInput, errdef.Quote(orig))
 		}
 		host, path = "docker.io", "library/"+s
 	} else if !strings.ContainsAny(host, ".:") && host != "localhost" {
 		if r.Scheme != "" {
-			return Reference{}, fmt.Errorf("%w: reference %s: %s is not a registry host", errdef.ErrInvalidInput, Quote(orig), Quote(host))
+			return Reference{}, fmt.Errorf("%w: reference %s: %s is not a registry host", errdef.ErrInvalidInput, errdef.Quote(orig), errdef.Quote(host))
 		}
 		host, path = "docker.io", s
 	}
@@ -90,13 +90,13 @@ func ParseReference(s string) (Reference, error) {
 		path = "library/" + path
 	}
 	if !hostRE().MatchString(host) {
-		return Reference{}, fmt.Errorf("%w: reference %s: invalid registry %s", errdef.ErrInvalidInput, Quote(orig), Quote(host))
+		return Reference{}, fmt.Errorf("%w: reference %s: invalid registry %s", errdef.ErrInvalidInput, errdef.Quote(orig), errdef.Quote(host))
 	}
 	r.Registry = host
 	if at := strings.Index(path, "@"); at >= 0 {
 		d, err := digest.Parse(path[at+1:])
 		if err != nil {
-			return Reference{}, fmt.Errorf("%w: reference %s: bad digest", errdef.ErrInvalidInput, Quote(orig))
+			return Reference{}, fmt.Errorf("%w: reference %s: bad digest", errdef.ErrInvalidInput, errdef.Quote(orig))
 		}
 		r.Digest = d.String()
 		path = path[:at]
@@ -105,20 +105,20 @@ func ParseReference(s string) (Reference, error) {
 		r.Tag = path[c+1:]
 		path = path[:c]
 		if r.Tag == "" {
-			return Reference{}, fmt.Errorf("%w: reference %s: empty tag after ':'", errdef.ErrInvalidInput, Quote(orig))
+			return Reference{}, fmt.Errorf("%w: reference %s: empty tag after ':'", errdef.ErrInvalidInput, errdef.Quote(orig))
 		}
 	}
 	r.Repository = path
 	o := orasregistry.Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Tag}
 	if err := o.ValidateRegistry(); err != nil {
-		return Reference{}, fmt.Errorf("%w: reference %s: invalid registry %s", errdef.ErrInvalidInput, Quote(orig), Quote(r.Registry))
+		return Reference{}, fmt.Errorf("%w: reference %s: invalid registry %s", errdef.ErrInvalidInput, errdef.Quote(orig), errdef.Quote(r.Registry))
 	}
 	if err := o.ValidateRepository(); err != nil {
-		return Reference{}, fmt.Errorf("%w: reference %s: invalid repository %s", errdef.ErrInvalidInput, Quote(orig), Quote(r.Repository))
+		return Reference{}, fmt.Errorf("%w: reference %s: invalid repository %s", errdef.ErrInvalidInput, errdef.Quote(orig), errdef.Quote(r.Repository))
 	}
 	if r.Tag != "" {
 		if err := o.ValidateReferenceAsTag(); err != nil {
-			return Reference{}, fmt.Errorf("%w: reference %s: invalid tag %s", errdef.ErrInvalidInput, Quote(orig), Quote(r.Tag))
+			return Reference{}, fmt.Errorf("%w: reference %s: invalid tag %s", errdef.ErrInvalidInput, errdef.Quote(orig), errdef.Quote(r.Tag))
 		}
 	}
 	return r, nil
@@ -157,14 +157,14 @@ func refToOras(r Reference) orasregistry.Reference {
 func (r Reference) Validate() error {
 	o := orasregistry.Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Tag}
 	if err := o.ValidateRegistry(); err != nil {
-		return fmt.Errorf("%w: invalid registry %s", errdef.ErrInvalidInput, Quote(r.Registry))
+		return fmt.Errorf("%w: invalid registry %s", errdef.ErrInvalidInput, errdef.Quote(r.Registry))
 	}
 	if err := o.ValidateRepository(); err != nil {
-		return fmt.Errorf("%w: invalid repository %s", errdef.ErrInvalidInput, Quote(r.Repository))
+		return fmt.Errorf("%w: invalid repository %s", errdef.ErrInvalidInput, errdef.Quote(r.Repository))
 	}
 	if r.Tag != "" {
 		if err := o.ValidateReferenceAsTag(); err != nil {
-			return fmt.Errorf("%w: invalid tag %s", errdef.ErrInvalidInput, Quote(r.Tag))
+			return fmt.Errorf("%w: invalid tag %s", errdef.ErrInvalidInput, errdef.Quote(r.Tag))
 		}
 	}
 	return nil

@@ -164,11 +164,11 @@ func (v *Verifier) walk(ctx context.Context, cv ocm.ComponentVersion, rep *Repor
 			continue // not covered by a signature; listed in References
 		}
 		if depth+1 > maxDepth {
-			return fmt.Errorf("%w: component %s: reference %q: deeper than %d levels", errdef.ErrLimitExceeded, self, ref.Name, maxDepth)
+			return fmt.Errorf("%w: component %s: reference %s: deeper than %d levels", errdef.ErrLimitExceeded, self, errdef.Quote(ref.Name), maxDepth)
 		}
 		rcv, err := v.Repository.LookupComponentVersion(ctx, ref.ComponentName, ref.Version)
 		if err != nil {
-			return fmt.Errorf("component %s: reference %q to %s:%s: %w", self, ref.Name, ref.ComponentName, ref.Version, err)
+			return fmt.Errorf("component %s: reference %s to %s:%s: %w", self, errdef.Quote(ref.Name), ref.ComponentName, ref.Version, err)
 		}
 		if err := v.walk(ctx, rcv, rep, seen, depth+1); err != nil {
 			return err
@@ -239,14 +239,14 @@ func localDigestHash(dg *ocm.Digest, out *Resource) (func() hash.Hash, bool) {
 	case strings.EqualFold(dg.HashAlgorithm, "SHA-512"), strings.EqualFold(dg.HashAlgorithm, "sha512"):
 		newHash = sha512.New
 	default:
-		out.Status, out.Detail = NotCheckable, fmt.Sprintf("hash algorithm %q is not supported (SHA-256, SHA-512)", dg.HashAlgorithm)
+		out.Status, out.Detail = NotCheckable, fmt.Sprintf("hash algorithm %s is not supported (SHA-256, SHA-512)", errdef.Quote(dg.HashAlgorithm))
 		return nil, false
 	}
 	switch dg.NormalisationAlgorithm {
 	case signing.GenericBlobDigestV1, signing.OCIArtifactDigestV1:
 	default:
-		out.Status, out.Detail = NotCheckable, fmt.Sprintf("digest normalisation %q is not computable offline (supported: %s, %s)",
-			dg.NormalisationAlgorithm, signing.GenericBlobDigestV1, signing.OCIArtifactDigestV1)
+		out.Status, out.Detail = NotCheckable, fmt.Sprintf("digest normalisation %s is not computable offline (supported: %s, %s)",
+			errdef.Quote(dg.NormalisationAlgorithm), signing.GenericBlobDigestV1, signing.OCIArtifactDigestV1)
 		return nil, false
 	}
 	return newHash, true
@@ -294,7 +294,7 @@ func (v *Verifier) checkArtifactSet(b ocm.Blob, res *ocm.Resource, newHash func(
 		mt = b.MediaType()
 	}
 	if !artifactset.IsArtifactSet(mt) {
-		out.Status, out.Detail = Mismatch, fmt.Sprintf("digest is %s but the local blob is %q, not an OCI artifact set", dg.NormalisationAlgorithm, mt)
+		out.Status, out.Detail = Mismatch, fmt.Sprintf("digest is %s but the local blob is %s, not an OCI artifact set", dg.NormalisationAlgorithm, errdef.Quote(mt))
 		return
 	}
 	set, err := artifactset.Read(data)
@@ -366,7 +366,7 @@ func checkPinned(res *ocm.Resource, out *Resource) {
 		// A pin in another algorithm cannot be compared; a pin that is not a
 		// digest at all is a broken reference.
 		if want == "" {
-			out.Status, out.Detail = Mismatch, fmt.Sprintf("%s %s pins %q, which is not a sha256 or sha512 digest", field, ref, pinned)
+			out.Status, out.Detail = Mismatch, fmt.Sprintf("%s %s pins %s, which is not a sha256 or sha512 digest", field, ref, errdef.Quote(pinned))
 			return
 		}
 		out.Status, out.Detail = NotCheckable, fmt.Sprintf("%s pins a %s digest, the declared digest is %s", field, alg, dg.HashAlgorithm)

@@ -6,17 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
-
-// MaxQuoted bounds a name quoted in an error: names come from the
-// Application and may be long or hold a pasted secret.
-const MaxQuoted = 200
 
 // Where is how messages name the root.
 const Where = "the Application's directory"
@@ -70,23 +64,11 @@ func originOf(dir string, r *os.Root) string {
 // Close releases the root.
 func (r *Root) Close() error { return r.root.Close() }
 
-// Quote quotes s for an error message, capped to MaxQuoted bytes.
-func Quote(s string) string {
-	if len(s) <= MaxQuoted {
-		return strconv.Quote(s)
-	}
-	cut := MaxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "…"
-}
-
 // Refused is the one refusal of a name that is not a regular file or
 // directory inside the root: outside it (lexically or through a symbolic
 // link, existing or not), a FIFO, a device, a socket.
 func Refused(param, name string) error {
-	return fmt.Errorf("%w: %s %s: not a file or directory inside %s", errdef.ErrInvalidInput, param, Quote(name), Where)
+	return fmt.Errorf("%w: %s %s: not a file or directory inside %s", errdef.ErrInvalidInput, param, errdef.Quote(name), Where)
 }
 
 // MissingError is a name that stays inside the root and does not exist
@@ -95,7 +77,7 @@ func Refused(param, name string) error {
 type MissingError struct{ Param, Name string }
 
 func (e *MissingError) Error() string {
-	return fmt.Sprintf("%s %s: no such file or directory in %s", e.Param, Quote(e.Name), Where)
+	return fmt.Sprintf("%s %s: no such file or directory in %s", e.Param, errdef.Quote(e.Name), Where)
 }
 
 // Is matches fs.ErrNotExist.
@@ -188,7 +170,7 @@ func (r *Root) OpenFile(param, name string) (*os.File, error) {
 	}
 	if d != nil {
 		d.Close()
-		return nil, fmt.Errorf("%w: %s %s: a directory, not a file", errdef.ErrInvalidInput, param, Quote(name))
+		return nil, fmt.Errorf("%w: %s %s: a directory, not a file", errdef.ErrInvalidInput, param, errdef.Quote(name))
 	}
 	return f, nil
 }

@@ -102,7 +102,7 @@ func TestHostileNamesAreRefusedAlike(t *testing.T) {
 			if !errors.Is(err1, errdef.ErrInvalidInput) || !strings.Contains(err1.Error(), "not a file or directory inside the Application's directory") {
 				t.Fatalf("not the refusal: %v", err1)
 			}
-			if !strings.HasPrefix(err1.Error(), "invalid input: repository "+confine.Quote(name)+": ") {
+			if !strings.HasPrefix(err1.Error(), "invalid input: repository "+errdef.Quote(name)+": ") {
 				t.Fatalf("does not name the parameter and the name: %v", err1)
 			}
 			m1 := err1.Error()
@@ -215,15 +215,8 @@ func TestMissingInsideSaysSo(t *testing.T) {
 	}
 }
 
-func TestQuoteIsCapped(t *testing.T) {
-	long := strings.Repeat("é", 300) // 600 bytes
-	q := confine.Quote(long)
-	if len(q) > confine.MaxQuoted+8 || !strings.HasSuffix(q, "…") || strings.Contains(q, `\x`) {
-		t.Fatalf("%d bytes: %s", len(q), q)
-	}
-	if confine.Quote("ctf") != `"ctf"` {
-		t.Fatal(confine.Quote("ctf"))
-	}
+// A refusal quotes the name capped (errdef.Quote).
+func TestRefusalIsCapped(t *testing.T) {
 	err := confine.Refused("repository", "../"+strings.Repeat("a", 10000))
 	if len(err.Error()) > 400 {
 		t.Fatalf("refusal is %d bytes", len(err.Error()))

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
 
 // MaxLength bounds a path's text; paths are written by people.
@@ -54,21 +56,21 @@ func Parse(s string) (Path, error) {
 			expectKey = false
 		case c == '.':
 			if expectKey {
-				return nil, fmt.Errorf("field path %q: empty key at offset %d", s, i)
+				return nil, fmt.Errorf("field path %s: empty key at offset %d", errdef.Quote(s), i)
 			}
 			i++
 			expectKey = true
 			if i == len(s) {
-				return nil, fmt.Errorf("field path %q ends with a dot", s)
+				return nil, fmt.Errorf("field path %s ends with a dot", errdef.Quote(s))
 			}
 		default:
 			if !expectKey {
-				return nil, fmt.Errorf("field path %q: want . or [ at offset %d", s, i)
+				return nil, fmt.Errorf("field path %s: want . or [ at offset %d", errdef.Quote(s), i)
 			}
 			j := i
 			for j < len(s) && s[j] != '.' && s[j] != '[' {
 				if s[j] == ']' || s[j] == '"' || s[j] == '\'' {
-					return nil, fmt.Errorf("field path %q: unexpected %q at offset %d (quote keys like [\"a.b\"])", s, s[j], j)
+					return nil, fmt.Errorf("field path %s: unexpected %s at offset %d (quote keys like [\"a.b\"])", errdef.Quote(s), errdef.Quote(string(s[j])), j)
 				}
 				j++
 			}
@@ -78,11 +80,11 @@ func Parse(s string) (Path, error) {
 		}
 	}
 	if expectKey {
-		return nil, fmt.Errorf("field path %q ends with a dot", s)
+		return nil, fmt.Errorf("field path %s ends with a dot", errdef.Quote(s))
 	}
 	for k, e := range p {
 		if e.Append && k != len(p)-1 {
-			return nil, fmt.Errorf("field path %q: [-] (append) must be the last element", s)
+			return nil, fmt.Errorf("field path %s: [-] (append) must be the last element", errdef.Quote(s))
 		}
 	}
 	return p, nil
@@ -93,7 +95,7 @@ func Parse(s string) (Path, error) {
 func parseBracket(s string, i int) (e Elem, next int, err error) {
 	j := strings.IndexByte(s[i:], ']')
 	if j < 0 {
-		return Elem{}, 0, fmt.Errorf("field path %q: unclosed [ at offset %d", s, i)
+		return Elem{}, 0, fmt.Errorf("field path %s: unclosed [ at offset %d", errdef.Quote(s), i)
 	}
 	inner := s[i+1 : i+j]
 	if len(inner) >= 2 && (inner[0] == '"' || inner[0] == '\'') {
@@ -101,12 +103,12 @@ func parseBracket(s string, i int) (e Elem, next int, err error) {
 		// The key may contain ']' inside its quotes: find the closing quote.
 		end := strings.IndexByte(s[i+2:], q)
 		if end < 0 {
-			return Elem{}, 0, fmt.Errorf("field path %q: unclosed quote at offset %d", s, i+1)
+			return Elem{}, 0, fmt.Errorf("field path %s: unclosed quote at offset %d", errdef.Quote(s), i+1)
 		}
 		key := s[i+2 : i+2+end]
 		k := i + 2 + end + 1
 		if k >= len(s) || s[k] != ']' {
-			return Elem{}, 0, fmt.Errorf("field path %q: want ] after the quoted key at offset %d", s, k)
+			return Elem{}, 0, fmt.Errorf("field path %s: want ] after the quoted key at offset %d", errdef.Quote(s), k)
 		}
 		return Elem{Key: key}, k + 1, nil
 	}
@@ -115,7 +117,7 @@ func parseBracket(s string, i int) (e Elem, next int, err error) {
 	}
 	n, err := strconv.Atoi(inner)
 	if err != nil || n < 0 {
-		return Elem{}, 0, fmt.Errorf("field path %q: [%s] is not a list index (a number, or - to append) nor a quoted key", s, inner)
+		return Elem{}, 0, fmt.Errorf("field path %s: [%s] is not a list index (a number, or - to append) nor a quoted key", errdef.Quote(s), inner)
 	}
 	return Elem{IsList: true, Index: n}, i + j + 1, nil
 }

@@ -148,13 +148,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Expressions) > 0 {
 		b.WriteString("\nexpressions:\n")
 		for _, e := range r.Expressions {
-			fmt.Fprintf(&b, "  %s: ${%s} = %s\n", e.Where, e.Expr, errdef.Truncate(formatValue(e.Result), 200))
+			fmt.Fprintf(&b, "  %s: ${%s} = %s\n", e.Where, e.Expr, errdef.Cut(formatValue(e.Result)))
 		}
 	}
 	if len(r.Patches) > 0 {
 		b.WriteString("\npatches:\n")
 		for _, p := range r.Patches {
-			fmt.Fprintf(&b, "  %s: %s = %s  in %s\n", p.Source, p.Path, errdef.Truncate(formatValue(p.Value), 120), strings.Join(p.Objects, ", "))
+			fmt.Fprintf(&b, "  %s: %s = %s  in %s\n", p.Source, p.Path, errdef.Cut(formatValue(p.Value)), strings.Join(p.Objects, ", "))
 		}
 	}
 	if r.Localized {
@@ -230,7 +230,7 @@ func writeRender(b *strings.Builder, rr RenderReport) {
 
 // writeLeaf writes a value and the layers that set it, the last first.
 func writeLeaf(b *strings.Builder, l Leaf) {
-	fmt.Fprintf(b, "    %s = %s\n", l.Path, errdef.Truncate(formatValue(l.Value), 200))
+	fmt.Fprintf(b, "    %s = %s\n", l.Path, errdef.Cut(formatValue(l.Value)))
 	for i := len(l.History) - 1; i >= 0; i-- {
 		o := l.History[i]
 		prefix := "      <- "
@@ -245,7 +245,7 @@ func writeLeaf(b *strings.Builder, l Leaf) {
 			line += "  " + o.Expr
 		}
 		if i < len(l.History)-1 {
-			line += " = " + errdef.Truncate(formatValue(o.Value), 120)
+			line += " = " + errdef.Cut(formatValue(o.Value))
 		}
 		b.WriteString(line + "\n")
 	}
@@ -304,11 +304,11 @@ func writeDirectoryRules(b *strings.Builder, rr RenderReport) {
 	}
 	ns := "the Application's destination namespace"
 	if rr.Namespace != "" {
-		ns = fmt.Sprintf("the destination namespace %q%s", rr.Namespace, at(rr.NamespaceAt))
+		ns = fmt.Sprintf("the destination namespace %s%s", errdef.Quote(rr.Namespace), at(rr.NamespaceAt))
 	}
 	fmt.Fprintf(b, "  namespace: not written into the output, as Argo CD does for kustomize and directory sources: objects without a namespace are put into %s by Argo CD at sync; objects the kustomization or manifests place keep theirs\n", ns)
 	if rr.OverlayNamespace != "" {
-		fmt.Fprintf(b, "  namespace of the overlay: %q%s, set by kustomize on every object of the entry that is not cluster-scoped, so none of them gets the destination namespace\n", rr.OverlayNamespace, at(rr.OverlayNamespaceAt))
+		fmt.Fprintf(b, "  namespace of the overlay: %s%s, set by kustomize on every object of the entry that is not cluster-scoped, so none of them gets the destination namespace\n", errdef.Quote(rr.OverlayNamespace), at(rr.OverlayNamespaceAt))
 	}
 }
 

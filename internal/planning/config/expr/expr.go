@@ -123,7 +123,7 @@ func (e *Error) Error() string {
 	if e.Column > 0 {
 		at = fmt.Sprintf(" (column %d)", e.Column)
 	}
-	return fmt.Sprintf("%s: expression ${%s}%s: %s", e.Where, errdef.Truncate(e.Expr, 200), at, e.Msg)
+	return fmt.Sprintf("%s: expression ${%s}%s: %s", e.Where, errdef.Cut(e.Expr), at, e.Msg)
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -243,7 +243,7 @@ func HasExpression(s string) bool {
 func (e *Evaluator) Check(where, s string) error {
 	parts, err := parseTemplate(s)
 	if err != nil {
-		return &Error{Where: where, Expr: errdef.Truncate(s, 80), Msg: err.Error(), Err: errdef.ErrInvalidInput}
+		return &Error{Where: where, Expr: s, Msg: err.Error(), Err: errdef.ErrInvalidInput}
 	}
 	for _, p := range parts {
 		if p.expr {
@@ -265,7 +265,7 @@ func (e *Evaluator) Template(ctx context.Context, where, s string, vars map[stri
 	}
 	parts, err := parseTemplate(s)
 	if err != nil {
-		return nil, &Error{Where: where, Expr: errdef.Truncate(s, 80), Msg: err.Error(), Err: errdef.ErrInvalidInput}
+		return nil, &Error{Where: where, Expr: s, Msg: err.Error(), Err: errdef.ErrInvalidInput}
 	}
 	if len(parts) == 1 && parts[0].expr {
 		return e.eval(ctx, where, parts[0].text, vars)
@@ -445,7 +445,7 @@ func (e *Evaluator) checkNames(ast *cel.Ast) *nameError {
 		if len(names) > 0 {
 			list = strings.Join(names, ", ")
 		}
-		return &nameError{col: col, msg: fmt.Sprintf("unknown %s %q (known: %s)", what, s.FieldName(), list)}
+		return &nameError{col: col, msg: fmt.Sprintf("unknown %s %s (known: %s)", what, errdef.Quote(s.FieldName()), list)}
 	}
 	return nil
 }
@@ -750,7 +750,7 @@ func DescribeValue(v any) string {
 	case nil:
 		return "null"
 	case string:
-		return fmt.Sprintf("the string %q", errdef.Truncate(v, 60))
+		return fmt.Sprintf("the string %s", errdef.Quote(v))
 	case bool:
 		return fmt.Sprintf("the boolean %v", v)
 	case int64, int, float64:

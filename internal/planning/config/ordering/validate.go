@@ -35,14 +35,14 @@ type Fail func(path, format string, args ...any) error
 // CheckDNSLabel accepts a Kubernetes DNS label (a Job's name or namespace).
 func CheckDNSLabel(s string) error {
 	if len(s) > 63 || !dnsLabelRE().MatchString(s) {
-		return fmt.Errorf("%q is not a DNS label (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)", errdef.Truncate(s, 80))
+		return fmt.Errorf("%s is not a DNS label (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)", errdef.Quote(s))
 	}
 	return nil
 }
 
 func checkDNSSubdomain(s string) error {
 	if len(s) > 253 || !dnsSubdomainRE().MatchString(s) {
-		return fmt.Errorf("%q is not a valid name (lower-case letters, digits, '-' and '.', at most 253)", errdef.Truncate(s, 80))
+		return fmt.Errorf("%s is not a valid name (lower-case letters, digits, '-' and '.', at most 253)", errdef.Quote(s))
 	}
 	return nil
 }
@@ -82,7 +82,7 @@ func checkWave(v any) error {
 		if expr.HasExpression(s) {
 			return nil
 		}
-		return fmt.Errorf("the string %q: want an integer (3, not \"3\") or ${…}", errdef.Truncate(s, 40))
+		return fmt.Errorf("the string %s: want an integer (3, not \"3\") or ${…}", errdef.Quote(s))
 	}
 	return fmt.Errorf("want an integer or a string holding ${…}, got %s", expr.DescribeValue(v))
 }
@@ -157,11 +157,11 @@ func ValidateJobs(jobs []Job, renders map[string]bool, fail Fail) error {
 			}
 		}
 		if seen[j.Name] {
-			return fail(where+".name", "job %q is defined twice", j.Name)
+			return fail(where+".name", "job %s is defined twice", errdef.Quote(j.Name))
 		}
 		seen[j.Name] = true
 		if j.Render != "" && !renders[j.Render] {
-			return fail(where+".render", "no render is named %q (renders: %s)", j.Render, strings.Join(slices.Sorted(maps.Keys(renders)), ", "))
+			return fail(where+".render", "no render is named %s (renders: %s)", errdef.Quote(j.Render), errdef.Cut(strings.Join(slices.Sorted(maps.Keys(renders)), ", ")))
 		}
 		if j.Image.Resource["name"] == "" {
 			return fail(where+".image.resource", "the resource identity needs a name")

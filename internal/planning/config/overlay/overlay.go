@@ -65,7 +65,7 @@ var specFields, specFieldList = func() (map[string]bool, string) {
 func CheckFields(where string, fields map[string]any) error {
 	for k := range fields {
 		if !specFields[k] {
-			return fmt.Errorf("%w: %s: unknown field %q (the fields of a kustomization: %s)", errdef.ErrInvalidInput, where, errdef.Truncate(k, 60), specFieldList)
+			return fmt.Errorf("%w: %s: unknown field %s (the fields of a kustomization: %s)", errdef.ErrInvalidInput, where, errdef.Quote(k), specFieldList)
 		}
 	}
 	return nil
@@ -173,7 +173,7 @@ func Images(tree plan.Tree, images []localize.Image) (out []types.Image, origins
 					continue
 				}
 				byName[n] = &want
-				from[n] = fmt.Sprintf("automatic localisation: image resource %s, written in %s", img.Resource.Identity(), errdef.Truncate(name, 120))
+				from[n] = fmt.Sprintf("automatic localisation: image resource %s, written in %s", img.Resource.Identity(), errdef.Field(name))
 				order = append(order, n)
 			}
 		}

@@ -50,7 +50,7 @@ func (r *RGD) analyzeNode(n *Node, byID map[string]*Node, total *int) error {
 			// As kro: it resolves a node's schema from them before anything
 			// is evaluated. A static render decides from them what a node
 			// is (emitted, interpreted, dropped, a Secret).
-			return fmt.Errorf("%w: %s: node %s: %s: ${%s}: apiVersion and kind are literal, not expressions", errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 80))
+			return fmt.Errorf("%w: %s: node %s: %s: ${%s}: apiVersion and kind are literal, not expressions", errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Cut(e.Expr))
 		}
 	}
 	if av, _ := n.Template["apiVersion"].(string); av == "" {
@@ -84,7 +84,7 @@ func (r *RGD) templateDeps(n *Node, byID map[string]*Node) (map[string]bool, err
 			err = cel.Refuse(e.Expr)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: node %s: %s: expression ${%s}: %v", errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 120), err)
+			return nil, fmt.Errorf("%w: %s: node %s: %s: expression ${%s}: %v", errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Cut(e.Expr), err)
 		}
 		for _, ref := range refs {
 			dep, ok := byID[ref.Var]
@@ -93,14 +93,14 @@ func (r *RGD) templateDeps(n *Node, byID map[string]*Node) (map[string]bool, err
 					// kro's builder checks every identifier against the
 					// nodes and schema: CEL's type names are unknown to it.
 					return nil, fmt.Errorf("%w: %s: node %s: %s: ${%s}: references unknown identifiers: [%s] (kro refuses CEL type names as identifiers; compare with type(…) of a value)",
-						errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 120), ref.Var)
+						errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Cut(e.Expr), ref.Var)
 				}
 				continue
 			}
 			if ref.Field == "status" && !IsOCMResource(dep.Template) {
 				g, k := GVK(dep.Template)
 				return nil, fmt.Errorf("%w: %s: node %s: %s: ${%s} reads the status of node %s (%s), which only a cluster has; a static render knows the status of OCM Resource nodes only",
-					errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 120), dep.ID, GroupKind(g, k))
+					errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Cut(e.Expr), dep.ID, GroupKind(g, k))
 			}
 			if dep.ID != n.ID {
 				deps[dep.ID] = true
@@ -259,7 +259,7 @@ func checkSecret(r *RGD, n *Node, e Located, refs []cel.Ref) error {
 	for _, ref := range refs {
 		if ref.Var == "schema" || slices.ContainsFunc(n.Iterators, func(it Iterator) bool { return it.Name == ref.Var }) {
 			return fmt.Errorf("%w: %s: node %s: %s: a Secret filled from an instance parameter (${%s}): Argo CD stores parameters and generated manifests in plain text, so the secret would leak; reference an existing Secret instead",
-				errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Truncate(e.Expr, 80))
+				errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Cut(e.Expr))
 		}
 	}
 	return nil

@@ -124,14 +124,14 @@ func Decode(source string, data []byte) (*RGD, error) {
 		return nil, fmt.Errorf("%w: %s: %s", errdef.ErrInvalidInput, source, strings.TrimPrefix(err.Error(), "json: "))
 	}
 	if raw.APIVersion != APIVersion || raw.Kind != Kind {
-		return nil, fmt.Errorf("%w: %s: %s %s is not a %s %s", errdef.ErrInvalidInput, source, errdef.Truncate(raw.APIVersion, 60), errdef.Truncate(raw.Kind, 60), APIVersion, Kind)
+		return nil, fmt.Errorf("%w: %s: %s %s is not a %s %s", errdef.ErrInvalidInput, source, errdef.Field(raw.APIVersion), errdef.Field(raw.Kind), APIVersion, Kind)
 	}
 	r := &RGD{Name: raw.Metadata.Name, Source: source, Schema: raw.Spec.Schema, Nodes: raw.Spec.Resources}
 	if r.Schema.Kind == "" {
 		return nil, fmt.Errorf("%w: %s: spec.schema.kind is missing", errdef.ErrInvalidInput, source)
 	}
 	if !kindRE().MatchString(r.Schema.Kind) {
-		return nil, fmt.Errorf("%w: %s: spec.schema.kind %q is not a valid kro kind name: must be UpperCamelCase", errdef.ErrInvalidInput, source, errdef.Truncate(r.Schema.Kind, 60))
+		return nil, fmt.Errorf("%w: %s: spec.schema.kind %s is not a valid kro kind name: must be UpperCamelCase", errdef.ErrInvalidInput, source, errdef.Quote(r.Schema.Kind))
 	}
 	if len(r.Nodes) > MaxNodes {
 		return nil, fmt.Errorf("%w: %s: %d resources, more than the limit of %d: %w", errdef.ErrInvalidInput, source, len(r.Nodes), MaxNodes, errdef.ErrLimitExceeded)
@@ -143,8 +143,8 @@ func Decode(source string, data []byte) (*RGD, error) {
 		}
 		n.Index = i
 		if !idRE().MatchString(n.ID) || reserved[n.ID] {
-			return nil, fmt.Errorf("%w: %s: spec.resources[%d]: id %q is not a usable name (kro's lowerCamelCase: a lower-case letter, then letters and digits; not a CEL or kro reserved word)",
-				errdef.ErrInvalidInput, source, i, errdef.Truncate(n.ID, 60))
+			return nil, fmt.Errorf("%w: %s: spec.resources[%d]: id %s is not a usable name (kro's lowerCamelCase: a lower-case letter, then letters and digits; not a CEL or kro reserved word)",
+				errdef.ErrInvalidInput, source, i, errdef.Quote(n.ID))
 		}
 		if seen[n.ID] {
 			return nil, fmt.Errorf("%w: %s: node %s is defined twice", errdef.ErrInvalidInput, source, n.ID)
@@ -218,10 +218,10 @@ func parseForEach(v any) ([]Iterator, error) {
 		for k, e := range m {
 			s, ok := e.(string)
 			if !ok || !cel.IsWholeExpression(s) {
-				return nil, fmt.Errorf("[%d].%s: want one ${expression} making a list", i, errdef.Truncate(k, 40))
+				return nil, fmt.Errorf("[%d].%s: want one ${expression} making a list", i, errdef.Field(k))
 			}
 			if !idRE().MatchString(k) || reserved[k] || names[k] {
-				return nil, fmt.Errorf("[%d]: iterator %q is not a usable name (lowerCamelCase, not reserved, not repeated)", i, errdef.Truncate(k, 40))
+				return nil, fmt.Errorf("[%d]: iterator %s is not a usable name (lowerCamelCase, not reserved, not repeated)", i, errdef.Quote(k))
 			}
 			names[k] = true
 			out = append(out, Iterator{Name: k, Expr: s})

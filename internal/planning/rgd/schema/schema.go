@@ -51,7 +51,7 @@ type Instance struct {
 func (s *Schema) Parameters(source string) (*Instance, error) {
 	// kro's own reading first: what kro refuses is refused, with its words.
 	if _, err := simpleschema.ToOpenAPISpec(s.Spec, s.Types); err != nil {
-		return nil, fmt.Errorf("%w: %s: spec.schema: %s", errdef.ErrInvalidInput, source, errdef.Truncate(errdef.OneLine(err.Error()), 300))
+		return nil, fmt.Errorf("%w: %s: spec.schema: %s", errdef.ErrInvalidInput, source, errdef.CutMessage(errdef.OneLine(err.Error())))
 	}
 	params := map[string]*config.Parameter{}
 	f := &flattener{source: source, types: s.Types, out: params, items: map[string]string{}}
@@ -91,10 +91,10 @@ func (f *flattener) checkTypes() error {
 	}
 	for _, k := range sortedKeys(f.types) {
 		if builtinType(k) || !idRE().MatchString(k) {
-			return fmt.Errorf("%w: %s: spec.schema.types.%s: not a usable type name", errdef.ErrInvalidInput, f.source, errdef.Truncate(k, 40))
+			return fmt.Errorf("%w: %s: spec.schema.types.%s: not a usable type name", errdef.ErrInvalidInput, f.source, errdef.Field(k))
 		}
 		if _, ok := f.types[k].(map[string]any); !ok {
-			return fmt.Errorf("%w: %s: spec.schema.types.%s: want fields (name: \"type | markers\")", errdef.ErrInvalidInput, f.source, errdef.Truncate(k, 40))
+			return fmt.Errorf("%w: %s: spec.schema.types.%s: want fields (name: \"type | markers\")", errdef.ErrInvalidInput, f.source, errdef.Field(k))
 		}
 	}
 	return nil
@@ -207,7 +207,7 @@ func (in *Instance) checkObject(at, t string, fields, m map[string]any, depth in
 	}
 	for k := range m {
 		if _, ok := fields[k]; !ok {
-			return fmt.Errorf("%w: parameter %s: field %s is not a field of type %s (%s)", errdef.ErrInvalidInput, at, errdef.Truncate(k, 40), t, strings.Join(sortedKeys(fields), ", "))
+			return fmt.Errorf("%w: parameter %s: field %s is not a field of type %s (%s)", errdef.ErrInvalidInput, at, errdef.Field(k), t, errdef.Cut(strings.Join(sortedKeys(fields), ", ")))
 		}
 	}
 	for _, k := range sortedKeys(fields) {
@@ -321,7 +321,7 @@ func parameterType(typ string) (string, error) {
 	case strings.HasPrefix(typ, "map["):
 		return config.TypeObject, nil
 	}
-	return "", fmt.Errorf("type %q is not one of string, integer, float, boolean, object, []T, map[string]T or a type of spec.schema.types", errdef.Truncate(typ, 40))
+	return "", fmt.Errorf("type %s is not one of string, integer, float, boolean, object, []T, map[string]T or a type of spec.schema.types", errdef.Quote(typ))
 }
 
 // setMarker sets what one marker says on p (whose Type is set).
@@ -330,13 +330,13 @@ func setMarker(p *config.Parameter, m marker) error {
 	case "default":
 		v, err := markerValue(p, m.value)
 		if err != nil {
-			return fmt.Errorf("default=%s: %v", errdef.Truncate(m.value, 60), err)
+			return fmt.Errorf("default=%s: %v", errdef.Field(m.value), err)
 		}
 		p.Default = v
 	case "required":
 		b, err := strconv.ParseBool(m.value)
 		if err != nil {
-			return fmt.Errorf("required=%s: want true or false", errdef.Truncate(m.value, 20))
+			return fmt.Errorf("required=%s: want true or false", errdef.Field(m.value))
 		}
 		p.Required = b
 	case "description":
@@ -344,7 +344,7 @@ func setMarker(p *config.Parameter, m marker) error {
 	case "minimum", "maximum":
 		f, err := strconv.ParseFloat(m.value, 64)
 		if err != nil {
-			return fmt.Errorf("%s=%s: want a number", m.key, errdef.Truncate(m.value, 20))
+			return fmt.Errorf("%s=%s: want a number", m.key, errdef.Field(m.value))
 		}
 		if m.key == "minimum" {
 			p.Minimum = &f
@@ -356,7 +356,7 @@ func setMarker(p *config.Parameter, m marker) error {
 			e = strings.TrimSpace(e)
 			v, err := markerValue(p, e)
 			if err != nil {
-				return fmt.Errorf("enum value %s: %v", errdef.Truncate(e, 40), err)
+				return fmt.Errorf("enum value %s: %v", errdef.Field(e), err)
 			}
 			p.Enum = append(p.Enum, v)
 		}
@@ -365,7 +365,7 @@ func setMarker(p *config.Parameter, m marker) error {
 	case "minLength", "maxLength":
 		n, err := strconv.Atoi(m.value)
 		if err != nil {
-			return fmt.Errorf("%s=%s: want an integer", m.key, errdef.Truncate(m.value, 20))
+			return fmt.Errorf("%s=%s: want an integer", m.key, errdef.Field(m.value))
 		}
 		if m.key == "minLength" {
 			p.MinLength = &n
@@ -376,7 +376,7 @@ func setMarker(p *config.Parameter, m marker) error {
 		// Cluster-side checks of an instance's updates and lists: a
 		// render has one instance, so nothing to check here.
 	default:
-		return fmt.Errorf("marker %q is not supported (default, required, description, minimum, maximum, enum, pattern, minLength, maxLength)", errdef.Truncate(m.key, 40))
+		return fmt.Errorf("marker %s is not supported (default, required, description, minimum, maximum, enum, pattern, minLength, maxLength)", errdef.Quote(m.key))
 	}
 	return nil
 }
@@ -404,7 +404,7 @@ func parseMarkers(s string) ([]marker, error) {
 	for s != "" {
 		eq := strings.IndexByte(s, '=')
 		if eq <= 0 {
-			return nil, fmt.Errorf("marker %q is not key=value", errdef.Truncate(s, 40))
+			return nil, fmt.Errorf("marker %s is not key=value", errdef.Quote(s))
 		}
 		key := strings.TrimSpace(s[:eq])
 		rest := s[eq+1:]
@@ -422,11 +422,11 @@ func parseMarkers(s string) ([]marker, error) {
 				}
 			}
 			if end >= len(rest) {
-				return nil, fmt.Errorf("marker %s: unterminated quoted value", errdef.Truncate(key, 40))
+				return nil, fmt.Errorf("marker %s: unterminated quoted value", errdef.Field(key))
 			}
 			u, err := strconv.Unquote(rest[:end+1])
 			if err != nil {
-				return nil, fmt.Errorf("marker %s: %v", errdef.Truncate(key, 40), err)
+				return nil, fmt.Errorf("marker %s: %v", errdef.Field(key), err)
 			}
 			val, rest = u, rest[end+1:]
 		case strings.HasPrefix(rest, "{"), strings.HasPrefix(rest, "["):
@@ -443,7 +443,7 @@ func parseMarkers(s string) ([]marker, error) {
 				}
 			}
 			if end >= len(rest) {
-				return nil, fmt.Errorf("marker %s: unbalanced value", errdef.Truncate(key, 40))
+				return nil, fmt.Errorf("marker %s: unbalanced value", errdef.Field(key))
 			}
 			val, rest = rest[:end+1], rest[end+1:]
 		default:

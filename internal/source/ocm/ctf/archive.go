@@ -101,7 +101,7 @@ func (a *ComponentArchive) OpenLocalBlob(_ context.Context, acc ocm.Access) (ocm
 		file = path.Base(name)
 	}
 	if file == "" || strings.ContainsAny(file, `/\`) || file == "." || file == ".." {
-		return nil, fmt.Errorf("%w: blob file name %q", errdef.ErrUnsafeArchive, file)
+		return nil, fmt.Errorf("%w: blob file name %s", errdef.ErrUnsafeArchive, errdef.Quote(file))
 	}
 	rc, size, err := a.s.open(BlobsDir + "/" + file)
 	if err != nil {

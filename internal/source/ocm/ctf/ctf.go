@@ -210,7 +210,7 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 	}
 	dg, err := digest.Parse(entry.Digest)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: entry %s:%s has digest %q", errdef.ErrInvalidDescriptor, IndexFileName, repo, tag, entry.Digest)
+		return nil, fmt.Errorf("%w: %s: entry %s:%s has digest %s", errdef.ErrInvalidDescriptor, IndexFileName, repo, tag, errdef.Quote(entry.Digest))
 	}
 	mt := entry.MediaType
 	if mt == "" {

@@ -133,7 +133,7 @@ func (s *Storage) Resolve(_ context.Context, reference string) (ocispec.Descript
 		}
 		n, err := blob.Normalize(a.Digest)
 		if err != nil {
-			return ocispec.Descriptor{}, fmt.Errorf("%w: CTF %s: %s:%s has digest %q", errdef.ErrInvalidDescriptor, s.name, s.repo, reference, a.Digest)
+			return ocispec.Descriptor{}, fmt.Errorf("%w: CTF %s: %s:%s has digest %s", errdef.ErrInvalidDescriptor, s.name, s.repo, reference, errdef.Quote(a.Digest))
 		}
 		mt := a.MediaType
 		if mt == "" {

@@ -148,7 +148,7 @@ func Extract(src, dir string) error {
 		case h.Typeflag == tar.TypeDir || h.Typeflag == tar.TypeXGlobalHeader:
 			continue
 		case h.Typeflag != tar.TypeReg:
-			return fmt.Errorf("%w: CTF %s: entry %q is not a regular file", errdef.ErrUnsafeArchive, src, h.Name)
+			return fmt.Errorf("%w: CTF %s: entry %s is not a regular file", errdef.ErrUnsafeArchive, src, errdef.Quote(h.Name))
 		case name == IndexFileName:
 			// Copied as it is: OpenWriter checks it.
 			b, err := io.ReadAll(io.LimitReader(tr, maxIndexSize))
@@ -161,13 +161,13 @@ func Extract(src, dir string) error {
 		case strings.HasPrefix(name, BlobsDir+"/") && !strings.Contains(name[len(BlobsDir)+1:], "/"):
 			d, ok := blobDigest(name[len(BlobsDir)+1:])
 			if !ok {
-				return fmt.Errorf("%w: CTF %s: blob file %q is not named by a digest", errdef.ErrInvalidInput, src, h.Name)
+				return fmt.Errorf("%w: CTF %s: blob file %s is not named by a digest", errdef.ErrInvalidInput, src, errdef.Quote(h.Name))
 			}
 			if err := w.PutBlob(d, h.Size, tr); err != nil {
 				return err
 			}
 		default:
-			return fmt.Errorf("%w: CTF %s: unexpected entry %q", errdef.ErrInvalidInput, src, h.Name)
+			return fmt.Errorf("%w: CTF %s: unexpected entry %s", errdef.ErrInvalidInput, src, errdef.Quote(h.Name))
 		}
 	}
 }

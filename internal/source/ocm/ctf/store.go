@@ -35,7 +35,7 @@ type dirStore struct{ root *os.Root }
 
 func (d dirStore) open(name string) (io.ReadCloser, int64, error) {
 	if !validName(name) {
-		return nil, 0, fmt.Errorf("%w: file name %q", errdef.ErrUnsafeArchive, name)
+		return nil, 0, fmt.Errorf("%w: file name %s", errdef.ErrUnsafeArchive, errdef.Quote(name))
 	}
 	// Refuse links: a CTF written by OCM has none, and one could point anywhere.
 	fi, err := d.root.Lstat(filepath.FromSlash(name))
@@ -211,10 +211,10 @@ func (t *tarStore) index(o options) error {
 			continue
 		default:
 			// CTFs hold plain files only; links and devices are refused, not followed.
-			return fmt.Errorf("%w: archive entry %q is not a regular file or directory", errdef.ErrUnsafeArchive, h.Name)
+			return fmt.Errorf("%w: archive entry %s is not a regular file or directory", errdef.ErrUnsafeArchive, errdef.Quote(h.Name))
 		}
 		if !validName(name) {
-			return fmt.Errorf("%w: archive entry %q: path escapes the archive root", errdef.ErrUnsafeArchive, h.Name)
+			return fmt.Errorf("%w: archive entry %s: path escapes the archive root", errdef.ErrUnsafeArchive, errdef.Quote(h.Name))
 		}
 		total += h.Size
 		if total > o.maxSize {

@@ -49,10 +49,10 @@ func (h HelmAccess) NameVersion() (string, string, error) {
 	case version == "":
 		version = h.Version
 	case h.Version != "" && h.Version != version:
-		return "", "", fmt.Errorf("%w: helm access: helmChart %s and version %s disagree", errdef.ErrInvalidInput, registry.Quote(h.Chart), registry.Quote(h.Version))
+		return "", "", fmt.Errorf("%w: helm access: helmChart %s and version %s disagree", errdef.ErrInvalidInput, errdef.Quote(h.Chart), errdef.Quote(h.Version))
 	}
 	if name == "" || strings.ContainsAny(name, "/\\?#@ ") || name == "." || name == ".." {
-		return "", "", fmt.Errorf("%w: helm access: chart name %s", errdef.ErrInvalidInput, registry.Quote(name))
+		return "", "", fmt.Errorf("%w: helm access: chart name %s", errdef.ErrInvalidInput, errdef.Quote(name))
 	}
 	if version == "" {
 		return "", "", fmt.Errorf("%w: helm access for chart %s has no version", errdef.ErrInvalidInput, name)
@@ -83,7 +83,7 @@ func (c *Client) OpenHelm(ctx context.Context, h HelmAccess) (*Chart, error) {
 	}
 	base, err := url.Parse(repoURL + "/")
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
-		return nil, fmt.Errorf("%w: helmRepository %s is not an http(s):// or oci:// URL", errdef.ErrInvalidInput, registry.Quote(registry.Sanitize(h.Repository)))
+		return nil, fmt.Errorf("%w: helmRepository %s is not an http(s):// or oci:// URL", errdef.ErrInvalidInput, errdef.Quote(registry.Sanitize(h.Repository)))
 	}
 	if base.User != nil {
 		return nil, fmt.Errorf("%w: helmRepository must not carry credentials; use the environment or a docker config", errdef.ErrInvalidInput)
@@ -120,7 +120,7 @@ func (c *Client) helmChart(ctx context.Context, hc *http.Client, base *url.URL, 
 	}
 	u, err := base.Parse(entry.URLs[0])
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, fmt.Errorf("%w: helm repository %s: chart URL %s", errdef.ErrInvalidDescriptor, base.Redacted(), registry.Quote(registry.Sanitize(entry.URLs[0])))
+		return nil, fmt.Errorf("%w: helm repository %s: chart URL %s", errdef.ErrInvalidDescriptor, base.Redacted(), errdef.Quote(registry.Sanitize(entry.URLs[0])))
 	}
 	get := func(ctx context.Context) (io.ReadCloser, error) {
 		return c.httpGet(ctx, hc, base, u, "fetch chart", name+":"+version)
@@ -176,7 +176,7 @@ func findHelmEntry(idx *helmIndex, base *url.URL, name, version string) (*helmEn
 			return nil, fmt.Errorf("chart %s %w in helm repository %s", name, errdef.ErrNotFound, base.Redacted())
 		}
 		SortVersions(known)
-		return nil, fmt.Errorf("chart %s version %s %w in helm repository %s (available: %s)", name, version, errdef.ErrNotFound, base.Redacted(), strings.Join(known, ", "))
+		return nil, fmt.Errorf("chart %s version %s %w in helm repository %s (available: %s)", name, version, errdef.ErrNotFound, base.Redacted(), errdef.Cut(strings.Join(known, ", ")))
 	}
 	return entry, nil
 }

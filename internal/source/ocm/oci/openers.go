@@ -6,7 +6,6 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/accessmethod"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
@@ -76,7 +75,7 @@ func openRelative(c *Client, ctx context.Context, cv ocm.ComponentVersion, acc o
 		r, _ = cv.Repository().(*Repository)
 	}
 	if r == nil {
-		return nil, "", fmt.Errorf("%w: relativeOciReference %s needs the component version to come from an OCI registry", errdef.ErrUnsupportedAccess, registry.Quote(ref))
+		return nil, "", fmt.Errorf("%w: relativeOciReference %s needs the component version to come from an OCI registry", errdef.ErrUnsupportedAccess, errdef.Quote(ref))
 	}
 	abs, err := r.Resolve(ref)
 	if err != nil {

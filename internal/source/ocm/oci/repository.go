@@ -91,11 +91,11 @@ func (r *Repository) Close() error { return nil }
 // descriptorRef is the reference of a component's descriptors.
 func (r *Repository) descriptorRef(component string) (registry.Reference, error) {
 	if component == "" || len(component) > 255 || strings.ContainsAny(component, ":@ \\") {
-		return registry.Reference{}, fmt.Errorf("%w: component name %s", errdef.ErrInvalidInput, registry.Quote(component))
+		return registry.Reference{}, fmt.Errorf("%w: component name %s", errdef.ErrInvalidInput, errdef.Quote(component))
 	}
 	for _, seg := range strings.Split(component, "/") {
 		if seg == "" || seg == "." || seg == ".." {
-			return registry.Reference{}, fmt.Errorf("%w: component name %s", errdef.ErrInvalidInput, registry.Quote(component))
+			return registry.Reference{}, fmt.Errorf("%w: component name %s", errdef.ErrInvalidInput, errdef.Quote(component))
 		}
 	}
 	return registry.Reference{
@@ -196,7 +196,7 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 	ref.Tag = ocm.VersionToTag(version)
 	ref.Digest = pin
 	if err := (registry.Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: ref.Tag}).Validate(); err != nil {
-		return nil, fmt.Errorf("%w: version %s of component %s cannot be an OCI tag", errdef.ErrInvalidInput, registry.Quote(version), registry.Quote(component))
+		return nil, fmt.Errorf("%w: version %s of component %s cannot be an OCI tag", errdef.ErrInvalidInput, errdef.Quote(version), errdef.Quote(component))
 	}
 	genCtx := ctx
 	ctx, cancel := r.c.op(ctx)
@@ -268,7 +268,7 @@ func (r *Repository) notFound(ctx context.Context, component, version string, ca
 		}
 		return fmt.Errorf("version %s of component %s %w in %s: %w", version, component, errdef.ErrNotFound, r, cause)
 	}
-	return fmt.Errorf("version %s of component %s %w in %s (available: %s)", version, component, errdef.ErrNotFound, r, strings.Join(versions, ", "))
+	return fmt.Errorf("version %s of component %s %w in %s (available: %s)", version, component, errdef.ErrNotFound, r, errdef.Cut(strings.Join(versions, ", ")))
 }
 
 type componentVersion struct {
@@ -412,12 +412,12 @@ func (r *Repository) openGlobal(ctx context.Context, ga ocm.Access) (ocm.Blob, e
 // segment is this registry's host is refused.
 func (r *Repository) Resolve(relative string) (string, error) {
 	if relative == "" || strings.Contains(relative, "://") || strings.HasPrefix(relative, "/") {
-		return "", fmt.Errorf("%w: relativeOciReference %s must be repository[:tag][@digest] without scheme or leading /", errdef.ErrInvalidInput, registry.Quote(relative))
+		return "", fmt.Errorf("%w: relativeOciReference %s must be repository[:tag][@digest] without scheme or leading /", errdef.ErrInvalidInput, errdef.Quote(relative))
 	}
 	abs := r.loc.host + "/" + relative
 	ref, err := registry.ParseReference(abs)
 	if err != nil || ref.Registry != r.loc.host {
-		return "", fmt.Errorf("%w: relativeOciReference %s", errdef.ErrInvalidInput, registry.Quote(relative))
+		return "", fmt.Errorf("%w: relativeOciReference %s", errdef.ErrInvalidInput, errdef.Quote(relative))
 	}
 	if r.loc.scheme != "" {
 		abs = r.loc.scheme + "://" + abs

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 )
 
 // Repository types of an OCM repository spec (the "/v1" suffix and other
@@ -71,7 +70,7 @@ func ParseSpecIn(s string, exists func(name string) bool) (Spec, error) {
 	if strings.HasPrefix(s, "{") || strings.Contains(s, "\n") || strings.HasPrefix(s, "type:") {
 		var sp Spec
 		if err := yaml.Unmarshal([]byte(s), &sp); err != nil {
-			return Spec{}, fmt.Errorf("%w: repository spec: %s", errdef.ErrInvalidInput, registry.Cap(err.Error(), registry.MaxQuoted))
+			return Spec{}, fmt.Errorf("%w: repository spec: %s", errdef.ErrInvalidInput, errdef.Cut(err.Error()))
 		}
 		return sp.normalize()
 	}
@@ -142,7 +141,7 @@ func normalizeType(t string) (string, error) {
 	case "":
 		return "", fmt.Errorf("%w: repository spec has no type", errdef.ErrInvalidInput)
 	default:
-		return "", fmt.Errorf("%w: repository type %s is not supported (want %s or %s)", errdef.ErrInvalidInput, registry.Quote(t), TypeOCIRegistry, TypeCTF)
+		return "", fmt.Errorf("%w: repository type %s is not supported (want %s or %s)", errdef.ErrInvalidInput, errdef.Quote(t), TypeOCIRegistry, TypeCTF)
 	}
 }
 
@@ -165,7 +164,7 @@ func (s Spec) normalize() (Spec, error) {
 		switch s.ComponentNameMapping {
 		case "", "urlPath":
 		default:
-			return Spec{}, fmt.Errorf("%w: componentNameMapping %s is not supported (only urlPath)", errdef.ErrInvalidInput, registry.Quote(s.ComponentNameMapping))
+			return Spec{}, fmt.Errorf("%w: componentNameMapping %s is not supported (only urlPath)", errdef.ErrInvalidInput, errdef.Quote(s.ComponentNameMapping))
 		}
 		if _, err := s.location(); err != nil {
 			return Spec{}, err
@@ -191,19 +190,19 @@ func (s Spec) location() (location, error) {
 			l.scheme = sc
 		case "oci":
 		default:
-			return l, fmt.Errorf("%w: baseUrl %s: unsupported scheme %s", errdef.ErrInvalidInput, registry.Quote(s.BaseURL), registry.Quote(sc))
+			return l, fmt.Errorf("%w: baseUrl %s: unsupported scheme %s", errdef.ErrInvalidInput, errdef.Quote(s.BaseURL), errdef.Quote(sc))
 		}
 		u = u[i+3:]
 	}
 	host, p, _ := strings.Cut(u, "/")
 	if host == "" {
-		return l, fmt.Errorf("%w: baseUrl %s has no host", errdef.ErrInvalidInput, registry.Quote(s.BaseURL))
+		return l, fmt.Errorf("%w: baseUrl %s has no host", errdef.ErrInvalidInput, errdef.Quote(s.BaseURL))
 	}
 	if strings.Contains(host, "@") {
 		return l, fmt.Errorf("%w: baseUrl must not carry credentials; use the environment or a docker config", errdef.ErrInvalidInput)
 	}
 	if strings.ContainsAny(host, "?#\\ ") || strings.ContainsAny(p, "?#\\ :@") {
-		return l, fmt.Errorf("%w: baseUrl %s is not host[:port][/path]", errdef.ErrInvalidInput, registry.Quote(s.BaseURL))
+		return l, fmt.Errorf("%w: baseUrl %s is not host[:port][/path]", errdef.ErrInvalidInput, errdef.Quote(s.BaseURL))
 	}
 	l.host = strings.ToLower(host)
 	parts := []string{}
@@ -213,11 +212,11 @@ func (s Spec) location() (location, error) {
 			continue
 		}
 		if strings.ContainsAny(seg, "?#\\ :@") {
-			return l, fmt.Errorf("%w: subPath %s is not a repository path", errdef.ErrInvalidInput, registry.Quote(seg))
+			return l, fmt.Errorf("%w: subPath %s is not a repository path", errdef.ErrInvalidInput, errdef.Quote(seg))
 		}
 		for _, e := range strings.Split(seg, "/") {
 			if e == "" || e == "." || e == ".." {
-				return l, fmt.Errorf("%w: repository path %s has an empty, . or .. segment", errdef.ErrInvalidInput, registry.Quote(seg))
+				return l, fmt.Errorf("%w: repository path %s has an empty, . or .. segment", errdef.ErrInvalidInput, errdef.Quote(seg))
 			}
 		}
 		parts = append(parts, seg)

@@ -34,8 +34,6 @@ const (
 	// artifactTypeDescriptor marks the descriptor manifest in an index
 	// written by the OCM CLI v0.13+ (it sets no software.ocm.descriptor).
 	artifactTypeDescriptor = "application/vnd.ocm.software.component-descriptor.v2"
-	// maxQuoted caps what an error quotes of a media type list.
-	maxQuoted = 200
 )
 
 // IsManifestMediaType reports whether a localBlob's media type says the blob
@@ -340,7 +338,7 @@ func decodeManifest(raw []byte, desc ocispec.Descriptor) (*ocispec.Manifest, err
 func (v *Version) LocalArtifact(localReference string) (ocispec.Descriptor, error) {
 	d, err := blob.Normalize(strings.TrimSpace(localReference))
 	if err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("localReference %s: %w", quote(localReference), err)
+		return ocispec.Descriptor{}, fmt.Errorf("localReference %s: %w", errdef.Quote(localReference), err)
 	}
 	if d == v.Desc.Digest.String() {
 		return ocispec.Descriptor{}, fmt.Errorf("%w: local blob %s names the component descriptor manifest, not an artifact", errdef.ErrInvalidDescriptor, d)
@@ -463,7 +461,7 @@ func (a *Artifact) MainLayer() (ocispec.Descriptor, error) {
 		mts = append(mts, l.MediaType)
 	}
 	return ocispec.Descriptor{}, fmt.Errorf("%w: local artifact %s has no Helm chart layer and %d layers (config %s, layers [%s])",
-		errdef.ErrUnsupportedMediaType, a.Desc.Digest, len(a.Manifest.Layers), quote(a.Manifest.Config.MediaType), quote(strings.Join(mts, ", ")))
+		errdef.ErrUnsupportedMediaType, a.Desc.Digest, len(a.Manifest.Layers), errdef.Quote(a.Manifest.Config.MediaType), errdef.Quote(strings.Join(mts, ", ")))
 }
 
 // OpenLayer opens one layer of the artifact, verified as it is read; errors
@@ -568,11 +566,3 @@ func (n *namedReader) Read(p []byte) (int, error) {
 }
 
 func (n *namedReader) Close() error { return n.rc.Close() }
-
-// quote quotes input for an error line, capped.
-func quote(s string) string {
-	if len(s) > maxQuoted {
-		return fmt.Sprintf("%q… (%d bytes)", s[:maxQuoted], len(s))
-	}
-	return fmt.Sprintf("%q", s)
-}

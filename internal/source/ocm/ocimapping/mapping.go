@@ -92,7 +92,7 @@ func ReadDescriptor(ctx context.Context, f Fetcher, m *ocispec.Manifest) (*ocm.D
 	switch m.Config.MediaType {
 	case MediaTypeComponentConfig, MediaTypeLegacyComponentConfig, MediaTypeLegacyComponentConfig2:
 	default:
-		return nil, fmt.Errorf("%w: manifest config media type %q is not an OCM component config", errdef.ErrInvalidDescriptor, m.Config.MediaType)
+		return nil, fmt.Errorf("%w: manifest config media type %s is not an OCM component config", errdef.ErrInvalidDescriptor, errdef.Quote(m.Config.MediaType))
 	}
 	// The config names the descriptor layer, and every OCM CLI puts it
 	// among the manifest's layers with a descriptor media type: that layer
@@ -181,7 +181,7 @@ func descriptorBytes(mediaType string, raw []byte) ([]byte, error) {
 		}
 		return b, nil
 	default:
-		return nil, fmt.Errorf("%w: descriptor layer media type %q", errdef.ErrUnsupportedMediaType, mediaType)
+		return nil, fmt.Errorf("%w: descriptor layer media type %s", errdef.ErrUnsupportedMediaType, errdef.Quote(mediaType))
 	}
 }
 
@@ -193,7 +193,7 @@ func LocalBlobLayers(m *ocispec.Manifest, localReference string) ([]ocispec.Desc
 		ref = strings.TrimSpace(ref)
 		d, err := blob.Normalize(ref)
 		if err != nil {
-			return nil, fmt.Errorf("localReference %s: %w", quote(localReference), err)
+			return nil, fmt.Errorf("localReference %s: %w", errdef.Quote(localReference), err)
 		}
 		found := false
 		for _, l := range m.Layers {

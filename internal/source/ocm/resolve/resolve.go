@@ -69,7 +69,7 @@ func Version(ctx context.Context, repo Lister, component, versionOrConstraint st
 	}
 	c, err := semver.NewConstraint(s)
 	if err != nil {
-		return "", fmt.Errorf("%w: component %s: version constraint %q: %v", errdef.ErrInvalidInput, component, s, err)
+		return "", fmt.Errorf("%w: component %s: version constraint %s: %v", errdef.ErrInvalidInput, component, errdef.Quote(s), err)
 	}
 	versions, err := repo.ListVersions(ctx, component)
 	if err != nil {
@@ -124,7 +124,7 @@ func Select(c *semver.Constraints, versions []string) (string, error) {
 		if avail == "" {
 			avail = "none"
 		}
-		return "", fmt.Errorf("no version matches %q: %w (available: %s)", c.String(), errdef.ErrNotFound, avail)
+		return "", fmt.Errorf("no version matches %s: %w (available: %s)", errdef.Quote(c.String()), errdef.ErrNotFound, avail)
 	}
 	best := ok[0]
 	for _, p := range ok[1:] {
