@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -282,6 +283,82 @@ func TestAttackUnderLoad(t *testing.T) {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("server log lacks %s", want)
 		}
+	}
+}
+
+// Issue 35, finding 1, as the issue ran it: 4 workers sharing a limit, two
+// heavy generations (each holds 320 MiB for a few seconds, within its own
+// limit; together they pass the shared 600 MiB) beside normal ones, which
+// run back to back until both heavy ones end, round after round: every
+// normal generation succeeds; one heavy one is stopped (one error line) and
+// the other may end on its own once it is alone. The watchdog killed normal ones (6–16 MiB) with
+// "exceeded the render workers' shared memory limit of 768 MiB, using the
+// most of them", 3 of 20 in 10 rounds, when it kept counting the heavy
+// workers it had killed.
+func TestHeavyGenerationsSpareTheirNeighbours(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts render workers")
+	}
+	socket, log := startWorkerServer(t, map[string]string{
+		envWorkers: "4", envWarmWorkers: "4", envTimeout: "20s", envMaxMemory: "512Mi", envTotalMemory: "600Mi",
+		"ARGOCD_OCM_CACHE_DIR": t.TempDir(), "DOCKER_CONFIG": t.TempDir(),
+	})
+	dir := appDir(t)
+	hostileCTF(t, dir)
+	const rounds = 5
+	var normal, failed atomic.Int32
+	for round := range rounds {
+		heavyDone := make(chan struct{})
+		var heavy, normals sync.WaitGroup
+		for i := range 2 {
+			heavy.Add(1)
+			go func() {
+				defer heavy.Done()
+				env := map[string]string{"ARGOCD_APP_NAME": fmt.Sprintf("heavy%d", i), "ARGOCD_ENV_REPOSITORY": "hostile",
+					"ARGOCD_ENV_COMPONENT": "example.com/hostile/hold", "ARGOCD_ENV_VERSION": "1.0.0"}
+				res, err := generateVia(socket, dir, env)
+				switch {
+				case err != nil:
+					t.Errorf("round %d heavy %d: %v", round, i, err)
+				case res.Exit == 0:
+					// The other one stopped, it kept within the shared limit.
+				case len(res.Stdout) != 0 || strings.Count(string(res.Stderr), "\n") != 1:
+					t.Errorf("round %d heavy %d: exit %d, %d bytes of stdout, stderr %q", round, i, res.Exit, len(res.Stdout), res.Stderr)
+				}
+			}()
+			normals.Add(1)
+			go func() {
+				defer normals.Done()
+				for n := 0; ; n++ {
+					select {
+					case <-heavyDone:
+						return
+					default:
+					}
+					res, err := generateVia(socket, dir, map[string]string{"ARGOCD_APP_NAME": fmt.Sprintf("normal%d-%d-%d", round, i, n), "ARGOCD_APP_NAMESPACE": "ns",
+						"ARGOCD_ENV_REPOSITORY": "ctf", "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"})
+					normal.Add(1)
+					if err != nil || res.Exit != 0 {
+						failed.Add(1)
+						if err == nil {
+							err = fmt.Errorf("%s", res.Stderr)
+						}
+						t.Errorf("round %d: normal generation failed: %v", round, err)
+					}
+				}
+			}()
+		}
+		heavy.Wait()
+		close(heavyDone)
+		normals.Wait()
+	}
+	t.Logf("%d rounds: %d of %d normal generations failed", rounds, failed.Load(), normal.Load())
+	// The heavy ones met the shared limit (unless the load kept them
+	// apart all along), and only they did.
+	n := strings.Count(log.String(), "outcome=total-memory")
+	t.Logf("%d heavy generations stopped at the shared limit", n)
+	if n == 0 || n > 2*rounds {
+		t.Errorf("%d generations stopped at the shared limit in %d rounds, want one or two a round (the heavy ones)", n, rounds)
 	}
 }
 

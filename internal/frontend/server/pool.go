@@ -132,10 +132,13 @@ type Pool struct {
 	total    int       // workers alive or starting
 	starting int
 	waiters  []chan *worker
-	closed   bool
-	stop     chan struct{}
-	done     chan struct{}
-	stderrMu sync.Mutex
+	// totalKill is the last worker killed for TotalMemory; no other is
+	// killed for it until that one is gone.
+	totalKill *worker
+	closed    bool
+	stop      chan struct{}
+	done      chan struct{}
+	stderrMu  sync.Mutex
 }
 
 type worker struct {
@@ -822,44 +825,126 @@ func (p *Pool) watch() {
 		case <-t.C:
 		}
 		p.mu.Lock()
-		var sum int64
-		var largest *worker
 		sweep := time.Since(lastSweep) >= time.Second
-		for w := range p.workers {
-			if !w.busy || w.killed != "" || w.delivering {
-				if sweep && !w.busy && w.killed == "" {
-					// An idle worker returns its freed heap a while after its
-					// generation (ServeWorker): without a fresh figure, the
-					// peak it no longer holds would count against
-					// TotalMemory and get a busy generation killed.
-					if rss, err := privateRSS(w.pid); err == nil {
-						w.rss = rss
-					}
-				}
-				sum += w.rss
-				continue
-			}
-			if rss, err := privateRSS(w.pid); err == nil {
-				w.rss = rss
-			}
-			sum += w.rss
-			if p.MaxMemory > 0 && w.rss > p.MaxMemory {
-				p.killLocked(w, CauseMemory)
-				continue
-			}
-			if largest == nil || w.rss > largest.rss {
-				largest = w
-			}
-		}
-		if p.TotalMemory > 0 && sum > p.TotalMemory && largest != nil {
-			p.killLocked(largest, CauseTotalMemory)
-		}
+		p.checkMemoryLocked(sweep)
 		p.growLocked()
 		if sweep {
 			lastSweep = time.Now()
 			p.retireIdleLocked()
 		}
 		p.mu.Unlock()
+	}
+}
+
+// checkMemoryLocked reads the busy workers' private memory (and the idle
+// ones' at a sweep), kills a worker past MaxMemory, and applies
+// TotalMemory to the live workers. p.mu is held.
+//
+// TotalMemory is shared, so it must never cost a generation that keeps to
+// its part of it (issue 35: a killed worker's last figure stayed counted
+// until it was reaped, so the next poll killed the largest busy worker
+// left, an innocent one). Hence: only live workers count (a killed one's
+// memory is on its way back); one worker at a time is killed for the total,
+// and no other before that one is gone; an idle worker holding memory is
+// retired before any generation is touched; and a generation is killed
+// only above its share, TotalMemory divided among the live generations
+// (when the busy ones together pass the total, at least one of them is
+// above it).
+func (p *Pool) checkMemoryLocked(sweep bool) {
+	var sum int64
+	var live []*worker // busy, rendering (not delivering), not killed
+	var idle []*worker
+	for w := range p.workers {
+		if w.killed != "" || isClosed(w.exited) {
+			continue // dead or dying: not counted, never chosen
+		}
+		switch {
+		case !w.busy:
+			if sweep {
+				p.readIdleLocked(w)
+			}
+			idle = append(idle, w)
+		case w.delivering:
+			// Done rendering: its memory goes back once the result is out.
+		default:
+			if rss, err := privateRSS(w.pid); err == nil {
+				w.rss = rss
+			}
+			if p.MaxMemory > 0 && w.rss > p.MaxMemory {
+				p.killLocked(w, CauseMemory)
+				continue
+			}
+			live = append(live, w)
+		}
+		sum += w.rss
+	}
+	if p.TotalMemory <= 0 || sum <= p.TotalMemory {
+		return
+	}
+	if !sweep {
+		// Over the total: the idle workers' figures may be a second old.
+		for _, w := range idle {
+			sum -= w.rss
+			p.readIdleLocked(w)
+			sum += w.rss
+		}
+		if sum <= p.TotalMemory {
+			return
+		}
+	}
+	if p.totalKill != nil {
+		if !isClosed(p.totalKill.exited) {
+			return // the last worker killed for the total is not gone yet
+		}
+		p.totalKill = nil
+	}
+	// An idle worker that holds more than a generation's share first:
+	// retiring it costs nobody a generation. (Not one of a worker's usual
+	// few MiB: its replacement would be retired at the next poll, and the
+	// one after it.)
+	share := p.TotalMemory / int64(max(len(live), 1))
+	var fattest *worker
+	for _, w := range idle {
+		if fattest == nil || w.rss > fattest.rss {
+			fattest = w
+		}
+	}
+	if fattest != nil && fattest.rss > share {
+		p.removeIdleLocked(fattest)
+		fattest.busy = true // not idle any more; the watchdog skips killed ones
+		p.killLocked(fattest, "recycled")
+		p.totalKill = fattest
+		return
+	}
+	var largest *worker
+	for _, w := range live {
+		if largest == nil || w.rss > largest.rss {
+			largest = w
+		}
+	}
+	if largest == nil || largest.rss <= share {
+		return // the excess is memory no generation holds (idle, delivering)
+	}
+	p.killLocked(largest, CauseTotalMemory)
+	p.totalKill = largest
+}
+
+// readIdleLocked refreshes an idle worker's figure: it returns its freed
+// heap a while after its generation (ServeWorker), and the peak it no
+// longer holds must not count against TotalMemory. p.mu is held.
+func (p *Pool) readIdleLocked(w *worker) {
+	if rss, err := privateRSS(w.pid); err == nil {
+		w.rss = rss
+	}
+}
+
+// removeIdleLocked takes w out of the idle list. p.mu is held.
+func (p *Pool) removeIdleLocked(w *worker) {
+	for i, iw := range p.idle {
+		if iw == w {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			return
+		}
 	}
 }
 

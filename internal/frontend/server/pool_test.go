@@ -83,6 +83,24 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 		hold = append(hold, b)
 		fmt.Fprintln(stdout, "used")
 		return 0
+	case "hog": // a heavy generation: 16 MiB more as fast as it can, until killed
+		for {
+			b := make([]byte, 16<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			hold = append(hold, b)
+		}
+	case "work": // a normal generation: N MiB in use for M ms
+		n, _ := strconv.Atoi(req.Args[1])
+		ms, _ := strconv.Atoi(req.Args[2])
+		b := make([]byte, n<<20)
+		for i := range b {
+			b[i] = 1
+		}
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		fmt.Fprintln(stdout, "worked", len(b))
+		return 0
 	case "usefree": // a generation that used N MiB, all garbage once it ends
 		n, _ := strconv.Atoi(req.Args[1])
 		b := make([]byte, n<<20)
@@ -962,5 +980,83 @@ func TestPoolIdleWorkerReturnsMemory(t *testing.T) {
 			t.Fatalf("idle worker still counted with %d MiB 10 s after a generation whose 160 MiB were garbage", p.Stats().PrivateBytes>>20)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Issue 35, finding 1: two heavy generations beside two normal ones, many
+// times, with the workers' shared limit: every normal generation succeeds
+// and every heavy one is stopped by a limit. The watchdog counted a killed
+// worker's last figure until it was reaped, so the poll after the second
+// heavy generation's kill found the total still passed and killed the
+// largest busy worker left, a normal one (3 of 20 normal generations failed
+// in 10 rounds of the issue's run). Also with the supervisor's own cores
+// busy (two goroutines spinning in it), which delays its polls and the
+// workers' exits.
+func TestPoolTotalMemorySparesNormalGenerations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 80 generations, 40 of them growing to the pool's shared limit")
+	}
+	for _, busy := range []bool{false, true} {
+		name := "idle supervisor"
+		if busy {
+			name = "busy supervisor"
+		}
+		t.Run(name, func(t *testing.T) {
+			p := testPool(t, &Pool{Size: 4, Warm: 4, Eager: 4, Deadline: time.Minute, MaxMemory: 1 << 30, TotalMemory: 256 << 20})
+			if busy {
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				for range 2 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+								spins.Add(1)
+							}
+						}
+					}()
+				}
+				defer func() { close(stop); wg.Wait() }()
+			}
+			const rounds = 10
+			var failed, heavyOK int
+			for round := range rounds {
+				type result struct {
+					heavy bool
+					res   *Result
+					out   Outcome
+				}
+				results := make(chan result, 4)
+				for i := range 4 {
+					heavy := i < 2
+					go func() {
+						// The normal ones last until the heavy ones are stopped.
+						args := []string{"work", "8", "1500"}
+						if heavy {
+							args = []string{"hog"}
+						}
+						res, out := do(p, args...)
+						results <- result{heavy, res, out}
+					}()
+				}
+				for range 4 {
+					r := <-results
+					switch {
+					case r.heavy && r.res == nil && (r.out.Cause == CauseTotalMemory || r.out.Cause == CauseMemory):
+						heavyOK++
+					case r.heavy:
+						t.Errorf("round %d: heavy generation: %+v %+v, want it stopped by a memory limit", round, r.res, r.out)
+					case r.res == nil || r.res.Exit != 0:
+						failed++
+						t.Errorf("round %d: normal generation failed: %+v %+v", round, r.res, r.out)
+					}
+				}
+			}
+			t.Logf("%d rounds: %d of %d normal generations failed, %d heavy ones stopped", rounds, failed, 2*rounds, heavyOK)
+		})
 	}
 }

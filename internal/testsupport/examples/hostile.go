@@ -13,6 +13,10 @@ var HostileCharts = map[string]string{
 	"slow": `{{- range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}`,
 	// a range over large repeat strings (2.5 GiB before the issue).
 	"repeat": `{{- range until 100000 }}{{ repeat 1000000 "x" }}{{ end }}`,
+	// a heavy generation that keeps to its own limit: 320 MiB held for a
+	// few seconds of CPU (two of them pass a shared limit of 600 MiB;
+	// issue 35).
+	"hold": `{{- $l := list }}{{- range until 320 }}{{ $l = append $l (repeat 1048576 "x") }}{{ end }}{{- range until 3000 }}{{ range until 3000 }}{{ end }}{{ end }}{{ len $l }}`,
 	// an include fan-out: 2^30 includes (41.6 s against a 10 s deadline).
 	"include": `{{- define "f" }}{{ if lt (len .) 30 }}{{ include "f" (append . 1) }}{{ include "f" (append . 1) }}{{ end }}{{ end }}{{ include "f" list }}`,
 }
