@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
@@ -47,5 +48,56 @@ func TestGenerateRefusesTheLoopbackByDefault(t *testing.T) {
 	refused(t, stdout, stderr, code, "no OCI registry answered")
 	if conns.Load() == before {
 		t.Error("render (a person's command) did not connect")
+	}
+}
+
+// The pod's own interface addresses (IPv4 and IPv6), where the repo-server's
+// ports listen as on the loopback, are refused alike (issue 35: they were
+// dialled), with the loopback's refusal, unless the operator allows them.
+func TestGenerateRefusesThePodsOwnAddresses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tried := 0
+	for _, a := range as {
+		n, ok := a.(*net.IPNet)
+		if !ok || n.IP.IsLoopback() || n.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(n.IP.String(), "0"))
+		if err != nil {
+			continue
+		}
+		var accepted atomic.Int32
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				c.Close()
+			}
+		}()
+		tried++
+		repo := "http://" + l.Addr().String() + "/x"
+		stdout, stderr, code := cli(t, []string{"generate"}, generateEnv("", repo)...)
+		refused(t, stdout, stderr, code, "connection refused by the sidecar", "local interface address", "ARGOCD_OCM_ALLOW_ADDRESSES")
+		if accepted.Load() != 0 {
+			t.Errorf("%s: %d connections without the operator's allowance", repo, accepted.Load())
+		}
+		stdout, stderr, code = cli(t, []string{"generate"}, append(generateEnv("", repo), "ARGOCD_OCM_ALLOW_ADDRESSES="+n.IP.String())...)
+		refused(t, stdout, stderr, code, "no OCI registry answered")
+		if accepted.Load() == 0 {
+			t.Errorf("%s: the operator's allowance made no connection", repo)
+		}
+		l.Close()
+	}
+	if tried == 0 {
+		t.Skip("no interface address besides loopback and link-local to listen on")
 	}
 }

@@ -24,7 +24,9 @@ const EnvAllowAddresses = "ARGOCD_OCM_ALLOW_ADDRESSES"
 // for every connection: registries, Helm repositories, chart URLs, redirects
 // and mirrors.
 //
-// Refused unless allowed: loopback, link-local (169.254.0.0/16 with the
+// Refused unless allowed: loopback, the pod's own interface addresses (its
+// eth0's IPv4 and IPv6 addresses and any other interface's, read again when
+// they change: see localAddrs), link-local (169.254.0.0/16 with the
 // cloud metadata address, fe80::/10), unspecified, "this network"
 // (0.0.0.0/8), multicast and broadcast addresses, the other metadata
 // addresses (fd00:ec2::254, 100.100.100.200), and IPv6 forms that embed one of
@@ -34,6 +36,7 @@ const EnvAllowAddresses = "ARGOCD_OCM_ALLOW_ADDRESSES"
 type AddressPolicy struct {
 	nets  []netip.Prefix
 	hosts map[string]bool // canonical host or host:port the operator named
+	local *localAddrs     // the interface addresses; nil: the process's
 }
 
 // NewAddressPolicy allows, beyond the default, each entry: an IP address, a
@@ -85,8 +88,11 @@ func (p *AddressPolicy) hostAllowed(host, port string) bool {
 // Allowed reports whether ip may be dialled, and what kind of address it is
 // when not.
 func (p *AddressPolicy) Allowed(ip netip.Addr) (ok bool, kind string) {
-	ip = ip.Unmap()
+	ip = ip.Unmap().WithZone("")
 	kind = specialAddress(ip)
+	if kind == "" && p.ownAddress(ip) {
+		kind = "local interface" // the pod's own: it reaches the pod as the loopback does
+	}
 	if kind == "" {
 		return true, ""
 	}
@@ -96,6 +102,22 @@ func (p *AddressPolicy) Allowed(ip netip.Addr) (ok bool, kind string) {
 		}
 	}
 	return false, kind
+}
+
+// ownAddress reports whether ip is one of the pod's interface addresses,
+// also embedded in a NAT64 address.
+func (p *AddressPolicy) ownAddress(ip netip.Addr) bool {
+	local := p.local
+	if local == nil {
+		local = ownAddresses
+	}
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		if local.contains(netip.AddrFrom4([4]byte(b[12:]))) {
+			return true
+		}
+	}
+	return local.contains(ip)
 }
 
 var (

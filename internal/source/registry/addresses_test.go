@@ -159,3 +159,128 @@ func TestConnectionErrorsReadTheSame(t *testing.T) {
 		}
 	}
 }
+
+// The pod's own interface addresses are refused like the loopback (issue
+// 35: `repository: http://<eth0's address>:PORT/x` was dialled), unless the
+// operator allows them, and the set follows the interfaces' changes.
+func TestOwnInterfaceAddressesRefused(t *testing.T) {
+	addrs := []string{"10.1.2.3/24", "fd00::5/64"}
+	var changed func()
+	local := &localAddrs{
+		list: func() ([]net.Addr, error) {
+			var out []net.Addr
+			for _, a := range addrs {
+				pfx := netip.MustParsePrefix(a)
+				out = append(out, &net.IPNet{IP: pfx.Addr().AsSlice(), Mask: net.CIDRMask(pfx.Bits(), pfx.Addr().BitLen())})
+			}
+			return out, nil
+		},
+		watch: func(c, _ func()) bool { changed = c; return true },
+	}
+	p := &AddressPolicy{hosts: map[string]bool{}, local: local}
+	for addr, want := range map[string]string{
+		"10.1.2.3": "local interface", "::ffff:10.1.2.3": "local interface", "fd00::5": "local interface", "64:ff9b::a01:203": "local interface",
+		"10.1.2.4": "", "fd00::6": "", // other pods of the subnet
+	} {
+		if ok, kind := p.Allowed(netip.MustParseAddr(addr)); kind != want || ok != (want == "") {
+			t.Errorf("%s: allowed %v kind %q, want kind %q", addr, ok, kind, want)
+		}
+	}
+	// An address added later is refused once the watcher says so; one
+	// removed is reachable again.
+	addrs = []string{"10.9.9.9/24"}
+	changed()
+	if ok, _ := p.Allowed(netip.MustParseAddr("10.9.9.9")); ok {
+		t.Error("an address added to an interface is allowed")
+	}
+	if ok, _ := p.Allowed(netip.MustParseAddr("10.1.2.3")); !ok {
+		t.Error("an address removed from the interfaces is still refused")
+	}
+	// The operator's allowance.
+	allow, err := NewAddressPolicy("10.9.9.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow.local = local
+	if ok, _ := allow.Allowed(netip.MustParseAddr("10.9.9.9")); !ok {
+		t.Error("an allowed own address is refused")
+	}
+	// Without a watcher the set is read again after localAddrsMaxAge.
+	unwatched := &localAddrs{list: local.list, watch: func(_, _ func()) bool { return false }}
+	if !unwatched.contains(netip.MustParseAddr("10.9.9.9")) {
+		t.Fatal("unwatched set")
+	}
+	addrs = []string{"10.7.7.7/24"}
+	unwatched.read = time.Now().Add(-2 * localAddrsMaxAge)
+	if !unwatched.contains(netip.MustParseAddr("10.7.7.7")) {
+		t.Error("an unwatched set is not read again once old")
+	}
+}
+
+// This machine's own non-loopback addresses, IPv4 and IPv6, each with a
+// listener on all interfaces: refused before connecting, with the same
+// message whatever listens, and reachable when the operator allows them.
+// The real watcher (netlink) is running.
+func TestOwnAddressesRefusedBeforeConnecting(t *testing.T) {
+	var own []netip.Addr
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range as {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && specialAddress(ip.Unmap()) == "" {
+				own = append(own, ip.Unmap())
+			}
+		}
+	}
+	if len(own) == 0 {
+		t.Skip("no interface address besides loopback and link-local on this machine")
+	}
+	var msgs []string
+	for _, ip := range own {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+		if err != nil {
+			t.Logf("%s: cannot listen: %v", ip, err)
+			continue
+		}
+		var accepted atomic.Int32
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				c.Close()
+			}
+		}()
+		host := l.Addr().String()
+		c, err := NewClient(WithoutDockerConfig(), WithRetries(0), WithSpecialAddressesRefused())
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = resolveVia(t, c, host)
+		if !errors.Is(err, errdef.ErrForbidden) || !strings.Contains(err.Error(), "local interface address") {
+			t.Errorf("%s: %v, want a refusal of the pod's own address", host, err)
+		}
+		msgs = append(msgs, strings.ReplaceAll(err.Error(), host, "HOST"))
+		allowed, err := NewClient(WithoutDockerConfig(), WithRetries(0), WithSpecialAddressesRefused(ip.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resolveVia(t, allowed, host); errors.Is(err, errdef.ErrForbidden) {
+			t.Errorf("%s allowed by the operator: %v", host, err)
+		}
+		l.Close()
+		if n := accepted.Load(); n != 1 {
+			t.Errorf("%s: %d connections, want only the allowed one", host, n)
+		}
+		t.Logf("%s refused: %s", ip, msgs[len(msgs)-1])
+	}
+	for _, m := range msgs[1:] {
+		if m != msgs[0] {
+			t.Errorf("refusals differ:\n%s\n%s", msgs[0], m)
+		}
+	}
+}
