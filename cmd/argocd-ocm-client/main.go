@@ -8,8 +8,10 @@
 // plugin binary spends 60-75 ms initialising Helm and Kubernetes packages.
 //
 // Without a server (the variable unset, nobody listening, another protocol or
-// environment, a server shutting down) it executes argocd-ocm-plugin with the
-// same arguments and environment instead: slower, never different. Once a
+// environment, a server shutting down) it runs argocd-ocm-plugin with the
+// same arguments and environment instead: slower, never different. It runs
+// a generation as its child, under the hard memory limit of a render worker
+// (see superviseGenerate); other commands replace this process. Once a
 // server has acknowledged the request, it never does: the request may still
 // be running there, and a second copy would double the load of a generation
 // that is already too slow. A server that dies or does not answer within
@@ -57,7 +59,13 @@ func main() {
 			os.Exit(code)
 		}
 	}
-	err := execPlugin(args)
+	bin, err := pluginBinary()
+	if err == nil && served(args) {
+		os.Exit(superviseGenerate(bin, args))
+	}
+	if err == nil {
+		err = syscall.Exec(bin, append([]string{"argocd-ocm-plugin"}, args...), os.Environ())
+	}
 	fmt.Fprintf(os.Stderr, "argocd-ocm-client: %v\n", err)
 	os.Exit(1)
 }
@@ -103,24 +111,22 @@ func viaServer(socket string, args []string) (int, bool) {
 	return res.Exit, true
 }
 
-// execPlugin replaces this process with argocd-ocm-plugin; it returns only on failure.
-func execPlugin(args []string) error {
-	bin := os.Getenv(envPluginBinary)
-	if bin == "" {
-		if self, err := os.Executable(); err == nil {
-			if p := filepath.Join(filepath.Dir(self), "argocd-ocm-plugin"); isExecutable(p) {
-				bin = p
-			}
+// pluginBinary finds argocd-ocm-plugin: ARGOCD_OCM_PLUGIN_BINARY, next to
+// this executable, then $PATH.
+func pluginBinary() (string, error) {
+	if bin := os.Getenv(envPluginBinary); bin != "" {
+		return bin, nil
+	}
+	if self, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(self), "argocd-ocm-plugin"); isExecutable(p) {
+			return p, nil
 		}
 	}
-	if bin == "" {
-		p, err := exec.LookPath("argocd-ocm-plugin")
-		if err != nil {
-			return fmt.Errorf("no render server and no argocd-ocm-plugin binary: %v", err)
-		}
-		bin = p
+	p, err := exec.LookPath("argocd-ocm-plugin")
+	if err != nil {
+		return "", fmt.Errorf("no render server and no argocd-ocm-plugin binary: %v", err)
 	}
-	return syscall.Exec(bin, append([]string{"argocd-ocm-plugin"}, args...), os.Environ())
+	return p, nil
 }
 
 func isExecutable(p string) bool {

@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +26,9 @@ func TestMain(m *testing.M) {
 		if os.Getenv("ARGOCD_APP_NAME") == "broken" {
 			fmt.Fprintln(os.Stderr, "argocd-ocm-plugin: application broken: failed")
 			os.Exit(1)
+		}
+		if os.Getenv("ARGOCD_APP_NAME") == "hog" {
+			hog() // as argocd-ocm-plugin's guard, then a render that grows without end
 		}
 		dir, _ := os.Getwd()
 		fmt.Printf("process %s in %s app=%s\n", strings.Join(os.Args, " "), dir, os.Getenv("ARGOCD_APP_NAME"))
@@ -218,5 +223,67 @@ func TestClientNeverRunsAnAcceptedRequestTwice(t *testing.T) {
 				t.Errorf("took %v, more than %v", took, tc.max)
 			}
 		})
+	}
+}
+
+// hog is a generation that grows without end, in a plugin that limits
+// itself as argocd-ocm-plugin does when the client supervises it (guard in
+// cmd/argocd-ocm-plugin): its limit line on fd 3, then its address space.
+func hog() {
+	if os.Getenv(server.EnvGuarded) == strconv.Itoa(server.GuardFD) {
+		f := os.NewFile(server.GuardFD, "guard")
+		fmt.Fprintln(f, "argocd-ocm-plugin: application hog: component example.com/c:1.0.0: generation exceeded the memory limit of 128 MiB: limit exceeded")
+		f.Close()
+		if _, err := server.LimitOwnMemory(os.Getpid(), 128<<20); err != nil {
+			fmt.Fprintln(os.Stderr, "no limit:", err)
+			os.Exit(3)
+		}
+	}
+	fmt.Fprintln(os.Stderr, "warning: a line a render may print first")
+	var hold [][]byte
+	for {
+		b := make([]byte, 8<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		hold = append(hold, b)
+		if len(hold) > 256 { // 2 GiB: the limit did not hold
+			fmt.Println("partial output")
+			os.Exit(0)
+		}
+	}
+}
+
+// Issue 35, finding 6: without a render server the client runs the plugin
+// as its child under a worker's hard memory limit (an address-space limit
+// the plugin sets on itself) instead of the plugin's 10 ms poll alone (a
+// Helm template doubling a string peaked at 1,028 MiB against 1 GiB). At the
+// limit the Go runtime ends the plugin with a report and a traceback; the
+// client prints the plugin's one line instead, nothing on stdout, and the
+// plugin's peak stays within the limit and an arena.
+func TestFallbackHoldsAHardMemoryLimit(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(buildClient(t), "generate")
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "CLIENT_TEST_AS_PLUGIN=1", "ARGOCD_OCM_PLUGIN_BINARY=" + self, "ARGOCD_APP_NAME=hog"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	ee, _ := err.(*exec.ExitError)
+	if ee == nil || ee.ExitCode() != 1 || stdout.Len() != 0 {
+		t.Fatalf("client: %v, %d bytes of stdout; want exit 1 and nothing on stdout (stderr %q)", err, stdout.Len(), stderr.String())
+	}
+	want := "warning: a line a render may print first\nargocd-ocm-plugin: application hog: component example.com/c:1.0.0: generation exceeded the memory limit of 128 MiB: limit exceeded\n"
+	if stderr.String() != want {
+		t.Errorf("stderr %q, want the plugin's lines with its limit line instead of the runtime's report", stderr.String())
+	}
+	// The rusage of the client covers its reaped child.
+	if peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10; peak > (128+64+48)<<20 {
+		t.Errorf("peak RSS %d MiB, limit 128 MiB + 64 MiB", peak>>20)
+	} else {
+		t.Logf("peak RSS %d MiB", peak>>20)
 	}
 }

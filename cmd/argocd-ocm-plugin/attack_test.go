@@ -485,6 +485,66 @@ func TestProcessModeWatchdog(t *testing.T) {
 	}
 }
 
+// Supervised by argocd-ocm-client (server.EnvGuarded), a generate process
+// holds a worker's hard memory limit, not only the 10 ms poll: it hands the
+// client its limit line on fd 3, limits its address space, and an
+// allocation past it ends the process with the runtime's report (which the
+// client replaces by the line; see cmd/argocd-ocm-client), nothing on
+// stdout. The doubling template peaked at 861 MiB against 512 MiB with the
+// poll alone (and at 1,028 MiB against 1 GiB in the issue).
+func TestProcessModeHardLimitWhenSupervised(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	if raceOn {
+		t.Skip("the race detector's shadow memory counts against the address-space limit")
+	}
+	dir := t.TempDir()
+	hostileCTF(t, dir)
+	lineR, lineW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCLIHelperProcess$")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), cliHelperEnv+"=generate", "ARGOCD_OCM_MAX_MEMORY=256Mi", "ARGOCD_OCM_TIMEOUT=60s",
+		server.EnvGuarded+"=3", "ARGOCD_OCM_CACHE_DIR="+t.TempDir(), "ARGOCD_APP_NAME=evil", "ARGOCD_ENV_REPOSITORY=hostile",
+		"ARGOCD_ENV_COMPONENT=example.com/hostile/double", "ARGOCD_ENV_VERSION=1.0.0")
+	cmd.ExtraFiles = []*os.File{lineW}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Start()
+	lineW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := io.ReadAll(lineR)
+	err = cmd.Wait()
+	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	if want := "argocd-ocm-plugin: application evil: component example.com/hostile/double:1.0.0: generation exceeded the memory limit of 256 MiB: limit exceeded\n"; string(line) != want {
+		t.Errorf("limit line %q, want %q", line, want)
+	}
+	if err == nil || stdout.Len() != 0 || !server.OutOfMemory([]byte(runtimeReport(stderr.String()))) {
+		t.Errorf("err %v, %d bytes of stdout, stderr %.300q: want the runtime's out-of-memory report", err, stdout.Len(), stderr.String())
+	}
+	// The test binary is larger than the plugin; its own pages are shared.
+	if peak > (256+64+64)<<20 {
+		t.Errorf("peak RSS %d MiB, limit 256 MiB + a 64 MiB arena", peak>>20)
+	}
+	t.Logf("ended at the address-space limit, peak RSS %d MiB", peak>>20)
+}
+
+// runtimeReport is the first line of s that is the Go runtime's
+// out-of-memory report.
+func runtimeReport(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if server.OutOfMemory([]byte(l)) {
+			return l
+		}
+	}
+	return ""
+}
+
 // A process-mode generation of a runaway template (Helm's loops do not see
 // the canceled context) ends within a second of SIGTERM, with one error
 // line and nothing on stdout, instead of rendering on until SIGKILL.

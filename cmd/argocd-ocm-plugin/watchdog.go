@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -15,12 +16,14 @@ import (
 
 // A generate (or parameters) process of its own — the client's fallback
 // without a server — bounds itself as a render worker is bounded: a soft
-// memory limit for the garbage collector (GOMEMLIMIT, unless set), and a
+// memory limit for the garbage collector (GOMEMLIMIT, unless set), the hard
+// limit of a worker when the client supervises it (see guard), and a
 // watchdog that ends the process with one error line and nothing on stdout
 // when the render passes its deadline (ARGOCD_OCM_TIMEOUT + 1 s, for the
 // render's own error to come first when it can) or ARGOCD_OCM_MAX_MEMORY of
-// private memory. Helm's and kustomize's loops do not look at contexts;
-// only a process exit stops them.
+// private memory (polled: the only bound of a process nobody supervises, a
+// person's or a plugin.yaml's own). Helm's and kustomize's loops do not
+// look at contexts; only a process exit stops them.
 type watchdog struct {
 	stdout   io.Writer
 	stderr   io.Writer
@@ -54,6 +57,7 @@ func startWatchdog(stdout, stderr io.Writer, getenv func(string) string) (io.Wri
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(s.maxMemory / 5 * 4)
 	}
+	guard(getenv, s.maxMemory)
 	w := &watchdog{stdout: stdout, stderr: stderr, deadline: s.deadline + watchdogGrace, limit: s.maxMemory,
 		describe: func() string { return describeEnv(getenv).Prefix() }, exit: os.Exit, stop: make(chan struct{})}
 	// Registered before the goroutine runs: a signal that came before it
@@ -131,4 +135,30 @@ func (g *guardedWriter) Write(p []byte) (int, error) {
 // watchdog in a process of its own.
 func bounded(args []string) bool {
 	return len(args) > 0 && (args[0] == "generate" || args[0] == "parameters")
+}
+
+// guard applies a worker's hard memory limit to this process when
+// argocd-ocm-client runs it and reads its stderr (server.EnvGuarded): it
+// hands the client its one error line for the limit on server.GuardFD, then
+// limits its address space to what it has reserved plus maxMemory and one
+// heap arena. An allocation past it ends the process with the Go runtime's
+// report, which the client replaces by that line. A process nobody
+// supervises keeps the polled limit only: the runtime's report would break
+// the one-line contract there.
+func guard(getenv func(string) string, maxMemory int64) {
+	if getenv(server.EnvGuarded) != strconv.Itoa(server.GuardFD) {
+		return
+	}
+	f := os.NewFile(server.GuardFD, "guard")
+	if f == nil {
+		return
+	}
+	line := fmt.Sprintf("argocd-ocm-plugin: %sgeneration exceeded the memory limit of %d MiB: limit exceeded\n", describeEnv(getenv).Prefix(), maxMemory>>20)
+	_, err := io.WriteString(f, line)
+	f.Close()
+	if err != nil {
+		return // no line to give: stay with the polled limit
+	}
+	// Without the limit (a system without prlimit), the polled one stays.
+	_, _ = server.LimitOwnMemory(os.Getpid(), maxMemory)
 }
