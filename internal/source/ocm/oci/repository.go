@@ -179,6 +179,9 @@ func (c *Client) listTags(ctx context.Context, ref registry.Reference) ([]string
 
 const maxTags = 100_000
 
+// hostHint says what a registry host is.
+const hostHint = "a registry host is a name or an IP address, with a port or not; not percent-encoded, no IPv6 zone"
+
 // LookupComponentVersion implements ocm.Repository. version is a version
 // ("1.1.0+build.7", read from tag 1.1.0.build-build.7) or a version pinned to
 // its descriptor manifest, "<version>@sha256:<hex>": a pinned version already
@@ -195,6 +198,11 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 	}
 	ref.Tag = ocm.VersionToTag(version)
 	ref.Digest = pin
+	// The registry and repository first: a host no registry can have (a
+	// percent-encoded one, an IPv6 zone) is not the version's fault.
+	if err := (registry.Reference{Registry: ref.Registry, Repository: ref.Repository}).Validate(); err != nil {
+		return nil, fmt.Errorf("repository %s: %w (%s)", errdef.Quote(r.String()), err, hostHint)
+	}
 	if err := (registry.Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: ref.Tag}).Validate(); err != nil {
 		return nil, fmt.Errorf("%w: version %s of component %s cannot be an OCI tag", errdef.ErrInvalidInput, errdef.Quote(version), errdef.Quote(component))
 	}

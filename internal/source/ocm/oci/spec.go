@@ -74,7 +74,8 @@ func ParseSpecIn(s string, exists func(name string) bool) (Spec, error) {
 		}
 		return sp.normalize()
 	}
-	if t, rest, ok := strings.Cut(s, "::"); ok && !strings.Contains(t, "/") {
+	// (A type has no "/" and no "[": "[fd00::1]:5000/x" is a registry.)
+	if t, rest, ok := strings.Cut(s, "::"); ok && !strings.ContainsAny(t, "/[") {
 		typ, err := normalizeType(t)
 		if err != nil {
 			return Spec{}, err

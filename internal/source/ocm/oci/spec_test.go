@@ -122,3 +122,23 @@ func TestRegistryOrPath(t *testing.T) {
 		t.Fatalf("existing name: %+v, %v", sp, err)
 	}
 }
+
+// A registry host no registry can have (percent-encoded, with an IPv6
+// zone) is refused as such, before any connection: it read "version 1.0.0
+// of component … cannot be an OCI tag" (issue 35). A bracketed IPv6 host
+// is a registry, not a repository type ("[fd00::1]:5000" holds "::").
+func TestInvalidRegistryHostIsNamed(t *testing.T) {
+	for _, spec := range []string{"http://reg%2eexample.com/x", "http://[fe80::1%25eth0]:5000/x", "[fd00::1%eth0]:5000/x"} {
+		r, err := New(spec, WithCache(nil))
+		if err == nil {
+			_, err = r.LookupComponentVersion(t.Context(), "example.com/demo/podinfo", "1.0.0")
+		}
+		if !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), "invalid registry") || strings.Contains(err.Error(), "OCI tag") {
+			t.Errorf("%s: %v, want the registry named as invalid", spec, err)
+		}
+	}
+	sp, err := ParseSpec("[fd00::1]:5000/x")
+	if err != nil || sp.Type != TypeOCIRegistry {
+		t.Errorf("[fd00::1]:5000/x: %+v, %v; want a registry", sp, err)
+	}
+}
