@@ -27,7 +27,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
@@ -467,13 +467,13 @@ func (h *hostileFixture) cases(t *testing.T) []hostileCase {
 	// run for hours or build huge lists.
 	cel := func(name, expr string) string {
 		p := filepath.Join(h.dir, name+".yaml")
-		def := "apiVersion: " + config.APIVersion + "\nkind: " + config.Kind + "\nmetadata: {name: " + name + "}\nspec:\n  renders:\n  - resource: {name: probe}\n    values:\n      x: \"${" + expr + "}\"\n"
+		def := "apiVersion: " + deployment.APIVersion + "\nkind: " + deployment.Kind + "\nmetadata: {name: " + name + "}\nspec:\n  renders:\n  - resource: {name: probe}\n    values:\n      x: \"${" + expr + "}\"\n"
 		os.WriteFile(p, []byte(def), 0o644)
 		return p
 	}
 	celRenderer := func() *argocdocm.Renderer {
 		r := &argocdocm.Renderer{}
-		argocdocm.SetPlanner(r, &config.Planner{})
+		argocdocm.SetPlanner(r, &deployment.DefinitionPlanner{})
 		return r
 	}
 	celReq := func(def string) argocdocm.Request {
@@ -504,9 +504,9 @@ func (h *hostileFixture) cases(t *testing.T) []hostileCase {
 	}
 	// A definition with an object parameter, and one nested past the bound.
 	objectDef := filepath.Join(h.dir, "object-param.yaml")
-	os.WriteFile(objectDef, []byte("apiVersion: "+config.APIVersion+"\nkind: "+config.Kind+"\nmetadata: {name: obj}\nspec:\n  parameters:\n    cfg: {type: object}\n  renders:\n  - resource: {name: probe}\n"), 0o644)
+	os.WriteFile(objectDef, []byte("apiVersion: "+deployment.APIVersion+"\nkind: "+deployment.Kind+"\nmetadata: {name: obj}\nspec:\n  parameters:\n    cfg: {type: object}\n  renders:\n  - resource: {name: probe}\n"), 0o644)
 	nestedDef := filepath.Join(h.dir, "nested-def.yaml")
-	os.WriteFile(nestedDef, []byte("apiVersion: "+config.APIVersion+"\nkind: "+config.Kind+"\nmetadata: {name: nested}\nspec:\n  renders:\n  - resource: {name: probe}\n    values: {a: "+deep(8_000)+"}\n"), 0o644)
+	os.WriteFile(nestedDef, []byte("apiVersion: "+deployment.APIVersion+"\nkind: "+deployment.Kind+"\nmetadata: {name: nested}\nspec:\n  renders:\n  - resource: {name: probe}\n    values: {a: "+deep(8_000)+"}\n"), 0o644)
 	withParam := func(def, name, value string) argocdocm.Request {
 		r := celReq(def)
 		r.Parameters = map[string]string{name: value}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
@@ -96,7 +96,7 @@ var guardOn = &policy.Rule{LocalArchives: true, RequireComponentImages: true}
 
 func guardedRenderer(key *rsa.PrivateKey) *argocdocm.Renderer {
 	r := &argocdocm.Renderer{}
-	argocdocm.SetPlanner(r, &config.Planner{})
+	argocdocm.SetPlanner(r, &deployment.DefinitionPlanner{})
 	if key != nil {
 		r.SetSignatures(&signing.Verifier{Keys: map[string]crypto.PublicKey{"release": &key.PublicKey}})
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/hooks"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
@@ -313,8 +313,8 @@ func (r *Renderer) plannerOf() plan.Planner {
 }
 
 // definitions is the planner of deployment definitions for one render.
-func (r *Renderer) definitions() *config.Planner {
-	p := &config.Planner{Log: r.log(), RequireDigests: r.signatures != nil}
+func (r *Renderer) definitions() *deployment.DefinitionPlanner {
+	p := &deployment.DefinitionPlanner{Log: r.log(), RequireDigests: r.signatures != nil}
 	if r.Explain != nil {
 		p.Explain = func(rep *explain.Report) { r.Explain(rep) }
 	}

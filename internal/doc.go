@@ -34,7 +34,7 @@
 //	2 sources: internal/source/registry policy internal/source/cache internal/source/ocm/ocimapping internal/source/ocm/artifactset internal/source/ocm/ctf internal/source/ocm/oci internal/source/ocm/resolve internal/source/access internal/source/verify
 //	3 renderers: internal/render/manifests internal/render/helm internal/render/helm/engine internal/render/kustomize
 //	4 finishing: internal/finish/hooks internal/finish/localize internal/finish/imageguard
-//	5 planning: application internal/planning/plan internal/planning/config internal/planning/config/expr internal/planning/config/explain internal/planning/config/ordering internal/planning/config/overlay internal/planning/rgd internal/planning/rgd/cel internal/planning/rgd/graph internal/planning/rgd/schema internal/planning/platform
+//	5 planning: application internal/planning/plan internal/planning/deployment internal/planning/expr internal/planning/explain internal/planning/deployment/ordering internal/planning/overlay internal/planning/rgd internal/planning/rgd/cel internal/planning/rgd/graph internal/planning/rgd/schema internal/planning/platform
 //	6 orchestration: . internal/compose/policyregistry
 //	7 front ends: internal/frontend/cmp internal/frontend/generator internal/frontend/server internal/frontend/transfer
 //	8 commands: cmd/argocd-ocm-plugin cmd/argocd-ocm-client

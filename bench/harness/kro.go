@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
-	ocmconfig "github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
@@ -150,7 +150,7 @@ func (b *bench) kroEvaluate(ctx context.Context, repo string) []float64 {
 	defer found.Close()
 	in := plan.Input{Request: argocdocm.Request{Application: req.Application, Repository: repo, Component: req.Component, Version: req.Version,
 		Namespace: req.Namespace, Parameters: req.Parameters}, Registry: strings.TrimSuffix(strings.TrimPrefix(repo, "http://"), "/"), Reader: plan.NewResources(access.Resolver{})}
-	planner := rgd.Wrap(&ocmconfig.Planner{})
+	planner := rgd.Wrap(&deployment.DefinitionPlanner{})
 	var out []float64
 	var steps []plan.Step
 	for i := 0; i < 10+kroEvalIters; i++ {

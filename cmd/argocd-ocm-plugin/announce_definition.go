@@ -8,7 +8,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
@@ -37,7 +37,7 @@ func definitionParameters(r *argocdocm.Renderer) cmp.ParameterSource {
 			case p.Secret:
 				a.CollectionType, a.ItemType = cmp.CollectionMap, "string"
 				a.Map = map[string]string{"secretName": "", "key": ""}
-			case p.Type == config.TypeObject:
+			case p.Type == deployment.TypeObject:
 				a.CollectionType, a.ItemType = cmp.CollectionMap, "string"
 				if m, ok := p.Default.(map[string]any); ok {
 					a.Map = map[string]string{}
@@ -45,7 +45,7 @@ func definitionParameters(r *argocdocm.Renderer) cmp.ParameterSource {
 						a.Map[k] = fmt.Sprint(v)
 					}
 				}
-			case p.Type == config.TypeArray:
+			case p.Type == deployment.TypeArray:
 				a.CollectionType, a.ItemType = cmp.CollectionArray, "string"
 				if l, ok := p.Default.([]any); ok {
 					for _, v := range l {

@@ -13,7 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 )
 
-// configRepo writes the configuration example components (package config's
+// configRepo writes the configuration example components (package deployment's
 // use cases) as a CTF.
 func configRepo(t *testing.T) string {
 	t.Helper()

@@ -12,7 +12,7 @@ import (
 )
 
 // newConvertCommand prints the ComponentDeployment equivalent to a
-// component's kro ResourceGraphDefinition (see rgd.Planner.Convert).
+// component's kro ResourceGraphDefinition (see rgd.GraphPlanner.Convert).
 func newConvertCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
 	var repository, component, version, definition string
 	c := &cobra.Command{

@@ -1,6 +1,6 @@
 // Package plan is the contract between the pipeline (argocdocm) and
 // the planner that decides what a component version renders into (the
-// deployment definitions' planner, internal/planning/config, and the RGD planner,
+// deployment definitions' planner, internal/planning/deployment, and the RGD planner,
 // internal/planning/rgd): the Input a planner plans from, a Plan of Steps,
 // the Finishers that finish the whole output, and Resources, the verified
 // access through which a planner reads what it needs before anything

@@ -54,9 +54,9 @@ type Finisher interface {
 }
 
 // Planner decides the plan for a component version: cv is the resolved
-// version (in.Version is its constraint, as it was given). A renderer
-// without one plans from the request alone, and refuses what only a
-// planner honours (a definition, instance parameters).
+// version (in.Version is its constraint, as it was given). The renderer's
+// is the deployment definitions' (deployment.DefinitionPlanner) inside the
+// RGD planner (rgd.GraphPlanner).
 type Planner interface {
 	Plan(ctx context.Context, cv ocm.ComponentVersion, in Input) (*Plan, error)
 }

@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/schema"
@@ -30,7 +30,7 @@ import (
 // resources["name"]). What a ComponentDeployment cannot say (objects
 // emitted as they are, chained RGDs, resources of referenced components)
 // is listed in comments at the top, to be carried over by hand.
-func (p *Planner) Convert(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) ([]byte, error) {
+func (p *GraphPlanner) Convert(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) ([]byte, error) {
 	sel, err := p.choose(ctx, cv, req)
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ type convertedParams struct {
 // convertParameters renames the parameters ("_" for the dots of nested
 // fields) and resolves them. A conversion has no instance, so required
 // parameters are evaluated with placeholders of their type.
-func convertParameters(def *config.Definition) (*convertedParams, error) {
+func convertParameters(def *deployment.Definition) (*convertedParams, error) {
 	values, err := def.ResolveParameters(nil)
 	if err != nil {
 		values = nil // required parameters: resolved below with placeholders
@@ -212,14 +212,14 @@ func (c *conversion) renders(blocks []*graph.Node, rename map[string]string) ([]
 // convertedDefinition is the ComponentDeployment's YAML, checked to read
 // back as a valid definition.
 func convertedDefinition(r *RGD, parameters map[string]any, renders []any) ([]byte, error) {
-	doc := map[string]any{"apiVersion": config.APIVersion, "kind": config.Kind,
+	doc := map[string]any{"apiVersion": deployment.APIVersion, "kind": deployment.Kind,
 		"metadata": map[string]any{"name": r.Name, "description": "converted from " + r.Source + " by argocd-ocm-plugin convert"},
 		"spec":     map[string]any{"parameters": parameters, "renders": renders}}
 	body, err := yaml.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := config.Decode("converted definition", body); err != nil {
+	if _, err := deployment.Decode("converted definition", body); err != nil {
 		return nil, fmt.Errorf("%s: the converted definition does not validate: %w", r.Source, err)
 	}
 	return body, nil
@@ -242,13 +242,13 @@ func (c *conversion) document(r *RGD, body []byte) []byte {
 
 func placeholder(t string) string {
 	switch t {
-	case config.TypeInteger, config.TypeNumber:
+	case deployment.TypeInteger, deployment.TypeNumber:
 		return "0"
-	case config.TypeBoolean:
+	case deployment.TypeBoolean:
 		return "false"
-	case config.TypeObject:
+	case deployment.TypeObject:
 		return "{}"
-	case config.TypeArray:
+	case deployment.TypeArray:
 		return "[]"
 	}
 	return "x"

@@ -9,9 +9,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/overlay"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/overlay"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"

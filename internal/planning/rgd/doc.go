@@ -3,7 +3,7 @@
 // the cluster: the RGD is read as a deployment definition of its own.
 //
 //   - schema.spec (kro's SimpleSchema) becomes the instance parameters,
-//     typed, defaulted and validated by package config (dotted names for
+//     typed, defaulted and validated by package deployment (dotted names for
 //     nested fields: parameters.podinfo.message); schema.metadata.name and
 //     namespace are the Application's name and destination namespace.
 //   - ${…} expressions run in package expr's sandbox (cost limit, timeout,
@@ -43,9 +43,9 @@
 // valuesFrom) or would leak (a Secret filled from a plain parameter) is
 // refused with one line naming the node.
 //
-// The package is a planner (plan.Planner) wrapping config.Planner: a
+// The package is a planner (plan.Planner) wrapping deployment.DefinitionPlanner: a
 // ComponentDeployment definition, explicit or shipped, still wins; see
-// Planner. It is shaped like kro: package schema reads SimpleSchema,
+// GraphPlanner. It is shaped like kro: package schema reads SimpleSchema,
 // package graph decodes and orders the nodes, package cel holds the
 // expression language; this package finds the RGD in the component,
 // evaluates the graph for one instance and turns it into a plan. It reads

@@ -10,8 +10,8 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/hooks"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
@@ -20,7 +20,7 @@ import (
 
 // evaluation is the state of one Plan over an RGD and its chained RGDs.
 type evaluation struct {
-	p        *Planner
+	p        *GraphPlanner
 	cv       ocm.ComponentVersion
 	req      plan.Input
 	all      []*RGD
@@ -31,7 +31,7 @@ type evaluation struct {
 }
 
 // Bounds of one evaluation, the RGD and its chained RGDs together, on top
-// of the deadline (Planner.Timeout) and every expression's own limits.
+// of the deadline (GraphPlanner.Timeout) and every expression's own limits.
 const (
 	// maxEvaluations bounds the expressions evaluated: a forEach node's
 	// template counts once per item, a chained RGD's expressions count too.

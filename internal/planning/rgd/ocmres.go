@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
@@ -101,7 +101,7 @@ func (e *evaluation) follow(ctx context.Context, cv ocm.ComponentVersion, id ocm
 	return e.p.follow(ctx, cv, id)
 }
 
-func (p *Planner) follow(ctx context.Context, cv ocm.ComponentVersion, id ocm.Identity) (ocm.ComponentVersion, error) {
+func (p *GraphPlanner) follow(ctx context.Context, cv ocm.ComponentVersion, id ocm.Identity) (ocm.ComponentVersion, error) {
 	d := cv.Descriptor()
 	var ref *ocm.Reference
 	for i := range d.References {

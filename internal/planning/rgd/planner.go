@@ -13,8 +13,8 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/cel"
@@ -39,33 +39,33 @@ const (
 // bounded on its own too).
 const DefaultTimeout = 20 * time.Second
 
-// Planner plans a component version from its RGD when it has one and no
+// GraphPlanner plans a component version from its RGD when it has one and no
 // ComponentDeployment definition applies; otherwise it is Config. Register
 // it as the renderer's planner in place of Config.
-type Planner struct {
-	Config *config.Planner
+type GraphPlanner struct {
+	Config *deployment.DefinitionPlanner
 	// Timeout bounds the evaluation of one RGD (default DefaultTimeout).
 	Timeout time.Duration
 }
 
-var _ plan.Planner = (*Planner)(nil)
-var _ plan.PackageChecker = (*Planner)(nil)
-var _ plan.SelfRendering = (*Planner)(nil)
+var _ plan.Planner = (*GraphPlanner)(nil)
+var _ plan.PackageChecker = (*GraphPlanner)(nil)
+var _ plan.SelfRendering = (*GraphPlanner)(nil)
 
 // Wrap is the planner for a renderer: c, and RGDs where c has no definition.
-func Wrap(c *config.Planner) *Planner { return &Planner{Config: c} }
+func Wrap(c *deployment.DefinitionPlanner) *GraphPlanner { return &GraphPlanner{Config: c} }
 
 // limits is the CEL sandbox of the RGD's expressions: the definitions'.
-func (p *Planner) limits() cel.Limits {
+func (p *GraphPlanner) limits() cel.Limits {
 	if p.Config == nil {
 		return cel.Limits{}
 	}
 	return cel.Limits{CostLimit: p.Config.CostLimit, Timeout: p.Config.ExprTimeout}
 }
 
-func (p *Planner) config() *config.Planner {
+func (p *GraphPlanner) config() *deployment.DefinitionPlanner {
 	if p.Config == nil {
-		return &config.Planner{}
+		return &deployment.DefinitionPlanner{}
 	}
 	return p.Config
 }
@@ -108,7 +108,7 @@ type selection struct {
 // then the component's RGDs. RGDs of referenced components are read when
 // the component has none of its own and either an RGD is asked for or the
 // component reads as a platform (references, no renderable resource).
-func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*selection, error) {
+func (p *GraphPlanner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*selection, error) {
 	c, err := parseChoice(req.DefinitionFile)
 	if err != nil {
 		return nil, err
@@ -137,16 +137,16 @@ func (p *Planner) choose(ctx context.Context, cv ocm.ComponentVersion, req plan.
 // fileRGD is the selection of a definition file that is an RGD (by its
 // kind), read as the request reads its files (confined to the
 // Application's directory); nil when the parameter names no file or a
-// file of another kind (a ComponentDeployment, for package config). The
+// file of another kind (a ComponentDeployment, for package deployment). The
 // component's own RGDs stay available to its chained nodes.
-func (p *Planner) fileRGD(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*selection, error) {
+func (p *GraphPlanner) fileRGD(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*selection, error) {
 	spec := strings.TrimSpace(req.DefinitionFile)
-	if spec == "" || strings.HasPrefix(spec, config.ResourcePrefix) {
+	if spec == "" || strings.HasPrefix(spec, deployment.ResourcePrefix) {
 		return nil, nil
 	}
 	data, err := req.ReadFile(param.Definition, spec)
 	if err != nil || !graph.LooksLikeRGD(data) {
-		return nil, nil // package config reads it, and says why it cannot
+		return nil, nil // package deployment reads it, and says why it cannot
 	}
 	var head struct {
 		Kind string `json:"kind"`
@@ -177,9 +177,9 @@ func (p *Planner) fileRGD(ctx context.Context, cv ocm.ComponentVersion, req plan
 
 // resourceChoice is the choice of a definition parameter resource:NAME
 // that names a readable RGD resource of the component; else none.
-func (p *Planner) resourceChoice(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) choice {
+func (p *GraphPlanner) resourceChoice(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) choice {
 	spec := strings.TrimSpace(req.DefinitionFile)
-	name, ok := strings.CutPrefix(spec, config.ResourcePrefix)
+	name, ok := strings.CutPrefix(spec, deployment.ResourcePrefix)
 	if !ok {
 		return choice{}
 	}
@@ -205,7 +205,7 @@ func definitionApplies(d *ocm.Descriptor, req plan.Input) bool {
 		return true
 	}
 	for i := range d.Resources {
-		if d.Resources[i].Type == config.ResourceType {
+		if d.Resources[i].Type == deployment.ResourceType {
 			return true
 		}
 	}
@@ -215,7 +215,7 @@ func definitionApplies(d *ocm.Descriptor, req plan.Input) bool {
 // availableRGDs are the component's RGDs, else, when it has none and an
 // RGD is asked for (not through a reference path) or it reads as a
 // platform, those of the components it references.
-func (p *Planner) availableRGDs(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, c choice) ([]*RGD, error) {
+func (p *GraphPlanner) availableRGDs(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, c choice) ([]*RGD, error) {
 	all, err := p.findRGDs(ctx, req.ResourceReader(), cv)
 	if err != nil {
 		return nil, err
@@ -230,7 +230,7 @@ func (p *Planner) availableRGDs(ctx context.Context, cv ocm.ComponentVersion, re
 
 // chooseNamed selects the RGD rgd:NAME names: a resource of the
 // component, or one reached through references (REF/…/RESOURCE).
-func (p *Planner) chooseNamed(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, sel *selection, name string) (*selection, error) {
+func (p *GraphPlanner) chooseNamed(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, sel *selection, name string) (*selection, error) {
 	refPath, resName := splitName(name)
 	id, err := ocm.ParseIdentity(resName)
 	if err != nil {
@@ -251,7 +251,7 @@ func (p *Planner) chooseNamed(ctx context.Context, cv ocm.ComponentVersion, req 
 // chooseReferenced selects the RGD resource id of the component refPath
 // leads to. Chains may use the other RGDs of the deployed component and
 // of the one that ships it.
-func (p *Planner) chooseReferenced(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, sel *selection, refPath []string, id ocm.Identity) (*selection, error) {
+func (p *GraphPlanner) chooseReferenced(ctx context.Context, cv ocm.ComponentVersion, req plan.Input, sel *selection, refPath []string, id ocm.Identity) (*selection, error) {
 	r, err := p.namedReferencedRGD(ctx, req.ResourceReader(), cv, refPath, id)
 	if err != nil {
 		return nil, fmt.Errorf("definition %s: %w", errdef.Quote(req.DefinitionFile), err)
@@ -300,7 +300,7 @@ func chooseRoot(sel *selection, c choice, definition string) (*selection, error)
 // exactly one root RGD is found (OCM's helm-nested). Several roots, or an
 // RGD that cannot be read, leave it a platform; a digest or signature
 // failure is an error.
-func (p *Planner) RendersItself(ctx context.Context, cv ocm.ComponentVersion, in plan.Input) (bool, error) {
+func (p *GraphPlanner) RendersItself(ctx context.Context, cv ocm.ComponentVersion, in plan.Input) (bool, error) {
 	if strings.TrimSpace(in.DefinitionFile) != "" || len(in.Resources) > 0 {
 		return false, nil
 	}
@@ -410,7 +410,7 @@ func resourceMediaType(res *ocm.Resource) string {
 
 // findRGDs reads every RGD of the component: resources with the RGD media
 // type (an error when unreadable) and blobs that turn out to be one.
-func (p *Planner) findRGDs(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion) ([]*RGD, error) {
+func (p *GraphPlanner) findRGDs(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion) ([]*RGD, error) {
 	out, err := p.findRGDsIn(ctx, rd, cv, nil)
 	if err != nil {
 		return nil, err
@@ -420,7 +420,7 @@ func (p *Planner) findRGDs(ctx context.Context, rd plan.Reader, cv ocm.Component
 
 // findRGDsIn reads the RGDs of cv, reached through the references refPath
 // (nil: the component being deployed).
-func (p *Planner) findRGDsIn(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion, refPath []string) ([]*RGD, error) {
+func (p *GraphPlanner) findRGDsIn(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion, refPath []string) ([]*RGD, error) {
 	d := cv.Descriptor()
 	var out []*RGD
 	for i := range d.Resources {
@@ -467,7 +467,7 @@ const (
 // referencedRGDs reads the RGDs of the components cv references,
 // breadth-first (nearest first), each reached through references whose
 // digests are checked (follow); a component reached twice is read once.
-func (p *Planner) referencedRGDs(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion) ([]*RGD, error) {
+func (p *GraphPlanner) referencedRGDs(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion) ([]*RGD, error) {
 	type item struct {
 		cv   ocm.ComponentVersion
 		path []string
@@ -515,7 +515,7 @@ func (p *Planner) referencedRGDs(ctx context.Context, rd plan.Reader, cv ocm.Com
 }
 
 // namedReferencedRGD reads the RGD rgd:REF/…/RESOURCE names.
-func (p *Planner) namedReferencedRGD(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion, refPath []string, id ocm.Identity) (*RGD, error) {
+func (p *GraphPlanner) namedReferencedRGD(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion, refPath []string, id ocm.Identity) (*RGD, error) {
 	if len(refPath) > maxRefDepth {
 		return nil, fmt.Errorf("%w: %d references, more than %d", errdef.ErrLimitExceeded, len(refPath), maxRefDepth)
 	}
@@ -546,7 +546,7 @@ func (p *Planner) namedReferencedRGD(ctx context.Context, rd plan.Reader, cv ocm
 
 // readRGD reads and decodes one candidate; nil, nil when it is not an RGD
 // and must not be one.
-func (p *Planner) readRGD(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion, res *ocm.Resource, must bool) (*RGD, error) {
+func (p *GraphPlanner) readRGD(ctx context.Context, rd plan.Reader, cv ocm.ComponentVersion, res *ocm.Resource, must bool) (*RGD, error) {
 	if p.Config != nil && p.Config.RequireDigests && (res.Digest == nil || res.Digest.Value == "") {
 		if !must {
 			return nil, nil
@@ -577,7 +577,7 @@ func (p *Planner) readRGD(ctx context.Context, rd plan.Reader, cv ocm.ComponentV
 // LoadParameters is the instance parameters a request has: its
 // ComponentDeployment's, or its RGD's (nil when it has neither), for the
 // parameter announcement.
-func (p *Planner) LoadParameters(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*config.Definition, error) {
+func (p *GraphPlanner) LoadParameters(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*deployment.Definition, error) {
 	sel, err := p.choose(ctx, cv, req)
 	if err != nil {
 		return nil, err
@@ -594,7 +594,7 @@ func (p *Planner) LoadParameters(ctx context.Context, cv ocm.ComponentVersion, r
 
 // CheckPackage implements plan.PackageChecker: a platform package's
 // parameters against its child's definition or RGD.
-func (p *Planner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, in plan.Input) error {
+func (p *GraphPlanner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, in plan.Input) error {
 	sel, err := p.choose(ctx, child, in)
 	if err != nil {
 		return err
@@ -611,7 +611,7 @@ func (p *Planner) CheckPackage(ctx context.Context, child ocm.ComponentVersion, 
 }
 
 // Plan implements plan.Planner.
-func (p *Planner) Plan(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*plan.Plan, error) {
+func (p *GraphPlanner) Plan(ctx context.Context, cv ocm.ComponentVersion, req plan.Input) (*plan.Plan, error) {
 	sel, err := p.choose(ctx, cv, req)
 	if err != nil {
 		return nil, err

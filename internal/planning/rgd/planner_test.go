@@ -11,7 +11,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/application"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
@@ -72,7 +72,7 @@ func component(docs map[string]string) *fakeCV {
 func planRGD(t *testing.T, doc string, params map[string]string) ([]plan.Step, error) {
 	t.Helper()
 	cv := component(map[string]string{"rgd": doc})
-	p := rgd.Wrap(&config.Planner{})
+	p := rgd.Wrap(&deployment.DefinitionPlanner{})
 	pl, err := p.Plan(context.Background(), cv, plan.Input{Request: application.Request{Application: "demo", Namespace: "apps", Parameters: params}, Reader: &fakeReader{}})
 	if err != nil {
 		return nil, err
@@ -259,10 +259,10 @@ func appDir(t *testing.T, files map[string]string) *application.Root {
 // TestPlanDefinitionFile: an RGD given as the definition file (render
 // --definition my-rgd.yaml, the definition parameter) is read as an RGD by
 // its kind and renders against the component, which ships none; a
-// ComponentDeployment file is left to package config.
+// ComponentDeployment file is left to package deployment.
 func TestPlanDefinitionFile(t *testing.T) {
 	cv := component(nil)
-	p := rgd.Wrap(&config.Planner{})
+	p := rgd.Wrap(&deployment.DefinitionPlanner{})
 	root := appDir(t, map[string]string{"my-rgd.yaml": appRGD, "cd.yaml": "apiVersion: deploy.argocd-ocm-plugin.io/v1alpha1\nkind: ComponentDeployment\nspec: {}\n",
 		"bad.yaml": strings.Replace(appRGD, "replicas: ${schema.spec.replicas}", "replicas: ${schema.spec.replicas +}", 1)})
 	in := plan.Input{Request: application.Request{Application: "demo", Namespace: "apps", DefinitionFile: "my-rgd.yaml", Root: root}, Reader: &fakeReader{}}
@@ -280,7 +280,7 @@ func TestPlanDefinitionFile(t *testing.T) {
 	in.DefinitionFile = "cd.yaml"
 	_, err = p.Plan(context.Background(), cv, in)
 	if err == nil || strings.Contains(err.Error(), "ResourceGraphDefinition") {
-		t.Fatalf("a ComponentDeployment file: want package config's answer, got %v", err)
+		t.Fatalf("a ComponentDeployment file: want package deployment's answer, got %v", err)
 	}
 	in.DefinitionFile = "bad.yaml"
 	_, err = p.Plan(context.Background(), cv, in)
@@ -321,7 +321,7 @@ func TestPlanBudget(t *testing.T) {
 // for an RGD; they are refused, naming the parameter.
 func TestPlanRefusesUnusedInputs(t *testing.T) {
 	cv := component(map[string]string{"rgd": appRGD})
-	p := rgd.Wrap(&config.Planner{})
+	p := rgd.Wrap(&deployment.DefinitionPlanner{})
 	for want, req := range map[string]application.Request{
 		`value-files "values-prod.yaml"`: {ValueFiles: []string{"values-prod.yaml"}},
 		`path "overlays/prod"`:           {Path: "overlays/prod"},

@@ -13,8 +13,8 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
@@ -339,7 +339,7 @@ func TestSelection(t *testing.T) {
 		t.Fatalf("resource:rgda: %v %v", objs, err)
 	}
 	// A shipped ComponentDeployment wins.
-	c.Resources = append(c.Resources, ocmbuild.Resource{Name: "deploy", Type: config.ResourceType, Version: "1.0.0", MediaType: ocmbuild.MediaTypeYAML,
+	c.Resources = append(c.Resources, ocmbuild.Resource{Name: "deploy", Type: deployment.ResourceType, Version: "1.0.0", MediaType: ocmbuild.MediaTypeYAML,
 		Data: []byte("apiVersion: deploy.argocd-ocm-plugin.io/v1alpha1\nkind: ComponentDeployment\nmetadata: {name: d}\nspec:\n  renders:\n  - resource: {name: kustomize-resource}\n")})
 	repo = writeCTF(t, c)
 	objs, rep, err := renderRGD(argocdocm.Request{Repository: repo, Component: c.Name, Version: c.Version, Application: "app"})

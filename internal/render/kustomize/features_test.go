@@ -110,8 +110,8 @@ func TestRenderOverlayComponentRefusals(t *testing.T) {
 	}
 }
 
-// The overlay internal/planning/config generates for a Secret patch: the golden
-// internal/planning/config's TestKustomizeSecretPatchAsOverlay compares with.
+// The overlay internal/planning/deployment generates for a Secret patch: the golden
+// internal/planning/deployment's TestKustomizeSecretPatchAsOverlay compares with.
 func TestRenderOverlaySecretMergeMatchesCLI(t *testing.T) {
 	want := cliGolden(t, "features-secret", "features/handwritten-secret over features/tree", func(dir string) string {
 		copyInto(t, dir, "features", "features")

@@ -16,7 +16,7 @@
 // PATH (`make build` puts it in bin/).
 //
 // YAML blocks (```yaml) are parsed as YAML 1.2, then validated by what they
-// are: a ComponentDeployment by the plugin's strict decoder (internal/planning/config)
+// are: a ComponentDeployment by the plugin's strict decoder (internal/planning/deployment)
 // and the published JSON schema (docs/schema), an Argo CD Application,
 // ApplicationSet or AppProject by the openAPIV3Schema of Argo CD's own CRDs
 // (from the vendored manifests/argocd/argo-cd-*/install.yaml), made strict

@@ -13,7 +13,7 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/platform"
 )
 
@@ -215,7 +215,7 @@ func (v *Validator) Validate(b Block) []error {
 
 func (v *Validator) definition(b Block, doc []byte) []error {
 	var errs []error
-	if _, err := config.Decode(b.String(), doc); err != nil {
+	if _, err := deployment.Decode(b.String(), doc); err != nil {
 		errs = append(errs, fmt.Errorf("%s: the plugin refuses this deployment definition: %w", b, err))
 	}
 	if err := validateJSON(v.definitionSchema, doc); err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/kubernetes-sigs/kro/pkg/cel/conversion"
 	"github.com/kubernetes-sigs/kro/pkg/cel/library"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/expr"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/expr"
 )
 
 // Library is kro's CEL environment, BaseDeclarations of kro's pkg/cel at

@@ -10,7 +10,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/cel"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/schema"
 )
@@ -114,7 +114,7 @@ func Decode(source string, data []byte) (*RGD, error) {
 	if err != nil {
 		return nil, err
 	}
-	v = config.NormalizeNumbers(v)
+	v = deployment.NormalizeNumbers(v)
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", errdef.ErrInvalidInput, source, err)

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/explain"
 )
 
 // maxSchemaFields bounds the fields of one schema.spec.
@@ -36,7 +36,7 @@ type Schema struct {
 type Instance struct {
 	// Definition holds the parameters, typed and constrained, for package
 	// config to resolve an Application's values against.
-	Definition *config.Definition
+	Definition *deployment.Definition
 
 	source string
 	types  map[string]any
@@ -53,7 +53,7 @@ func (s *Schema) Parameters(source string) (*Instance, error) {
 	if _, err := simpleschema.ToOpenAPISpec(s.Spec, s.Types); err != nil {
 		return nil, fmt.Errorf("%w: %s: spec.schema: %s", errdef.ErrInvalidInput, source, errdef.CutMessage(errdef.OneLine(err.Error())))
 	}
-	params := map[string]*config.Parameter{}
+	params := map[string]*deployment.Parameter{}
 	f := &flattener{source: source, types: s.Types, out: params, items: map[string]string{}}
 	if err := f.checkTypes(); err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (s *Schema) Parameters(source string) (*Instance, error) {
 	if err := f.flatten("", s.Spec, 0); err != nil {
 		return nil, err
 	}
-	def, err := config.InstanceDefinition(source, s.Kind, params)
+	def, err := deployment.InstanceDefinition(source, s.Kind, params)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a
 type flattener struct {
 	source string
 	types  map[string]any
-	out    map[string]*config.Parameter
+	out    map[string]*deployment.Parameter
 	items  map[string]string
 }
 
@@ -264,7 +264,7 @@ func (in *Instance) checkObject(at, t string, fields, m map[string]any, depth in
 
 func scalarOK(typ string, v any) bool {
 	switch typ {
-	case config.TypeString:
+	case deployment.TypeString:
 		_, ok := v.(string)
 		return ok
 	case "integer":
@@ -289,13 +289,13 @@ func scalarOK(typ string, v any) bool {
 }
 
 // parseField reads one SimpleSchema field: "type | marker=value …".
-func parseField(s string) (*config.Parameter, error) {
+func parseField(s string) (*deployment.Parameter, error) {
 	typ, markers, _ := strings.Cut(s, "|")
 	t, err := parameterType(strings.TrimSpace(typ))
 	if err != nil {
 		return nil, err
 	}
-	p := &config.Parameter{Type: t}
+	p := &deployment.Parameter{Type: t}
 	ms, err := parseMarkers(markers)
 	if err != nil {
 		return nil, err
@@ -315,17 +315,17 @@ func parameterType(typ string) (string, error) {
 	case typ == "string", typ == "integer", typ == "boolean", typ == "object":
 		return typ, nil
 	case typ == "float": // kro's; OpenAPI's number
-		return config.TypeNumber, nil
+		return deployment.TypeNumber, nil
 	case strings.HasPrefix(typ, "[]"):
-		return config.TypeArray, nil
+		return deployment.TypeArray, nil
 	case strings.HasPrefix(typ, "map["):
-		return config.TypeObject, nil
+		return deployment.TypeObject, nil
 	}
 	return "", fmt.Errorf("type %s is not one of string, integer, float, boolean, object, []T, map[string]T or a type of spec.schema.types", errdef.Quote(typ))
 }
 
 // setMarker sets what one marker says on p (whose Type is set).
-func setMarker(p *config.Parameter, m marker) error {
+func setMarker(p *deployment.Parameter, m marker) error {
 	switch m.key {
 	case "default":
 		v, err := markerValue(p, m.value)
@@ -383,8 +383,8 @@ func setMarker(p *config.Parameter, m marker) error {
 
 // markerValue reads a default or enum value: as it is for a string
 // parameter, else as YAML.
-func markerValue(p *config.Parameter, s string) (any, error) {
-	if p.Type == config.TypeString {
+func markerValue(p *deployment.Parameter, s string) (any, error) {
+	if p.Type == deployment.TypeString {
 		return s, nil
 	}
 	var v any
@@ -500,7 +500,7 @@ func (in *Instance) Texts(spec map[string]any) (map[string]string, error) {
 	return out, flattenSpec("", spec, out, in.Definition.Spec.Parameters)
 }
 
-func flattenSpec(prefix string, v map[string]any, out map[string]string, declared map[string]*config.Parameter) error {
+func flattenSpec(prefix string, v map[string]any, out map[string]string, declared map[string]*deployment.Parameter) error {
 	for _, k := range sortedKeys(v) {
 		name := k
 		if prefix != "" {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/config/explain"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/explain"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/schema"
 )
 
