@@ -29,9 +29,9 @@
 // Layers, from the bottom (the number is the rank; directories relative to
 // the repository, "." is the root package):
 //
-//	0 utilities: errdef internal/util/bytesize internal/util/parallel internal/util/fieldpath internal/util/suggest internal/util/startheap internal/util/confine internal/util/param internal/util/nesting
-//	1 formats: internal/format/yamlfile internal/format/blob internal/format/archive internal/format/accessmethod ocm signing
-//	2 sources: internal/source/registry policy internal/source/cache internal/source/ocm/ocimapping internal/source/ocm/artifactset internal/source/ocm/ctf internal/source/ocm/oci internal/source/ocm/resolve internal/source/access internal/source/verify
+//	0 utilities: errdef internal/util/counting internal/util/bytesize internal/util/parallel internal/util/fieldpath internal/util/suggest internal/util/startheap internal/util/confine internal/util/param internal/util/nesting
+//	1 formats: internal/format/yamlfile internal/format/artifactset internal/format/blob internal/format/archive internal/format/accessmethod ocm signing
+//	2 sources: internal/source/registry policy internal/source/cache internal/source/ocm/ocimapping internal/source/ocm/ctf internal/source/ocm/oci internal/source/ocm/resolve internal/source/access internal/source/verify
 //	3 renderers: internal/render/manifests internal/render/helm internal/render/helm/engine internal/render/kustomize
 //	4 finishing: internal/finish/hooks internal/finish/localize internal/finish/imageguard
 //	5 planning: application internal/planning/plan internal/planning/deployment internal/planning/expr internal/planning/explain internal/planning/deployment/ordering internal/planning/overlay internal/planning/rgd internal/planning/rgd/cel internal/planning/rgd/graph internal/planning/rgd/schema internal/planning/platform

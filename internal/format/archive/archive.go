@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/counting"
 )
 
 // IsGzip reports whether b starts with the gzip magic bytes 1f 8b.
@@ -52,12 +53,12 @@ func ReadTree(r io.Reader, opts ...Option) (*Tree, error) {
 		src = gz
 	}
 
-	cr := &countingReader{r: src}
+	cr := &counting.Reader{R: src}
 	rd := reader{o: o, nodes: map[string]*node{}}
 	if err := rd.readAll(tar.NewReader(cr)); err != nil {
 		return nil, err
 	}
-	if cr.n == 0 {
+	if cr.N == 0 {
 		// archive/tar reads zero bytes as an empty archive; an empty blob is
 		// far more likely a broken upload than an intended empty tar (which
 		// is 1024 zero bytes), so say so.
@@ -71,17 +72,6 @@ func ReadTree(r io.Reader, opts ...Option) (*Tree, error) {
 		}
 	}
 	return rd.build()
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 type nodeKind int

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
@@ -43,12 +44,8 @@ func descriptorDocument(mediaType string, raw []byte) ([]byte, error) {
 // layer: a USTAR archive of one file, mode 0, owner 0, time 2022-01-01.
 func descriptorLayer(doc []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	h := &tar.Header{Name: descriptorFile, Size: int64(len(doc)), ModTime: fixedTime, Typeflag: tar.TypeReg, Format: tar.FormatUSTAR}
-	if err := tw.WriteHeader(h); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(doc); err != nil {
+	tw := archive.NewWriter(&buf, archive.WithUSTAR(), archive.WithFileMode(0))
+	if err := tw.File(descriptorFile, int64(len(doc)), bytes.NewReader(doc)); err != nil {
 		return nil, err
 	}
 	if err := tw.Close(); err != nil {

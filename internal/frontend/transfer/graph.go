@@ -16,6 +16,7 @@ import (
 	orasregistry "oras.land/oras-go/v2/registry"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/artifactset"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/bytesize"
@@ -530,6 +531,8 @@ func rootOf(ctx context.Context, src *source, root ocispec.Descriptor) (ocispec.
 		return root, fmt.Errorf("manifest %s: %w", root.Digest, err)
 	}
 	root.Size = int64(len(raw))
-	root.MediaType = probeMediaType(raw, root.MediaType)
+	if mt := artifactset.ManifestMediaType(raw); mt != "" {
+		root.MediaType = mt
+	}
 	return root, nil
 }

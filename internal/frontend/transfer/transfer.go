@@ -23,6 +23,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/accessmethod"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/artifactset"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
@@ -609,7 +610,7 @@ func (r *run) planLocalResource(ctx context.Context, p *plan, sv *versionContent
 		}
 		return nil
 	}
-	if r.t.CopyResources && loc != nil && isArtifactSet(acc.String("mediaType")) {
+	if r.t.CopyResources && loc != nil && artifactset.IsArtifactSet(acc.String("mediaType")) {
 		r.prog.line("  ...resource %d %s[%s](%s) as an OCI artifact...", i, res.Name, res.Type, acc.String("referenceName"))
 		ref, err := r.planExplode(ctx, p, sv, layers, acc.String("referenceName"), res)
 		if err != nil {
@@ -959,7 +960,7 @@ func (r *run) planExplode(ctx context.Context, p *plan, sv *versionContent, laye
 	if err != nil {
 		return "", err
 	}
-	set, err := openArtifactSet(rc, size, r.tmp)
+	set, err := artifactset.Open(rc, size, r.tmp)
 	rc.Close()
 	if err != nil {
 		return "", err
@@ -972,20 +973,20 @@ func (r *run) planExplode(ctx context.Context, p *plan, sv *versionContent, laye
 		return "", err
 	}
 	if tag == "" {
-		tag = set.tag
+		tag = set.Tag
 	}
 	if tag != "" {
 		if err := checkTag("the tag of referenceName "+errdef.Quote(hint)+",", tag); err != nil {
 			return "", err
 		}
 	}
-	if err := checkArtifactDigest(res, set.main.Digest.String()); err != nil {
+	if err := checkArtifactDigest(res, set.Main.Digest.String()); err != nil {
 		return "", err
 	}
-	if err := r.addArtifact(ctx, p, newSource(set, r.src.String()), set.main, name, tag, res.Name); err != nil {
+	if err := r.addArtifact(ctx, p, newSource(set, r.src.String()), set.Main, name, tag, res.Name); err != nil {
 		return "", err
 	}
-	return r.dst.Registry().imageReference(name, tag, set.main.Digest.String()), nil
+	return r.dst.Registry().imageReference(name, tag, set.Main.Digest.String()), nil
 }
 
 // splitHint splits a reference hint "name[:tag][@digest]".
@@ -1118,21 +1119,21 @@ func (r *run) planImageSet(ctx context.Context, p *plan, src *source, root ocisp
 		_, err := j.failure(g, err)
 		return nil, nil, nil, err
 	}
-	set, err := writeArtifactSet(ctx, st.Fetch, root, tag, r.tmp, g.walk(root))
+	set, err := artifactset.Write(ctx, st.Fetch, root, tag, r.tmp, g.walk(root))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	p.closers = append(p.closers, set.f)
-	layer := set.desc
+	p.closers = append(p.closers, set.File)
+	layer := set.Desc
 	id, _ := json.Marshal([]any{map[string]any{"kind": "resource", "identity": res.Identity()}})
 	layer.Annotations = map[string]string{ocimapping.AnnotationArtifact: string(id)}
-	f := set.f
+	f := set.File
 	open := func() io.ReadCloser { return io.NopCloser(io.NewSectionReader(f, 0, layer.Size)) }
 	hint := name
 	if tag != "" {
 		hint += ":" + tag
 	}
-	return map[string]any{"type": ocm.AccessLocalBlob, "localReference": layer.Digest.String(), "mediaType": set.mediaType, "referenceName": hint}, &layer, open, nil
+	return map[string]any{"type": ocm.AccessLocalBlob, "localReference": layer.Digest.String(), "mediaType": layer.MediaType, "referenceName": hint}, &layer, open, nil
 }
 
 // execute copies what the plan found missing, artifact by artifact, the

@@ -16,7 +16,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/accessmethod"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/artifactset"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/artifactset"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 

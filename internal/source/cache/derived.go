@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/counting"
 )
 
 // ErrNotCached is returned by Derived when the cache is disabled or cannot
@@ -106,7 +107,7 @@ func (c *Cache) produceTemp(ctx context.Context, prefix string, produce ProduceF
 	}
 	hash := sha256.New()
 	w := &trackingWriter{f: tmp}
-	cw := &countingWriter{w: io.MultiWriter(w, hash)}
+	cw := &counting.Writer{W: io.MultiWriter(w, hash)}
 	if err := produce(ctx, cw); err != nil {
 		if w.err != nil {
 			c.disable(w.err)
@@ -120,7 +121,7 @@ func (c *Cache) produceTemp(ctx context.Context, prefix string, produce ProduceF
 		os.Remove(tmp.Name())
 		return nil, 0, "", err
 	}
-	return tmp, cw.n, "sha256:" + hex.EncodeToString(hash.Sum(nil)), nil
+	return tmp, cw.N, "sha256:" + hex.EncodeToString(hash.Sum(nil)), nil
 }
 
 // storeDerived moves the product tmp (n bytes of digest dgst) into the cache
@@ -216,7 +217,7 @@ func (c *Cache) produceUncached(ctx context.Context, produce ProduceFunc) (*File
 		return nil, ErrNotCached
 	}
 	os.Remove(tmp.Name())
-	cw := &countingWriter{w: tmp}
+	cw := &counting.Writer{W: tmp}
 	if err := produce(ctx, cw); err != nil {
 		tmp.Close()
 		return nil, err
@@ -225,7 +226,7 @@ func (c *Cache) produceUncached(ctx context.Context, produce ProduceFunc) (*File
 		tmp.Close()
 		return nil, err
 	}
-	return &File{File: tmp, size: cw.n}, nil
+	return &File{File: tmp, size: cw.N}, nil
 }
 
 // tempStallDetector reports whether the temporary files whose names start
@@ -241,17 +242,6 @@ func (c *Cache) tempStallDetector(prefix string) func(time.Time) bool {
 		}
 		return now.Sub(since) >= lockStall
 	}
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (w *countingWriter) Write(p []byte) (int, error) {
-	n, err := w.w.Write(p)
-	w.n += int64(n)
-	return n, err
 }
 
 // DerivedLookup returns the stored content of the given kind derived from

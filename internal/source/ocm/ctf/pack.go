@@ -11,14 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
 )
-
-// fixedTime is the modification time of every entry, as the OCM CLI writes
-// it: packing the same CTF twice gives the same tar.
-var fixedTime = time.Date(2022, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // maxExtractEntries bounds the entries of an archive Extract unpacks.
 const maxExtractEntries = 1 << 20
@@ -39,26 +35,18 @@ func Pack(dir, dst string, gz bool) (err error) {
 		}
 	}()
 	bw := bufio.NewWriterSize(tmp, 1<<20)
-	var w io.Writer = bw
-	var zw *gzip.Writer
+	var opts []archive.WriteOption
 	if gz {
-		zw = gzip.NewWriter(bw)
-		zw.ModTime = fixedTime
-		w = zw
+		opts = append(opts, archive.WithGzip())
 	}
-	tw := tar.NewWriter(w)
+	tw := archive.NewWriter(bw, opts...)
 	add := func(name string, fi fs.FileInfo, src string) error {
-		h := &tar.Header{Name: name, Mode: 0o644, Size: fi.Size(), ModTime: fixedTime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
 		f, err := os.Open(src)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
+		return tw.File(name, fi.Size(), f)
 	}
 	idx := filepath.Join(dir, IndexFileName)
 	fi, err := os.Stat(idx)
@@ -68,7 +56,7 @@ func Pack(dir, dst string, gz bool) (err error) {
 	if err := add(IndexFileName, fi, idx); err != nil {
 		return fmt.Errorf("CTF %s: %w", dst, err)
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: BlobsDir + "/", Mode: 0o755, ModTime: fixedTime, Typeflag: tar.TypeDir, Format: tar.FormatPAX}); err != nil {
+	if err := tw.Dir(BlobsDir + "/"); err != nil {
 		return err
 	}
 	entries, err := os.ReadDir(filepath.Join(dir, BlobsDir))
@@ -89,11 +77,6 @@ func Pack(dir, dst string, gz bool) (err error) {
 	}
 	if err := tw.Close(); err != nil {
 		return err
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
-			return err
-		}
 	}
 	if err := bw.Flush(); err != nil {
 		return err

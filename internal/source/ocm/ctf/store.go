@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/counting"
 )
 
 // store is a flat file namespace: a directory or an indexed tar file.
@@ -145,28 +146,17 @@ const (
 // ratioReader fails once the output outgrows the compressed input.
 type ratioReader struct {
 	r  io.Reader
-	in *countReader
+	in *counting.Reader
 	n  int64
 }
 
 func (r *ratioReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	r.n += int64(n)
-	if r.n > ratioFloor && r.n > maxRatio*r.in.n {
+	if r.n > ratioFloor && r.n > maxRatio*r.in.N {
 		return n, fmt.Errorf("%w: archive expands more than %d times (%d compressed bytes gave %d): a compression bomb?",
-			errdef.ErrLimitExceeded, maxRatio, r.in.n, r.n)
+			errdef.ErrLimitExceeded, maxRatio, r.in.N, r.n)
 	}
-	return n, err
-}
-
-type countReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
 	return n, err
 }
 

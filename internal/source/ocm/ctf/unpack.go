@@ -17,6 +17,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/counting"
 )
 
 // derivedKind names the unpacked tars of tgz archives in the blob cache.
@@ -409,7 +410,7 @@ func gunzipTo(ctx context.Context, w io.Writer, r io.Reader, o options) error {
 	if testHookGunzip != nil {
 		testHookGunzip()
 	}
-	in := &countReader{r: &ctxReader{ctx: ctx, r: r}}
+	in := &counting.Reader{R: &ctxReader{ctx: ctx, r: r}}
 	zr, err := gzip.NewReader(bufio.NewReader(in))
 	if err != nil {
 		if ctx.Err() != nil {

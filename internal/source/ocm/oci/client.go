@@ -3,7 +3,6 @@ package oci
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/artifactset"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
@@ -365,7 +365,7 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 	if ref.Digest != "" {
 		d := digest.Digest(ref.Digest)
 		if b, ok := c.getMeta(d); ok {
-			return ocispec.Descriptor{MediaType: probeMediaType(b), Digest: d, Size: int64(len(b))}, nil
+			return ocispec.Descriptor{MediaType: artifactset.ManifestMediaType(b), Digest: d, Size: int64(len(b))}, nil
 		}
 		// Under a policy only with this credential's vouch for this
 		// repository (see vouch); else read by digest, which vouches.
@@ -375,7 +375,7 @@ func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo 
 				f.Close()
 				if err == nil && int64(len(b)) <= ocimapping.MaxManifestSize {
 					c.putMeta(d, b)
-					return ocispec.Descriptor{MediaType: probeMediaType(b), Digest: d, Size: int64(len(b))}, nil
+					return ocispec.Descriptor{MediaType: artifactset.ManifestMediaType(b), Digest: d, Size: int64(len(b))}, nil
 				}
 			}
 		}
@@ -462,17 +462,8 @@ func (c *Client) fetchManifestRef(ctx context.Context, ref registry.Reference, r
 			c.cache.Vouch(c.vouch(ref, desc.Digest))
 		}
 	}
-	if mt := probeMediaType(b); mt != "" {
+	if mt := artifactset.ManifestMediaType(b); mt != "" {
 		desc.MediaType = mt
 	}
 	return desc, nil
-}
-
-// probeMediaType reads a manifest's own mediaType field.
-func probeMediaType(b []byte) string {
-	var p struct {
-		MediaType string `json:"mediaType"`
-	}
-	_ = json.Unmarshal(b, &p)
-	return p.MediaType
 }

@@ -13,18 +13,31 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 )
 
-// Media types of artifact sets.
+// Media types of artifact sets, as the OCM CLI writes them: a manifest's
+// or an index's, gzipped or not.
 const (
-	MediaType    = "application/vnd.oci.image.manifest.v1+tar+gzip"
-	MediaTypeTar = "application/vnd.oci.image.manifest.v1+tar"
+	MediaType         = "application/vnd.oci.image.manifest.v1+tar+gzip"
+	MediaTypeTar      = "application/vnd.oci.image.manifest.v1+tar"
+	MediaTypeIndex    = "application/vnd.oci.image.index.v1+tar+gzip"
+	MediaTypeIndexTar = "application/vnd.oci.image.index.v1+tar"
 
-	annotationMain = "software.ocm/main"
+	// AnnotationMain of index.json names the main artifact's digest,
+	// AnnotationTags its tags.
+	AnnotationMain = "software.ocm/main"
+	AnnotationTags = "software.ocm/tags"
 )
 
-// IsArtifactSet reports whether a media type names an artifact set.
+// IsArtifactSet reports whether a local blob's media type names an
+// artifact set, as OCM decides it: an OCI media type ending in +tar or
+// +tar+gzip (parameters apart). The one predicate of reading, verifying
+// and transferring them.
 func IsArtifactSet(mediaType string) bool {
-	return mediaType == MediaType || mediaType == MediaTypeTar ||
-		mediaType == "application/vnd.oci.image.index.v1+tar+gzip" || mediaType == "application/vnd.oci.image.index.v1+tar"
+	mt, _, _ := strings.Cut(mediaType, ";")
+	mt = strings.TrimSpace(mt)
+	if !strings.HasPrefix(mt, "application/vnd.oci.") {
+		return false
+	}
+	return strings.HasSuffix(mt, "+tar") || strings.HasSuffix(mt, "+tar+gzip")
 }
 
 // Set is a read artifact set.
@@ -52,7 +65,7 @@ func Read(data []byte, opts ...archive.Option) (*Set, error) {
 	if err := json.Unmarshal(idxRaw, &idx); err != nil {
 		return nil, fmt.Errorf("%w: artifact set index.json: %v", errdef.ErrInvalidDescriptor, err)
 	}
-	main := idx.Annotations[annotationMain]
+	main := idx.Annotations[AnnotationMain]
 	switch {
 	case main != "":
 		found := false
