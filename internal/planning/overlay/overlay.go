@@ -274,25 +274,8 @@ func Text(ov *kustomize.Overlay, base string, origins Origins) string {
 		}
 		secrets = append(secrets, g)
 	}
-	var components []string
-	for _, c := range ov.Components {
-		components = append(components, "<resource>/"+c)
-	}
-	k := types.Kustomization{
-		TypeMeta:           types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
-		Resources:          []string{base},
-		Components:         components,
-		Namespace:          ov.Namespace,
-		NamePrefix:         ov.NamePrefix,
-		NameSuffix:         ov.NameSuffix,
-		Labels:             ov.Labels,
-		CommonAnnotations:  ov.CommonAnnotations,
-		Replicas:           ov.Replicas,
-		ConfigMapGenerator: ov.ConfigMapGenerator,
-		SecretGenerator:    secrets,
-		Images:             ov.Images,
-		Patches:            ov.Patches,
-	}
+	k := ov.Kustomization(base, func(c string) string { return "<resource>/" + c })
+	k.SecretGenerator = secrets
 	b, err := yaml.Marshal(k)
 	if err == nil && len(origins) > 0 {
 		b, err = annotate(b, origins)

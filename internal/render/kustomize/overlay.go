@@ -207,22 +207,31 @@ func (ov *Overlay) kustomization(base, tree string) ([]byte, error) {
 	if err := ov.check(); err != nil {
 		return nil, err
 	}
+	k := ov.Kustomization(base, func(c string) string {
+		clean, _ := cleanEntry(c)
+		return path.Join(tree, clean)
+	})
+	if ov.SetEntryNames {
+		k.NamePrefix, k.NameSuffix = "", "" // set in the entry (editEntry)
+	}
+	return yaml.Marshal(k)
+}
+
+// Kustomization is ov as the kustomization built over base (its one
+// resource), each of ov's components named as component names it: the one
+// translation of an overlay, for the render and for --explain alike.
+func (ov *Overlay) Kustomization(base string, component func(dir string) string) types.Kustomization {
 	var components []string
 	for _, c := range ov.Components {
-		clean, _ := cleanEntry(c)
-		components = append(components, path.Join(tree, clean))
+		components = append(components, component(c))
 	}
-	prefix, suffix := ov.NamePrefix, ov.NameSuffix
-	if ov.SetEntryNames {
-		prefix, suffix = "", "" // set in the entry (editEntry)
-	}
-	k := types.Kustomization{
+	return types.Kustomization{
 		TypeMeta:           types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
 		Resources:          []string{base},
 		Components:         components,
 		Namespace:          ov.Namespace,
-		NamePrefix:         prefix,
-		NameSuffix:         suffix,
+		NamePrefix:         ov.NamePrefix,
+		NameSuffix:         ov.NameSuffix,
 		Labels:             ov.Labels,
 		CommonAnnotations:  ov.CommonAnnotations,
 		Images:             ov.Images,
@@ -231,5 +240,4 @@ func (ov *Overlay) kustomization(base, tree string) ([]byte, error) {
 		ConfigMapGenerator: ov.ConfigMapGenerator,
 		SecretGenerator:    ov.SecretGenerator,
 	}
-	return yaml.Marshal(k)
 }
