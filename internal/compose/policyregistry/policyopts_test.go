@@ -9,6 +9,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/compose/policyregistry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
 )
@@ -81,7 +82,7 @@ func TestForRefusesSpecialAddresses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref := registry.Reference{Registry: host, Repository: "x", Tag: "v"}
+		ref := imageref.Reference{Registry: host, Repository: "x", Tag: "v"}
 		repo, err := c.Repository(ref)
 		if err != nil {
 			return err

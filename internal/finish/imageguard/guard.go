@@ -7,8 +7,8 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
@@ -85,7 +85,7 @@ func resourceDigest(res *ocm.Resource) string {
 }
 
 // tagsOf are the tags by which a component reference may be deployed.
-func tagsOf(r registry.Reference, version string) []string {
+func tagsOf(r imageref.Reference, version string) []string {
 	switch {
 	case r.Tag != "":
 		return []string{r.Tag}
@@ -98,7 +98,7 @@ func tagsOf(r registry.Reference, version string) []string {
 	}
 }
 
-func refKey(r registry.Reference, tag string) string {
+func refKey(r imageref.Reference, tag string) string {
 	if tag == "" {
 		tag = "latest"
 	}
@@ -367,7 +367,7 @@ func (g *Guard) refuse(image string) string {
 	if strings.Contains(image, "://") {
 		return "is not a valid image reference (a runtime takes no scheme)"
 	}
-	ref, err := registry.ParseReference(image)
+	ref, err := imageref.Parse(image)
 	if err != nil {
 		return "is not a valid image reference"
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/accessmethod"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
@@ -22,7 +22,7 @@ const (
 type Image struct {
 	Resource *ocm.Resource
 	// Ref is the image's location as the access names it.
-	Ref registry.Reference
+	Ref imageref.Reference
 	// Digest is the manifest digest the component knows: the reference's own,
 	// else the resource digest (ociArtifactDigest/v1); "" when unknown.
 	Digest string
@@ -30,7 +30,7 @@ type Image struct {
 
 // Location is where the component says the image lives, pinned by digest
 // when the component knows it.
-func (i Image) Location() registry.Reference {
+func (i Image) Location() imageref.Reference {
 	r := i.Ref
 	r.Digest = i.Digest
 	return r
@@ -60,7 +60,7 @@ func ImageOf(res *ocm.Resource) (Image, error) {
 		return Image{}, fmt.Errorf("%w: image resource %s has access %s, which names no registry location (want %s)",
 			errdef.ErrUnsupportedAccess, res.Identity(), acc.Type, wantImageRef())
 	}
-	r, err := registry.ParseReference(ref)
+	r, err := imageref.Parse(ref)
 	if err != nil {
 		return Image{}, fmt.Errorf("%w: image resource %s: %v", errdef.ErrInvalidDescriptor, res.Identity(), err)
 	}
@@ -124,7 +124,7 @@ func Images(d *ocm.Descriptor) ([]Image, []string) {
 // reference with a digest matches on the digest. Among several matches the
 // one sharing the longest path suffix wins; a tie between different
 // locations is an error, because guessing would deploy the wrong image.
-func Match(images []Image, ref registry.Reference) (*Image, error) {
+func Match(images []Image, ref imageref.Reference) (*Image, error) {
 	var best []*Image
 	bestLen := 0
 	for i := range images {
@@ -168,7 +168,7 @@ func Match(images []Image, ref registry.Reference) (*Image, error) {
 		errdef.ErrInvalidInput, ref, strings.Join(names, ", "))
 }
 
-func sameVersion(ref registry.Reference, img *Image) bool {
+func sameVersion(ref imageref.Reference, img *Image) bool {
 	if ref.Digest != "" {
 		return img.Digest != "" && ref.Digest == img.Digest
 	}

@@ -3,7 +3,7 @@ package localize
 import (
 	"strings"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 )
 
 // DefaultRegistry is the registry of image references that name none, as
@@ -21,7 +21,7 @@ func pathSuffixLen(a, b string) int {
 }
 
 // trimLibrary drops Docker Hub's implicit "library/" for comparisons.
-func trimLibrary(r registry.Reference) string {
+func trimLibrary(r imageref.Reference) string {
 	if r.Registry == DefaultRegistry {
 		return strings.TrimPrefix(r.Repository, "library/")
 	}

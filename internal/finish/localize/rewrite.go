@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/fieldpath"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
@@ -147,7 +147,7 @@ func Rewrite(objs []manifests.Object, images []Image) ([]Change, error) {
 
 // localise returns the new image ("" to leave it), the matching resource and a note.
 func localise(image string, images []Image) (string, string, string, error) {
-	ref, err := registry.ParseReference(image)
+	ref, err := imageref.Parse(image)
 	if err != nil {
 		return "", "", "not a valid image reference: " + err.Error(), nil
 	}

@@ -10,9 +10,9 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
@@ -88,7 +88,7 @@ func catalog(ctx context.Context, repo *oci.Repository, prefix string) ([]string
 		full = base + "/" + full
 	}
 	rc := repo.Client().Registry()
-	ref := registry.Reference{Scheme: scheme, Registry: host, Repository: full}
+	ref := imageref.Reference{Scheme: scheme, Registry: host, Repository: full}
 	rr, err := rc.Repository(ref)
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func catalog(ctx context.Context, repo *oci.Repository, prefix string) ([]string
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return nil, rc.Wrap(err, "list components (catalog)", registry.Reference{Registry: host, Repository: full})
+		return nil, rc.Wrap(err, "list components (catalog)", imageref.Reference{Registry: host, Repository: full})
 	}
 	return out, nil
 }

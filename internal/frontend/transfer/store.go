@@ -14,6 +14,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	perr "github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 )
@@ -48,8 +49,8 @@ type location struct {
 }
 
 // ref is the reference of repo (relative to the prefix) in this registry.
-func (l *location) ref(repo string) registry.Reference {
-	return registry.Reference{Scheme: l.scheme, Registry: l.host, Repository: path.Join(l.prefix, repo)}
+func (l *location) ref(repo string) imageref.Reference {
+	return imageref.Reference{Scheme: l.scheme, Registry: l.host, Repository: path.Join(l.prefix, repo)}
 }
 
 // imageReference is what an ociArtifact access of a copy says: scheme (as
@@ -164,10 +165,10 @@ func (s *registryStore) Tags(ctx context.Context, repo string) ([]string, error)
 type registryRepo struct {
 	reg *registry.Client
 	r   *remote.Repository
-	ref registry.Reference
+	ref imageref.Reference
 }
 
-func (t *registryRepo) with(tag string, d ocispec.Descriptor) registry.Reference {
+func (t *registryRepo) with(tag string, d ocispec.Descriptor) imageref.Reference {
 	ref := t.ref
 	ref.Tag = tag
 	if d.Digest != "" {

@@ -24,6 +24,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/accessmethod"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/artifactset"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
@@ -1020,7 +1021,7 @@ func (r *run) planImage(ctx context.Context, p *plan, res ocm.Resource) (map[str
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ref, err := registry.ParseReference(image)
+	ref, err := imageref.Parse(image)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -1083,7 +1084,7 @@ func imageOf(res ocm.Resource, srcLoc *location) (string, error) {
 // carriedName is the image's name below the target's prefix: its
 // repository, without the source repository's prefix when it lives there
 // (as the OCM CLI's reference hint keeps names stable across transfers).
-func carriedName(ref registry.Reference, srcLoc *location) string {
+func carriedName(ref imageref.Reference, srcLoc *location) string {
 	name := ref.Repository
 	if srcLoc != nil && ref.Registry == srcLoc.host && srcLoc.prefix != "" && strings.HasPrefix(name, srcLoc.prefix+"/") {
 		name = strings.TrimPrefix(name, srcLoc.prefix+"/")

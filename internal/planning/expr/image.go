@@ -6,7 +6,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 )
 
 // imageFunctions are the CEL helpers that split image references:
@@ -27,7 +27,7 @@ import (
 // for single names), as container runtimes read it. An invalid reference is
 // an evaluation error naming it.
 func imageFunctions() []cel.EnvOption {
-	str := func(f func(registry.Reference) string) cel.OverloadOpt {
+	str := func(f func(imageref.Reference) string) cel.OverloadOpt {
 		return cel.UnaryBinding(func(v ref.Val) ref.Val {
 			r, err := parseRefVal(v)
 			if err != nil {
@@ -51,15 +51,15 @@ func imageFunctions() []cel.EnvOption {
 			cel.Overload("to_oci_dyn", []*cel.Type{cel.DynType}, mapType),
 			cel.SingletonUnaryBinding(toOCI)),
 		cel.Function("image.registry", cel.Overload("image_registry_string", []*cel.Type{cel.StringType}, cel.StringType,
-			str(func(r registry.Reference) string { return r.Registry }))),
+			str(func(r imageref.Reference) string { return r.Registry }))),
 		cel.Function("image.repository", cel.Overload("image_repository_string", []*cel.Type{cel.StringType}, cel.StringType,
-			str(func(r registry.Reference) string { return r.Repository }))),
+			str(func(r imageref.Reference) string { return r.Repository }))),
 		cel.Function("image.name", cel.Overload("image_name_string", []*cel.Type{cel.StringType}, cel.StringType,
-			str(registry.Reference.Name))),
+			str(imageref.Reference.Name))),
 		cel.Function("image.tag", cel.Overload("image_tag_string", []*cel.Type{cel.StringType}, cel.StringType,
-			str(func(r registry.Reference) string { return r.Tag }))),
+			str(func(r imageref.Reference) string { return r.Tag }))),
 		cel.Function("image.digest", cel.Overload("image_digest_string", []*cel.Type{cel.StringType}, cel.StringType,
-			str(func(r registry.Reference) string { return r.Digest }))),
+			str(func(r imageref.Reference) string { return r.Digest }))),
 	}
 }
 
@@ -118,19 +118,19 @@ func accessImageReference(v ref.Val) (string, ref.Val) {
 	return "", types.NewErr("toOCI: the access has no imageReference and no globalAccess.imageReference")
 }
 
-func parseRefVal(v ref.Val) (registry.Reference, ref.Val) {
+func parseRefVal(v ref.Val) (imageref.Reference, ref.Val) {
 	s, ok := v.(types.String)
 	if !ok {
-		return registry.Reference{}, types.NewErr("image reference must be a string, got %s", v.Type().TypeName())
+		return imageref.Reference{}, types.NewErr("image reference must be a string, got %s", v.Type().TypeName())
 	}
-	r, err := registry.ParseReference(string(s))
+	r, err := imageref.Parse(string(s))
 	if err != nil {
-		return registry.Reference{}, types.NewErr("image reference: %v", err)
+		return imageref.Reference{}, types.NewErr("image reference: %v", err)
 	}
 	return r, nil
 }
 
-func refMap(r registry.Reference) map[string]string {
+func refMap(r imageref.Reference) map[string]string {
 	return map[string]string{
 		"registry":   r.Registry,
 		"host":       r.Registry,

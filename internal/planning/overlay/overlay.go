@@ -17,10 +17,10 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/finish/localize"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/kustomize"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/fieldpath"
 )
 
@@ -152,7 +152,7 @@ func Images(tree plan.Tree, images []localize.Image) (out []types.Image, origins
 		}
 		for _, o := range objs {
 			for _, written := range containerImages(o) {
-				ref, err := registry.ParseReference(written)
+				ref, err := imageref.Parse(written)
 				if err != nil {
 					continue
 				}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 )
 
@@ -61,7 +62,7 @@ func TestSpecialAddresses(t *testing.T) {
 // resolveVia resolves a tag at host with client c and returns the wrapped error.
 func resolveVia(t *testing.T, c *Client, host string) error {
 	t.Helper()
-	ref := Reference{Registry: host, Repository: "internal/x", Tag: "v1"}
+	ref := imageref.Reference{Registry: host, Repository: "internal/x", Tag: "v1"}
 	repo, err := c.Repository(ref)
 	if err != nil {
 		return err

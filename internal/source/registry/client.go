@@ -19,11 +19,13 @@ import (
 	"sync"
 	"time"
 
+	orasreg "oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/retry"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 )
 
 // Page limits for tag listing: a hostile registry cannot make the plugin loop.
@@ -378,7 +380,7 @@ func (c *Client) Allow(host, path string) error {
 // ignored), over plain HTTP when the host is allowed, else HTTPS. The gate is
 // asked first. A reference written with http:// whose host is not allowed
 // fails with errdef.ErrInsecure. No request is made here.
-func (c *Client) Repository(ref Reference) (*remote.Repository, error) {
+func (c *Client) Repository(ref imageref.Reference) (*remote.Repository, error) {
 	if err := c.Allow(ref.Registry, ref.Repository); err != nil {
 		return nil, err
 	}
@@ -444,7 +446,7 @@ func (c *Client) Gated() bool { return c.o.gate != nil }
 // ("anonymous", "default", or a scope): what a result shared beyond one
 // client must be keyed by, so that one credential's answers never serve
 // another's requests.
-func (c *Client) CredentialKey(ref Reference) string {
+func (c *Client) CredentialKey(ref imageref.Reference) string {
 	key, _ := c.credentialFor(ref.Registry, ref.Repository, c.PlainHTTPAllowed(ref.Registry))
 	return key
 }
@@ -518,7 +520,9 @@ func (c *Client) redact(msg string) string {
 // Wrap classifies err from operation op on ref as an *Error naming registry,
 // repository, reference and HTTP status, with the errdef sentinel
 // (ErrNotFound, ErrUnauthorized, ErrInsecure) attached. nil stays nil.
-func (c *Client) Wrap(err error, op string, ref Reference) error { return c.wrapError(err, op, ref) }
+func (c *Client) Wrap(err error, op string, ref imageref.Reference) error {
+	return c.wrapError(err, op, ref)
+}
 
 // HTTPClient returns a client with the plain-HTTP guard, the CA pool and
 // retries but no registry authentication, for classic Helm chart repositories.
@@ -588,3 +592,7 @@ func (c *Client) CredentialKeyForURL(u *url.URL) string {
 
 // UserAgent is the User-Agent the client sends.
 func (c *Client) UserAgent() string { return c.o.userAgent }
+
+func refToOras(r imageref.Reference) orasreg.Reference {
+	return orasreg.Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Ref()}
+}

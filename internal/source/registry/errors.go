@@ -18,6 +18,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 )
 
 // Error is a failed registry operation. Its message names the registry,
@@ -129,7 +130,7 @@ func printable(s string) string {
 
 // wrapError classifies err from an operation on ref. It is what every
 // operation of Client returns; a nil err stays nil.
-func (c *Client) wrapError(err error, op string, ref Reference) error {
+func (c *Client) wrapError(err error, op string, ref imageref.Reference) error {
 	if err == nil {
 		return nil
 	}

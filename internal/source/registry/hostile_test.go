@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 )
 
 // TestCredentialFolding: ARGOCD_OCM_REGISTRY_<NAME>_* variables name hosts
@@ -200,7 +201,7 @@ func TestSanitizeHostile(t *testing.T) {
 		t.Errorf("not capped or not cleaned: %d bytes %q", len(long), long[len(long)-10:])
 	}
 	// A refusal of a long reference quotes it capped.
-	_, err := ParseReference("ghcr.io/" + strings.Repeat("A", 3000) + ":t")
+	_, err := imageref.Parse("ghcr.io/" + strings.Repeat("A", 3000) + ":t")
 	if err == nil || len(err.Error()) > 3*errdef.MaxQuoted {
 		t.Errorf("reference error is %d bytes", len(err.Error()))
 	}

@@ -21,6 +21,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 )
 
 // Mirror is a pull-through cache of one upstream registry host: a CNCF
@@ -247,7 +248,7 @@ func (c *Client) envMirrors(host string) envMirrors {
 
 // mirroredClient is the remote.Client of a repository whose host has
 // mirrors; without mirrors it is upstream itself.
-func (c *Client) mirroredClient(ref Reference, upstream *auth.Client) (remote.Client, error) {
+func (c *Client) mirroredClient(ref imageref.Reference, upstream *auth.Client) (remote.Client, error) {
 	ms, err := c.Mirrors(ref.Registry)
 	if err != nil || len(ms) == 0 {
 		return upstream, err
@@ -308,7 +309,7 @@ type mirrorEndpoint struct {
 type mirrorClient struct {
 	c        *Client
 	upstream *auth.Client
-	ref      Reference
+	ref      imageref.Reference
 	mirrors  []mirrorEndpoint
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/compose/policyregistry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
@@ -600,7 +601,7 @@ func TestMirrorEnvErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref, _ := registry.ParseReference("ghcr.io/acme/app:1.0.0")
+		ref, _ := imageref.Parse("ghcr.io/acme/app:1.0.0")
 		_, err = c.Repository(ref)
 		if !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), "ARGOCD_OCM_REGISTRY_GHCR_IO_MIRRORS") || strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("%v: got %v", v, err)

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 )
 
 // tokenRegistry is a TLS registry that asks for a bearer token from its own
@@ -78,7 +80,7 @@ func TestSharedConnectionsAndTokens(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				repo, err := c.Repository(Reference{Registry: host, Repository: "repo"})
+				repo, err := c.Repository(imageref.Reference{Registry: host, Repository: "repo"})
 				if err != nil {
 					t.Fatal(err)
 				}

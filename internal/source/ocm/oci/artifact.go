@@ -12,8 +12,8 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/accessmethod"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
@@ -93,7 +93,7 @@ func (c *Chart) Close() error {
 // Artifact is a resolved OCI artifact.
 type Artifact struct {
 	// Reference is registry/repository[:tag]@digest.
-	Reference registry.Reference
+	Reference imageref.Reference
 	// Descriptor of the manifest (an index is resolved to its first
 	// manifest, or the one annotated software.ocm.descriptor=true).
 	Descriptor ocispec.Descriptor
@@ -112,7 +112,7 @@ func (c *Client) FetchArtifact(ctx context.Context, ref string) (*Artifact, erro
 }
 
 func (c *Client) fetchArtifact(ctx context.Context, ref string) (*Artifact, *fetcher, error) {
-	r, err := registry.ParseReference(ref)
+	r, err := imageref.Parse(ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,7 +176,7 @@ func (c *Client) OpenChart(ctx context.Context, ref string) (*Chart, error) {
 
 // OpenBlob implements ArtifactResolver.
 func (c *Client) OpenBlob(ctx context.Context, ref, dgst string, size int64, mediaType string) (ocm.Blob, error) {
-	r, err := registry.ParseReference(ref)
+	r, err := imageref.Parse(ref)
 	if err != nil {
 		return nil, err
 	}

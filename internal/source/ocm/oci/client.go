@@ -17,6 +17,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/artifactset"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
@@ -98,7 +99,7 @@ func (c *Client) op(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // repo returns the oras repository of ref.
-func (c *Client) repo(ref registry.Reference) (*remote.Repository, error) {
+func (c *Client) repo(ref imageref.Reference) (*remote.Repository, error) {
 	return c.reg.Repository(ref)
 }
 
@@ -127,7 +128,7 @@ func (c *Client) getMeta(d digest.Digest) ([]byte, bool) {
 // by tag in this process, then the disk cache, then the registry.
 type fetcher struct {
 	c    *Client
-	ref  registry.Reference
+	ref  imageref.Reference
 	repo *remote.Repository
 
 	mu    sync.Mutex
@@ -248,7 +249,7 @@ func (f *fetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCl
 // digest mismatch. Vouches live in the cache directory, shared by every
 // process of the node; without a policy every Application has the
 // sidecar's credentials and the cache answers alone.
-func (c *Client) vouch(ref registry.Reference, d digest.Digest) cache.Vouch {
+func (c *Client) vouch(ref imageref.Reference, d digest.Digest) cache.Vouch {
 	return cache.Vouch{Credential: c.reg.CredentialKey(ref), Source: ref.Name(), Digest: d.String()}
 }
 
@@ -256,7 +257,7 @@ func (c *Client) vouch(ref registry.Reference, d digest.Digest) cache.Vouch {
 // mismatch of content read from there, keeping errdef.ErrDigestMismatch
 // (its text names digests and sizes only); other errors are returned as
 // they are.
-func wrapMismatch(err error, op string, ref registry.Reference) error {
+func wrapMismatch(err error, op string, ref imageref.Reference) error {
 	var named *registry.Error
 	if !errors.Is(err, errdef.ErrDigestMismatch) || errors.As(err, &named) {
 		return err
@@ -361,7 +362,7 @@ func fetchOp(desc ocispec.Descriptor) string {
 // (or index), keeping the manifest bytes for the fetcher. A digest that is in
 // the cache costs no request; a tag costs one GET per Client (see
 // WithRecentTags for sharing it).
-func (c *Client) manifestDesc(ctx context.Context, ref registry.Reference, repo *remote.Repository) (ocispec.Descriptor, error) {
+func (c *Client) manifestDesc(ctx context.Context, ref imageref.Reference, repo *remote.Repository) (ocispec.Descriptor, error) {
 	if ref.Digest != "" {
 		d := digest.Digest(ref.Digest)
 		if b, ok := c.getMeta(d); ok {
@@ -439,7 +440,7 @@ func NewTagResolutions(ttl time.Duration) *TagResolutions {
 
 // fetchManifestRef GETs a manifest by tag or digest, verifies it against the
 // digest the registry names (or the one asked for) and keeps it.
-func (c *Client) fetchManifestRef(ctx context.Context, ref registry.Reference, repo *remote.Repository, reference string) (ocispec.Descriptor, error) {
+func (c *Client) fetchManifestRef(ctx context.Context, ref imageref.Reference, repo *remote.Repository, reference string) (ocispec.Descriptor, error) {
 	desc, rc, err := repo.FetchReference(ctx, reference)
 	if err != nil {
 		return ocispec.Descriptor{}, c.reg.Wrap(err, "fetch manifest", ref)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
@@ -248,7 +249,7 @@ func (c *Client) httpGet(ctx context.Context, hc *http.Client, base, u *url.URL,
 			req.SetBasicAuth(cred.Username, cred.Password)
 		}
 	}
-	ref := registry.Reference{Registry: u.Host, Repository: strings.TrimPrefix(base.Path, "/"), Tag: what}
+	ref := imageref.Reference{Registry: u.Host, Repository: strings.TrimPrefix(base.Path, "/"), Tag: what}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, c.reg.Wrap(err, op, ref)

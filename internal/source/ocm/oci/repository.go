@@ -16,8 +16,8 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/accessmethod"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
@@ -89,16 +89,16 @@ func (r *Repository) String() string { return r.spec.String() }
 func (r *Repository) Close() error { return nil }
 
 // descriptorRef is the reference of a component's descriptors.
-func (r *Repository) descriptorRef(component string) (registry.Reference, error) {
+func (r *Repository) descriptorRef(component string) (imageref.Reference, error) {
 	if component == "" || len(component) > 255 || strings.ContainsAny(component, ":@ \\") {
-		return registry.Reference{}, fmt.Errorf("%w: component name %s", errdef.ErrInvalidInput, errdef.Quote(component))
+		return imageref.Reference{}, fmt.Errorf("%w: component name %s", errdef.ErrInvalidInput, errdef.Quote(component))
 	}
 	for _, seg := range strings.Split(component, "/") {
 		if seg == "" || seg == "." || seg == ".." {
-			return registry.Reference{}, fmt.Errorf("%w: component name %s", errdef.ErrInvalidInput, errdef.Quote(component))
+			return imageref.Reference{}, fmt.Errorf("%w: component name %s", errdef.ErrInvalidInput, errdef.Quote(component))
 		}
 	}
-	return registry.Reference{
+	return imageref.Reference{
 		Scheme:     r.loc.scheme,
 		Registry:   r.loc.host,
 		Repository: path.Join(r.loc.prefix, ocm.DescriptorRepository(component)),
@@ -156,7 +156,7 @@ func SortVersions(vs []string) {
 	})
 }
 
-func (c *Client) listTags(ctx context.Context, ref registry.Reference) ([]string, error) {
+func (c *Client) listTags(ctx context.Context, ref imageref.Reference) ([]string, error) {
 	return c.lists.Do(ctx, ref.Name(), func(ctx context.Context) ([]string, error) {
 		repo, err := c.repo(ref)
 		if err != nil {
@@ -200,10 +200,10 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 	ref.Digest = pin
 	// The registry and repository first: a host no registry can have (a
 	// percent-encoded one, an IPv6 zone) is not the version's fault.
-	if err := (registry.Reference{Registry: ref.Registry, Repository: ref.Repository}).Validate(); err != nil {
+	if err := (imageref.Reference{Registry: ref.Registry, Repository: ref.Repository}).Validate(); err != nil {
 		return nil, fmt.Errorf("repository %s: %w (%s)", errdef.Quote(r.String()), err, hostHint)
 	}
-	if err := (registry.Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: ref.Tag}).Validate(); err != nil {
+	if err := (imageref.Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: ref.Tag}).Validate(); err != nil {
 		return nil, fmt.Errorf("%w: version %s of component %s cannot be an OCI tag", errdef.ErrInvalidInput, errdef.Quote(version), errdef.Quote(component))
 	}
 	genCtx := ctx
@@ -251,7 +251,7 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 // pinMismatch explains a pinned digest that does not name the version: it
 // resolves the version's tag (one request, on this error path only) to say
 // which digest the version has; a missing tag is the not-found error.
-func (r *Repository) pinMismatch(ctx context.Context, ref registry.Reference, repo *remote.Repository, component, version string, cause error) error {
+func (r *Repository) pinMismatch(ctx context.Context, ref imageref.Reference, repo *remote.Repository, component, version string, cause error) error {
 	byTag := ref
 	byTag.Digest = ""
 	mdesc, err := r.c.manifestDesc(ctx, byTag, repo)
@@ -423,7 +423,7 @@ func (r *Repository) Resolve(relative string) (string, error) {
 		return "", fmt.Errorf("%w: relativeOciReference %s must be repository[:tag][@digest] without scheme or leading /", errdef.ErrInvalidInput, errdef.Quote(relative))
 	}
 	abs := r.loc.host + "/" + relative
-	ref, err := registry.ParseReference(abs)
+	ref, err := imageref.Parse(abs)
 	if err != nil || ref.Registry != r.loc.host {
 		return "", fmt.Errorf("%w: relativeOciReference %s", errdef.ErrInvalidInput, errdef.Quote(relative))
 	}

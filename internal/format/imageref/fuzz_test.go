@@ -1,4 +1,4 @@
-package registry_test
+package imageref_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/imageref"
 )
 
 // FuzzParseReference: every input either parses into a reference that
@@ -39,12 +39,12 @@ func FuzzParseReference(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		r, err := registry.ParseReference(s)
+		r, err := imageref.Parse(s)
 		if err != nil {
 			if !errors.Is(err, errdef.ErrInvalidInput) {
 				t.Fatalf("%q: error without ErrInvalidInput: %v", s, err)
 			}
-			if r != (registry.Reference{}) {
+			if r != (imageref.Reference{}) {
 				t.Fatalf("%q: reference %+v returned with an error", s, r)
 			}
 			return
@@ -70,7 +70,7 @@ func FuzzParseReference(f *testing.F) {
 		if r.Scheme != "" {
 			again = r.Scheme + "://" + again
 		}
-		r2, err := registry.ParseReference(again)
+		r2, err := imageref.Parse(again)
 		if err != nil || r2 != r {
 			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, r, again, r2, err)
 		}
@@ -86,7 +86,7 @@ func TestDockerHubAliases(t *testing.T) {
 		"registry-1.docker.io/bitnami/redis": "docker.io/bitnami/redis",
 		"https://index.docker.io/0":          "docker.io/library/0",
 	} {
-		r, err := registry.ParseReference(in)
+		r, err := imageref.Parse(in)
 		if err != nil || r.String() != want {
 			t.Errorf("%s: got %s, %v; want %s", in, r, err, want)
 		}

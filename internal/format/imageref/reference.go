@@ -1,4 +1,4 @@
-package registry
+package imageref
 
 import (
 	_ "crypto/sha512" // sha384 and sha512 digests for go-digest
@@ -36,7 +36,7 @@ var hostRE = sync.OnceValue(func() *regexp.Regexp {
 // maxReferenceLen bounds what is parsed; real references are far shorter.
 const maxReferenceLen = 4096
 
-// ParseReference parses [scheme://]host[:port]/repository[:tag][@digest]:
+// Parse parses [scheme://]host[:port]/repository[:tag][@digest]:
 // the one reader of image and artifact references in the plugin (registry
 // accesses, localisation, the image guard, CEL's image functions).
 // Accepted schemes are http://, https:// and oci://. A reference whose first
@@ -52,7 +52,7 @@ const maxReferenceLen = 4096
 // algorithm, lower-case, so "sha384:<96 hex>" parses and "md5:…" does not.
 // Parsing a sha384 digest does not mean content can be verified by it:
 // package blob verifies sha256 and sha512 and says so for others.
-func ParseReference(s string) (Reference, error) {
+func Parse(s string) (Reference, error) {
 	var r Reference
 	orig := s
 	if len(s) > maxReferenceLen {
@@ -148,12 +148,8 @@ func (r Reference) String() string {
 	return s
 }
 
-func refToOras(r Reference) orasregistry.Reference {
-	return orasregistry.Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Ref()}
-}
-
 // Validate checks registry, repository and tag (the digest is checked by
-// ParseReference).
+// Parse).
 func (r Reference) Validate() error {
 	o := orasregistry.Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Tag}
 	if err := o.ValidateRegistry(); err != nil {
