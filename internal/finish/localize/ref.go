@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultRegistry is the registry of image references that name none, as
-// container runtimes resolve them (and registry.ParseReference reads them).
+// container runtimes resolve them (and imageref.Parse reads them).
 const DefaultRegistry = "docker.io"
 
 // pathSuffixLen counts the trailing repository path components a and b share.
