@@ -5,8 +5,8 @@
 #   OCM=/path/to/ocm [EXAMPLES="helm-simple ..."] hack/ocm-examples/pack.sh
 #
 # Build the CLI offline first, e.g.
-#   MIRROR=<git dir of open-component-model/open-component-model> SRC=/work/ocm-src OUT=/work/ocm-bin \
-#     ../shared/tools/ocm-v2/build.sh          # -> /work/ocm-bin/ocm (tag cli/v0.13.0)
+#   MIRROR=<git dir of open-component-model/open-component-model> SRC=<source dir> OUT=<bin dir> \
+#     ../shared/tools/ocm-v2/build.sh          # -> <bin dir>/ocm (tag cli/v0.13.0)
 #
 # For every example the script stages a scratch working directory (mktemp) with the example's files, the
 # shared local chart ../charts/podinfo as ./charts/podinfo and, for kustomize-configuration-localization,

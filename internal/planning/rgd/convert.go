@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -498,5 +497,3 @@ func joinRest(fs []string) string {
 	}
 	return "." + strings.Join(fs, ".")
 }
-
-var _ = sort.Strings

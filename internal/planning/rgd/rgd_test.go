@@ -3,7 +3,6 @@ package rgd_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -144,8 +143,6 @@ func TestParameterValidation(t *testing.T) {
 		}
 	}
 }
-
-var _ = errors.Is
 
 // podinfoDeployment is the Deployment of the kustomize example after OCM's
 // patches: the image from the computed status, the instance's message.
