@@ -22,7 +22,7 @@ func checkApplicationOverlay(req Request, p *plan.Plan) error {
 	}
 	var trees []string
 	for _, s := range p.Steps {
-		if s.Resource != nil && s.Objects == nil && s.Resource.Type != TypeHelmChart && !slices.Contains(trees, s.Resource.Name) {
+		if s.Resource != nil && s.Objects == nil && s.Resource.Type != plan.TypeHelmChart && !slices.Contains(trees, s.Resource.Name) {
 			trees = append(trees, s.Resource.Name)
 		}
 	}

@@ -31,12 +31,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
 )
 
-// Resource types the pipeline renders (see plan.RendersOf for all of them).
-const (
-	TypeHelmChart     = plan.TypeHelmChart
-	TypeDirectoryTree = plan.TypeDirectoryTree
-)
-
 // repositoryLocation is the repository to open when req is not confined:
 // a relative path that exists inside Dir is a CTF or component archive
 // there; anything else (a registry spec, an absolute path) is returned as
@@ -169,7 +163,7 @@ type Renderer struct {
 
 	// Set by Engine.Renderer; the zero values render offline.
 
-	// open opens Request.Repository; nil: OpenOffline. A confined request
+	// open opens Request.Repository; nil: openOffline. A confined request
 	// opens local repositories itself, inside its Root.
 	open func(ctx context.Context, spec string) (ocm.Repository, error)
 	// rule is the generation's sidecar rule (Generation.Rule, with a
@@ -216,8 +210,8 @@ func (r *Renderer) log() io.Writer {
 	return r.Log
 }
 
-// OpenOffline opens a CTF (directory, tar, tgz) or a component archive.
-func OpenOffline(_ context.Context, spec string) (ocm.Repository, error) {
+// openOffline opens a CTF (directory, tar, tgz) or a component archive.
+func openOffline(_ context.Context, spec string) (ocm.Repository, error) {
 	return ctf.Open(spec)
 }
 
@@ -501,7 +495,7 @@ func (r *Renderer) renderChart(ctx context.Context, cv ocm.ComponentVersion, ste
 // tree is never held twice.
 func (r *Renderer) renderTree(ctx context.Context, cv ocm.ComponentVersion, step plan.Step, req Request) ([]manifests.Object, error) {
 	res := step.Resource
-	entry, err := EntryPath(step.Path, *res)
+	entry, err := plan.EntryPath(step.Path, *res)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func (c *Resolved) Close() error { return c.Repository.Close() }
 
 // Open opens the request's repository as Render does: where locate finds
 // it, with the renderer's registry source (the zero Renderer's:
-// OpenOffline) and its rule's localArchives, then Opened.
+// openOffline) and its rule's localArchives, then Opened.
 func (r *Renderer) Open(ctx context.Context, req Request) (ocm.Repository, error) {
 	return r.openAt(ctx, locate(req))
 }
@@ -37,7 +37,7 @@ func (r *Renderer) Open(ctx context.Context, req Request) (ocm.Repository, error
 func (r *Renderer) openAt(ctx context.Context, l location) (ocm.Repository, error) {
 	open := r.open
 	if open == nil {
-		open = OpenOffline
+		open = openOffline
 	}
 	repo, err := l.open(ctx, open, r.allowances().localArchive, r.ctfOptions...)
 	if err != nil {

@@ -1,4 +1,4 @@
-package argocdocm_test
+package plan_test
 
 import (
 	"errors"
@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/application"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/plan"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
 )
 
 // The --set family layers in Helm's order (pkg/cli/values.Options.MergeValues):
@@ -24,14 +26,14 @@ func TestHelmValuesSetFamilyOrder(t *testing.T) {
 	if err := os.WriteFile(note, []byte("line 1\nline 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	req := argocdocm.Request{
+	req := application.Request{
 		ValueFiles: []string{vf},
 		SetJSON:    []string{`b={"x":[1,2]}`, `c=1`, `d=1`, `e=1`, `j=[true,null]`},
 		Set:        []string{"c=2", "d=2", "e=2"},
 		SetString:  []string{"d=3", "e=3", "s=5"},
 		SetFile:    []string{"e=" + note},
 	}
-	got, err := argocdocm.HelmValues(req)
+	got, err := helmValues(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,18 +55,18 @@ func TestHelmValuesSetFamilyMistakes(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name    string
-		req     argocdocm.Request
+		req     application.Request
 		mention string
 	}{
-		{"json", argocdocm.Request{SetJSON: []string{"a={x"}}, `--set-json "a={x"`},
+		{"json", application.Request{SetJSON: []string{"a={x"}}, `--set-json "a={x"`},
 		// Helm 4 ignores an index it cannot close ("a[=b"), not one it cannot read.
-		{"string", argocdocm.Request{SetString: []string{"a[x]=b"}}, `--set-string "a[x]=b"`},
-		{"missing file", argocdocm.Request{SetFile: []string{"a=" + filepath.Join(dir, "none.txt")}}, `none.txt": invalid input: no such file`},
-		{"directory", argocdocm.Request{SetFile: []string{"a=" + dir}}, "not a regular file"},
-		{"long", argocdocm.Request{SetString: []string{strings.Repeat("x", 5000) + "[x]=b"}}, "(5005 bytes)"},
+		{"string", application.Request{SetString: []string{"a[x]=b"}}, `--set-string "a[x]=b"`},
+		{"missing file", application.Request{SetFile: []string{"a=" + filepath.Join(dir, "none.txt")}}, `none.txt": invalid input: no such file`},
+		{"directory", application.Request{SetFile: []string{"a=" + dir}}, "not a regular file"},
+		{"long", application.Request{SetString: []string{strings.Repeat("x", 5000) + "[x]=b"}}, "(5005 bytes)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := argocdocm.HelmValues(tc.req)
+			_, err := helmValues(tc.req)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -77,4 +79,10 @@ func TestHelmValuesSetFamilyMistakes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// helmValues layers req's values as a planner does, its files read through
+// the request.
+func helmValues(req application.Request) (map[string]any, error) {
+	return plan.HelmValues(plan.Input{Request: req}, func(name string) ([]byte, error) { return req.ReadFile(param.ValueFiles, name) })
 }
