@@ -147,12 +147,12 @@ func TestSecretParameterRefusesLiterals(t *testing.T) {
 func TestOverlongPatternIsQuotedCapped(t *testing.T) {
 	long := strings.Repeat("(a", 50_000)
 	def := header + "spec:\n  parameters:\n    p: {type: string, pattern: '" + long + "'}\n  renders: [{resource: {name: chart}}]\n"
-	_, err := config.Decode("def.yaml", []byte(def))
+	_, err := deployment.Decode("def.yaml", []byte(def))
 	if err == nil || len(err.Error()) > 1024 || !strings.Contains(err.Error(), "missing closing )") {
 		t.Fatalf("uncompilable pattern: %d bytes: %.300v", len(errText(err)), err)
 	}
 	ok := header + "spec:\n  parameters:\n    p: {type: string, pattern: '^" + strings.Repeat("a", 200_000) + "$'}\n  renders: [{resource: {name: chart}}]\n"
-	d, err := config.Decode("def.yaml", []byte(ok))
+	d, err := deployment.Decode("def.yaml", []byte(ok))
 	if err != nil {
 		t.Fatal(err)
 	}
