@@ -16,12 +16,12 @@ import (
 // syntax (a field path's quoted keys, an explanation's values, generated
 // YAML), not input quoted in a message.
 var spellsSyntax = map[string]bool{
-	"errdef/errors.go":                           true, // the helper itself
-	"internal/util/fieldpath/fieldpath.go":       true,
-	"internal/planning/config/expr/expr.go":      true,
-	"internal/planning/config/explain/report.go": true,
-	"internal/planning/rgd/convert.go":           true,
-	"internal/frontend/server/metrics.go":        true, // Prometheus label values (constants)
+	"errdef/errors.go":                     true, // the helper itself
+	"internal/util/fieldpath/fieldpath.go": true,
+	"internal/planning/expr/expr.go":       true,
+	"internal/planning/explain/report.go":  true,
+	"internal/planning/rgd/convert.go":     true,
+	"internal/frontend/server/metrics.go":  true, // Prometheus label values (constants)
 }
 
 // TestOneQuotingHelper: every input an error quotes goes through
