@@ -2,22 +2,12 @@ package argocdocm
 
 import (
 	"context"
-	"io"
 	"sort"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
-
-// Explanation is the report of one render's plan (Renderer.Explain): what
-// `render --explain` prints.
-type Explanation interface {
-	// WriteText writes the report for people.
-	WriteText(w io.Writer) error
-	// AddNote adds a line to the report's notes.
-	AddNote(note string)
-}
 
 // Parameter is an instance parameter a component's deployment definition
 // (a ComponentDeployment or a kro RGD's schema) declares: what an Argo CD
