@@ -55,6 +55,8 @@ type config struct {
 	CTFTgzSize int64 `json:"ctf_tgz_size_bytes"`
 	// RealWorld selects the realworld section's charts (realworld.go).
 	RealWorld string `json:"realworld,omitempty"`
+	// RealWorldExtra adds the cases of another directory (realworld.go).
+	RealWorldExtra string `json:"realworld_extra,omitempty"`
 }
 
 // options are the flags that are not part of the recorded config.
@@ -127,6 +129,7 @@ func parseFlags() (config, *options) {
 	flag.IntVar(&cfg.AppSetParallel, "appset-parallel", 0, "generations of the ApplicationSet refresh in flight at once (default 10)")
 	flag.StringVar(&ctfTgz, "ctf-tgz-size", "", "size of the unused resource in the offline CTF tgz section (default 38MiB, the issue's; quick 4MiB)")
 	flag.StringVar(&cfg.RealWorld, "realworld", "", "only the realworld section's charts whose label contains this (e.g. kube-prometheus)")
+	flag.StringVar(&cfg.RealWorldExtra, "realworld-extra", "", "also the helm cases of DIR/commands.txt (charts in DIR/charts, values relative to DIR), e.g. a held-out set")
 	flag.StringVar(&opt.pluginBin, "plugin", "", "measure this prebuilt plugin binary instead of building ./cmd/argocd-ocm-plugin (e.g. a patched copy)")
 	flag.Var(&opt.pluginEnv, "plugin-env", "extra K=V in the environment of every plugin process (repeatable)")
 	flag.BoolVar(&opt.keep, "keep", false, "keep the work directory (fixtures, CTF, caches) for manual runs")

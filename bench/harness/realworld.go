@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -41,7 +42,10 @@ type rwCase struct {
 }
 
 // realWorldCases reads commands.txt and pushes one component per chart;
-// nil (and a loud message) when the fixtures are absent.
+// nil (and a loud message) when the fixtures are absent. With
+// -realworld-extra DIR, DIR's cases are added: DIR/commands.txt in the same
+// form, its charts in DIR/charts and its values files relative to DIR (a
+// set of charts that is not in the repository, e.g. a held-out one).
 func (b *bench) realWorldCases() []*rwCase {
 	dir := filepath.Join(b.root, realWorldDir)
 	charts := filepath.Join(b.root, realWorldFull, "charts")
@@ -49,6 +53,20 @@ func (b *bench) realWorldCases() []*rwCase {
 		logf("real-world charts: %s not found, measuring the repository's subset (%s)", charts, filepath.Join(dir, "charts"))
 		charts = filepath.Join(dir, "charts")
 	}
+	cases := b.realWorldCasesIn(dir, charts)
+	if extra := b.cfg.RealWorldExtra; extra != "" {
+		more := b.realWorldCasesIn(extra, filepath.Join(extra, "charts"))
+		if len(more) == 0 {
+			fatalf("-realworld-extra %s: no helm cases", extra)
+		}
+		cases = append(cases, more...)
+	}
+	return cases
+}
+
+// realWorldCasesIn reads the cases of dir/commands.txt, with their charts
+// in charts.
+func (b *bench) realWorldCasesIn(dir, charts string) []*rwCase {
 	cmds, err := os.ReadFile(filepath.Join(dir, "commands.txt"))
 	if err != nil {
 		logf("SKIP real-world charts: %s not found (%v): only the synthetic large charts are measured", filepath.Join(dir, "commands.txt"), err)
@@ -276,8 +294,11 @@ func (b *bench) realworld(ctx context.Context) {
 		Sidecar summary `json:"generate_sidecar"`
 		Process summary `json:"generate_process"`
 		Render  summary `json:"render_yaml"`
-		Server  float64 `json:"server_peak_rss_mib"`
-		Load    float64 `json:"loadavg_1m"`
+		// Floor: Helm's engine executing the chart's templates alone
+		// (floor.go); its CPU is the harness's.
+		Floor  summary `json:"templates_only_floor"`
+		Server float64 `json:"server_peak_rss_mib"`
+		Load   float64 `json:"loadavg_1m"`
 	}
 	var all []caseResult
 	for _, c := range cases {
@@ -286,10 +307,11 @@ func (b *bench) realworld(ctx context.Context) {
 		side := newJob(b.sidecar(b.generateCase("generate warm (registry)", c, cache)))
 		proc := newJob(b.generateCase("generate warm (registry)", c, cache))
 		render := newJob(b.renderCase(c, cache))
+		floor := floorJob(c)
 		srv := side.spec.server
 		srv.resetPeak()
 		load := loadAvg()
-		interleave(ctx, b.cfg.Runs, helm, side, proc, render)
+		interleave(ctx, b.cfg.Runs, helm, side, proc, render, floor)
 		_, peak := srv.mem()
 		for _, j := range []*job{side, proc, render} {
 			sameOutput(c.Label, helm.s, j.s)
@@ -299,8 +321,9 @@ func (b *bench) realworld(ctx context.Context) {
 		b.cliWall[c.Label] = helm.s.wall()
 		b.sidecarWall[c.Label] = side.s.wall()
 		all = append(all, caseResult{Label: c.Label, Output: c.Objects, Helm: helm.s.summary(), Sidecar: side.s.summary(), Process: proc.s.summary(),
-			Render: render.s.summary(), Server: round(peak), Load: load})
+			Render: render.s.summary(), Floor: floor.s.summary(), Server: round(peak), Load: load})
 		what := fmt.Sprintf("%s (%s)", c.Label, strings.SplitN(c.Objects, ":", 2)[0])
+		b.warmGoals(what, strings.HasSuffix(c.Label, "(real)"), helm.s, side.s, proc.s, floor.s)
 		b.wallGoal("sidecar", "G19 charts", "generate, warm cache: "+what, side.s, helm.s, "ms helm template (v4.3.2)", 0.6)
 		b.wallGoal("process", "G19 charts", "generate, warm cache: "+what, proc.s, helm.s, "ms helm template (v4.3.2)", 1.0)
 		rv, hv := render.s.wall(), helm.s.wall()
@@ -314,6 +337,31 @@ func (b *bench) realworld(ctx context.Context) {
 	b.res.Sections["realworld"] = all
 	b.apiVersions(ctx, cases, cache)
 	b.checkServers("realworld")
+}
+
+// warmGoals are issue 40's figures of a chart: the sidecar (a warm
+// generation through the render server) against helm template, the process
+// mode and the templates-only floor, as goals on real charts (info on the
+// synthetic ones).
+func (b *bench) warmGoals(what string, real bool, helm, side, proc, floor *series) {
+	limits := map[string]float64{"helm": 0.5, "process": 0.9, "floor": 1.5}
+	if !real {
+		limits = nil
+	}
+	add := func(id, refWhat string, ref *series, limit float64, note string) {
+		v, r := side.wall(), ref.wall()
+		g := goal{ID: id, What: "generate, warm cache: " + what, Value: round(v), Unit: "ms", Reference: round(r), RefWhat: refWhat, Ratio: round(v / r), Note: note}
+		if limit > 0 {
+			g.Limit, g.LimitWhat, g.Met = limit, "≤ "+strconv.FormatFloat(limit, 'g', -1, 64), boolp(v/r <= limit)
+		} else {
+			g.ID = "info"
+		}
+		b.modeGoal("sidecar", g)
+	}
+	add("G40 sidecar/helm", "ms helm template (v4.3.2)", helm, limits["helm"], minNote(side, helm))
+	add("G40 sidecar/process", "ms generate process", proc, limits["process"], minNote(side, proc))
+	add("G40 sidecar/floor", "ms Helm engine, templates only (floor)", floor, limits["floor"],
+		minNote(side, floor)+"; "+floorNote("process", proc, floor)+"; "+floorNote("helm template", helm, floor))
 }
 
 // apiVersionsCount is what Argo CD passes in KUBE_API_VERSIONS on a
