@@ -71,7 +71,6 @@ type chartEntry struct {
 	templates *engine.Templates
 	key       [32]byte
 	unpacked  int64
-	counted   atomic.Int64 // templates.Size() when the entry was last counted
 	// schemas are set once checkSchemas passed for the chart: its schemas,
 	// compiled.
 	schemas atomic.Pointer[compiledSchemas]
@@ -110,17 +109,20 @@ func (cc *ChartCache) load(archive []byte) (*chart.Chart, *chartEntry, error) {
 	return c, cc.put(key, e, size), nil
 }
 
-// account counts e at what its templates hold now, if that changed since
-// the last time (a render parsed templates): the cache's bound covers the
-// parse trees it keeps (10-16 times the template text of real charts).
+// account counts e at what its templates hold now (a render parsed
+// templates): the cache's bound covers the parse trees it keeps (10-16
+// times the template text of real charts). The size is read under the
+// cache's lock, so that the last count is of the latest size whatever order
+// concurrent renders end in, and only while e is the entry kept under its
+// key: a render that ends after its entry was dropped and the chart loaded
+// again must not count the new entry at the old one's size.
 func (cc *ChartCache) account(e *chartEntry) {
 	if cc == nil || e == nil {
 		return
 	}
-	n := e.templates.Size()
-	if e.counted.Swap(n) != n {
-		cc.resize(e.key, e.unpacked+n)
-	}
+	cc.resize(e.key, func(kept *chartEntry) (int64, bool) {
+		return e.unpacked + e.templates.Size(), kept == e
+	})
 }
 
 // loadArchive is LoadArchive, and the bytes the archive and its subchart

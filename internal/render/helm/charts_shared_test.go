@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -194,6 +195,127 @@ func TestChartCacheCountsParsedTemplates(t *testing.T) {
 		}
 		if s := small.CacheSize(); s > full-1 {
 			t.Fatalf("a cache bounded at %d bytes counts %d", full-1, s)
+		}
+	}
+}
+
+// boundCharts are two archives of the same size: "grow" has a subchart
+// (sub.enabled) whose templates a render parses only when it is enabled,
+// "other" is the chart another tenant renders.
+func boundCharts(t *testing.T) (grow, other []byte) {
+	t.Helper()
+	tpl := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s%d\ndata:\n{{- range $i := until 3 }}\n  k{{ $i }}: {{ $i | quote }}{{ include \"h\" $ }}\n{{- end }}\n"
+	mk := func(name string) []byte {
+		files := map[string][]byte{
+			"Chart.yaml":                  []byte("apiVersion: v2\nname: " + name + "\nversion: 1.0.0\ndependencies:\n- name: sub\n  version: 1.0.0\n  condition: sub.enabled\n"),
+			"values.yaml":                 []byte("sub:\n  enabled: false\n"),
+			"templates/_h.tpl":            []byte(`{{ define "h" }}{{ end }}`),
+			"charts/sub/Chart.yaml":       []byte("apiVersion: v2\nname: sub\nversion: 1.0.0\n"),
+			"charts/sub/templates/_h.tpl": []byte(`{{ define "h" }}{{ end }}`),
+		}
+		for i := range 10 {
+			files[fmt.Sprintf("templates/cm%d.yaml", i)] = fmt.Appendf(nil, tpl, "top", i)
+			files[fmt.Sprintf("charts/sub/templates/cm%d.yaml", i)] = fmt.Appendf(nil, tpl, "sub", i)
+		}
+		tgz, err := ocmbuild.PackageChart(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tgz
+	}
+	return mk("grow"), mk("other")
+}
+
+// A ChartCache counts every entry at what it holds when renders end, in
+// whatever order they end: a render whose entry was dropped while it ran
+// (another tenant's chart pushed it out) and loaded again by a later render
+// must not count the new entry at its own, older, size. Before, it did:
+// the entry kept holding the parse trees of the subchart while the cache
+// counted it without them, for as long as no render parsed anything new
+// — a tenant could so keep several bounds' worth of parse trees.
+func TestChartCacheCountsReloadedEntry(t *testing.T) {
+	grow, other := boundCharts(t)
+	ctx := context.Background()
+	withSub := Options{Values: map[string]any{"sub": map[string]any{"enabled": true}}}
+
+	// How much the chart of grow holds with all its templates parsed.
+	probe := NewChartCache(1 << 30)
+	if _, err := Render(ctx, grow, withSub); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Render(ctx, grow, Options{Charts: probe, Values: withSub.Values}); err != nil {
+		t.Fatal(err)
+	}
+	full := probe.CacheSize()
+
+	// Room for one chart with its templates, and not even an empty entry
+	// (minEntryCost) beside it.
+	bound := full + 1024
+	cc := NewChartCache(bound)
+	// A render of grow without its subchart, still running...
+	c, running, err := cc.load(grow)
+	if err != nil || running == nil {
+		t.Fatalf("grow not kept: %v", err)
+	}
+	if _, err := renderChart(ctx, c, Options{Charts: cc}, running); err != nil {
+		t.Fatal(err)
+	}
+	// ...while another tenant's renders push grow's entry out,
+	for range 2 {
+		if _, err := Render(ctx, other, Options{Charts: cc, Values: withSub.Values}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cc.KeptTemplates(grow) != -1 {
+		t.Fatal("grow's entry was not dropped: the test does not reach what it is for")
+	}
+	// and a render of grow with its subchart loads it again and ends.
+	if _, err := Render(ctx, grow, Options{Charts: cc, Values: withSub.Values}); err != nil {
+		t.Fatal(err)
+	}
+	// The first render ends last.
+	cc.account(running)
+	if counted, held := cc.CacheSize(), cc.HeldSize(); counted != held || counted > bound {
+		t.Fatalf("the cache counts %d bytes, its entries hold %d (bound %d)", counted, held, bound)
+	}
+}
+
+// Concurrent renders of charts that grow by different amounts (subcharts
+// on and off), in a cache with room for about one of them: when all have
+// ended, the cache counts exactly what its entries hold, within its bound.
+func TestChartCacheCountsConcurrentRenders(t *testing.T) {
+	grow, other := boundCharts(t)
+	probe := NewChartCache(1 << 30)
+	sub := map[string]any{"sub": map[string]any{"enabled": true}}
+	if _, err := Render(context.Background(), grow, Options{Charts: probe, Values: sub}); err != nil {
+		t.Fatal(err)
+	}
+	bound := probe.CacheSize() * 3 / 2
+	for round := range 20 {
+		cc := NewChartCache(bound)
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := range 16 {
+			wg.Go(func() {
+				archive, vals := grow, map[string]any(nil)
+				if i%3 == 0 {
+					archive = other
+				}
+				if i%2 == 0 {
+					vals = map[string]any{"sub": map[string]any{"enabled": true}}
+				}
+				if _, err := Render(context.Background(), archive, Options{Charts: cc, Values: vals}); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if counted, held := cc.CacheSize(), cc.HeldSize(); counted != held || counted > bound {
+			t.Fatalf("round %d: the cache counts %d bytes, its entries hold %d (bound %d)", round, counted, held, bound)
 		}
 	}
 }

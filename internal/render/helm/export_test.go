@@ -64,3 +64,15 @@ func (cc *ChartCache) KeptTemplates(archive []byte) int {
 	}
 	return e.templates.Len()
 }
+
+// HeldSize is what the entries cc keeps hold now (each at entryCost of its
+// unpacked size and its parsed templates): what CacheSize must count.
+func (cc *ChartCache) HeldSize() int64 {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	var n int64
+	for _, e := range cc.m {
+		n += entryCost(e.unpacked + e.templates.Size())
+	}
+	return n
+}

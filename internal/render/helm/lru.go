@@ -59,15 +59,26 @@ func (l *lru[V]) put(key [32]byte, v V, size int64) V {
 	return v
 }
 
-// resize counts the value under key at entryCost(size) from now on (it
-// grew: a ChartCache entry's parsed templates); the least recently used go
-// past the bound, which may be this one.
-func (l *lru[V]) resize(key [32]byte, size int64) {
+// resize counts the value under key at entryCost of the size that size
+// returns for it, read under the lock (a ChartCache entry grew: its parsed
+// templates), when size says that value is still the one it measures (a
+// value dropped and put again under the same key is another value, counted
+// by its own calls); the least recently used go past the bound, which may
+// be this one.
+func (l *lru[V]) resize(key [32]byte, size func(V) (int64, bool)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	v, ok := l.m[key]
+	if !ok {
+		return
+	}
+	n, ok := size(v)
+	if !ok {
+		return
+	}
 	for i, k := range l.order {
 		if k.key == key {
-			cost := entryCost(size)
+			cost := entryCost(n)
 			l.size += cost - k.cost
 			l.order[i].cost = cost
 			break
