@@ -115,7 +115,9 @@ type trust struct {
 	cert  *x509.Certificate // the certificate rsa came from, if any
 	roots *RootCAs          // anchors of PEM signatures with certificates
 	pgp   *OpenPGPKeys      // GPG signatures
-	desc  string            // what was configured, for errors
+	// keyless: trusted root and identity of Sigstore signatures
+	keyless *Keyless
+	desc    string // what was configured, for errors
 }
 
 func trustOf(key crypto.PublicKey) (trust, error) {
@@ -151,6 +153,11 @@ func trustOf(key crypto.PublicKey) (trust, error) {
 			break
 		}
 		return trust{pgp: k, desc: "an OpenPGP key"}, nil
+	case *Keyless:
+		if k == nil {
+			break
+		}
+		return trust{keyless: k, desc: "a Sigstore trusted root and identity"}, nil
 	case *x509.Certificate:
 		if k == nil {
 			break

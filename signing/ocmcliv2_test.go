@@ -347,8 +347,8 @@ func TestOCMCLIv2Refusals(t *testing.T) {
 	d := v2Descriptor(t, "ctf__kustomize_1.0.0.yaml")
 	for _, tc := range []struct{ from, to, contains string }{
 		{"algorithm: RSASSA-PKCS1-V1_5", "algorithm: ECDSA-P256", "not supported"},
-		{"algorithm: RSASSA-PKCS1-V1_5", "algorithm: sigstore", "sigstore signatures are not verified"},
-		{"mediaType: application/vnd.ocm.signature.rsa\n", "mediaType: application/vnd.dev.sigstore.bundle.v0.3+json\n", "sigstore signatures are not verified"},
+		{"algorithm: RSASSA-PKCS1-V1_5", "algorithm: sigstore", "older OCM sigstore format"},
+		{"mediaType: application/vnd.ocm.signature.rsa\n", "mediaType: application/vnd.dev.sigstore.bundle.v0.3+json\n", `media type "application/vnd.dev.sigstore.bundle.v0.3+json" is not supported for RSASSA-PKCS1-V1_5`},
 		{"algorithm: RSASSA-PKCS1-V1_5", "algorithm: GPG", "media type"},
 		{"mediaType: application/vnd.ocm.signature.rsa\n", "mediaType: application/json\n", "media type"},
 	} {

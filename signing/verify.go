@@ -35,14 +35,14 @@ const (
 
 // supported names what this package verifies, for refusals.
 const supported = RSAPSS + " and " + RSAPKCS1v15 + " (media types " + MediaTypeRSAPSS + ", " + MediaTypeRSA + " hex, or " +
-	MediaTypePEM + "), " + GPG + " (" + MediaTypeGPG + ")"
+	MediaTypePEM + "), " + GPG + " (" + MediaTypeGPG + "), " + SigstoreV1Alpha1 + " (" + MediaTypeSigstoreBundle + ")"
 
 // Result describes one verified signature.
 type Result struct {
 	Component              string `json:"component"`
 	Version                string `json:"version"`
 	Signature              string `json:"signature"` // signature name
-	Algorithm              string `json:"algorithm"` // RSAPKCS1v15, RSAPSS or GPG
+	Algorithm              string `json:"algorithm"` // RSAPKCS1v15, RSAPSS, GPG or SigstoreV1Alpha1
 	NormalisationAlgorithm string `json:"normalisationAlgorithm"`
 	HashAlgorithm          string `json:"hashAlgorithm"`
 	Digest                 string `json:"digest"` // hex digest of the normalised descriptor, as signed
@@ -109,9 +109,12 @@ func VerifySignature(d *ocm.Descriptor, name string, key crypto.PublicKey) (*Res
 		Component: d.Name, Version: d.Version, Signature: name, Algorithm: spec.Algorithm,
 		NormalisationAlgorithm: sig.Digest.NormalisationAlgorithm, HashAlgorithm: sig.Digest.HashAlgorithm, Digest: got,
 	}
-	if spec.Algorithm == GPG {
+	switch {
+	case isSigstoreBundle(spec):
+		err = verifyKeylessSignature(t, spec, hashed, res, fail)
+	case spec.Algorithm == GPG:
 		err = verifyGPGSignature(t, spec, hashed, res, fail)
-	} else {
+	default:
 		err = verifyRSASignature(t, spec, h, hashed, res, fail)
 	}
 	if err != nil {
@@ -156,9 +159,11 @@ func findSignature(d *ocm.Descriptor, name string, fail failure) (*ocm.Signature
 // verify, before any key or digest is looked at.
 func checkSupported(spec ocm.SignatureSpec, fail failure) error {
 	switch {
-	case isSigstore(spec):
-		return fail("algorithm %s (media type %s): sigstore signatures are not verified: keyless verification needs Fulcio and the Rekor transparency log online, out of scope for this offline verifier (supported: %s)",
-			errdef.Quote(spec.Algorithm), errdef.Quote(spec.MediaType), supported)
+	case isSigstoreBundle(spec):
+	case strings.HasPrefix(strings.ToLower(spec.Algorithm), "notation"):
+		return fail("algorithm %q is not verified yet: no released OCM CLI writes Notation signatures; support is planned (supported: %s)", spec.Algorithm, supported)
+	case spec.Algorithm == SigstoreV1Alpha1:
+		return fail("media type %q is not supported for %s (supported: %s)", spec.MediaType, spec.Algorithm, supported)
 	case spec.Algorithm == GPG:
 		if spec.MediaType != MediaTypeGPG {
 			return fail("media type %s is not supported for %s (supported: %s)", errdef.Quote(spec.MediaType), GPG, supported)
@@ -169,9 +174,26 @@ func checkSupported(spec ocm.SignatureSpec, fail failure) error {
 		default:
 			return fail("media type %s is not supported for %s (supported: %s)", errdef.Quote(spec.MediaType), spec.Algorithm, supported)
 		}
+	case isSigstore(spec):
+		return fail("algorithm %q (media type %q) is an older OCM sigstore format that keeps only a reference to a Rekor log entry and needs Rekor online; re-sign with %s (OCM CLI v0.13 and later), which this plugin verifies offline (supported: %s)",
+			spec.Algorithm, spec.MediaType, SigstoreV1Alpha1, supported)
 	default:
 		return fail("algorithm %s is not supported (supported: %s)", errdef.Quote(spec.Algorithm), supported)
 	}
+	return nil
+}
+
+// verifyKeylessSignature checks a Sigstore bundle over the digest bytes
+// with the configured trusted root and identity, and records the signer.
+func verifyKeylessSignature(t trust, spec ocm.SignatureSpec, hashed []byte, res *Result, fail failure) error {
+	if t.keyless == nil {
+		return fail("a %s signature needs a Sigstore trusted root and a certificate identity and OIDC issuer, but %s is configured", spec.Algorithm, t.desc)
+	}
+	signer, err := t.keyless.Verify(spec.Value, hashed)
+	if err != nil {
+		return fail("%w", err)
+	}
+	res.Signer = signer
 	return nil
 }
 
@@ -263,6 +285,11 @@ func keySource(res *Result) string {
 		return "signing certificate's"
 	}
 	return "configured"
+}
+
+// isSigstoreBundle: OCM's keyless signature, verified with a trusted root.
+func isSigstoreBundle(s ocm.SignatureSpec) bool {
+	return (s.Algorithm == SigstoreV1Alpha1 || s.Algorithm == SigstoreLegacy) && s.MediaType == MediaTypeSigstoreBundle
 }
 
 // isSigstore: the OCM sigstore signer writes algorithm "sigstore" (or

@@ -121,7 +121,7 @@ func TestVerifySignatureRefusals(t *testing.T) {
 		},
 		{
 			name: "sigstore", d: decode(t, readFixture(t, "upstream-testdata", "sigstore-signed-jsonNormalisationV3-descriptor.yaml")),
-			sigName: "sigstore-recommended", key: key, wantErr: []error{errdef.ErrSignature}, contains: "out of scope",
+			sigName: "sigstore-recommended", key: key, wantErr: []error{errdef.ErrSignature}, contains: "older OCM sigstore format",
 		},
 		{
 			name: "unsupported media type", d: edit(t, app, "mediaType: application/vnd.ocm.signature.rsa", "mediaType: application/json"), sigName: "mysig", key: key,
