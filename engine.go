@@ -210,12 +210,21 @@ type Person struct {
 // key or a root CA; with both, a PEM signature that carries a certificate is
 // checked against the root CA and every other signature with the key
 // (signing.Trust).
+//
+// Trust, when set, names every signature with all that verifies it, as a
+// sidecar policy does (policy.Signature): a public key and/or root CA, or a
+// Sigstore trusted root with the identity that must have signed (keyless);
+// the lists are then not used.
 type Signatures struct {
 	Names, PublicKeys, RootCAs []string
+	Trust                      []policy.Signature
 }
 
 // ruleSignatures are the signatures rule requires.
 func ruleSignatures(rule *policy.Rule) Signatures {
+	if rule.Source != "environment" && len(rule.Signatures) > 0 {
+		return Signatures{Trust: rule.Signatures}
+	}
 	names, keys, roots := rule.SignatureFlags()
 	return Signatures{Names: names, PublicKeys: keys, RootCAs: roots}
 }
@@ -324,50 +333,91 @@ func (e *Engine) blobCache(logger *slog.Logger) *cache.Cache {
 // time, so a rotated key applies to the next generation; a file is parsed
 // again only when it changed.
 func (e *Engine) verifier(s Signatures) (*signing.Verifier, error) {
+	if len(s.Trust) > 0 {
+		return e.signatureVerifier(s.Trust)
+	}
 	names, keyFiles, rootFiles := s.Names, s.PublicKeys, s.RootCAs
 	if len(names) == 0 && len(keyFiles) == 0 && len(rootFiles) == 0 {
 		return nil, nil
 	}
 	if len(names) == 0 || (len(keyFiles) == 0 && len(rootFiles) == 0) {
-		return nil, fmt.Errorf("%w: signature verification needs both a signature name and a public key or root CA", errdef.ErrInvalidInput)
+		return nil, fmt.Errorf("%w: signature verification needs both a signature name and a public key, root CA or trusted root", errdef.ErrInvalidInput)
 	}
 	for what, files := range map[string][]string{"public keys": keyFiles, "root CAs": rootFiles} {
 		if len(files) > 1 && len(files) != len(names) {
 			return nil, fmt.Errorf("%w: %d signature names but %d %s: give one, or one per name", errdef.ErrInvalidInput, len(names), len(files), what)
 		}
 	}
-	pick := func(files []string, i int) string {
-		switch len(files) {
-		case 0:
-			return ""
-		case 1:
-			return files[0]
-		}
-		return files[i]
-	}
-	v := &signing.Verifier{Keys: map[string]crypto.PublicKey{}}
+	sigs := make([]policy.Signature, len(names))
 	for i, name := range names {
-		kf, rf := pick(keyFiles, i), pick(rootFiles, i)
-		if kf == "" && rf == "" {
-			return nil, fmt.Errorf("%w: signature %s has neither a public key nor a root CA", errdef.ErrInvalidInput, name)
+		sigs[i] = policy.Signature{Name: name, PublicKey: pickPerName(keyFiles, i), RootCA: pickPerName(rootFiles, i)}
+	}
+	return e.signatureVerifier(sigs)
+}
+
+// pickPerName is the i-th of values given once for every name or once per
+// name ("" when none is given).
+func pickPerName(values []string, i int) string {
+	switch len(values) {
+	case 0:
+		return ""
+	case 1:
+		return values[0]
+	}
+	if i < len(values) {
+		return values[i]
+	}
+	return ""
+}
+
+// signatureVerifier verifies every one of sigs with what it names: a public
+// key file and/or a root CA file (with both, a PEM signature that carries a
+// certificate is checked against the root CA and every other signature with
+// the key, signing.Trust), or a Sigstore trusted root with the identity
+// that must have signed (keyless). Files are read every time, so a rotated
+// key or root applies to the next generation; a file is parsed again only
+// when it changed.
+func (e *Engine) signatureVerifier(sigs []policy.Signature) (*signing.Verifier, error) {
+	v := &signing.Verifier{Keys: map[string]crypto.PublicKey{}}
+	for _, s := range sigs {
+		if s.TrustedRoot != "" {
+			if s.PublicKey != "" || s.RootCA != "" {
+				return nil, fmt.Errorf("%w: signature %s: a trusted root (keyless) and a public key or root CA cannot verify one signature: configure one", errdef.ErrInvalidInput, s.Name)
+			}
+			r, err := e.parsedFile(s.TrustedRoot, "trusted root", s.Name, func(b []byte) (crypto.PublicKey, error) { return signing.ParseTrustedRoot(b) })
+			if err != nil {
+				return nil, err
+			}
+			k, err := signing.NewKeyless(r.(*signing.TrustedRoot), s.Identity(), s.PrivateInfrastructure)
+			if err != nil {
+				return nil, fmt.Errorf("signature %s: %w", s.Name, err)
+			}
+			v.Keys[s.Name] = k
+			continue
+		}
+		if s.Identity() != (signing.Identity{}) || s.PrivateInfrastructure {
+			return nil, fmt.Errorf("%w: signature %s: a certificate identity or issuer needs a trusted root", errdef.ErrInvalidInput, s.Name)
+		}
+		if s.PublicKey == "" && s.RootCA == "" {
+			return nil, fmt.Errorf("%w: signature %s has neither a public key, a root CA nor a trusted root", errdef.ErrInvalidInput, s.Name)
 		}
 		var key crypto.PublicKey
-		if kf != "" {
-			k, err := e.parsedFile(kf, "public key", name, signing.ParsePublicKey)
+		if s.PublicKey != "" {
+			k, err := e.parsedFile(s.PublicKey, "public key", s.Name, signing.ParsePublicKey)
 			if err != nil {
 				return nil, err
 			}
 			key = k
 		}
-		if rf == "" {
-			v.Keys[name] = key
+		if s.RootCA == "" {
+			v.Keys[s.Name] = key
 			continue
 		}
-		r, err := e.parsedFile(rf, "root CA", name, func(b []byte) (crypto.PublicKey, error) { return signing.ParseRootCAs(b) })
+		r, err := e.parsedFile(s.RootCA, "root CA", s.Name, func(b []byte) (crypto.PublicKey, error) { return signing.ParseRootCAs(b) })
 		if err != nil {
 			return nil, err
 		}
-		v.Keys[name] = &signing.Trust{Key: key, Roots: r.(*signing.RootCAs)}
+		v.Keys[s.Name] = &signing.Trust{Key: key, Roots: r.(*signing.RootCAs)}
 	}
 	return v, nil
 }

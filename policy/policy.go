@@ -11,6 +11,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
 )
 
 // Identity of the file format.
@@ -120,12 +121,52 @@ type RepositoryPattern struct {
 // Signature is a signature that must verify: with its public key file (a
 // PEM public key or certificate, or an armored OpenPGP public key for GPG
 // signatures), and/or the root CA file that the certificate embedded in a
-// PEM signature must chain to. At least one of the two.
+// PEM signature must chain to; or, keyless (OCM's Sigstore/v1alpha1), with a
+// Sigstore trusted root file and who must have signed. At least one.
 type Signature struct {
 	Name      string `json:"name"`
 	PublicKey string `json:"publicKey,omitempty"`
 	// RootCA: PEM CA certificate(s); a leaf certificate is refused.
 	RootCA string `json:"rootCA,omitempty"`
+	// TrustedRoot is a Sigstore trusted_root.json (cosign's
+	// --trusted-root): the Fulcio CAs, logs and timestamp authorities of
+	// the public-good or a private Sigstore.
+	TrustedRoot string `json:"trustedRoot,omitempty"`
+	// Who must have signed, as in OCM's SigstoreVerificationConfiguration
+	// (and cosign's flags of the same names): the certificate's identity and
+	// OIDC issuer, each exact or a regular expression that must match the
+	// whole value; an identity and an issuer are required with TrustedRoot.
+	CertificateIdentity         string `json:"certificateIdentity,omitempty"`
+	CertificateIdentityRegexp   string `json:"certificateIdentityRegexp,omitempty"`
+	CertificateOIDCIssuer       string `json:"certificateOIDCIssuer,omitempty"`
+	CertificateOIDCIssuerRegexp string `json:"certificateOIDCIssuerRegexp,omitempty"`
+	// PrivateInfrastructure: the signature has no transparency log entry;
+	// an RFC 3161 timestamp of the trusted root's timestamp authority is
+	// required instead (OCM's privateInfrastructure, cosign's
+	// --insecure-ignore-tlog).
+	PrivateInfrastructure bool `json:"privateInfrastructure,omitempty"`
+}
+
+// Identity is who must have signed a keyless signature.
+func (s Signature) Identity() signing.Identity {
+	return signing.Identity{Subject: s.CertificateIdentity, SubjectRegexp: s.CertificateIdentityRegexp,
+		Issuer: s.CertificateOIDCIssuer, IssuerRegexp: s.CertificateOIDCIssuerRegexp}
+}
+
+// check refuses a signature entry that cannot verify anything.
+func (s Signature) check() error {
+	keyless := s.Identity() != (signing.Identity{}) || s.PrivateInfrastructure
+	switch {
+	case s.Name == "":
+		return errors.New("name is required")
+	case s.PublicKey == "" && s.RootCA == "" && s.TrustedRoot == "":
+		return errors.New("publicKey, rootCA or trustedRoot is required")
+	case keyless && s.TrustedRoot == "":
+		return errors.New("certificateIdentity, certificateOIDCIssuer and privateInfrastructure need a trustedRoot")
+	case s.TrustedRoot != "":
+		return s.Identity().Check()
+	}
+	return nil
 }
 
 // Platform are the switches of platforms (app-of-apps): by default child
@@ -277,8 +318,8 @@ func (p *Policy) validateRule(r RuleSpec, where string) error {
 		}
 	}
 	for j, s := range r.Signatures {
-		if s.Name == "" || (s.PublicKey == "" && s.RootCA == "") {
-			return fmt.Errorf("%s: signatures[%d]: name and publicKey or rootCA are required", where, j)
+		if err := s.check(); err != nil {
+			return fmt.Errorf("%s: signatures[%d]: %w", where, j, err)
 		}
 	}
 	return nil

@@ -291,3 +291,16 @@ func shorten(s string) string {
 	}
 	return s
 }
+
+// Check refuses an identity that cannot verify anything or would accept
+// anyone: both halves are required, regular expressions must compile.
+func (id Identity) Check() error {
+	if (id.Subject == "" && id.SubjectRegexp == "") || (id.Issuer == "" && id.IssuerRegexp == "") {
+		return fmt.Errorf("%w: keyless verification needs a certificate identity (or identity regexp) and an OIDC issuer (or issuer regexp): without both, anyone with an account at any issuer could sign", errdef.ErrInvalidInput)
+	}
+	if _, err := anchored("certificate identity regexp", id.SubjectRegexp); err != nil {
+		return err
+	}
+	_, err := anchored("certificate OIDC issuer regexp", id.IssuerRegexp)
+	return err
+}

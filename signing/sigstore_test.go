@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/sigstoretest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
@@ -25,6 +26,17 @@ const (
 	ciIdentity = "https://github.com/example-org/platform/.github/workflows/release.yml@refs/heads/main"
 	ciIssuer   = "https://token.actions.githubusercontent.com"
 )
+
+// KeylessComponent is the component of testdata/sigstore/ctf.
+const KeylessComponent = "example.com/keyless/hello"
+
+const keylessConfigMap = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: hello-keyless
+data:
+  greeting: signed keyless, verified offline
+`
 
 // keylessDir holds the committed keyless fixtures (see its README).
 var keylessDir = filepath.Join("..", "testdata", "sigstore")
@@ -415,6 +427,23 @@ func writeKeylessFixtures(t *testing.T) {
 		}
 	}
 	files := map[string][]byte{"helm-dir_1.0.0.yaml": raw}
+	// A small component version in a CTF, for the command line and the
+	// live Argo CD suite.
+	manifests, err := ocmbuild.TarFiles(map[string][]byte{"configmap.yaml": []byte(keylessConfigMap)}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello := &ocmbuild.Component{Name: KeylessComponent, Version: "1.0.0", Provider: "example.com",
+		Resources: []ocmbuild.Resource{{Name: "manifests", Type: "directoryTree", Data: manifests, MediaType: ocmbuild.MediaTypeTgz}}}
+	if err := a.SignComponent(hello, "release", ciIdentity, ciIssuer, sigstoretest.SignOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(keylessDir, "ctf")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ocmbuild.WriteCTF(filepath.Join(keylessDir, "ctf"), hello); err != nil {
+		t.Fatal(err)
+	}
 	for name, r := range map[string]struct {
 		a *sigstoretest.Authority
 		o sigstoretest.RootOptions

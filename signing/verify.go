@@ -175,7 +175,7 @@ func checkSupported(spec ocm.SignatureSpec, fail failure) error {
 			return fail("media type %s is not supported for %s (supported: %s)", errdef.Quote(spec.MediaType), spec.Algorithm, supported)
 		}
 	case isSigstore(spec):
-		return fail("algorithm %q (media type %q) is an older OCM sigstore format that keeps only a reference to a Rekor log entry and needs Rekor online; re-sign with %s (OCM CLI v0.13 and later), which this plugin verifies offline (supported: %s)",
+		return fail("algorithm %q (media type %q) is an older OCM sigstore format (ocm v1 library) whose value is a Rekor log entry checked against Rekor online; re-sign with %s (OCM CLI v0.13 and later), which this plugin verifies offline (supported: %s)",
 			spec.Algorithm, spec.MediaType, SigstoreV1Alpha1, supported)
 	default:
 		return fail("algorithm %s is not supported (supported: %s)", errdef.Quote(spec.Algorithm), supported)

@@ -64,7 +64,7 @@ Manifests go to stdout, in one write, only on success; a failure is one line on 
 func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
 	var req argocdocm.Request
 	var apiVersions string
-	var sig argocdocm.Signatures
+	var sig signatureFlags
 	var params []string
 	var explain bool
 	var output string
@@ -85,7 +85,11 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 			if output != "yaml" && output != "json" {
 				return errdef.Wrap(fmt.Errorf("%w: --output %s: want yaml or json", errdef.ErrInvalidInput, errdef.Quote(output)), errdef.Error{Component: req.Component, Version: req.Version})
 			}
-			person := &argocdocm.Person{Signatures: sig, RequireComponentImages: requireImages}
+			sigs, err := sig.signatures()
+			if err != nil {
+				return errdef.Wrap(err, errdef.Error{Component: req.Component, Version: req.Version})
+			}
+			person := &argocdocm.Person{Signatures: sigs, RequireComponentImages: requireImages}
 			return renderAndPrint(cmd, p, req, stdout, stderr, getenv, renderOptions{person: person, explain: explain, json: output == "json",
 				diag: diag, progress: diag.terminal(stderr) && !diag.verbose})
 		},
@@ -105,9 +109,7 @@ func newRenderCommand(p *process, stdout, stderr io.Writer, getenv func(string) 
 	f.StringVar(&req.ReleaseName, "release-name", "", "Helm release name (default \"release-name\", as helm template)")
 	f.StringVar(&req.KubeVersion, "kube-version", helm.DefaultKubeVersion(), "Kubernetes version for Capabilities.KubeVersion; the default is the one the plugin's Kubernetes libraries imply, as in a helm release")
 	f.StringVar(&apiVersions, "api-versions", "", "comma-separated API versions for Capabilities.APIVersions")
-	f.StringArrayVar(&sig.Names, "signature", nil, "signature name that must verify before rendering (repeatable)")
-	f.StringArrayVar(&sig.PublicKeys, "public-key", nil, publicKeyUsage)
-	f.StringArrayVar(&sig.RootCAs, "root-ca", nil, rootCAUsage)
+	sig.register(f, "signature name that must verify before rendering (repeatable)")
 	f.BoolVar(&req.Platform.Force, "platform", false, "render the component's references as child Argo CD Applications (default for components with references and no renderable resource)")
 	f.StringArrayVar(&req.Platform.ConfigFiles, "platform-config", nil, "platform config file: per-package settings (repeatable)")
 	f.StringVar(&req.Platform.Source.RepoURL, "source-repo-url", "", "platform preview: the git repository child Applications point back at")

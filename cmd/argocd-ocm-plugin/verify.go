@@ -16,9 +16,9 @@ import (
 
 func newVerifyCommand(p *process, stdout, stderr io.Writer, getenv func(string) string, diag *diagnostics) *cobra.Command {
 	var repository, component, version, output string
-	var sig argocdocm.Signatures
+	var sig signatureFlags
 	c := &cobra.Command{
-		Use:   "verify --repository REPO --component NAME --version VERSION --signature NAME (--public-key FILE | --root-ca FILE)",
+		Use:   "verify --repository REPO --component NAME --version VERSION --signature NAME (--public-key FILE | --root-ca FILE | --trusted-root FILE --certificate-identity ID --certificate-oidc-issuer URL)",
 		Short: "Verify a component version like `ocm verify`: signatures, reference digests and every resource digest computable offline",
 		Long: `Verify a component version as ocm verify componentversions does: each --signature with its key, the
 digests of component references (recursively), and the digest of every resource that can be checked
@@ -29,7 +29,10 @@ with the declared one. Each resource is reported as checked, mismatch or not-che
 Signatures: RSASSA-PSS and RSASSA-PKCS1-V1_5 (hex, or PEM) with --public-key (PEM public key or
 certificate); a PEM signature that carries the signer's certificate with --root-ca (the certificate must
 chain to it, have the codeSigning usage and be valid now); GPG with --public-key naming an armored OpenPGP
-public key. Sigstore signatures are not verified (they need Fulcio and Rekor online).
+public key. Keyless signatures (Sigstore/v1alpha1) offline with cosign's flags: --trusted-root (a Sigstore
+trusted_root.json), --certificate-identity or --certificate-identity-regexp, and --certificate-oidc-issuer or
+--certificate-oidc-issuer-regexp (regular expressions must match the whole value); the signature must be in a
+transparency log of the root, or with --insecure-ignore-tlog carry a timestamp of its timestamp authority.
 Exit 0 only when every signature verifies and no resource mismatches; a failure prints one error line on
 stderr and nothing on stdout.`,
 		Args: noArgs,
@@ -41,8 +44,12 @@ stderr and nothing on stdout.`,
 			if output != "text" && output != "json" {
 				return errdef.Wrap(fmt.Errorf("%w: --output %s: want text or json", errdef.ErrInvalidInput, errdef.Quote(output)), ectx)
 			}
-			if len(sig.Names) == 0 && len(sig.PublicKeys) == 0 && len(sig.RootCAs) == 0 {
-				return errdef.Wrap(fmt.Errorf("%w: --signature and --public-key or --root-ca are required", errdef.ErrInvalidInput), ectx)
+			if sig.empty() {
+				return errdef.Wrap(fmt.Errorf("%w: --signature and --public-key, --root-ca or --trusted-root are required", errdef.ErrInvalidInput), ectx)
+			}
+			sigs, err := sig.signatures()
+			if err != nil {
+				return errdef.Wrap(err, ectx)
 			}
 			ctx, cancel, err := withDeadline(cmd.Context(), 0, getenv)
 			if err != nil {
@@ -50,7 +57,7 @@ stderr and nothing on stdout.`,
 			}
 			defer cancel()
 			var notes bytes.Buffer // to stderr on success only: a failure is one line
-			report, resolved, err := verifyComponent(ctx, p, &notes, getenv, diag, repository, component, version, sig)
+			report, resolved, err := verifyComponent(ctx, p, &notes, getenv, diag, repository, component, version, sigs)
 			if err != nil {
 				return errdef.Wrap(err, ectx)
 			}
@@ -68,9 +75,7 @@ stderr and nothing on stdout.`,
 	f.StringVar(&repository, "repository", "", "CTF, component archive or OCI registry")
 	f.StringVar(&component, "component", "", "component name")
 	f.StringVar(&version, "version", "", "component version")
-	f.StringArrayVar(&sig.Names, "signature", nil, "signature name that must verify (repeatable)")
-	f.StringArrayVar(&sig.PublicKeys, "public-key", nil, publicKeyUsage)
-	f.StringArrayVar(&sig.RootCAs, "root-ca", nil, rootCAUsage)
+	sig.register(f, "signature name that must verify (repeatable)")
 	f.StringVarP(&output, "output", "o", "text", "report format: text, or json (signatures, references, resources)")
 	return c
 }

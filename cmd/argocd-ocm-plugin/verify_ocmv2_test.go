@@ -93,7 +93,7 @@ func TestVerifyOCMCLIv2Signatures(t *testing.T) {
 		{"wrong key, PSS", "bundle:1.0.0", "fx-pss", []string{"--public-key", filepath.Join(keys, "wrong.pub.pem")}, `signature "fx-pss"`},
 		{"RSA key for GPG", "manifests:1.0.0", "fx-gpg", []string{"--public-key", filepath.Join(keys, "rsa.pub.pem")}, "needs an armored OpenPGP public key"},
 		{"root CA for a hex signature", "kustomize:1.0.0", "fx-pkcs1", []string{"--root-ca", filepath.Join(keys, "ca.crt")}, "carries no certificate"},
-		{"no key", "kustomize:1.0.0", "fx-pkcs1", nil, "a public key or root CA"},
+		{"no key", "kustomize:1.0.0", "fx-pkcs1", nil, "a public key, root CA or trusted root"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(args(tc.cv, tc.sig, tc.trust...), &stdout, &stderr, env(nil))

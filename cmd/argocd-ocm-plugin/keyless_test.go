@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/sigstoretest"
+)
+
+const (
+	keylessIdentity = "https://github.com/example-org/platform/.github/workflows/release.yml@refs/heads/main"
+	keylessIssuer   = "https://token.actions.githubusercontent.com"
+)
+
+// keylessFixture is the demo's podinfo 1.0.0 signed keyless (OCM's
+// Sigstore/v1alpha1) by a virtual Sigstore, in a CTF, with that Sigstore's
+// trusted root and another one's.
+type keylessFixture struct {
+	dir, ctf, root, otherRoot string
+}
+
+func newKeylessFixture(t *testing.T) keylessFixture {
+	t.Helper()
+	comps, err := examples.Demo("../../testdata/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := sigstoretest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := sigstoretest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *ocmbuild.Component
+	for _, comp := range comps {
+		if comp.Name == examples.Podinfo && comp.Version == "1.0.0" {
+			c = comp
+		}
+	}
+	if err := a.SignComponent(c, "release", keylessIdentity, keylessIssuer, sigstoretest.SignOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fx := keylessFixture{dir: t.TempDir()}
+	fx.ctf, fx.root, fx.otherRoot = filepath.Join(fx.dir, "ctf"), filepath.Join(fx.dir, "trusted_root.json"), filepath.Join(fx.dir, "other_root.json")
+	if err := ocmbuild.WriteCTF(fx.ctf, c); err != nil {
+		t.Fatal(err)
+	}
+	for file, auth := range map[string]*sigstoretest.Authority{fx.root: a, fx.otherRoot: other} {
+		b, err := auth.TrustedRoot(sigstoretest.RootOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, file, string(b))
+	}
+	return fx
+}
+
+// verify and render with cosign's flags: the right identity verifies, a
+// wrong identity or issuer, another trusted root or a tampered resource is
+// one error line and nothing on stdout.
+func TestKeylessVerifyAndRender(t *testing.T) {
+	fx := newKeylessFixture(t)
+	base := func(cmd string) []string {
+		return []string{cmd, "--repository", fx.ctf, "--component", examples.Podinfo, "--version", "1.0.0", "--signature", "release"}
+	}
+	trust := func(root, identity, issuer string) []string {
+		return []string{"--trusted-root", root, "--certificate-identity", identity, "--certificate-oidc-issuer", issuer}
+	}
+	for _, cmd := range []string{"verify", "render"} {
+		t.Run(cmd, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(append(base(cmd), trust(fx.root, keylessIdentity, keylessIssuer)...), &stdout, &stderr, env(nil)); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			want := "kind: Deployment"
+			if cmd == "verify" {
+				want = "signature release (Sigstore/v1alpha1, jsonNormalisation/v4alpha1 SHA-256"
+			}
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+			}
+			if cmd == "verify" && !strings.Contains(stdout.String(), "signed by "+keylessIdentity+" (OIDC issuer "+keylessIssuer+"), logged ") {
+				t.Errorf("report does not say who signed and when:\n%s", stdout.String())
+			}
+			regexps := []string{"--trusted-root", fx.root, "--certificate-identity-regexp", `https://github\.com/example-org/.*`, "--certificate-oidc-issuer-regexp", `https://token\.actions\.githubusercontent\.com`}
+			stdout.Reset()
+			stderr.Reset()
+			if code := run(append(base(cmd), regexps...), &stdout, &stderr, env(nil)); code != 0 {
+				t.Fatalf("regexps: exit %d: %s", code, stderr.String())
+			}
+			for _, tc := range []struct {
+				name string
+				args []string
+				want string
+			}{
+				{"wrong identity", trust(fx.root, "release@example.com", keylessIssuer), `the policy requires identity "release@example.com"`},
+				{"wrong issuer", trust(fx.root, keylessIdentity, "https://accounts.google.com"), `issuer "https://accounts.google.com"`},
+				{"prefix regexp", []string{"--trusted-root", fx.root, "--certificate-identity-regexp", `https://github\.com/example-org/platform`, "--certificate-oidc-issuer", keylessIssuer}, "the policy requires"},
+				{"another trusted root", trust(fx.otherRoot, keylessIdentity, keylessIssuer), "does not verify against the trusted root"},
+				{"no issuer", []string{"--trusted-root", fx.root, "--certificate-identity", keylessIdentity}, "an OIDC issuer"},
+				{"identity without root", []string{"--public-key", fx.root, "--certificate-identity", keylessIdentity}, "needs a trusted root"},
+			} {
+				stdout.Reset()
+				stderr.Reset()
+				code := run(append(base(cmd), tc.args...), &stdout, &stderr, env(nil))
+				refusedOneLine(t, tc.name, code, &stdout, &stderr, tc.want)
+			}
+		})
+	}
+
+	// A resource changed after signing: its digest no longer matches.
+	tampered := filepath.Join(t.TempDir(), "ctf")
+	if err := os.CopyFS(tampered, os.DirFS(fx.ctf)); err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := filepath.Glob(filepath.Join(tampered, "blobs", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var biggest string
+	var size int64
+	for _, b := range blobs {
+		if fi, err := os.Stat(b); err == nil && fi.Size() > size {
+			biggest, size = b, fi.Size()
+		}
+	}
+	data, err := os.ReadFile(biggest) // the chart: the largest blob
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	if err := os.WriteFile(biggest, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"verify", "render"} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{cmd, "--repository", tampered, "--component", examples.Podinfo, "--version", "1.0.0", "--signature", "release"}, trust(fx.root, keylessIdentity, keylessIssuer)...)
+		code := run(args, &stdout, &stderr, env(nil))
+		refusedOneLine(t, cmd+" tampered resource", code, &stdout, &stderr, "digest")
+	}
+}
+
+// generate under a sidecar policy: the project whose rule names the signer
+// renders, the one whose rule names another identity is refused.
+func TestKeylessGenerateUnderPolicy(t *testing.T) {
+	fx := newKeylessFixture(t)
+	pol := filepath.Join(fx.dir, "policy.yaml")
+	writeTestFile(t, pol, `apiVersion: argocd-ocm-plugin.io/v1alpha1
+kind: SidecarPolicy
+rules:
+- name: release
+  projects: [release]
+  signatures:
+  - name: release
+    trustedRoot: `+fx.root+`
+    certificateIdentity: `+keylessIdentity+`
+    certificateOIDCIssuer: `+keylessIssuer+`
+- name: impostor
+  projects: [impostor]
+  signatures:
+  - name: release
+    trustedRoot: `+fx.root+`
+    certificateIdentityRegexp: 'https://github\.com/someone-else/.*'
+    certificateOIDCIssuer: `+keylessIssuer+`
+default:
+  signatures:
+  - name: release
+    trustedRoot: `+fx.otherRoot+`
+    certificateIdentity: `+keylessIdentity+`
+    certificateOIDCIssuer: `+keylessIssuer+`
+`)
+	repo := inAppDir(t, fx.ctf)
+	gen := func(project string) (string, string, int) {
+		e := map[string]string{"ARGOCD_OCM_POLICY": pol}
+		for _, kv := range generateEnv(project, repo) {
+			k, v, _ := strings.Cut(kv, "=")
+			e[k] = v
+		}
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"generate"}, &stdout, &stderr, env(e))
+		return stdout.String(), stderr.String(), code
+	}
+	if stdout, stderr, code := gen("release"); code != 0 || !strings.Contains(stdout, `"kind":"Deployment"`) {
+		t.Fatalf("release: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	stdout, stderr, code := gen("impostor")
+	refused(t, stdout, stderr, code, "application shop", examples.Podinfo+":1.0.0", `signature "release"`, `the policy requires identity regexp "https://github\\.com/someone-else/.*"`)
+	stdout, stderr, code = gen("")
+	refused(t, stdout, stderr, code, "does not verify against the trusted root")
+}
+
+// The example of docs/signatures.md, on the committed fixtures: the keyless
+// signature verifies at any later date (the certificate is checked at the
+// time the log recorded it), and renders.
+func TestKeylessCommittedExample(t *testing.T) {
+	fx := "../../testdata/sigstore"
+	args := func(cmd, identity string) []string {
+		return []string{cmd, "--repository", fx + "/ctf", "--component", "example.com/keyless/hello", "--version", "1.0.0",
+			"--signature", "release", "--trusted-root", fx + "/trusted_root.json",
+			"--certificate-identity", identity, "--certificate-oidc-issuer", keylessIssuer}
+	}
+	for cmd, want := range map[string]string{"verify": "signed by " + keylessIdentity, "render": "greeting: signed keyless, verified offline"} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args(cmd, keylessIdentity), &stdout, &stderr, env(nil)); code != 0 || !strings.Contains(stdout.String(), want) {
+			t.Fatalf("%s: exit %d: %s\n%s", cmd, code, stderr.String(), stdout.String())
+		}
+		stdout.Reset()
+		stderr.Reset()
+		code := run(args(cmd, "https://github.com/example-org/platform/.github/workflows/evil.yml@refs/heads/main"), &stdout, &stderr, env(nil))
+		refusedOneLine(t, cmd+" wrong identity", code, &stdout, &stderr, "example.com/keyless/hello:1.0.0", `signature "release"`, "the policy requires identity")
+	}
+}
