@@ -2,7 +2,6 @@ package signing
 
 import (
 	"bytes"
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -174,9 +173,23 @@ func anchored(what, re string) (string, error) {
 // artifact, the raw bytes of the digest OCM signed, and returns who signed
 // and when it was observed.
 func (k *Keyless) Verify(value string, artifact []byte) (string, error) {
-	b, leaf, err := parseBundle(value)
+	b, err := parseBundle(value)
 	if err != nil {
 		return "", err
+	}
+	return k.verifyEntity(b, verify.WithArtifact(bytes.NewReader(artifact)))
+}
+
+// verifyEntity verifies a bundle made with a certificate against the root,
+// the artifact policy and the identity.
+func (k *Keyless) verifyEntity(b *bundle.Bundle, artifact verify.ArtifactPolicyOption) (string, error) {
+	vc, err := b.VerificationContent()
+	if err != nil {
+		return "", fmt.Errorf("bundle verification material: %s", shorten(err.Error()))
+	}
+	leaf := vc.Certificate()
+	if leaf == nil {
+		return "", errors.New("the bundle was signed with a key, not keyless with a certificate: verify it with that key")
 	}
 	signer, err := certificate.SummarizeCertificate(leaf)
 	if err != nil {
@@ -190,7 +203,7 @@ func (k *Keyless) Verify(value string, artifact []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %s", errdef.ErrInvalidInput, shorten(err.Error()))
 	}
-	res, err := v.Verify(b, verify.NewPolicy(verify.WithArtifact(bytes.NewReader(artifact)), verify.WithCertificateIdentity(k.identity)))
+	res, err := v.Verify(b, verify.NewPolicy(artifact, verify.WithCertificateIdentity(k.identity)))
 	if err != nil {
 		var mismatch *verify.ErrNoMatchingCertificateIdentity
 		if errors.As(err, &mismatch) {
@@ -233,32 +246,24 @@ func (k *Keyless) verifierOptions(b *bundle.Bundle) ([]verify.VerifierOption, er
 }
 
 // parseBundle decodes an OCM sigstore signature value: a base64 bundle of
-// a message signature made with a certificate.
-func parseBundle(value string) (*bundle.Bundle, *x509.Certificate, error) {
+// a message signature.
+func parseBundle(value string) (*bundle.Bundle, error) {
 	value = strings.TrimSpace(value)
 	if len(value) > base64.StdEncoding.EncodedLen(MaxBundleSize) {
-		return nil, nil, fmt.Errorf("%w: signature value is %d bytes, more than a %d-byte bundle", errdef.ErrLimitExceeded, len(value), MaxBundleSize)
+		return nil, fmt.Errorf("%w: signature value is %d bytes, more than a %d-byte bundle", errdef.ErrLimitExceeded, len(value), MaxBundleSize)
 	}
 	raw, err := base64.StdEncoding.DecodeString(value)
 	if err != nil {
-		return nil, nil, fmt.Errorf("signature value is not base64: %s", shorten(err.Error()))
+		return nil, fmt.Errorf("signature value is not base64: %s", shorten(err.Error()))
 	}
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(raw); err != nil {
-		return nil, nil, fmt.Errorf("signature value is not a Sigstore bundle: %s", shorten(err.Error()))
+		return nil, fmt.Errorf("signature value is not a Sigstore bundle: %s", shorten(err.Error()))
 	}
 	if b.GetMessageSignature() == nil {
-		return nil, nil, errors.New("the bundle holds a DSSE envelope, not the message signature over the digest that OCM makes")
+		return nil, errors.New("the bundle holds a DSSE envelope, not the message signature over the digest that OCM makes")
 	}
-	vc, err := b.VerificationContent()
-	if err != nil {
-		return nil, nil, fmt.Errorf("bundle verification material: %s", shorten(err.Error()))
-	}
-	leaf := vc.Certificate()
-	if leaf == nil {
-		return nil, nil, errors.New("the bundle was signed with a key, not keyless with a certificate: verify it with that key")
-	}
-	return &b, leaf, nil
+	return &b, nil
 }
 
 // observed says which verified timestamps establish the signing time.
