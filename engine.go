@@ -8,8 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/compose/policyregistry"
@@ -305,6 +309,13 @@ func (e *Engine) source(rule *policy.Rule, g Generation) (*resolve.Source, error
 		ropts = append(ropts, registry.WithShared(e.shared))
 	}
 	oopts := []oci.Option{oci.WithRegistryOptions(ropts...), oci.WithLogger(logger), oci.WithCache(e.blobCache(logger))}
+	check, err := e.chartCheck(rule, logger)
+	if err != nil {
+		return nil, err
+	}
+	if check != nil {
+		oopts = append(oopts, oci.WithChartCheck(check))
+	}
 	if e.tags != nil {
 		oopts = append(oopts, oci.WithRecentTags(e.tags))
 	}
@@ -313,6 +324,45 @@ func (e *Engine) source(rule *policy.Rule, g Generation) (*resolve.Source, error
 		return nil, err
 	}
 	return src, nil
+}
+
+// chartCheck is the check of the rule's chartSignatures (nil without):
+// every chart read from a registry needs a cosign signature one of them
+// verifies (signing.VerifyArtifact). Key and root files are parsed again
+// only when they change.
+func (e *Engine) chartCheck(rule *policy.Rule, logger *slog.Logger) (oci.ChartCheck, error) {
+	if len(rule.ChartSignatures) == 0 {
+		return nil, nil
+	}
+	trust := make([]signing.ArtifactTrust, 0, len(rule.ChartSignatures))
+	for i, c := range rule.ChartSignatures {
+		what := fmt.Sprintf("chartSignatures[%d]", i)
+		if c.PublicKey != "" {
+			k, err := e.parsedFile(c.PublicKey, "cosign public key", what, func(b []byte) (crypto.PublicKey, error) { return signing.ParseCosignPublicKey(b) })
+			if err != nil {
+				return nil, err
+			}
+			trust = append(trust, signing.ArtifactTrust{Key: k.(signature.Verifier), KeyName: filepath.Base(c.PublicKey)})
+			continue
+		}
+		r, err := e.parsedFile(c.TrustedRoot, "trusted root", what, func(b []byte) (crypto.PublicKey, error) { return signing.ParseTrustedRoot(b) })
+		if err != nil {
+			return nil, err
+		}
+		k, err := signing.NewKeyless(r.(*signing.TrustedRoot), c.Keyless().Identity(), c.PrivateInfrastructure)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		trust = append(trust, signing.ArtifactTrust{Keyless: k})
+	}
+	return func(ctx context.Context, store oci.SignatureStore, manifest ocispec.Descriptor, ref string) error {
+		signer, err := signing.VerifyArtifact(ctx, store, manifest, trust)
+		if err != nil {
+			return fmt.Errorf("chart %s: %w", ref, err)
+		}
+		logger.Info("chart signature verified", "chart", ref, "signer", signer)
+		return nil
+	}, nil
 }
 
 // blobCache is the cache of one generation, its warnings to logger.

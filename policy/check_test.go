@@ -39,7 +39,7 @@ rules:
 	}
 	want := []string{
 		`line 9: default.requireComponentImages: want true or false, got a string`,
-		`line 13: unknown field "repositorys" in rules[0] (known: name, projects, repositories, credentials, plainHTTP, localArchives, signatures, requireComponentImages, platform)`,
+		`line 13: unknown field "repositorys" in rules[0] (known: name, projects, repositories, credentials, plainHTTP, localArchives, signatures, chartSignatures, requireComponentImages, platform)`,
 		`line 15: unknown field "allowOtherProject" in rules[0].platform (known: allowOtherProjects, allowOtherDestinations)`,
 		`line 17: rules[1].projects: want a list, got a string`,
 		`line 18: field "name" is repeated in rules[1] (first at line 16)`,

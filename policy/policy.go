@@ -104,6 +104,10 @@ type RuleSpec struct {
 	// checkout may be read (default true).
 	LocalArchives *bool       `json:"localArchives,omitempty"`
 	Signatures    []Signature `json:"signatures,omitempty"`
+	// ChartSignatures: every Helm chart read from an OCI registry (not
+	// stored in the component version) must carry a cosign signature that
+	// one of these verifies.
+	ChartSignatures []ChartSignature `json:"chartSignatures,omitempty"`
 	// RequireComponentImages turns on the image origin guard.
 	RequireComponentImages bool     `json:"requireComponentImages,omitempty"`
 	Platform               Platform `json:"platform,omitempty"`
@@ -145,6 +149,40 @@ type Signature struct {
 	// required instead (OCM's privateInfrastructure, cosign's
 	// --insecure-ignore-tlog).
 	PrivateInfrastructure bool `json:"privateInfrastructure,omitempty"`
+}
+
+// ChartSignature is who may sign the charts a component references in a
+// registry with cosign: a cosign public key, or keyless with a trusted root
+// and identity (as in Signature).
+type ChartSignature struct {
+	PublicKey                   string `json:"publicKey,omitempty"`
+	TrustedRoot                 string `json:"trustedRoot,omitempty"`
+	CertificateIdentity         string `json:"certificateIdentity,omitempty"`
+	CertificateIdentityRegexp   string `json:"certificateIdentityRegexp,omitempty"`
+	CertificateOIDCIssuer       string `json:"certificateOIDCIssuer,omitempty"`
+	CertificateOIDCIssuerRegexp string `json:"certificateOIDCIssuerRegexp,omitempty"`
+	PrivateInfrastructure       bool   `json:"privateInfrastructure,omitempty"`
+}
+
+// Keyless is the entry as a keyless signature entry (no name).
+func (c ChartSignature) Keyless() Signature {
+	return Signature{TrustedRoot: c.TrustedRoot, CertificateIdentity: c.CertificateIdentity, CertificateIdentityRegexp: c.CertificateIdentityRegexp,
+		CertificateOIDCIssuer: c.CertificateOIDCIssuer, CertificateOIDCIssuerRegexp: c.CertificateOIDCIssuerRegexp, PrivateInfrastructure: c.PrivateInfrastructure}
+}
+
+func (c ChartSignature) check() error {
+	switch {
+	case (c.PublicKey == "") == (c.TrustedRoot == ""):
+		return errors.New("exactly one of publicKey (a cosign public key) and trustedRoot is required")
+	case c.PublicKey != "" && c.Keyless().Identity() != (signing.Identity{}):
+		return errors.New("certificateIdentity and certificateOIDCIssuer need a trustedRoot")
+	}
+	s := c.Keyless()
+	s.Name = "chart"
+	if c.PublicKey != "" {
+		s.PublicKey = c.PublicKey
+	}
+	return s.check()
 }
 
 // Identity is who must have signed a keyless signature.
@@ -322,6 +360,11 @@ func (p *Policy) validateRule(r RuleSpec, where string) error {
 			return fmt.Errorf("%s: signatures[%d]: %w", where, j, err)
 		}
 	}
+	for j, c := range r.ChartSignatures {
+		if err := c.check(); err != nil {
+			return fmt.Errorf("%s: chartSignatures[%d]: %w", where, j, err)
+		}
+	}
 	return nil
 }
 
@@ -401,6 +444,7 @@ func (p *Policy) Rule(project string) *Rule {
 		LocalArchives:          spec.LocalArchives == nil || *spec.LocalArchives,
 		Signatures:             spec.Signatures,
 		RequireComponentImages: spec.RequireComponentImages,
+		ChartSignatures:        spec.ChartSignatures,
 		Platform:               spec.Platform,
 	}
 	for _, n := range spec.Credentials {

@@ -33,6 +33,9 @@ type Rule struct {
 	LocalArchives bool
 	// Signatures that must verify.
 	Signatures []Signature
+	// ChartSignatures: charts read from a registry need a cosign signature
+	// one of these verifies.
+	ChartSignatures []ChartSignature
 	// RequireComponentImages turns on the image origin guard (package guard).
 	RequireComponentImages bool
 	// Platform: may children leave the parent's project and destination.

@@ -2,13 +2,23 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/examples"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/sigstoretest"
 )
 
@@ -216,4 +226,80 @@ func TestKeylessCommittedExample(t *testing.T) {
 		code := run(args(cmd, "https://github.com/example-org/platform/.github/workflows/evil.yml@refs/heads/main"), &stdout, &stderr, env(nil))
 		refusedOneLine(t, cmd+" wrong identity", code, &stdout, &stderr, "example.com/keyless/hello:1.0.0", `signature "release"`, "the policy requires identity")
 	}
+}
+
+// A chart referenced from a registry renders under a policy with
+// chartSignatures only when it carries a valid cosign signature.
+func TestChartSignatureRequiredByPolicy(t *testing.T) {
+	comps, err := examples.Demo("../../testdata/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	pushed := reg.PushTransferred(t, "ocm", comps[0])
+	chartRef := pushed[0].Component.Resources[0].Access["imageReference"].(string)
+	// http://HOST/REPO:TAG@DIGEST
+	repoTag, pinned, _ := strings.Cut(strings.TrimPrefix(chartRef, "http://"+reg.Host+"/"), "@")
+	chartRepo := repoTag[:strings.LastIndex(repoTag, ":")]
+
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, k := range map[string]*ecdsa.PrivateKey{"cosign.pub": key, "other.pub": other} {
+		der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, filepath.Join(dir, name), string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
+	}
+	pol := filepath.Join(dir, "policy.yaml")
+	writeTestFile(t, pol, fmt.Sprintf(`apiVersion: argocd-ocm-plugin.io/v1alpha1
+kind: SidecarPolicy
+allowAddresses: [127.0.0.1]
+rules:
+- name: signed-charts
+  projects: [signed]
+  repositories: [{host: %q, pathPrefix: ocm}]
+  plainHTTP: [%q]
+  chartSignatures:
+  - publicKey: %s
+- name: other-key
+  projects: [other]
+  repositories: [{host: %q, pathPrefix: ocm}]
+  plainHTTP: [%q]
+  chartSignatures:
+  - publicKey: %s
+`, reg.Host, reg.Host, filepath.Join(dir, "cosign.pub"), reg.Host, reg.Host, filepath.Join(dir, "other.pub")))
+	gen := func(project string) (string, string, int) {
+		e := map[string]string{"ARGOCD_OCM_POLICY": pol, "ARGOCD_OCM_CACHE_DIR": t.TempDir()}
+		for _, kv := range generateEnv(project, "http://"+reg.Host+"/ocm") {
+			k, v, _ := strings.Cut(kv, "=")
+			e[k] = v
+		}
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"generate"}, &stdout, &stderr, env(e))
+		return stdout.String(), stderr.String(), code
+	}
+	stdout, stderr, code := gen("signed")
+	refused(t, stdout, stderr, code, "has no cosign signature")
+
+	payload := sigstoretest.CosignPayload(reg.Host+"/"+chartRepo, digest.Digest(pinned))
+	ann, err := sigstoretest.CosignKeyAnnotations(key, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sigstoretest.PushCosignTagSignature(context.Background(), reg.Repository(t, chartRepo), digest.Digest(pinned), payload, ann); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, stderr, code := gen("signed"); code != 0 || !strings.Contains(stdout, `"kind":"Deployment"`) {
+		t.Fatalf("signed chart: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code = gen("other")
+	refused(t, stdout, stderr, code, "no cosign signature of "+pinned+" verifies", "key other.pub")
 }

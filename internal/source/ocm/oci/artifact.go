@@ -165,6 +165,12 @@ func (c *Client) OpenChart(ctx context.Context, ref string) (*Chart, error) {
 		cancel()
 		return nil, fmt.Errorf("%w: chart %s is %d bytes, more than the limit of %d", errdef.ErrLimitExceeded, art.Reference, layer.Size, c.o.maxBlob)
 	}
+	if c.o.chartCheck != nil {
+		if err := c.o.chartCheck(opCtx, f.repo, art.Descriptor, art.Reference.String()); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	rc, err := f.Fetch(opCtx, *layer)
 	if err != nil {
 		cancel()

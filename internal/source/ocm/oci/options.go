@@ -1,8 +1,12 @@
 package oci
 
 import (
+	"context"
+	"io"
 	"log/slog"
 	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
@@ -35,7 +39,24 @@ type options struct {
 	maxIndex   int64
 	logger     *slog.Logger
 	allowPlain []string
+	chartCheck ChartCheck
 }
+
+// SignatureStore is the repository of an artifact, read for the
+// artifact's signatures (an oras-go remote.Repository).
+type SignatureStore interface {
+	Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error)
+	Fetch(ctx context.Context, target ocispec.Descriptor) (io.ReadCloser, error)
+	Referrers(ctx context.Context, desc ocispec.Descriptor, artifactType string, fn func(referrers []ocispec.Descriptor) error) error
+}
+
+// ChartCheck decides whether the chart manifest of ref, in store, may be
+// read (its cosign signature, see signing.VerifyArtifact).
+type ChartCheck func(ctx context.Context, store SignatureStore, manifest ocispec.Descriptor, ref string) error
+
+// WithChartCheck makes OpenChart ask check before it reads a chart from a
+// registry; a refusal is OpenChart's error.
+func WithChartCheck(check ChartCheck) Option { return func(o *options) { o.chartCheck = check } }
 
 // WithClient makes New use an existing Client (its registry connections,
 // credentials, cache and tag memo). Other options are then ignored by New.
