@@ -123,7 +123,7 @@ func parseFlags() (config, *options) {
 	flag.StringVar(&used, "used-size", "", "size of the large file in the directoryTree the render uses (default 100MiB, quick 8MiB)")
 	flag.IntVar(&cfg.LargeServices, "large-services", 0, "services in the synthetic large chart, about 6 objects each (default 40, quick 10)")
 	flag.IntVar(&cfg.ShopApps, "kustomize-apps", 0, "apps in the synthetic kustomize tree, 3 objects each (default 30, quick 10)")
-	flag.StringVar(&cfg.Only, "only", "", "comma-separated sections: charts,realworld,kustomize,concurrent,resources,inprocess,generator,workers,ctftgz,appset,ocmv2,kro (default all)")
+	flag.StringVar(&cfg.Only, "only", "", "comma-separated sections: charts,realworld,kustomize,concurrent,resources,inprocess,generator,workers,ctftgz,appset,ocmv2,kro,keyless (default all)")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write pprof CPU profiles of in-process renders (and their top functions) to this directory")
 	flag.IntVar(&cfg.AppSetApps, "appset-apps", 0, "Applications of the ApplicationSet refresh section (default 1000, the issue's figure; quick 50)")
 	flag.IntVar(&cfg.AppSetParallel, "appset-parallel", 0, "generations of the ApplicationSet refresh in flight at once (default 10)")
@@ -206,6 +206,9 @@ func (b *bench) runSections(ctx context.Context) {
 	}
 	if b.want("kro") {
 		b.kro(ctx)
+	}
+	if b.want("keyless") {
+		b.keyless(ctx)
 	}
 	// Last: 100 processes at once leave the load average high for minutes.
 	if b.want("concurrent") {

@@ -154,6 +154,9 @@ func (c *cluster) gitRepo() error {
 		{"cp", path(repoRoot, "testdata", "distro", "idp-bundle.tgz"), path(work, "distro", "shop")},
 		{"cp", "-r", path(fixtures, "hostile"), path(work, "hostile", "hostile")},
 		{"cp", "-r", path(fixtures, "ctf"), path(work, "hostile", "ctf")},
+		// A component version signed keyless (Sigstore/v1alpha1), with
+		// the trusted root it verifies with.
+		{"cp", "-r", path(repoRoot, "testdata", "sigstore"), path(work, "keyless")},
 	}
 	for _, s := range steps {
 		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
@@ -210,6 +213,34 @@ spec:
       hook: {type: PostSync, deletePolicy: HookSucceeded}
 `
 
+// Keyless signatures (scenario j): the fixture's signer, and the identity
+// the impostor project's rule requires instead.
+const (
+	keylessIdentity  = "https://github.com/example-org/platform/.github/workflows/release.yml@refs/heads/main"
+	keylessImpostor  = "https://github.com/example-org/platform/.github/workflows/impostor.yml@refs/heads/main"
+	keylessIssuerURL = "https://token.actions.githubusercontent.com"
+)
+
+// keylessPolicy is the sidecar policy of the run: the projects of scenario j
+// require the keyless signature "release" (the right signer, or another
+// one); every other project keeps what the sidecar allows without a policy
+// for the run's local archives.
+func keylessPolicy() string {
+	root := path(repoRoot, "testdata", "sigstore", "trusted_root.json")
+	rule := func(project, identity string) string {
+		return fmt.Sprintf(`- name: %s
+  projects: [%s]
+  signatures:
+  - name: release
+    trustedRoot: %s
+    certificateIdentity: %s
+    certificateOIDCIssuer: %s
+`, project, project, root, identity, keylessIssuerURL)
+	}
+	return "apiVersion: argocd-ocm-plugin.io/v1alpha1\nkind: SidecarPolicy\nrules:\n" +
+		rule("keyless-release", keylessIdentity) + rule("keyless-impostor", keylessImpostor) + "default:\n  localArchives: true\n"
+}
+
 func (c *cluster) cmpSocket() string { return path(c.dir, "plugins", pluginName+".sock") }
 
 // startSidecar runs the sidecar as manifests/install's container does:
@@ -225,7 +256,12 @@ func (c *cluster) startSidecar() error {
 	if err := os.WriteFile(path(c.dir, "cmp-config", "plugin.yaml"), b, 0o644); err != nil {
 		return err
 	}
+	pol := path(c.dir, "cmp-config", "policy.yaml")
+	if err := os.WriteFile(pol, []byte(keylessPolicy()), 0o644); err != nil {
+		return err
+	}
 	env := append(c.baseEnv("sidecar-tmp"),
+		"ARGOCD_OCM_POLICY="+pol,
 		"ARGOCD_PLUGINSOCKFILEPATH="+path(c.dir, "plugins"),
 		"ARGOCD_CMP_WORKDIR="+path(c.dir, "cmp-work"),
 		// manifests/install/repo-server-sidecar.yaml

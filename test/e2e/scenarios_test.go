@@ -565,3 +565,48 @@ spec:
 		took.Round(100*time.Millisecond), again.Round(100*time.Millisecond), commit)
 	assertAllServed(t)
 }
+
+// j. Keyless trust: an Application whose project's rule requires the keyless
+// signature of the signer is Synced; one whose rule names another identity
+// is a ComparisonError naming both, and nothing of it is created.
+func TestJ_KeylessSignatureRequired(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, p := range []string{"keyless-release", "keyless-impostor"} {
+		must(t, cl.apply(ctx, `apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: `+p+`, namespace: argocd}
+spec:
+  sourceRepos: ['*']
+  destinations: [{server: '*', namespace: '*'}]
+  clusterResourceWhitelist: [{group: '*', kind: '*'}]`))
+	}
+	app := func(name string) *unstructured.Unstructured {
+		u := exampleApp(t, name, name, "keyless", []param{{"repository", "ctf"}, {"component", "example.com/keyless/hello"}, {"version", "1.0.0"}})
+		must(t, unstructured.SetNestedField(u.Object, name, "spec", "project"))
+		return u
+	}
+	createApp(t, app("keyless-release"))
+	took, _ := waitApp(t, "keyless-release", "Synced and Healthy", 3*time.Minute, syncedHealthy)
+	if live(t, configmapsGVR, "keyless-release", "hello-keyless") == nil {
+		t.Errorf("ConfigMap keyless-release/hello-keyless was not deployed")
+	}
+	note(t, "j: keyless signature verified offline (trusted root, identity, issuer): Synced and Healthy %s after the Application was created", took.Round(100*time.Millisecond))
+
+	createApp(t, app("keyless-impostor"))
+	want := `signed by "` + keylessIdentity + `" (OIDC issuer "` + keylessIssuerURL + `"), the policy requires identity "` + keylessImpostor + `"`
+	took, bad := waitApp(t, "keyless-impostor", "ComparisonError", 2*time.Minute, func(u *unstructured.Unstructured) bool {
+		return strings.Contains(appConditions(u)["ComparisonError"], want)
+	})
+	msg := appConditions(bad)["ComparisonError"]
+	if i := strings.Index(msg, "argocd-ocm-plugin:"); i < 0 || strings.Contains(msg[i:], "\n") {
+		t.Errorf("the message does not end with one plugin line: %q", msg)
+	}
+	if s := str(bad, "status", "operationState", "startedAt"); s != "" {
+		t.Errorf("a sync started for the refused Application (at %s)", s)
+	}
+	if live(t, configmapsGVR, "keyless-impostor", "hello-keyless") != nil {
+		t.Errorf("the refused Application's ConfigMap exists")
+	}
+	note(t, "j: wrong identity: ComparisonError %s after the Application was created, nothing applied: %q", took.Round(100*time.Millisecond), msg)
+}
