@@ -464,3 +464,28 @@ func writeKeylessFixtures(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKeylessVerify: one keyless signature of the committed fixture,
+// trusted root parsed once (as the engine keeps it).
+func BenchmarkKeylessVerify(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(keylessDir, "trusted_root.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := signing.ParseTrustedRoot(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dr, err := os.ReadFile(filepath.Join(keylessDir, "helm-dir_1.0.0.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := decode(b, dr)
+	k := keyless(b, r, ciPolicy, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := signing.VerifySignature(d, "fx-keyless", k); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
