@@ -9,6 +9,8 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/sigstoretest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/testutil"
 )
 
 const (
@@ -302,4 +305,70 @@ rules:
 	}
 	stdout, stderr, code = gen("other")
 	refused(t, stdout, stderr, code, "no cosign signature of "+pinned+" verifies", "key other.pub")
+}
+
+// The ApplicationSet generator lists a keyless-signed version only when
+// the signature verifies with the default rule's trusted root and identity.
+func TestKeylessGenerator(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	const token = "keyless-generator-token-0123456789"
+	writeTestFile(t, tokenFile, token+"\n")
+	fx, err := filepath.Abs("../../testdata/sigstore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		identity string
+		want     int // versions listed; 0: the request is refused
+	}{{keylessIdentity, 1}, {"https://github.com/example-org/platform/.github/workflows/other.yml@refs/heads/main", 0}} {
+		pol := filepath.Join(dir, "policy.yaml")
+		writeTestFile(t, pol, `apiVersion: argocd-ocm-plugin.io/v1alpha1
+kind: SidecarPolicy
+default:
+  signatures:
+  - name: release
+    trustedRoot: `+filepath.Join(fx, "trusted_root.json")+`
+    certificateIdentity: `+tc.identity+`
+    certificateOIDCIssuer: `+keylessIssuer+`
+`)
+		getenv := func(k string) string {
+			switch k {
+			case "ARGOCD_OCM_CACHE_DIR":
+				return filepath.Join(dir, "cache")
+			case "ARGOCD_OCM_POLICY":
+				return pol
+			}
+			return ""
+		}
+		addr := freeAddr(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		var stderr testutil.SyncBuffer
+		code := make(chan int, 1)
+		go func() {
+			code <- execute(ctx, newProcess(), []string{"generator", "--listen", addr, "--token-file", tokenFile, "--ctf-dir", fx}, io.Discard, &stderr, getenv, "", nil)
+		}()
+		base := "http://" + addr
+		waitHealthy(t, http.DefaultClient, base, &stderr)
+		body := `{"applicationSetName":"keyless","input":{"parameters":{"repository":"./ctf","component":"example.com/keyless/hello","signature":"release"}}}`
+		if tc.want == 1 {
+			if ps := getParams(t, http.DefaultClient, base, token, body); len(ps) != 1 || ps[0]["version"] != "1.0.0" {
+				t.Errorf("identity %s: parameters %v, want version 1.0.0", tc.identity, ps)
+			}
+		} else {
+			req, _ := http.NewRequest("POST", base+"/api/v1/getparams.execute", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "no version of example.com/keyless/hello is signed with release and verifies") {
+				t.Errorf("identity %s: %d %s, want 400: no version verifies", tc.identity, resp.StatusCode, b)
+			}
+		}
+		cancel()
+		<-code
+	}
 }
