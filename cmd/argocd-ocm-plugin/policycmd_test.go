@@ -16,7 +16,7 @@ rules:
   repositorys: []
 `
 
-const mistypedPolicyProblem = `line 5: unknown field "repositorys" in rules[0] (known: name, projects, repositories, credentials, plainHTTP, localArchives, signatures, requireComponentImages, platform)`
+const mistypedPolicyProblem = `line 5: unknown field "repositorys" in rules[0] (known: name, projects, repositories, credentials, plainHTTP, localArchives, signatures, chartSignatures, requireComponentImages, platform)`
 
 // policy check: a valid file is one summary line on stdout and exit 0; a
 // mistake is one line on stderr with its line and the known fields, and
