@@ -29,19 +29,7 @@ var v2Dir = filepath.Join("..", "testdata", "ocm-cli-v2", "signatures")
 // v2Descriptor reads what `ocm get cv -o yaml` printed: a list of one.
 func v2Descriptor(t testing.TB, file string) *ocm.Descriptor {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(v2Dir, "descriptors", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list []any
-	if err := yaml.Unmarshal(b, &list); err != nil || len(list) != 1 {
-		t.Fatalf("%s: want a list of one descriptor: %v", file, err)
-	}
-	one, err := yaml.Marshal(list[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return decode(t, one)
+	return decode(t, v2DescriptorBytes(t, file))
 }
 
 func v2KeyFile(t testing.TB, name string) []byte {
