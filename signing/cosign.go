@@ -174,7 +174,7 @@ func verifyReferrer(ctx context.Context, store SignatureStore, subject, ref ocis
 			return "", fmt.Errorf("DSSE statement: %s", shorten(err.Error()))
 		}
 		if st.GetPredicateType() != CosignSignPredicate {
-			return "", fmt.Errorf("predicate type %q is not a cosign signature (%s)", st.GetPredicateType(), CosignSignPredicate)
+			return "", fmt.Errorf("predicate type %s is not a cosign signature (%s)", errdef.Quote(st.GetPredicateType()), CosignSignPredicate)
 		}
 		want, _ := hex.DecodeString(subject.Digest.Encoded())
 		return verifyWithTrust(&b, verify.WithArtifactDigest(subject.Digest.Algorithm().String(), want), trust)
@@ -230,7 +230,7 @@ func verifySimpleSigning(ctx context.Context, store SignatureStore, subject, lay
 		return "", fmt.Errorf("payload is not a cosign simple signing document: %s", shorten(err.Error()))
 	}
 	if p.Critical.Image.DockerManifestDigest != subject.Digest.String() {
-		return "", fmt.Errorf("payload signs %q, not %s", p.Critical.Image.DockerManifestDigest, subject.Digest)
+		return "", fmt.Errorf("payload signs %s, not %s", errdef.Quote(p.Critical.Image.DockerManifestDigest), subject.Digest)
 	}
 	sig, err := base64.StdEncoding.DecodeString(layer.Annotations[cosignAnnotationSignature])
 	if err != nil || len(sig) == 0 {

@@ -91,7 +91,7 @@ func (id Identity) String() string {
 	var parts []string
 	for _, p := range [][2]string{{"identity", id.Subject}, {"identity regexp", id.SubjectRegexp}, {"issuer", id.Issuer}, {"issuer regexp", id.IssuerRegexp}} {
 		if p[1] != "" {
-			parts = append(parts, fmt.Sprintf("%s %q", p[0], p[1]))
+			parts = append(parts, p[0]+" "+errdef.Quote(p[1]))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -164,7 +164,7 @@ func anchored(what, re string) (string, error) {
 		return "", nil
 	}
 	if _, err := regexp.Compile(re); err != nil {
-		return "", fmt.Errorf("%w: %s %q: %s", errdef.ErrInvalidInput, what, re, shorten(err.Error()))
+		return "", fmt.Errorf("%w: %s %s: %s", errdef.ErrInvalidInput, what, errdef.Quote(re), shorten(err.Error()))
 	}
 	return `^(?:` + re + `)$`, nil
 }
@@ -207,9 +207,9 @@ func (k *Keyless) verifyEntity(b *bundle.Bundle, artifact verify.ArtifactPolicyO
 	if err != nil {
 		var mismatch *verify.ErrNoMatchingCertificateIdentity
 		if errors.As(err, &mismatch) {
-			return "", fmt.Errorf("signed by %q (OIDC issuer %q), the policy requires %s", signer.SubjectAlternativeName, signer.Issuer, k.id)
+			return "", fmt.Errorf("signed by %s (OIDC issuer %s), the policy requires %s", errdef.Quote(signer.SubjectAlternativeName), errdef.Quote(signer.Issuer), k.id)
 		}
-		return "", fmt.Errorf("keyless signature of %q (OIDC issuer %q) does not verify against the trusted root: %s", signer.SubjectAlternativeName, signer.Issuer, shorten(err.Error()))
+		return "", fmt.Errorf("keyless signature of %s (OIDC issuer %s) does not verify against the trusted root: %s", errdef.Quote(signer.SubjectAlternativeName), errdef.Quote(signer.Issuer), shorten(err.Error()))
 	}
 	return fmt.Sprintf("%s (OIDC issuer %s), %s", signer.SubjectAlternativeName, signer.Issuer, observed(res.VerifiedTimestamps)), nil
 }
@@ -289,12 +289,7 @@ func observed(ts []verify.TimestampVerificationResult) string {
 // shorten makes a library's error one bounded line: they may quote
 // hostile input at length.
 func shorten(s string) string {
-	s = oneLine(s)
-	const max = 300
-	if len(s) > max {
-		s = strings.ToValidUTF8(s[:max], "") + "…"
-	}
-	return s
+	return errdef.CutMessage(oneLine(s))
 }
 
 // Check refuses an identity that cannot verify anything or would accept

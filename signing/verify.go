@@ -161,9 +161,9 @@ func checkSupported(spec ocm.SignatureSpec, fail failure) error {
 	switch {
 	case isSigstoreBundle(spec):
 	case strings.HasPrefix(strings.ToLower(spec.Algorithm), "notation"):
-		return fail("algorithm %q is not verified yet: no released OCM CLI writes Notation signatures; support is planned (supported: %s)", spec.Algorithm, supported)
+		return fail("algorithm %s is not verified yet: no released OCM CLI writes Notation signatures; support is planned (supported: %s)", errdef.Quote(spec.Algorithm), supported)
 	case spec.Algorithm == SigstoreV1Alpha1:
-		return fail("media type %q is not supported for %s (supported: %s)", spec.MediaType, spec.Algorithm, supported)
+		return fail("media type %s is not supported for %s (supported: %s)", errdef.Quote(spec.MediaType), spec.Algorithm, supported)
 	case spec.Algorithm == GPG:
 		if spec.MediaType != MediaTypeGPG {
 			return fail("media type %s is not supported for %s (supported: %s)", errdef.Quote(spec.MediaType), GPG, supported)
@@ -175,8 +175,8 @@ func checkSupported(spec ocm.SignatureSpec, fail failure) error {
 			return fail("media type %s is not supported for %s (supported: %s)", errdef.Quote(spec.MediaType), spec.Algorithm, supported)
 		}
 	case isSigstore(spec):
-		return fail("algorithm %q (media type %q) is an older OCM sigstore format (ocm v1 library) whose value is a Rekor log entry checked against Rekor online; re-sign with %s (OCM CLI v0.13 and later), which this plugin verifies offline (supported: %s)",
-			spec.Algorithm, spec.MediaType, SigstoreV1Alpha1, supported)
+		return fail("algorithm %s (media type %s) is an older OCM sigstore format (ocm v1 library) whose value is a Rekor log entry checked against Rekor online; re-sign with %s (OCM CLI v0.13 and later), which this plugin verifies offline (supported: %s)",
+			errdef.Quote(spec.Algorithm), errdef.Quote(spec.MediaType), SigstoreV1Alpha1, supported)
 	default:
 		return fail("algorithm %s is not supported (supported: %s)", errdef.Quote(spec.Algorithm), supported)
 	}
