@@ -32,9 +32,16 @@ const (
 
 // keylessFixture is the demo's podinfo 1.0.0 signed keyless (OCM's
 // Sigstore/v1alpha1) by a virtual Sigstore, in a CTF, with that Sigstore's
-// trusted root and another one's.
+// trusted root and another one's. Two more CTFs beside it are what an
+// attacker who controls the repository would store, each consistent in
+// itself (every blob matches its manifest digest): the signed descriptor
+// with a signed label changed (tamperedDescriptor); and the signed CTF with
+// one byte of the chart flipped (tamperedResource: a local blob is
+// addressed by its digest, so changed content cannot be stored
+// consistently).
 type keylessFixture struct {
-	dir, ctf, root, otherRoot string
+	dir, ctf, root, otherRoot            string
+	tamperedDescriptor, tamperedResource string
 }
 
 func newKeylessFixture(t *testing.T) keylessFixture {
@@ -63,6 +70,37 @@ func newKeylessFixture(t *testing.T) keylessFixture {
 	fx := keylessFixture{dir: t.TempDir()}
 	fx.ctf, fx.root, fx.otherRoot = filepath.Join(fx.dir, "ctf"), filepath.Join(fx.dir, "trusted_root.json"), filepath.Join(fx.dir, "other_root.json")
 	if err := ocmbuild.WriteCTF(fx.ctf, c); err != nil {
+		t.Fatal(err)
+	}
+	desc := *c
+	desc.RawDescriptor = bytes.Replace(c.RawDescriptor, []byte("value: stable"), []byte("value: canary"), 1)
+	if bytes.Equal(desc.RawDescriptor, c.RawDescriptor) {
+		t.Fatal("the signed descriptor has no label release-channel: stable to tamper with")
+	}
+	fx.tamperedDescriptor, fx.tamperedResource = filepath.Join(fx.dir, "ctf-tampered-descriptor"), filepath.Join(fx.dir, "ctf-tampered-resource")
+	if err := ocmbuild.WriteCTF(fx.tamperedDescriptor, &desc); err != nil {
+		t.Fatal(err)
+	}
+	if err := ocmbuild.WriteCTF(fx.tamperedResource, c); err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := filepath.Glob(filepath.Join(fx.tamperedResource, "blobs", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var biggest string
+	var size int64
+	for _, b := range blobs {
+		if fi, err := os.Stat(b); err == nil && fi.Size() > size {
+			biggest, size = b, fi.Size()
+		}
+	}
+	data, err := os.ReadFile(biggest) // the chart: the largest blob
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	if err := os.WriteFile(biggest, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for file, auth := range map[string]*sigstoretest.Authority{fx.root: a, fx.otherRoot: other} {
@@ -128,35 +166,18 @@ func TestKeylessVerifyAndRender(t *testing.T) {
 		})
 	}
 
-	// A resource changed after signing: its digest no longer matches.
-	tampered := filepath.Join(t.TempDir(), "ctf")
-	if err := os.CopyFS(tampered, os.DirFS(fx.ctf)); err != nil {
-		t.Fatal(err)
-	}
-	blobs, err := filepath.Glob(filepath.Join(tampered, "blobs", "*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var biggest string
-	var size int64
-	for _, b := range blobs {
-		if fi, err := os.Stat(b); err == nil && fi.Size() > size {
-			biggest, size = b, fi.Size()
+	// A signed label changed in a consistent CTF; a resource changed after
+	// signing (its digest no longer matches).
+	for _, tc := range []struct{ name, repo, want string }{
+		{"tampered descriptor", fx.tamperedDescriptor, "the signed one is"},
+		{"tampered resource", fx.tamperedResource, "digest"},
+	} {
+		for _, cmd := range []string{"verify", "render"} {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{cmd, "--repository", tc.repo, "--component", examples.Podinfo, "--version", "1.0.0", "--signature", "release"}, trust(fx.root, keylessIdentity, keylessIssuer)...)
+			code := run(args, &stdout, &stderr, env(nil))
+			refusedOneLine(t, cmd+" "+tc.name, code, &stdout, &stderr, examples.Podinfo, tc.want)
 		}
-	}
-	data, err := os.ReadFile(biggest) // the chart: the largest blob
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[len(data)/2] ^= 1
-	if err := os.WriteFile(biggest, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, cmd := range []string{"verify", "render"} {
-		var stdout, stderr bytes.Buffer
-		args := append([]string{cmd, "--repository", tampered, "--component", examples.Podinfo, "--version", "1.0.0", "--signature", "release"}, trust(fx.root, keylessIdentity, keylessIssuer)...)
-		code := run(args, &stdout, &stderr, env(nil))
-		refusedOneLine(t, cmd+" tampered resource", code, &stdout, &stderr, "digest")
 	}
 }
 
@@ -175,6 +196,13 @@ rules:
     trustedRoot: `+fx.root+`
     certificateIdentity: `+keylessIdentity+`
     certificateOIDCIssuer: `+keylessIssuer+`
+- name: wrong-issuer
+  projects: [wrong-issuer]
+  signatures:
+  - name: release
+    trustedRoot: `+fx.root+`
+    certificateIdentity: `+keylessIdentity+`
+    certificateOIDCIssuer: https://accounts.google.com
 - name: impostor
   projects: [impostor]
   signatures:
@@ -190,7 +218,9 @@ default:
     certificateOIDCIssuer: `+keylessIssuer+`
 `)
 	repo := inAppDir(t, fx.ctf)
-	gen := func(project string) (string, string, int) {
+	var genIn func(project, repo string) (string, string, int)
+	gen := func(project string) (string, string, int) { return genIn(project, repo) }
+	genIn = func(project, repo string) (string, string, int) {
 		e := map[string]string{"ARGOCD_OCM_POLICY": pol}
 		for _, kv := range generateEnv(project, repo) {
 			k, v, _ := strings.Cut(kv, "=")
@@ -205,8 +235,17 @@ default:
 	}
 	stdout, stderr, code := gen("impostor")
 	refused(t, stdout, stderr, code, "application shop", examples.Podinfo+":1.0.0", `signature "release"`, `the policy requires identity regexp "https://github\\.com/someone-else/.*"`)
+	stdout, stderr, code = gen("wrong-issuer")
+	refused(t, stdout, stderr, code, "application shop", `signature "release"`, `issuer "https://accounts.google.com"`)
 	stdout, stderr, code = gen("")
 	refused(t, stdout, stderr, code, "does not verify against the trusted root")
+	// The signer's own project, on what a repository's owner could store.
+	// (The tampered CTFs lie beside the signed one: inAppDir made their
+	// directory the Application's.)
+	stdout, stderr, code = genIn("release", filepath.Base(fx.tamperedDescriptor))
+	refused(t, stdout, stderr, code, "application shop", examples.Podinfo+":1.0.0", "the signed one is")
+	stdout, stderr, code = genIn("release", filepath.Base(fx.tamperedResource))
+	refused(t, stdout, stderr, code, "application shop", examples.Podinfo+":1.0.0", "digest")
 }
 
 // The example of docs/signatures.md, on the committed fixtures: the keyless
