@@ -211,7 +211,7 @@ func (k *Keyless) verifyEntity(b *bundle.Bundle, artifact verify.ArtifactPolicyO
 		}
 		return "", fmt.Errorf("keyless signature of %s (OIDC issuer %s) does not verify against the trusted root: %s", errdef.Quote(signer.SubjectAlternativeName), errdef.Quote(signer.Issuer), shorten(err.Error()))
 	}
-	return fmt.Sprintf("%s (OIDC issuer %s), %s", signer.SubjectAlternativeName, signer.Issuer, observed(res.VerifiedTimestamps)), nil
+	return fmt.Sprintf("%s (OIDC issuer %s), %s", errdef.Field(signer.SubjectAlternativeName), errdef.Field(signer.Issuer), observed(res.VerifiedTimestamps)), nil
 }
 
 // verifierOptions are cosign's (pkg/cosign verificationOptions) for a
