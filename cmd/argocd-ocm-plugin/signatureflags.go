@@ -19,7 +19,6 @@ type signatureFlags struct {
 	names, keys, roots                                                []string
 	trustedRoots, identities, identityRegexps, issuers, issuerRegexps []string
 	ignoreTlog                                                        bool
-	provenance                                                        bool
 }
 
 func (s *signatureFlags) register(f *pflag.FlagSet, nameUsage string) {
