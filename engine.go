@@ -54,9 +54,10 @@ type Engine struct {
 	cacheUsage *cache.Usage
 	// of WithPlainHTTP and WithoutDockerConfig, after the rule's
 	regOpts  []registry.Option
-	crds     *helm.CRDCache   // decoded CRDs of charts (WithSharing); nil: decoded per render
-	charts   *helm.ChartCache // loaded charts (WithSharing); nil: loaded per render
-	unpacker *ctf.Unpacker    // CTF tgz archives unpacked into the blob cache, with their indexes
+	crds     *helm.CRDCache       // decoded CRDs of charts (WithSharing); nil: decoded per render
+	charts   *helm.ChartCache     // loaded charts (WithSharing); nil: loaded per render
+	sets     *access.ArtifactSets // chart layers of artifact sets (WithSharing); nil: unpacked per generation
+	unpacker *ctf.Unpacker        // CTF tgz archives unpacked into the blob cache, with their indexes
 
 	archiveOpts []archive.Option // of WithArchiveLimits
 
@@ -75,13 +76,15 @@ type EngineOption func(*Engine)
 // WithSharing makes the generations of a long-lived process (a render-server
 // worker, the ApplicationSet generator) share registry connections and
 // tokens, the decoded CRDs of charts (helm.CRDCache), loaded charts by the digest of their archive
-// (helm.ChartCache, helm.DefaultChartCacheSize), and a tag's resolution for tagTTL (0 or less: not shared). Default:
+// (helm.ChartCache, helm.DefaultChartCacheSize), the chart layers of OCI artifact sets by the digest of the
+// set (access.ArtifactSets), and a tag's resolution for tagTTL (0 or less: not shared). Default:
 // nothing is shared, for a process that renders once.
 func WithSharing(tagTTL time.Duration) EngineOption {
 	return func(e *Engine) {
 		e.shared = &registry.Shared{}
 		e.crds = helm.NewCRDCache(0)
 		e.charts = helm.NewChartCache(0)
+		e.sets = access.NewArtifactSets(0)
 		e.tags = nil
 		if tagTTL > 0 {
 			e.tags = oci.NewTagResolutions(tagTTL)
@@ -238,7 +241,7 @@ func (e *Engine) Renderer(g Generation) (*Renderer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Renderer{open: src.Open, access: access.Resolver{Artifacts: src}, Log: g.Notes, archiveOptions: e.archiveOpts,
+	return &Renderer{open: src.Open, access: access.Resolver{Artifacts: src, Sets: e.sets}, Log: g.Notes, archiveOptions: e.archiveOpts,
 		helmCRDs: e.crds, helmCharts: e.charts, ctfOptions: []ctf.Option{ctf.WithUnpacker(e.unpacker), ctf.WithCache(src.Client.Cache())},
 		rule: rule, signatures: v}, nil
 }

@@ -44,6 +44,10 @@ type Content struct {
 	// ManifestDigest is the OCI manifest digest when Data came from an OCI
 	// artifact (ociArtifactDigest/v1 is computed from it).
 	ManifestDigest string
+
+	// set is Data as an artifact set, read once (see ArtifactSets). A
+	// Content is used by one generation at a time.
+	set *contentSet
 }
 
 // ArtifactOpener is an ArtifactSource that can also stream what it reads.
@@ -61,6 +65,9 @@ type ArtifactOpener interface {
 type Resolver struct {
 	// Artifacts reads remote accesses; nil refuses them with a clear error.
 	Artifacts ArtifactSource
+	// Sets, when set, keeps what generations take out of artifact sets
+	// (a long-lived process's); nil unpacks them every time.
+	Sets *ArtifactSets
 	// MaxBlobSize bounds the content of one resource (default DefaultMaxBlobSize).
 	MaxBlobSize int64
 }
@@ -121,6 +128,9 @@ func (r *Resolver) Read(ctx context.Context, cv ocm.ComponentVersion, res *ocm.R
 	if err != nil {
 		return nil, err
 	}
+	if c.set != nil {
+		c.set.sets = r.Sets
+	}
 	if err := CheckResourceDigest(res, c); err != nil {
 		return nil, err
 	}
@@ -142,7 +152,9 @@ func (r *Resolver) readLocal(ctx context.Context, cv ocm.ComponentVersion, acc o
 	if mt == "" {
 		mt = b.MediaType()
 	}
-	return &Content{Data: data, MediaType: mt, Digest: blob.Digest(data)}, nil
+	d := blob.Digest(data)
+	// The digest is of the bytes at hand: what an ArtifactSets may key them by.
+	return &Content{Data: data, MediaType: mt, Digest: d, set: &contentSet{digest: d}}, nil
 }
 
 // localArtifact returns cv's LocalArtifactOpener when acc names a local blob
@@ -238,11 +250,10 @@ func CheckResourceDigest(res *ocm.Resource, c *Content) error {
 	case "ociArtifactDigest/v1":
 		md := c.ManifestDigest
 		if md == "" && artifactset.IsArtifactSet(c.MediaType) {
-			set, err := artifactset.Read(c.Data)
-			if err != nil {
+			var err error
+			if md, err = c.artifactSetMain(); err != nil {
 				return err
 			}
-			md = set.Main.Digest.String()
 		}
 		return checkManifestDigest(md, d.Value)
 	}
@@ -310,12 +321,7 @@ func describe(acc ocm.Access) string {
 func ChartArchive(c *Content) ([]byte, error) {
 	switch {
 	case artifactset.IsArtifactSet(c.MediaType):
-		set, err := artifactset.Read(c.Data)
-		if err != nil {
-			return nil, err
-		}
-		data, _, err := set.Layer(MediaTypeHelmChart, "application/tar+gzip")
-		return data, err
+		return c.artifactSetChart()
 	case c.MediaType == MediaTypeHelmChart, isGzipMediaType(c.MediaType), c.MediaType == "" && len(c.Data) > 2 && c.Data[0] == 0x1f && c.Data[1] == 0x8b:
 		return c.Data, nil
 	default:
