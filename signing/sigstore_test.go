@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -247,7 +248,8 @@ func TestKeylessPrivateInfrastructure(t *testing.T) {
 	mustRefuse(t, err, "no transparency log entry")
 }
 
-// Hostile signature values: each one bounded line, nothing verified.
+// Hostile signature values: each one bounded line, nothing verified, bounded
+// in time and in memory.
 func TestKeylessHostileBundles(t *testing.T) {
 	c := newKeylessCase(t)
 	good := c.sign(t, ciIdentity, ciIssuer, sigstoretest.SignOptions{}, nil)
@@ -304,11 +306,25 @@ func TestKeylessHostileBundles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := edit(t, good, value(good), tc.value)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
 			start := time.Now()
 			_, err := signing.VerifySignature(d, "keyless", k)
+			el := time.Since(start)
+			runtime.ReadMemStats(&after)
 			mustRefuse(t, err, tc.want)
-			if el := time.Since(start); el > 5*time.Second {
+			if el > 5*time.Second {
 				t.Errorf("refusal took %v", el)
+			}
+			// Memory: in proportion to what was read, never amplified by
+			// the value. The descriptor is decoded again for its digest
+			// (about 12 bytes per byte of YAML; ocm.MaxDescriptorSize caps
+			// it), and no bundle is read past signing.MaxBundleSize.
+			bound := 24 * uint64(max(len(d.Raw), signing.MaxBundleSize))
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > bound {
+				t.Errorf("refusal allocated %d KiB, more than %d KiB for a %d KiB descriptor", alloc>>10, bound>>10, len(d.Raw)>>10)
+			} else {
+				t.Logf("refused in %v, %d KiB allocated", el.Round(time.Microsecond), alloc>>10)
 			}
 		})
 	}
