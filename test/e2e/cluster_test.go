@@ -223,8 +223,9 @@ const (
 
 // keylessPolicy is the sidecar policy of the run: the projects of scenario j
 // require the keyless signature "release" (the right signer, or another
-// one); every other project keeps what the sidecar allows without a policy
-// for the run's local archives.
+// one); every other project keeps what the run needs: the Application's
+// local archives and the run's loopback registry over plain HTTP (with a
+// policy, the sidecar refuses ARGOCD_OCM_PLAIN_HTTP: the policy says it).
 func keylessPolicy() string {
 	root := path(repoRoot, "testdata", "sigstore", "trusted_root.json")
 	rule := func(project, identity string) string {
@@ -238,7 +239,8 @@ func keylessPolicy() string {
 `, project, project, root, identity, keylessIssuerURL)
 	}
 	return "apiVersion: argocd-ocm-plugin.io/v1alpha1\nkind: SidecarPolicy\nrules:\n" +
-		rule("keyless-release", keylessIdentity) + rule("keyless-impostor", keylessImpostor) + "default:\n  localArchives: true\n"
+		rule("keyless-release", keylessIdentity) + rule("keyless-impostor", keylessImpostor) +
+		fmt.Sprintf("default:\n  localArchives: true\n  repositories: [{host: %q}]\n  plainHTTP: [%q]\n", registryAddr, registryAddr)
 }
 
 func (c *cluster) cmpSocket() string { return path(c.dir, "plugins", pluginName+".sock") }
@@ -271,7 +273,7 @@ func (c *cluster) startSidecar() error {
 		"ARGOCD_OCM_MAX_MEMORY=512Mi",
 		"ARGOCD_OCM_TOTAL_MEMORY=768Mi",
 		"ARGOCD_OCM_METRICS_ADDR="+sidecarMetrics,
-		"ARGOCD_OCM_PLAIN_HTTP="+registryAddr, // the run's loopback registry
+		// The run's loopback registry is the policy's (keylessPolicy).
 	)
 	t := time.Now()
 	c.sidecar, err = c.start("sidecar", env, path(pluginBin, "argocd-ocm-plugin"), "serve",
