@@ -1,6 +1,9 @@
 // Package argocd holds the Argo CD contract tests of argocd-ocm-plugin. It is
-// a separate Go module so that Argo CD's dependencies (Kubernetes 0.31,
-// gitops-engine, …) stay out of the product's go.mod.
+// a separate Go module so that Argo CD's dependencies (Kubernetes 0.37,
+// gitops-engine, …) stay out of the product's go.mod. It runs Argo CD
+// v3.6.2, the newest supported line (Go 1.27: GOTOOLCHAIN=go1.27.4); the
+// older supported lines run the core of it in ./argocd35 (v3.5.8) and
+// ./argocd34 (v3.4.14).
 //
 // The tests build the plugin binary from the repository root, put it on PATH
 // and run Argo CD's own code against it:
@@ -17,5 +20,5 @@
 //     the examples decode strictly into Argo CD's types (ApplicationSets are
 //     expanded by Argo CD's generators).
 //
-// Run with: cd test/argocd && go test ./...
+// Run with: make test-argocd (cd test/argocd && GOTOOLCHAIN=go1.27.4 go test ./...)
 package argocd

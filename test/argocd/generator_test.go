@@ -23,11 +23,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argoproj/argo-cd/v2/applicationset/controllers/template"
-	"github.com/argoproj/argo-cd/v2/applicationset/generators"
-	"github.com/argoproj/argo-cd/v2/applicationset/services/plugin"
-	"github.com/argoproj/argo-cd/v2/applicationset/utils"
-	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/argo-cd/v3/applicationset/controllers/template"
+	"github.com/argoproj/argo-cd/v3/applicationset/generators"
+	"github.com/argoproj/argo-cd/v3/applicationset/services/plugin"
+	"github.com/argoproj/argo-cd/v3/applicationset/utils"
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	log "github.com/sirupsen/logrus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,7 +35,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
@@ -229,7 +228,6 @@ func newArgoCluster(t *testing.T, g *generatorProcess) *argoCluster {
 	secret.Namespace = "argocd"
 	secret.Data = map[string][]byte{"token": []byte(g.token + "\n")} // as `kubectl create secret` may leave it
 	objs := []runtime.Object{&cm, &secret, &v1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "argocd"}}}
-	var clusterSecrets []runtime.Object
 	for _, c := range []struct{ name, server, replicas, version string }{{"dev", "https://dev.example.com:6443", "1", ">=1.1.0"}, {"prod-eu", "https://prod-eu.example.com:6443", "3", "1.0.0"}} {
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + c.name, Namespace: "argocd", Annotations: map[string]string{"example.org/podinfo-version": c.version}, Labels: map[string]string{
@@ -237,7 +235,6 @@ func newArgoCluster(t *testing.T, g *generatorProcess) *argoCluster {
 			Data: map[string][]byte{"name": []byte(c.name), "server": []byte(c.server), "config": []byte("{}")},
 		}
 		objs = append(objs, s)
-		clusterSecrets = append(clusterSecrets, s)
 	}
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
@@ -246,14 +243,11 @@ func newArgoCluster(t *testing.T, g *generatorProcess) *argoCluster {
 	if err := corev1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	var clientObjs []runtime.Object
-	clientObjs = append(clientObjs, objs...)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(clientObjs...).Build()
-	cs := k8sfake.NewSimpleClientset(clusterSecrets...)
-	ctx := t.Context()
+	// Argo CD 3 reads the cluster secrets through the controller's client.
+	c := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objs...).Build()
 	gens := map[string]generators.Generator{
-		"Plugin":   generators.NewPluginGenerator(c, ctx, cs, "argocd"),
-		"Clusters": generators.NewClusterGenerator(c, ctx, cs, "argocd"),
+		"Plugin":   generators.NewPluginGenerator(c, "argocd"),
+		"Clusters": generators.NewClusterGenerator(c, "argocd"),
 	}
 	gens["Matrix"] = generators.NewMatrixGenerator(map[string]generators.Generator{"Plugin": gens["Plugin"], "Clusters": gens["Clusters"]})
 	return &argoCluster{gens: gens, client: c}
@@ -430,7 +424,7 @@ func TestGeneratorServiceClient(t *testing.T) {
 		}
 		return out
 	}
-	svc, err := plugin.NewPluginService(t.Context(), "shop", g.url, g.token, 30)
+	svc, err := plugin.NewPluginService("shop", g.url, g.token, 30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +454,7 @@ func TestGeneratorServiceClient(t *testing.T) {
 		{"unknown component", g.token, map[string]any{"repository": "./demo", "component": "example.com/demo/nope"}, "status code 400"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc, err := plugin.NewPluginService(t.Context(), "shop", g.url, tc.token, 30)
+			svc, err := plugin.NewPluginService("shop", g.url, tc.token, 30)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -718,7 +712,7 @@ func TestGeneratorRegistry(t *testing.T) {
 	}
 
 	// pinnedVersion, through Argo CD's client.
-	svc, err := plugin.NewPluginService(t.Context(), "pins", g.url, g.token, 30)
+	svc, err := plugin.NewPluginService("pins", g.url, g.token, 30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -735,7 +729,7 @@ func TestGeneratorRegistry(t *testing.T) {
 
 	// Wrong credentials: the registry's refusal, no secret in it.
 	bad := startGeneratorEnv(t, reg.credentialEnv("robot", "not-"+reg.password), t.TempDir())
-	svc, err = plugin.NewPluginService(t.Context(), "pins", bad.url, bad.token, 30)
+	svc, err = plugin.NewPluginService("pins", bad.url, bad.token, 30)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argoproj/gitops-engine/pkg/sync/common"
-	"github.com/argoproj/gitops-engine/pkg/sync/hook"
-	"github.com/argoproj/gitops-engine/pkg/sync/syncwaves"
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/common"
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/syncwaves"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -37,7 +37,7 @@ spec:
 `
 
 // What Argo CD's own sync engine (gitops-engine, as pinned by Argo CD
-// v2.14.21) reads from the plugin's output: Helm hooks mapped as for a native
+// v3.6.2) reads from the plugin's output: Helm hooks mapped as for a native
 // Helm source, the definition's waves and hooks, and the CRD placed before
 // the objects of the lowest wave.
 func TestArgoCDReadsWavesAndHooks(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argoproj/argo-cd/v2/cmpserver"
-	"github.com/argoproj/argo-cd/v2/cmpserver/plugin"
+	"github.com/argoproj/argo-cd/v3/cmpserver"
+	"github.com/argoproj/argo-cd/v3/cmpserver/plugin"
 	log "github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 )
@@ -55,7 +55,8 @@ func run(m *testing.M) int {
 	start := time.Now()
 	build := exec.Command("go", "build", "-trimpath", "-o", bin+string(filepath.Separator), "./cmd/argocd-ocm-plugin", "./cmd/argocd-ocm-client")
 	build.Dir = repoRoot
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	// The product builds with the machine's Go (these tests need Go 1.27).
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
 	if out, err := build.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("building the plugin: %v\n%s", err, out))
 	}
@@ -66,9 +67,6 @@ func run(m *testing.M) int {
 		"ARGOCD_PLUGINSOCKFILEPATH": filepath.Join(tmp, "s"),
 		"ARGOCD_CMP_WORKDIR":        filepath.Join(tmp, "w"),
 		"ARGOCD_OCM_CACHE_DIR":      filepath.Join(tmp, "cache"),
-		// Argo CD 2.14 passes no ARGOCD_APP_PROJECT_NAME: platform children
-		// cannot inherit their parent's project, so a v2 operator allows it.
-		"ARGOCD_OCM_PLATFORM_ALLOW_OTHER_PROJECTS": "true",
 	} {
 		os.Setenv(k, v)
 	}

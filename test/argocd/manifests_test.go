@@ -14,11 +14,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argoproj/argo-cd/v2/applicationset/controllers/template"
-	"github.com/argoproj/argo-cd/v2/applicationset/generators"
-	"github.com/argoproj/argo-cd/v2/applicationset/utils"
-	"github.com/argoproj/argo-cd/v2/cmpserver/plugin"
-	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/argo-cd/v3/applicationset/controllers/template"
+	"github.com/argoproj/argo-cd/v3/applicationset/generators"
+	"github.com/argoproj/argo-cd/v3/applicationset/utils"
+	"github.com/argoproj/argo-cd/v3/cmpserver/plugin"
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	log "github.com/sirupsen/logrus"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -41,7 +41,7 @@ const (
 // this module builds against (from the module cache).
 func argoInstallYAML(t *testing.T) []byte {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/argoproj/argo-cd/v2")
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/argoproj/argo-cd/v3")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("locating the argo-cd module: %v", err)
@@ -55,7 +55,7 @@ func argoInstallYAML(t *testing.T) []byte {
 
 func argoVersion(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/argoproj/argo-cd/v2").Output()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/argoproj/argo-cd/v3").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +476,7 @@ func checkPluginApplication(t *testing.T, where string, app *v1alpha1.Applicatio
 // localRepos serves the git generator from the working tree.
 type localRepos struct{}
 
-func (localRepos) GetFiles(_ context.Context, repoURL, _, pattern string, _, _ bool) (map[string][]byte, error) {
+func (localRepos) GetFiles(_ context.Context, repoURL, _, _, pattern string, _ bool, _ *v1alpha1.SourceIntegrity) (map[string][]byte, error) {
 	if repoURL != projectRepoURL {
 		return nil, fmt.Errorf("git generator of %s: only %s is served", repoURL, projectRepoURL)
 	}
@@ -496,7 +496,15 @@ func (localRepos) GetFiles(_ context.Context, repoURL, _, pattern string, _, _ b
 	return out, nil
 }
 
-func (localRepos) GetDirectories(context.Context, string, string, bool, bool) ([]string, error) {
+func (localRepos) GetDirectories(context.Context, string, string, string, bool, *v1alpha1.SourceIntegrity) ([]string, error) {
+	return nil, fmt.Errorf("not served")
+}
+
+func (localRepos) GetOciFiles(context.Context, string, string, string, string, bool) (map[string][]byte, error) {
+	return nil, fmt.Errorf("not served")
+}
+
+func (localRepos) GetOciDirectories(context.Context, string, string, string, bool) ([]string, error) {
 	return nil, fmt.Errorf("not served")
 }
 

@@ -10,14 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
-	repoclient "github.com/argoproj/argo-cd/v2/reposerver/apiclient"
-	reposervercache "github.com/argoproj/argo-cd/v2/reposerver/cache"
-	"github.com/argoproj/argo-cd/v2/reposerver/metrics"
-	"github.com/argoproj/argo-cd/v2/reposerver/repository"
-	"github.com/argoproj/argo-cd/v2/util/argo"
-	cacheutil "github.com/argoproj/argo-cd/v2/util/cache"
-	"github.com/argoproj/argo-cd/v2/util/git"
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	repoclient "github.com/argoproj/argo-cd/v3/reposerver/apiclient"
+	reposervercache "github.com/argoproj/argo-cd/v3/reposerver/cache"
+	"github.com/argoproj/argo-cd/v3/reposerver/metrics"
+	"github.com/argoproj/argo-cd/v3/reposerver/repository"
+	cacheutil "github.com/argoproj/argo-cd/v3/util/cache"
+	"github.com/argoproj/argo-cd/v3/util/git"
 	"google.golang.org/grpc/status"
 	"sigs.k8s.io/yaml"
 )
@@ -73,7 +72,7 @@ func newRepoService(t *testing.T) *repository.Service {
 	c := reposervercache.NewCache(cacheutil.NewCache(cacheutil.NewInMemoryCache(time.Minute)), time.Minute, time.Minute, 10*time.Second)
 	root := t.TempDir()
 	s := repository.NewService(metrics.NewMetricsServer(), c, repository.RepoServerInitConstants{ParallelismLimit: 1},
-		argo.NewResourceTracking(), &git.NoopCredsStore{}, root)
+		&git.NoopCredsStore{}, root)
 	if err := s.Init(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +105,7 @@ func manifestRequest(t *testing.T, app *v1alpha1.Application) *repoclient.Manife
 		Namespace:          app.Spec.Destination.Namespace,
 		ApplicationSource:  src,
 		AppLabelKey:        "app.kubernetes.io/instance",
-		TrackingMethod:     string(argo.TrackingMethodAnnotation),
+		TrackingMethod:     string(v1alpha1.TrackingMethodAnnotation),
 		KubeVersion:        "v1.31.4+k3s1",
 		ApiVersions:        []string{"v1", "apps/v1", "policy/v1", "networking.k8s.io/v1"},
 		ProjectName:        "default",

@@ -11,7 +11,7 @@ import (
 func TestLintFindsWhatTheDocsGotWrong(t *testing.T) {
 	remoteKustomization := t.TempDir()
 	if err := os.WriteFile(filepath.Join(remoteKustomization, "kustomization.yaml"),
-		[]byte("resources:\n  - https://raw.githubusercontent.com/argoproj/argo-cd/v2.14.21/manifests/install.yaml\n"), 0o644); err != nil {
+		[]byte("resources:\n  - https://raw.githubusercontent.com/argoproj/argo-cd/v3.6.2/manifests/install.yaml\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

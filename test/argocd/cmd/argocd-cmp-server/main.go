@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	cmpserver "github.com/argoproj/argo-cd/v2/cmd/argocd-cmp-server/commands"
+	cmpserver "github.com/argoproj/argo-cd/v3/cmd/argocd-cmp-server/commands"
 )
 
 func main() {

@@ -1,4 +1,4 @@
-package argocd3
+package argocdline
 
 import (
 	"bytes"

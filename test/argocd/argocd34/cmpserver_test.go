@@ -1,0 +1,1 @@
+../argocd35/cmpserver_test.go
