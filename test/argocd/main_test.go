@@ -62,6 +62,20 @@ func run(m *testing.M) int {
 	}
 	fmt.Fprintf(os.Stderr, "argocd contract tests: plugin built in %s\n", time.Since(start).Round(time.Second))
 
+	// Argo CD 3.6's repo-server runs hack/git-verify-wrapper.sh of its
+	// release for every revision it checks out (its image has it on PATH).
+	argoDir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/argoproj/argo-cd/v3").Output()
+	if err != nil {
+		return fail(fmt.Errorf("locating Argo CD's module: %v", err))
+	}
+	wrapper, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(argoDir)), "hack", "git-verify-wrapper.sh"))
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "git-verify-wrapper.sh"), wrapper, 0o755); err != nil {
+		return fail(err)
+	}
+
 	for k, v := range map[string]string{
 		"PATH":                      bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"ARGOCD_PLUGINSOCKFILEPATH": filepath.Join(tmp, "s"),
