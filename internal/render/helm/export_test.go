@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"context"
 	"crypto/sha256"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -25,7 +26,7 @@ func InstallClientOnly(c *chart.Chart, vals map[string]any, opts Options) (strin
 	if err != nil {
 		return "", nil, err
 	}
-	r, err := installClientOnly(c, vals, opts, kv)
+	r, err := installClientOnly(context.Background(), c, vals, opts, kv)
 	if err != nil {
 		return "", nil, err
 	}

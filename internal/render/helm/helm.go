@@ -202,7 +202,7 @@ func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *chartE
 	if kept != nil {
 		templates = kept.templates
 	}
-	files, err := renderTemplates(c, vals, opts, kv, schemas, templates)
+	files, err := renderTemplates(ctx, c, vals, opts, kv, schemas, templates)
 	if tooMany := (tooManyObjectsError{}); errors.As(err, &tooMany) {
 		return nil, fmt.Errorf("%w: helm chart %s: %w", errdef.ErrRender, c.Name(), err)
 	}

@@ -43,12 +43,12 @@ var sortManifests = releaseutil.SortManifests
 // More than manifests.MaxObjects documents out of the engine (hooks
 // included) are refused before sorting, with the error releaseObjects
 // gives for more than MaxObjects objects.
-func installClientOnly(c *chart.Chart, vals map[string]any, opts Options, kv *common.KubeVersion) (*rendered, error) {
+func installClientOnly(ctx context.Context, c *chart.Chart, vals map[string]any, opts Options, kv *common.KubeVersion) (*rendered, error) {
 	var schemas compiledSchemas
 	if !opts.SkipSchemaValidation {
 		schemas, _ = checkSchemas(c) // nil on an error: Helm's validation
 	}
-	files, err := renderTemplates(c, vals, opts, kv, schemas, nil)
+	files, err := renderTemplates(ctx, c, vals, opts, kv, schemas, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,12 @@ func sortRelease(files map[string]string) (*rendered, error) {
 // validateValues), or nil: by Helm, which compiles the schemas again.
 // Templates executes from the parse trees it keeps (the ChartCache entry's),
 // or, nil, parses every template as Helm's engine does.
-func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *common.KubeVersion, schemas compiledSchemas, templates *engine.Templates) (map[string]string, error) {
+//
+// ctx is the generation's: Helm's engine hands it to its template functions
+// (lookup) but does not stop a template that runs on, so the steps before
+// and after the engine give up once ctx is done (a process past its deadline
+// is ended by its watchdog).
+func renderTemplates(ctx context.Context, c *chart.Chart, vals map[string]any, opts Options, kv *common.KubeVersion, schemas compiledSchemas, templates *engine.Templates) (map[string]string, error) {
 	if err := chartutil.ProcessDependencies(c, vals); err != nil {
 		return nil, err
 	}
@@ -104,10 +109,16 @@ func renderTemplates(c *chart.Chart, vals map[string]any, opts Options, kv *comm
 			return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.Version)
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	e := engine.Engine{Templates: templates}
-	files, err := e.RenderWithContext(context.Background(), c, valuesToRender)
+	files, err := e.RenderWithContext(ctx, c, valuesToRender)
 	if err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // nothing is decoded or sorted past it
 	}
 	for k := range files {
 		if strings.HasSuffix(k, "NOTES.txt") {

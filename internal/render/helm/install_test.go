@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -290,5 +291,29 @@ func TestSplitCount(t *testing.T) {
 			b.WriteString(alphabet[rng.IntN(len(alphabet))])
 		}
 		check(b.String())
+	}
+}
+
+// A render gives up with its generation's context: before Helm's engine when
+// the context is done already, and after it when the context ends while
+// templates run (the engine runs them to the end; nothing is decoded or
+// sorted then). The deadline is a tenth of what the same render took here
+// with a live context, so that it falls inside the engine on any machine.
+func TestRenderStopsWithItsContext(t *testing.T) {
+	slow := objectsChart(t, "{{ range until 2000000 }}{{ end }}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+	start := time.Now()
+	if objs, err := helm.Render(context.Background(), slow, helm.Options{}); err != nil || len(objs) != 1 {
+		t.Fatalf("with a live context: %d objects, error %v", len(objs), err)
+	}
+	took := time.Since(start)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	short, cancelShort := context.WithTimeout(context.Background(), took/10)
+	defer cancelShort()
+	for name, ctx := range map[string]context.Context{"cancelled": done, "deadline while templates run": short} {
+		objs, err := helm.Render(ctx, slow, helm.Options{})
+		if ctx.Err() == nil || !errors.Is(err, ctx.Err()) || len(objs) != 0 {
+			t.Errorf("%s: %d objects, error %v; want none and the context's error (%v)", name, len(objs), err, ctx.Err())
+		}
 	}
 }
