@@ -84,9 +84,9 @@ func renderTemplates(ctx context.Context, c *chart.Chart, vals map[string]any, o
 	if err := chartutil.ProcessDependencies(c, vals); err != nil {
 		return nil, err
 	}
-	caps := common.DefaultCapabilities.Copy()
+	caps := capabilities().Copy()
 	caps.KubeVersion = *kv
-	// Copy() shares DefaultCapabilities' slice: appending to it must never
+	// Copy() shares the defaults' slice: appending to it must never
 	// write into its spare capacity, which every render shares.
 	caps.APIVersions = append(slices.Clip(caps.APIVersions), common.VersionSet(opts.APIVersions)...)
 	valuesToRender, err := commonutil.ToRenderValuesWithSchemaValidation(c, vals, common.ReleaseOptions{
