@@ -600,6 +600,7 @@ func startRegistry(t *testing.T) *registryHelper {
 	bin := filepath.Join(t.TempDir(), "generator.test")
 	build := exec.Command("go", "test", "-c", "-o", bin, "./internal/frontend/generator")
 	build.Dir = repoRoot
+	build.Env = productTestEnv()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the registry helper: %v\n%s", err, out)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -186,6 +187,26 @@ func stopGRPC(gs *grpc.Server) {
 	case <-time.After(5 * time.Second):
 		gs.Stop()
 	}
+}
+
+// productTestEnv is the environment of `make test-unit` for a go command in
+// the product's module: the machine's Go (this module's Go 1.27.4 would
+// compile the whole product again), with cgo as the machine has it and
+// without make test-argocd's -trimpath, so that the test packages it builds
+// are those make test compiled.
+func productTestEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GOTOOLCHAIN", "CGO_ENABLED":
+			continue
+		case "GOFLAGS":
+			kv = k + "=" + strings.Join(slices.DeleteFunc(strings.Fields(v), func(f string) bool { return f == "-trimpath" }), " ")
+		}
+		env = append(env, kv)
+	}
+	return append(env, "GOTOOLCHAIN=local")
 }
 
 func fail(err error) int {
