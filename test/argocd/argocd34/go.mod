@@ -2,8 +2,12 @@ module github.com/argocd-ocm-plugin/argocd-ocm-plugin/test/argocd/argocd34
 
 go 1.26.1
 
-// What Argo CD v3.4.14 itself replaces; it also replaces gitops-engine with a
-// directory of its repository: this snapshot is what the proxy serves.
+// What Argo CD v3.4.14 itself replaces. It also replaces gitops-engine with a
+// directory of its repository, which no module proxy serves: the one snapshot
+// of that module the proxy serves stands in (as in ../argocd35), and
+// k8s.io/kubernetes stays at v3.4.14's v1.34.2, which the snapshot would raise.
+// The snapshot still raises kustomize and a few Kubernetes utility modules
+// (the require block); the packages the tests run are v3.4.14's.
 replace (
 	github.com/argoproj/argo-cd/gitops-engine => github.com/argoproj/argo-cd/gitops-engine v0.0.0-20260708145834-74d0f9207b67
 	github.com/golang/protobuf => github.com/golang/protobuf v1.5.4
