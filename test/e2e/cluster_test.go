@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
@@ -354,10 +355,8 @@ func (c *cluster) apiReady() bool {
 
 // bootstrap applies Argo CD's CRDs (server-side, as they are too large for a
 // client-side apply) and the settings argocd-server or the install
-// manifests would create.
+// manifests would create, then waits until the API server serves the CRDs.
 func (c *cluster) bootstrap() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	files, err := filepath.Glob(path(argoDir, "manifests", "crds", "*-crd.yaml"))
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("no CRDs in %s: %v", argoDir, err)
@@ -383,23 +382,34 @@ func (c *cluster) bootstrap() error {
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-gpg-keys-cm, namespace: argocd, "+labels+"}",
 		"apiVersion: v1\nkind: Secret\nmetadata: {name: argocd-secret, namespace: argocd, "+labels+"}\ndata: {server.secretkey: "+base64.StdEncoding.EncodeToString(secret)+"}",
 	)
+	// Each request has a deadline of its own. One 60 s deadline used to
+	// cover every apply and every wait: a server-side apply of
+	// applicationset-crd.yaml (1.5 MB) takes seconds on a loaded machine,
+	// and the last wait (applicationsets) got what was left of it.
+	var slowest time.Duration
 	for _, d := range docs {
-		if err := c.apply(ctx, d); err != nil {
+		t := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
+		err := c.apply(ctx, d)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w (after %s)", err, time.Since(t).Round(time.Millisecond))
+		}
+		slowest = max(slowest, time.Since(t))
+	}
+	c.startup["slowest CRD or settings apply"] = slowest
+	// A CRD is established by two writes of the API server's own
+	// controllers (names accepted, then established), each a write of the
+	// whole CRD as the apply was: the wait scales with what the slowest
+	// apply took on this machine now, from a floor for an idle one.
+	within := min(max(establishFloor, 10*slowest), establishCap)
+	for _, name := range []string{"applications.argoproj.io", "appprojects.argoproj.io", "applicationsets.argoproj.io"} {
+		if err := c.waitEstablished(name, within, slowest); err != nil {
 			return err
 		}
 	}
-	crd := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	for _, name := range []string{"applications.argoproj.io", "appprojects.argoproj.io", "applicationsets.argoproj.io"} {
-		if err := poll(ctx, func() (bool, error) {
-			u, err := c.dyn.Resource(crd).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			return condition(u, "Established") == "True", nil
-		}); err != nil {
-			return fmt.Errorf("CRD %s not established: %w", name, err)
-		}
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
+	defer cancel()
 	return c.apply(ctx, `apiVersion: argoproj.io/v1alpha1
 kind: AppProject
 metadata: {name: default, namespace: argocd}
@@ -407,6 +417,85 @@ spec:
   sourceRepos: ['*']
   destinations: [{server: '*', namespace: '*'}]
   clusterResourceWhitelist: [{group: '*', kind: '*'}]`)
+}
+
+const (
+	applyTimeout   = 3 * time.Minute  // one apply request: a stuck API server, not a slow one
+	establishFloor = 30 * time.Second // a CRD's establishment on an idle machine takes well under a second
+	establishCap   = 10 * time.Minute
+)
+
+// waitEstablished waits until the CRD name is Established, for at most
+// within. It watches the CRD instead of polling it: a GET of Argo CD's
+// ApplicationSet CRD moves over a megabyte through the API server and the
+// decoder, work that ten polls a second added to the loaded API server that
+// is to establish it. The error names the CRD's last conditions, the time
+// the slowest apply took, and the end of the API server's log.
+func (c *cluster) waitEstablished(name string, within, slowestApply time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	crds := c.dyn.Resource(crdGVR)
+	last := "not found"
+	for ctx.Err() == nil {
+		u, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			if ctx.Err() == nil {
+				last = err.Error()
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		if condition(u, "Established") == "True" {
+			return nil
+		}
+		last = conditions(u)
+		w, err := crds.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: u.GetResourceVersion()})
+		if err != nil {
+			if ctx.Err() == nil {
+				last = err.Error()
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || ev.Type == watch.Deleted {
+				break // an error (an expired version): get it again
+			}
+			if condition(u, "Established") == "True" {
+				w.Stop()
+				return nil
+			}
+			last = conditions(u)
+		}
+		w.Stop() // ended by the deadline or the server: get it again
+	}
+	if c.apiserver.exited() {
+		return fmt.Errorf("CRD %s not established: kube-apiserver exited (%v)\n%s", name, c.apiserver.err, c.apiserver.tail(40))
+	}
+	return fmt.Errorf("CRD %s not established within %s (10 times the slowest apply, %s, at least %s); its conditions: %s\n%s",
+		name, within, slowestApply.Round(time.Millisecond), establishFloor, last, c.apiserver.tail(40))
+}
+
+// conditions is a status.conditions list as "Type=Status (Reason: Message)".
+func conditions(u *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var out []string
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		out = append(out, fmt.Sprintf("%v=%v (%v: %v)", m["type"], m["status"], m["reason"], m["message"]))
+	}
+	if len(out) == 0 {
+		return "none yet"
+	}
+	return strings.Join(out, ", ")
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
 }
 
 // apply server-side applies one YAML document.
