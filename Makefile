@@ -153,6 +153,9 @@ e2e-fleet: build e2e-deps e2e-build
 # ships (its hack/tool-versions.sh), which its repo-server executes for the
 # native Helm source the fleet scenarios compare with.
 E2E_HELM := helm.sh/helm/v4/cmd/helm@v4.3.2
+# Stamped as Helm's Makefile stamps a release (as make reftools does): built from
+# the module, helm reports the library's v4.3 and no tree state.
+E2E_HELM_VERSION := -X helm.sh/helm/v4/internal/version.version=v4.3.2 -X helm.sh/helm/v4/internal/version.gitTreeState=clean
 # kube-apiserver built from its module reports version v0.0.0 (its release
 # build stamps it), which charts with a kubeVersion constraint (podinfo's
 # >=1.23.0-0) refuse: stamp the version Argo CD v3.6.2 pins.
@@ -160,7 +163,7 @@ E2E_KUBE_VERSION := -X k8s.io/component-base/version.gitVersion=v1.37.0 -X k8s.i
 e2e-build:
 	cd test/e2e && $(E2E_GO) build -trimpath -ldflags '-s -w $(E2E_KUBE_VERSION)' -o $(E2E_BIN)/ github.com/argoproj/argo-cd/v3/cmd k8s.io/kubernetes/cmd/kube-apiserver
 	$(GO) build -trimpath -ldflags '-s -w' -o $(E2E_BIN)/registry ./hack/registry
-	GOBIN=$(E2E_BIN) $(E2E_GO) install -trimpath -ldflags '-s -w' $(E2E_HELM)
+	GOBIN=$(E2E_BIN) $(E2E_GO) install -trimpath -ldflags '-s -w $(E2E_HELM_VERSION)' $(E2E_HELM)
 	mv -f $(E2E_BIN)/cmd $(E2E_BIN)/argocd
 	for n in argocd-repo-server argocd-application-controller argocd-applicationset-controller argocd-cmp-server argocd-commit-server; do ln -sf argocd $(E2E_BIN)/$$n; done
 	install -m 0755 "$$(cd test/e2e && $(E2E_GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/hack/git-verify-wrapper.sh" $(E2E_BIN)/
