@@ -598,9 +598,7 @@ type registryHelper struct {
 func startRegistry(t *testing.T) *registryHelper {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "generator.test")
-	build := exec.Command("go", "test", "-c", "-o", bin, "./internal/frontend/generator")
-	build.Dir = repoRoot
-	build.Env = productTestEnv()
+	build := productTest("test", "-c", "-o", bin, "./internal/frontend/generator")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the registry helper: %v\n%s", err, out)
 	}

@@ -54,10 +54,8 @@ func run(m *testing.M) int {
 	bin := filepath.Join(tmp, "bin")
 	binDir = bin
 	start := time.Now()
-	build := exec.Command("go", "build", "-trimpath", "-o", bin+string(filepath.Separator), "./cmd/argocd-ocm-plugin", "./cmd/argocd-ocm-client")
-	build.Dir = repoRoot
 	// The product builds with the machine's Go (these tests need Go 1.27).
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
+	build := productBuild("build", "-trimpath", "-o", bin+string(filepath.Separator), "./cmd/argocd-ocm-plugin", "./cmd/argocd-ocm-client")
 	if out, err := build.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("building the plugin: %v\n%s", err, out))
 	}
@@ -189,24 +187,64 @@ func stopGRPC(gs *grpc.Server) {
 	}
 }
 
-// productTestEnv is the environment of `make test-unit` for a go command in
-// the product's module: the machine's Go (this module's Go 1.27.4 would
-// compile the whole product again), with cgo as the machine has it and
-// without make test-argocd's -trimpath, so that the test packages it builds
-// are those make test compiled.
-func productTestEnv() []string {
-	var env []string
+// machineGo is the machine's go command and an environment for it, for the
+// go commands these tests run in the product's module. go test runs this
+// test binary with Go 1.27.4's GOROOT in the environment and its bin first
+// on PATH, so a plain "go" with GOTOOLCHAIN=local is still Go 1.27.4 and
+// compiles the whole product again beside make build's and make test's
+// packages: both are dropped, and "go" is looked up on what PATH is left.
+func machineGo() (goCmd string, env []string) {
+	goroot := os.Getenv("GOROOT")
+	var path []string
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
-		case "GOTOOLCHAIN", "CGO_ENABLED":
+		case "GOROOT", "GOTOOLCHAIN":
 			continue
-		case "GOFLAGS":
-			kv = k + "=" + strings.Join(slices.DeleteFunc(strings.Fields(v), func(f string) bool { return f == "-trimpath" }), " ")
+		case "PATH":
+			for _, dir := range filepath.SplitList(v) {
+				if goroot == "" || filepath.Clean(dir) != filepath.Join(goroot, "bin") {
+					path = append(path, dir)
+				}
+			}
+			kv = k + "=" + strings.Join(path, string(filepath.ListSeparator))
 		}
 		env = append(env, kv)
 	}
-	return append(env, "GOTOOLCHAIN=local")
+	goCmd = "go"
+	for _, dir := range path {
+		if fi, err := os.Stat(filepath.Join(dir, "go")); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			goCmd = filepath.Join(dir, "go")
+			break
+		}
+	}
+	return goCmd, append(env, "GOTOOLCHAIN=local")
+}
+
+// productBuild is a go command of make build's (the machine's Go, no cgo,
+// -trimpath) in the product's module.
+func productBuild(args ...string) *exec.Cmd {
+	goCmd, env := machineGo()
+	cmd := exec.Command(goCmd, args...)
+	cmd.Dir, cmd.Env = repoRoot, append(env, "CGO_ENABLED=0")
+	return cmd
+}
+
+// productTest is a go command of make test-unit's in the product's module:
+// the machine's Go, cgo as the machine has it and without make
+// test-argocd's -trimpath, so that the test packages it builds are those
+// make test compiled.
+func productTest(args ...string) *exec.Cmd {
+	goCmd, env := machineGo()
+	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "CGO_ENABLED=") })
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			env[i] = "GOFLAGS=" + strings.Join(slices.DeleteFunc(strings.Fields(v), func(f string) bool { return f == "-trimpath" }), " ")
+		}
+	}
+	cmd := exec.Command(goCmd, args...)
+	cmd.Dir, cmd.Env = repoRoot, env
+	return cmd
 }
 
 func fail(err error) int {
