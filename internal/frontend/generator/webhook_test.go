@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -119,15 +120,15 @@ func serveWebhook(t *testing.T, g *generator.Generator, sets generator.AppSets, 
 // generator's cached version list is forgotten, so the refresh sees the
 // new version at once although the list TTL is an hour.
 func TestWebhookDistributionNotificationsRefreshListingAppSets(t *testing.T) {
+	const marker = "example.org/sync/marker"
 	var whURL string
 	var mu sync.Mutex
-	last := time.Now()
 	hook := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		last = time.Now()
-		mu.Unlock()
 		// The registry starts before the generator's server exists.
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, whURL+r.URL.Path, r.Body)
+		mu.Lock()
+		to := whURL
+		mu.Unlock()
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, to+r.URL.Path, r.Body)
 		req.Header = r.Header.Clone()
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -151,8 +152,12 @@ func TestWebhookDistributionNotificationsRefreshListingAppSets(t *testing.T) {
 		generator.AppSet{Namespace: "argocd", Name: "other-component", Inputs: []map[string]any{{"repository": f.repo, "component": redis}}},
 		generator.AppSet{Namespace: "argocd", Name: "other-prefix", Inputs: []map[string]any{{"repository": other, "component": podinfo}}},
 		generator.AppSet{Namespace: "argocd", Name: "platform-prefix", Inputs: []map[string]any{{"repository": f.repo, "component": "example.org/platform/*"}}},
+		generator.AppSet{Namespace: "argocd", Name: "marker", Inputs: []map[string]any{{"repository": f.repo, "component": marker}}},
 	)
-	whURL = serveWebhook(t, g, sets, generator.WebhookSource{Name: "local", Kind: generator.SourceDistribution, Secret: secretFile(t, webhookSecret)})
+	u := serveWebhook(t, g, sets, generator.WebhookSource{Name: "local", Kind: generator.SourceDistribution, Secret: secretFile(t, webhookSecret)})
+	mu.Lock()
+	whURL = u
+	mu.Unlock()
 
 	newest := func() string {
 		t.Helper()
@@ -166,18 +171,37 @@ func TestWebhookDistributionNotificationsRefreshListingAppSets(t *testing.T) {
 	if v := newest(); v != "3.0.0" {
 		t.Fatalf("newest before the push: %s", v)
 	}
-	// The fixture's own pushes are notified too, in order, one endpoint
-	// queue: once the relay has been quiet for a while they are all in.
-	for quiet := time.Duration(0); quiet < 500*time.Millisecond; time.Sleep(50 * time.Millisecond) {
-		mu.Lock()
-		quiet = time.Since(last)
-		mu.Unlock()
+	// The registry sends its notifications in order (one queue per
+	// endpoint) and the webhook refreshes in order (one worker): once a
+	// push of the marker has refreshed its ApplicationSet, the refreshes of
+	// every earlier push are in. Not a quiet period: at load 30 on 2 cores
+	// the fixture's own pushes were still being refreshed after 500 ms of
+	// quiet.
+	pushes := 0
+	untilMarker := func() []string {
+		t.Helper()
+		pushes++
+		f.reg.Push(t, "ocm", app(marker, fmt.Sprintf("1.0.%d", pushes)))
+		var got []string
+		safety := time.After(time.Minute)
+		for {
+			select {
+			case n := <-sets.refreshed:
+				if n == "argocd/marker" {
+					slices.Sort(got)
+					return got
+				}
+				got = append(got, n)
+			case <-safety:
+				t.Fatalf("the marker's push refreshed nothing within a minute (before it: %v)", got)
+			}
+		}
 	}
-	for len(sets.refreshed) > 0 {
-		<-sets.refreshed
-	}
+	untilMarker() // the fixture's own pushes
 	f.reg.Push(t, "ocm", app(podinfo, "4.0.0"))
-	sets.waitRefreshed(t, "argocd/exact", "argocd/prefix", "team-a/templated")
+	if got, want := untilMarker(), []string{"argocd/exact", "argocd/prefix", "team-a/templated"}; !slices.Equal(got, want) {
+		t.Fatalf("refreshed %v, want %v", got, want)
+	}
 	if v := newest(); v != "4.0.0" {
 		t.Fatalf("newest after the push's webhook: %s, want 4.0.0 (the cached list was not forgotten)", v)
 	}
