@@ -118,7 +118,10 @@ func WithNotifications(url string, headers http.Header) Option {
 	return func(c *config) {
 		c.notify = append(c.notify, configuration.Endpoint{
 			Name: fmt.Sprintf("endpoint-%d", len(c.notify)), URL: url, Headers: headers,
-			Timeout: 2 * time.Second, Threshold: 3, Backoff: 100 * time.Millisecond,
+			// A notification that times out is sent again: the timeout is a
+			// safety net, so that a loaded machine does not deliver one event
+			// twice.
+			Timeout: 30 * time.Second, Threshold: 3, Backoff: 100 * time.Millisecond,
 		})
 	}
 }
