@@ -231,7 +231,8 @@ func TestReferenceFanOutStopsAtTheCap(t *testing.T) {
 	})
 }
 
-// Finding 2: a component whose tags name versions that do not exist. The
+// Finding 2: a component whose tags name versions that do not exist (the
+// registry lists tags it serves no manifest for: HTTP 502). The
 // first failed lookup stops the others (no new one starts, those under way
 // are cancelled); a registry that never answers is given up at the deadline,
 // and no lookup starts after it.
@@ -246,7 +247,8 @@ func TestLookupsStopAtFirstErrorAndDeadline(t *testing.T) {
 		c := &counting{open: opener}
 		url := serve(t, (*fixture)(nil).generator(t, generator.Options{Open: c.Open, Parallelism: par}))
 		r := call(t, url, map[string]any{"repository": reg.URL + "/ocm", "component": missing, "latest": 0})
-		if r.status != http.StatusBadRequest || !strings.Contains(r.message(t), "not found") {
+		// Tags listed but not served: the registry's fault, said as such.
+		if r.status != http.StatusBadGateway || !strings.Contains(r.message(t), "but serves no manifest for it") {
 			t.Errorf("%d %s", r.status, r.body)
 		}
 		// Those under way when the first failed, and perhaps one more.
@@ -303,7 +305,7 @@ func TestSelectedVersionsCappedBeforeLookups(t *testing.T) {
 	t.Logf("400 after %s", time.Since(start).Round(time.Millisecond))
 	// Under the cap, the newest of them are still selected (and looked up).
 	r = call(t, url, map[string]any{"repository": reg.URL + "/ocm", "component": many, "latest": 3})
-	if r.status != http.StatusBadRequest || !strings.Contains(r.message(t), "not found") {
+	if r.status != http.StatusBadGateway || !strings.Contains(r.message(t), "but serves no manifest for it") {
 		t.Errorf("latest 3: %d %s", r.status, r.body)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -267,7 +268,13 @@ func (r *Repository) pinMismatch(ctx context.Context, ref imageref.Reference, re
 	return ocm.PinMismatch(component, version, ref.Digest, mdesc.Digest.String())
 }
 
-// notFound explains a missing version with the versions that exist.
+// notFound explains a missing version with the versions that exist. A
+// version whose tag the registry lists but whose manifest it does not serve
+// by that tag is no missing version: the registry is still writing a push
+// (distribution links a tag into the tag list before it points the tag at
+// its manifest, and sends its push notification before either), or the tag
+// is broken. That is the registry's state, not the request's fault, and the
+// message says so instead of "not found (available: …, <the version>)".
 func (r *Repository) notFound(ctx context.Context, component, version string, cause error) error {
 	versions, err := r.ListVersions(ctx, component)
 	if err != nil {
@@ -276,7 +283,39 @@ func (r *Repository) notFound(ctx context.Context, component, version string, ca
 		}
 		return fmt.Errorf("version %s of component %s %w in %s: %w", version, component, errdef.ErrNotFound, r, cause)
 	}
+	if slices.Contains(versions, version) {
+		return fmt.Errorf("%w: version %s of component %s: %s lists its tag %s but serves no manifest for it (a push still being written, or a broken tag); retry", ErrTagNotServed, version, component, r, ocm.VersionToTag(version))
+	}
 	return fmt.Errorf("version %s of component %s %w in %s (available: %s)", version, component, errdef.ErrNotFound, r, errdef.Cut(strings.Join(versions, ", ")))
+}
+
+// ErrTagNotServed: a registry lists a version's tag but serves no manifest
+// for it (see notFound). Not errdef.ErrNotFound: retrying may succeed.
+var ErrTagNotServed = errors.New("tag listed but not served")
+
+// VersionDigest resolves a version's tag to the digest of its descriptor
+// manifest: one request, the descriptor is not read. A tag the registry does
+// not serve (yet) is errdef.ErrNotFound.
+func (r *Repository) VersionDigest(ctx context.Context, component, version string) (string, error) {
+	ref, err := r.descriptorRef(component)
+	if err != nil {
+		return "", err
+	}
+	ref.Tag = ocm.VersionToTag(version)
+	if err := ref.Validate(); err != nil {
+		return "", fmt.Errorf("%w: version %s of component %s cannot be an OCI tag", errdef.ErrInvalidInput, errdef.Quote(version), errdef.Quote(component))
+	}
+	ctx, cancel := r.c.op(ctx)
+	defer cancel()
+	repo, err := r.c.repo(ref)
+	if err != nil {
+		return "", err
+	}
+	d, err := r.c.manifestDesc(ctx, ref, repo)
+	if err != nil {
+		return "", err
+	}
+	return d.Digest.String(), nil
 }
 
 type componentVersion struct {
