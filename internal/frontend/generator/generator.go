@@ -920,3 +920,38 @@ func (g *Generator) Forget(host, prefix, component string) int {
 	}
 	return n
 }
+
+// versionDigester is a repository that resolves a version's tag without
+// reading its descriptor (oci.Repository).
+type versionDigester interface {
+	VersionDigest(ctx context.Context, component, version string) (string, error)
+}
+
+// served reports whether a registry repository, as an ApplicationSet names
+// it, serves the descriptor manifest of a pushed tag: nil once it does,
+// errdef.ErrNotFound while it does not, another error when it cannot tell
+// (the gate refuses the repository, it is no registry, or cannot be read).
+func (g *Generator) served(ctx context.Context, repository, component, tag string) error {
+	sp, err := g.checkQuery(Query{Repository: repository})
+	if err != nil {
+		return err
+	}
+	spec, _, ociRepo, err := g.locate(repository, sp)
+	if err != nil {
+		return err
+	}
+	if !ociRepo {
+		return errors.New("not a registry")
+	}
+	repo, err := g.o.Open(ctx, spec)
+	if err != nil {
+		return err
+	}
+	defer repo.Close()
+	d, ok := repo.(versionDigester)
+	if !ok {
+		return errors.New("the repository cannot resolve a tag alone")
+	}
+	_, err = d.VersionDigest(ctx, component, ocm.TagToVersion(tag))
+	return err
+}

@@ -50,6 +50,9 @@ const (
 	webhookQueue = 64
 	// refreshTimeout bounds listing and refreshing the ApplicationSets of a batch.
 	refreshTimeout = 30 * time.Second
+	// settleTimeout bounds how long a batch waits for the registry to
+	// serve its pushed tags (see Webhook.refresh).
+	settleTimeout = 10 * time.Second
 )
 
 // WebhookSource is a registry that may send push events, with its own
@@ -311,42 +314,119 @@ func (wh *Webhook) work(ctx context.Context) {
 	}
 }
 
+// refresh waits until the registry serves the pushed tags, then forgets
+// what the generator cached of their components and refreshes the
+// ApplicationSets that list them.
+//
+// The wait comes first because a registry may notify a push before it
+// serves it: distribution sends its event when the manifest is stored,
+// before it writes the tag, and links the tag into the tag list before it
+// points the tag at the manifest. A refresh at once could list the version
+// and then fail to resolve it (the ApplicationSet controller then retries
+// only minutes later), or list the versions without it and keep that list
+// for the list TTL; and a forget before the tag is served would let any
+// request in between cache that list again.
 func (wh *Webhook) refresh(ctx context.Context, batch []target) {
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
 	start := time.Now()
-	for _, t := range batch {
-		if wh.Generator != nil {
-			wh.Generator.Forget(t.host, t.prefix, t.component)
-		}
-	}
 	sets, err := wh.AppSets.List(ctx)
 	if err != nil {
+		wh.forget(batch)
 		wh.Log.Error("webhook: listing ApplicationSets failed; they refresh at their next poll", "error", err.Error())
 		return
 	}
+	type hit struct {
+		set AppSet
+		t   *target
+	}
+	var hits []hit
+	// The repository of each listed target as an ApplicationSet names it:
+	// what its refresh will read.
+	repos := map[int]string{}
 	for _, s := range sets {
-		var hit *target
+		var first *target
 		for _, in := range s.Inputs {
 			for i := range batch {
-				if lists(in, batch[i]) {
-					hit = &batch[i]
-					break
+				if !lists(in, batch[i]) {
+					continue
+				}
+				if first == nil {
+					first = &batch[i]
+				}
+				if repo, _ := in["repository"].(string); !templated(repo) && repos[i] == "" {
+					repos[i] = repo
+				} else if _, ok := repos[i]; !ok {
+					repos[i] = ""
 				}
 			}
-			if hit != nil {
-				break
+		}
+		if first != nil {
+			hits = append(hits, hit{s, first})
+		}
+	}
+	wh.awaitServed(ctx, batch, repos)
+	wh.forget(batch)
+	for _, h := range hits {
+		if err := wh.AppSets.Refresh(ctx, h.set.Namespace, h.set.Name); err != nil {
+			wh.Log.Error("webhook: refreshing an ApplicationSet failed; it refreshes at its next poll", "applicationSet", h.set.Namespace+"/"+h.set.Name, "error", err.Error())
+			continue
+		}
+		wh.Log.Info("webhook: ApplicationSet refreshed", "applicationSet", h.set.Namespace+"/"+h.set.Name,
+			"component", h.t.component, "tag", h.t.tag, "ms", time.Since(start).Milliseconds())
+	}
+}
+
+func (wh *Webhook) forget(batch []target) {
+	if wh.Generator == nil {
+		return
+	}
+	for _, t := range batch {
+		wh.Generator.Forget(t.host, t.prefix, t.component)
+	}
+}
+
+// awaitServed waits, at most settleTimeout for the batch, until the
+// registry serves each pushed tag that an ApplicationSet lists, asking it
+// again after 20 ms, 40 ms, … at most every 500 ms. repos holds the listed
+// targets (by index in batch) and the repository an ApplicationSet names
+// each by ("": only templated ones; then the registry and prefix of the
+// event). A repository that cannot tell (refused by the gate, unreachable)
+// is not waited for.
+func (wh *Webhook) awaitServed(ctx context.Context, batch []target, repos map[int]string) {
+	if wh.Generator == nil || len(repos) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	for i, t := range batch {
+		repo, listed := repos[i]
+		if !listed {
+			continue
+		}
+		if repo == "" {
+			repo = t.host
+			if t.prefix != "" {
+				repo += "/" + t.prefix
 			}
 		}
-		if hit == nil {
-			continue
+		for delay := 20 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
+			err := wh.Generator.served(ctx, repo, t.component, t.tag)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errdef.ErrNotFound) || ctx.Err() != nil {
+				wh.Log.Warn("webhook: cannot tell whether the registry serves the pushed tag; refreshing now", "component", t.component, "tag", t.tag, "error", err.Error())
+				break
+			}
+			select {
+			case <-time.After(delay):
+				continue
+			case <-ctx.Done():
+			}
+			wh.Log.Warn("webhook: the registry does not serve the pushed tag yet; refreshing now", "component", t.component, "tag", t.tag, "waited", settleTimeout.String())
+			return
 		}
-		if err := wh.AppSets.Refresh(ctx, s.Namespace, s.Name); err != nil {
-			wh.Log.Error("webhook: refreshing an ApplicationSet failed; it refreshes at its next poll", "applicationSet", s.Namespace+"/"+s.Name, "error", err.Error())
-			continue
-		}
-		wh.Log.Info("webhook: ApplicationSet refreshed", "applicationSet", s.Namespace+"/"+s.Name,
-			"component", hit.component, "tag", hit.tag, "ms", time.Since(start).Milliseconds())
 	}
 }
 

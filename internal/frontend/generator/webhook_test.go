@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,9 +16,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/generator"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 )
@@ -273,6 +276,8 @@ func TestWebhookRefusals(t *testing.T) {
 	if n := sets.listed(); n != 0 {
 		t.Fatalf("refused events listed ApplicationSets %d times", n)
 	}
+	// The push the event names, served (the webhook refreshes once it is).
+	f.reg.Push(t, "ocm", app(podinfo, "9.0.0"))
 	if status, _ := send("/api/v1/webhook/dist", auth, event); status != http.StatusAccepted {
 		t.Fatalf("the right secret: %d, want 202", status)
 	}
@@ -374,4 +379,133 @@ func TestWebhookSourceCheck(t *testing.T) {
 	if err := (&generator.Webhook{Sources: twice}).Check(); err == nil {
 		t.Error("a name twice: accepted")
 	}
+}
+
+// A registry may notify a push before it serves it: distribution sends the
+// event when the manifest is stored, then links the tag into the tag list,
+// then points the tag at the manifest. The registry here is held in those
+// states (by a middleware, not by timing) while the webhook's event is
+// handled: the webhook refreshes only once the pushed tag is served, and
+// forgets the cached list only then, so that a request in between (the
+// ApplicationSet's own poll, which caches the list without the version for
+// the list TTL) cannot hide the version; and a request that finds the tag
+// listed but not served says so, instead of "version X not found
+// (available: …, X)". TestFleetWebhook (test/e2e) failed once with that
+// message at load 45: the refresh came before the tag.
+func TestWebhookRefreshesOnceThePushedTagIsServed(t *testing.T) {
+	const pushed = "4.0.0"
+	const (
+		normal     = iota
+		stored     // the manifest stored and notified; the tag not written
+		listedOnly // the tag listed, not pointing at its manifest yet
+	)
+	var phase atomic.Int32
+	refused := make(chan struct{}, 1000)
+	manifest := "/v2/ocm/component-descriptors/" + podinfo + "/manifests/" + pushed
+	tagList := "/v2/ocm/component-descriptors/" + podinfo + "/tags/list"
+	mw := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p := phase.Load()
+			switch {
+			case p != normal && r.URL.Path == manifest && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+				refused <- struct{}{}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusNotFound)
+				fmt.Fprintf(w, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown","detail":{"Tag":%q}}]}`, pushed)
+			case p == stored && r.URL.Path == tagList && r.Method == http.MethodGet:
+				rec := httptest.NewRecorder()
+				next.ServeHTTP(rec, r)
+				var list struct {
+					Name string   `json:"name"`
+					Tags []string `json:"tags"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+				list.Tags = slices.DeleteFunc(list.Tags, func(s string) bool { return s == pushed })
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(list)
+			default:
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+	f := newFixture(t, registrytest.WithMiddleware(mw))
+	g := f.generator(t, generator.Options{ListTTL: time.Hour})
+	q := query(t, map[string]any{"repository": f.repo, "component": podinfo})
+	newest := func(g *generator.Generator) (string, error) {
+		out, err := g.Generate(context.Background(), q)
+		if err != nil {
+			return "", err
+		}
+		return out[0]["version"].(string), nil
+	}
+	// The ApplicationSet controller asks the generator as soon as it is
+	// refreshed: so does this one, and keeps what it got.
+	type outcome struct {
+		version string
+		err     error
+	}
+	outcomes := make(chan outcome, 10)
+	sets := &generatingAppSets{fakeAppSets: newFakeAppSets(generator.AppSet{Namespace: "argocd", Name: "exact",
+		Inputs: []map[string]any{{"repository": f.repo, "component": podinfo}}}),
+		generate: func() { v, err := newest(g); outcomes <- outcome{v, err} }}
+	u := serveWebhook(t, g, sets, generator.WebhookSource{Name: "local", Kind: generator.SourceDistribution, Secret: secretFile(t, webhookSecret)})
+	if v, err := newest(g); err != nil || v != "3.0.0" {
+		t.Fatalf("newest before the push: %s %v", v, err)
+	}
+
+	phase.Store(stored)
+	f.reg.Push(t, "ocm", app(podinfo, pushed))
+	event := `{"events":[{"action":"push","target":{"repository":"ocm/component-descriptors/` + podinfo + `","tag":"` + pushed + `"},"request":{"host":"` + f.reg.Host + `"}}]}`
+	if status, body := sendEvent(t, u+generator.PathWebhook+"local", map[string]string{"Authorization": "Bearer " + webhookSecret}, []byte(event)); status != http.StatusAccepted {
+		t.Fatalf("event: %d %s", status, body)
+	}
+	select {
+	case <-refused: // the webhook asked for the pushed tag, and was refused
+	case o := <-outcomes:
+		t.Fatalf("the ApplicationSet was refreshed before the registry served the pushed tag (newest %q, %v)", o.version, o.err)
+	case <-time.After(time.Minute):
+		t.Fatal("the webhook neither asked for the pushed tag nor refreshed within a minute")
+	}
+	// The ApplicationSet's poll in between: the registry does not list
+	// the version yet, and the generator keeps that list for an hour.
+	if v, err := newest(g); err != nil || v != "3.0.0" {
+		t.Fatalf("newest while the tag is not written: %s %v, want 3.0.0", v, err)
+	}
+	// The tag listed, not served: the message says what is so.
+	phase.Store(listedOnly)
+	_, err := newest(f.generator(t, generator.Options{ListTTL: -1}))
+	if err == nil || errors.Is(err, errdef.ErrNotFound) || !strings.Contains(err.Error(), "lists its tag "+pushed+" but serves no manifest for it") ||
+		strings.Contains(err.Error(), "not found") {
+		t.Fatalf("a tag listed but not served: %v, want an error that is no ErrNotFound and says the tag is listed but not served", err)
+	}
+	select {
+	case o := <-outcomes:
+		t.Fatalf("the ApplicationSet was refreshed before the registry served the pushed tag (newest %q, %v)", o.version, o.err)
+	default:
+	}
+
+	phase.Store(normal)
+	select {
+	case o := <-outcomes:
+		if o.err != nil || o.version != pushed {
+			t.Fatalf("the refresh's request: newest %q, %v; want %s", o.version, o.err, pushed)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no refresh within a minute of the registry serving the pushed tag")
+	}
+}
+
+// generatingAppSets asks the generator on each refresh, as the
+// ApplicationSet controller does.
+type generatingAppSets struct {
+	*fakeAppSets
+	generate func()
+}
+
+func (s *generatingAppSets) Refresh(ctx context.Context, ns, name string) error {
+	s.generate()
+	return s.fakeAppSets.Refresh(ctx, ns, name)
 }
