@@ -60,10 +60,15 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 	case "echo":
 		fmt.Fprintf(stdout, "pid %d args %s\n", os.Getpid(), strings.Join(req.Args[1:], " "))
 		return 0
-	case "spin": // a template loop: ignores its context
+	case "spin": // a template loop: ignores its context [and says it runs]
 		// No allocation: under heavy load a garbage-making loop was seen to
 		// reach the address-space limit in the test binary's workers (cause
 		// "memory" instead of "deadline"); this case is about the deadline.
+		// With "announce", it tells the pool's Stderr (see spinLog) that it
+		// runs, hence that its worker took the job.
+		if len(req.Args) > 1 && req.Args[1] == "announce" {
+			fmt.Fprintf(os.Stderr, "spin: running in %d\n", os.Getpid())
+		}
 		for {
 			spins.Add(1)
 		}
@@ -325,15 +330,20 @@ func TestPoolCancelKillsTheWorker(t *testing.T) {
 
 // kill -9 of a worker: mid-render, one failed generation; while idle, no
 // generation notices.
+//
+// The worker is killed once it runs the generation (spinLog), not once the
+// pool has handed it the job: killed before it took the job, the
+// generation would rightly go to another worker (TestPoolIdleWorkerKilledJustBefore).
+// The deadline is a safety net.
 func TestPoolWorkerKilledFromOutside(t *testing.T) {
-	p := testPool(t, &Pool{Size: 2, Warm: 2})
+	spinning := make(spinLog, 8)
+	p := testPool(t, &Pool{Size: 2, Warm: 2, Deadline: time.Minute, Stderr: spinning})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var res *Result
 	var out Outcome
-	go func() { defer wg.Done(); res, out = do(p, "spin") }()
-	busy := waitBusy(t, p, 1)
-	syscall.Kill(busy, syscall.SIGKILL)
+	go func() { defer wg.Done(); res, out = do(p, "spin", "announce") }()
+	syscall.Kill(spinning.wait(t), syscall.SIGKILL)
 	wg.Wait()
 	if res != nil || out.Cause != CauseCrashed || !strings.Contains(out.Detail, "killed") {
 		t.Errorf("mid-render kill: %+v %+v", res, out)
@@ -404,15 +414,23 @@ func TestPoolIdleWorkerKilledJustBefore(t *testing.T) {
 // A worker that took its job and then died (by itself, or killed from
 // outside mid-render) fails that generation once: it is never given to
 // another worker, since it may have run.
+//
+// Nothing here depends on the machine's speed: the worker is killed once
+// "spin" says it runs (spinLog), i.e. after its worker acknowledged the
+// job, and the deadline is a safety net. At load 45 the test killed the
+// worker 20 ms after the pool had marked it busy: the fresh worker had not
+// read its job yet, so the generation was (rightly) given to another one,
+// which spun until the 5 s deadline: cause "deadline", one redelivery.
 func TestPoolJobTakenIsNotRedelivered(t *testing.T) {
 	m := NewMetrics()
-	p := testPool(t, &Pool{Size: 1, Warm: 1, Metrics: m})
+	spinning := make(spinLog, 8)
+	p := testPool(t, &Pool{Size: 1, Warm: 1, Metrics: m, Deadline: time.Minute, Stderr: spinning})
 	if res, out := do(p, "crash"); res != nil || out.Cause != CauseCrashed || out.Detail != "exit status 3" {
 		t.Errorf("crash: %+v %+v", res, out)
 	}
 	done := make(chan Outcome, 1)
-	go func() { _, out := do(p, "spin"); done <- out }()
-	syscall.Kill(waitBusy(t, p, 1), syscall.SIGKILL)
+	go func() { _, out := do(p, "spin", "announce"); done <- out }()
+	syscall.Kill(spinning.wait(t), syscall.SIGKILL)
 	if out := <-done; out.Cause != CauseCrashed || out.Detail != "signal killed" {
 		t.Errorf("killed mid-render: %+v", out)
 	}
@@ -449,22 +467,37 @@ func TestPoolRecycles(t *testing.T) {
 	waitDead(t, second)
 }
 
-func waitBusy(t *testing.T, p *Pool, n int) int {
-	t.Helper()
-	for range 200 {
-		p.mu.Lock()
-		for w := range p.workers {
-			if w.busy && w.killed == "" {
-				p.mu.Unlock()
-				time.Sleep(20 * time.Millisecond)
-				return w.pid
+// spinLog is the Stderr of a pool whose generation runs "spin announce":
+// it receives the pid of each worker that runs it. The line comes from the
+// handler, hence after the worker acknowledged its job (ServeWorker): a
+// worker killed after it had taken the job. (Busy in the pool said only
+// that the job was handed to the worker: 20 ms later it had not always
+// read it under load.)
+type spinLog chan int
+
+func (s spinLog) Write(b []byte) (int, error) {
+	if rest, ok := strings.CutPrefix(string(b), "spin: running in "); ok {
+		if pid, err := strconv.Atoi(strings.TrimSpace(rest)); err == nil {
+			select {
+			case s <- pid:
+			default:
 			}
 		}
-		p.mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("no busy worker")
-	return 0
+	return len(b), nil
+}
+
+// wait returns the pid of the next worker that runs "spin announce" (a
+// minute is a safety net).
+func (s spinLog) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case pid := <-s:
+		return pid
+	case <-time.After(time.Minute):
+		t.Fatal("no worker ran spin within a minute")
+		return 0
+	}
 }
 
 func waitDead(t *testing.T, pid int) {
