@@ -142,16 +142,19 @@ type Pool struct {
 }
 
 type worker struct {
-	pid       int
-	cmd       *exec.Cmd
-	conn      *os.File
-	br        *bufio.Reader
-	exited    chan struct{} // closed once the process is reaped
-	gens      int
-	busy      bool
-	idleSince time.Time
-	busySince time.Time
-	rss       int64 // private memory at the last poll
+	pid    int
+	cmd    *exec.Cmd
+	conn   *os.File
+	br     *bufio.Reader
+	exited chan struct{} // closed once the process is reaped
+	// stderrDone is closed once the copy of its stderr has reached the end
+	// (every process holding the pipe is gone), or failed.
+	stderrDone chan struct{}
+	gens       int
+	busy       bool
+	idleSince  time.Time
+	busySince  time.Time
+	rss        int64 // private memory at the last poll
 	// procs, gc: the Ps and the GOGC the worker was told to render its
 	// generation with (0: its own).
 	procs, gc int
@@ -251,8 +254,14 @@ func (p *Pool) Close() {
 		ws = append(ws, w)
 	}
 	p.mu.Unlock()
+	safety, cancel := context.WithTimeout(context.Background(), stderrTimeout)
+	defer cancel()
 	for _, w := range ws {
 		<-w.exited
+		select { // their last lines before Close returns
+		case <-w.stderrDone:
+		case <-safety.Done():
+		}
 	}
 	<-p.done
 }
@@ -439,6 +448,12 @@ func (p *Pool) lost(w *worker, out *Outcome) {
 	p.kill(w, CauseCrashed)
 	<-w.exited
 	p.mu.Lock()
+	crashed := w.killed == CauseCrashed
+	p.mu.Unlock()
+	if crashed {
+		p.awaitStderr(w)
+	}
+	p.mu.Lock()
 	defer p.mu.Unlock()
 	out.Cause = w.killed
 	if out.Cause == CauseCrashed && w.outOfMemory {
@@ -454,6 +469,25 @@ func (p *Pool) lost(w *worker, out *Outcome) {
 		out.Detail = fmt.Sprintf("%d MiB", w.rss>>20)
 	}
 }
+
+// awaitStderr waits until w's stderr has been copied to its end: a worker
+// that ended by itself says why there (the Go runtime's report of an
+// allocation past its address-space limit: the memory limit, not a crash).
+// The copy can lag behind the exit (a slow Pool.Stderr, a loaded machine):
+// waiting a fixed second after the exit reported such a worker as crashed.
+// The end comes once every process holding the pipe is gone; stderrTimeout
+// is the safety net for a process that outlives the worker and keeps it.
+func (p *Pool) awaitStderr(w *worker) {
+	select {
+	case <-w.stderrDone:
+	case <-time.After(stderrTimeout):
+		p.Log.Warn("render worker's stderr still open after it ended: its cause is reported without its last lines", "worker", w.pid)
+	}
+}
+
+// stderrTimeout bounds how long a worker's end waits for the rest of its
+// stderr (see awaitStderr).
+const stderrTimeout = 10 * time.Second
 
 // deliverTimeout bounds copying a finished worker's result to the client.
 const deliverTimeout = 30 * time.Second
@@ -735,21 +769,17 @@ func (p *Pool) spawn() (*worker, error) {
 		conn.Close()
 		return nil, err
 	}
-	w := &worker{pid: cmd.Process.Pid, cmd: cmd, conn: conn, br: bufio.NewReaderSize(conn, 64<<10), exited: make(chan struct{})}
-	stderrDone := make(chan struct{})
+	w := &worker{pid: cmd.Process.Pid, cmd: cmd, conn: conn, br: bufio.NewReaderSize(conn, 64<<10),
+		exited: make(chan struct{}), stderrDone: make(chan struct{})}
 	go func() {
 		p.copyStderr(w, stderr)
 		stderr.Close()
-		close(stderrDone)
+		close(w.stderrDone)
 	}()
 	go func() {
+		// Its stderr may still be being copied: lost waits for that when
+		// it needs the last lines; the pool's capacity does not.
 		_ = cmd.Wait()
-		// Its last lines first (a process of its own could hold the pipe
-		// open: not longer than a second).
-		select {
-		case <-stderrDone:
-		case <-time.After(time.Second):
-		}
 		conn.Close()
 		close(w.exited)
 		p.remove(w)

@@ -711,6 +711,60 @@ func TestPoolAddressSpaceLimit(t *testing.T) {
 	t.Logf("grow held %d MiB when its allocation failed", held)
 }
 
+// A worker that reached its address-space limit says so only on its
+// stderr, which the pool copies to Pool.Stderr line by line; the copy can
+// lag behind the worker's exit (a Stderr that blocks, a loaded machine).
+// The cause must still be the memory limit: the pool waited one second
+// after the exit for the rest of the stderr, then reported "crashed". Here
+// Pool.Stderr takes the first line of "grow" only once the worker has been
+// reaped and stderrLag more has passed, so the Go runtime's report reaches
+// the pool stderrLag after the exit at the earliest.
+func TestPoolMemoryCauseWaitsForSlowStderr(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a worker built with -race runs without an address-space limit")
+	}
+	const stderrLag = 2 * time.Second // the pool waited 1 s
+	slow := &laggingStderr{lag: stderrLag}
+	p := testPool(t, &Pool{Size: 1, MaxMemory: 96 << 20, Poll: time.Hour, Deadline: 2 * time.Minute, Stderr: slow})
+	slow.pool = p
+	res, out := do(p, "grow", "1024")
+	if res != nil || out.Cause != CauseMemory {
+		t.Errorf("grow, its stderr copied %v after its exit: %+v %+v, want the memory limit", stderrLag, res, out)
+	}
+	if !slow.held.Load() {
+		t.Error("the stderr of grow was never held back")
+	}
+}
+
+// laggingStderr holds the first line of "grow" until the worker that
+// wrote it has been reaped (its /proc entry is gone) and lag has passed.
+type laggingStderr struct {
+	pool *Pool
+	lag  time.Duration
+	held atomic.Bool
+}
+
+func (l *laggingStderr) Write(b []byte) (int, error) {
+	if !strings.HasPrefix(string(b), "grow: ") || l.held.Swap(true) {
+		return len(b), nil
+	}
+	var pid int
+	l.pool.mu.Lock()
+	for w := range l.pool.workers {
+		if w.busy {
+			pid = w.pid
+		}
+	}
+	l.pool.mu.Unlock()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+	}
+	time.Sleep(l.lag)
+	return len(b), nil
+}
+
 // A result of many MiB goes from the worker to the client without the
 // supervisor holding it: what the supervisor allocates stays far below the
 // result's size.
