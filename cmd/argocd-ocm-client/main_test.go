@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -27,8 +28,18 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "argocd-ocm-plugin: application broken: failed")
 			os.Exit(1)
 		}
-		if os.Getenv("ARGOCD_APP_NAME") == "hog" {
+		switch os.Getenv("ARGOCD_APP_NAME") {
+		case "hog":
 			hog() // as argocd-ocm-plugin's guard, then a render that grows without end
+		case "noisy-hog":
+			// Its pid for the test, then 16 KiB of warnings, then the hog.
+			if err := os.WriteFile(os.Getenv("CLIENT_TEST_PID_FILE"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+				os.Exit(3)
+			}
+			for i := range 256 {
+				fmt.Fprintf(os.Stderr, "warning %3d: %s\n", i, strings.Repeat("w", 50))
+			}
+			hog()
 		}
 		dir, _ := os.Getwd()
 		fmt.Printf("process %s in %s app=%s\n", strings.Join(os.Args, " "), dir, os.Getenv("ARGOCD_APP_NAME"))
@@ -239,7 +250,9 @@ func hog() {
 			os.Exit(3)
 		}
 	}
-	fmt.Fprintln(os.Stderr, "warning: a line a render may print first")
+	if os.Getenv("ARGOCD_APP_NAME") == "hog" {
+		fmt.Fprintln(os.Stderr, "warning: a line a render may print first")
+	}
 	var hold [][]byte
 	for {
 		b := make([]byte, 8<<20)
@@ -285,5 +298,71 @@ func TestFallbackHoldsAHardMemoryLimit(t *testing.T) {
 		t.Errorf("peak RSS %d MiB, limit 128 MiB + 64 MiB", peak>>20)
 	} else {
 		t.Logf("peak RSS %d MiB", peak>>20)
+	}
+}
+
+// The client learns that its child ended at the limit from the Go
+// runtime's report on the child's stderr, which it copies to its own
+// stderr line by line; the copy lags behind the child's exit when the
+// client's stderr is read slowly. The client waited one second after the
+// exit for the rest, then ended with the child's exit status 2 and the
+// runtime's report unread: no limit line. Here the client's stderr is a
+// pipe of one page that is not read until the child has been reaped and
+// stderrLag more has passed: its 16 KiB of warnings hold the client's copy
+// behind them.
+func TestFallbackReportsTheLimitHoweverLateItsStderr(t *testing.T) {
+	const stderrLag = 2 * time.Second // the client waited 1 s
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const fSetPipeSize = 1031 // F_SETPIPE_SZ
+	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, w.Fd(), fSetPipeSize, 4096); errno != 0 {
+		t.Logf("pipe size left as it is: %v", errno)
+	}
+	cmd := exec.Command(buildClient(t), "generate")
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "CLIENT_TEST_AS_PLUGIN=1", "ARGOCD_OCM_PLUGIN_BINARY=" + self,
+		"ARGOCD_APP_NAME=noisy-hog", "CLIENT_TEST_PID_FILE=" + pidFile}
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	// Not read until the child is gone and stderrLag has passed (a minute
+	// for each wait is a safety net).
+	var pid []byte
+	for deadline := time.Now().Add(time.Minute); len(pid) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		pid, _ = os.ReadFile(pidFile)
+	}
+	if len(pid) == 0 {
+		t.Fatal("the plugin never wrote its pid")
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat("/proc/" + string(pid)); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plugin %s still there a minute after it started", pid)
+		}
+	}
+	time.Sleep(stderrLag)
+	stderr, _ := io.ReadAll(r)
+	err = cmd.Wait()
+	ee, _ := err.(*exec.ExitError)
+	if ee == nil || ee.ExitCode() != 1 || stdout.Len() != 0 {
+		t.Fatalf("client: %v, %d bytes of stdout; want exit 1 and nothing on stdout (stderr ends %q)", err, stdout.Len(), stderr[max(len(stderr)-300, 0):])
+	}
+	lines := strings.SplitAfter(string(stderr), "\n")
+	const limit = "argocd-ocm-plugin: application hog: component example.com/c:1.0.0: generation exceeded the memory limit of 128 MiB: limit exceeded\n"
+	if len(lines) != 258 || lines[255] != "warning 255: "+strings.Repeat("w", 50)+"\n" || lines[256] != limit || lines[257] != "" {
+		t.Errorf("stderr: %d lines ending %q, want the 256 warnings and the limit line", len(lines), lines[max(len(lines)-3, 0):])
 	}
 }

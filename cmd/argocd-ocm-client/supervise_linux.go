@@ -63,12 +63,15 @@ func superviseGenerate(bin string, args []string) int {
 	_ = cmd.Wait()
 	signal.Stop(sigs)
 	close(sigs)
-	// The child's last lines (a process of its own could hold the pipe:
-	// not longer than a second).
+	// The child's last lines, which say whether it ended at its limit: the
+	// copy may lag behind its exit (a slow reader of our stderr, a loaded
+	// machine; a second was not always enough), and ends once every process
+	// holding the pipe is gone. stderrTimeout is the safety net for a
+	// process that outlives the child and keeps the pipe.
 	outOfMemory := false
 	select {
 	case outOfMemory = <-oom:
-	case <-time.After(time.Second):
+	case <-time.After(stderrTimeout):
 	}
 	if outOfMemory {
 		l := <-line
@@ -105,6 +108,10 @@ func passStderr(r io.Reader) bool {
 		}
 	}
 }
+
+// stderrTimeout bounds how long the client waits, after its child ended,
+// for the rest of the child's stderr.
+const stderrTimeout = 10 * time.Second
 
 func failed(err error) int {
 	fmt.Fprintf(os.Stderr, "argocd-ocm-client: running argocd-ocm-plugin: %v\n", err)
