@@ -152,8 +152,15 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 		n, _ := strconv.Atoi(req.Args[1])
 		time.Sleep(time.Duration(n) * time.Millisecond)
 		return 0
-	case "sleep": // waits for a registry that does not answer
-		time.Sleep(3 * time.Second)
+	case "blocked": // waits, asleep, for the lock of file N that the test holds (a tarpit registry)
+		f, err := os.Open(req.Args[1])
+		if err != nil {
+			return 3
+		}
+		defer f.Close()
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX) != nil {
+			return 3
+		}
 		return 0
 	case "holdlock": // fetches a blob from a slow registry, holding its cache lock
 		f, err := os.OpenFile(req.Args[1], os.O_RDWR|os.O_CREATE, 0o644)
@@ -840,31 +847,54 @@ func TestServerRequestBudget(t *testing.T) {
 // One warm worker; a second starts at once for a request that finds it busy
 // (Eager); beyond Eager, another starts only behind generations that have
 // run GrowAfter and do not wait for a CPU (here: asleep, a tarpit registry).
+//
+// The two generations in front wait for a lock the test holds until the
+// third has its result, so that only a third worker can serve it: no bound
+// on how long that took (it was 2 s, the generations in front slept 3 s;
+// on a loaded machine a worker's start alone can take longer). The
+// deadline is a safety net: without growth the third would be refused at
+// it.
 func TestPoolGrowth(t *testing.T) {
-	p := testPool(t, &Pool{Size: 3, Warm: 1, Eager: 2, GrowAfter: 200 * time.Millisecond, Deadline: 10 * time.Second})
+	p := testPool(t, &Pool{Size: 3, Warm: 1, Eager: 2, GrowAfter: 200 * time.Millisecond, Deadline: time.Minute})
 	if n := len(p.Pids()); n != 1 {
 		t.Fatalf("%d workers at start, want 1 warm", n)
+	}
+	gate := filepath.Join(t.TempDir(), "gate")
+	held, err := os.Create(gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Add(1)
-		go func() { defer wg.Done(); do(p, "sleep") }()
+		go func() {
+			defer wg.Done()
+			if res, out := do(p, "blocked", gate); res == nil || res.Exit != 0 {
+				t.Errorf("blocked generation %d: %+v %+v", i, res, out)
+			}
+		}()
 		waitRunning(t, p, i+1)
 	}
-	// Both sleepers run (the second worker started at once); the third
-	// request gets a third worker once they have slept GrowAfter + a window.
+	blocked := p.Pids()
+	// Both blocked generations run (the second worker started at once); the
+	// third request gets a third worker once they have run GrowAfter + a window.
 	start := time.Now()
 	res, out := do(p, "echo", "third")
 	took := time.Since(start)
 	if res == nil || res.Exit != 0 {
 		t.Fatalf("third: %+v %+v", res, out)
 	}
-	if took > 2*time.Second {
-		t.Errorf("third waited %v: no worker was started behind the sleeping generations", took)
+	if slices.Contains(blocked, out.Worker) {
+		t.Errorf("third served by worker %d, one of the blocked ones %v", out.Worker, blocked)
 	}
 	if n := len(p.Pids()); n != 3 {
 		t.Errorf("%d workers, want 3", n)
 	}
+	held.Close() // lets the blocked generations end
 	wg.Wait()
 	t.Logf("third generation served after %v", took.Round(time.Millisecond))
 }
