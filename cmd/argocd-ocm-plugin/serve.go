@@ -42,8 +42,8 @@ Limits (sidecar settings; see docs/render-server.md):
   ARGOCD_OCM_WARM_WORKERS   workers kept started while idle (default 1; one per core starts at
                             once when requests wait, more only behind slow generations)
   ARGOCD_OCM_MAX_MEMORY     private memory of one worker, e.g. 512Mi (default 512Mi); past it the
-                            worker is killed (polled, and an address-space limit it cannot pass
-                            by more than 64 MiB); its GOMEMLIMIT is 80 % of it
+                            worker is killed (polled, and an address-space limit that keeps it
+                            below this + 128 MiB); its GOMEMLIMIT is 80 % of it
   ARGOCD_OCM_TOTAL_MEMORY   private memory of all workers (default 3/4 of the container's memory
                             limit, else 768Mi); past it the worker using the most is killed
   ARGOCD_OCM_RECYCLE_AFTER  generations after which a worker is replaced (default 1000)

@@ -24,8 +24,11 @@ import (
 
 // arenaSlack is added to MaxMemory for the address-space limit: the Go
 // runtime reserves its heap in arenas of 64 MiB (linux/amd64, arm64), so a
-// worker may reserve up to one arena more than it will use. The limit then
-// bounds a worker's memory at MaxMemory + 64 MiB whatever it does between two
+// worker may reserve up to one arena more than it will use. The
+// reservation the limit counts from holds the unused rest of the worker's
+// first arena (57 MiB of an idle serve-worker's 64 are not resident), which
+// it can fill without reserving more: the limit bounds a worker's private
+// memory below MaxMemory + two arenas (128 MiB) whatever it does between two
 // polls; the poll kills it at MaxMemory of private memory in the usual case.
 const arenaSlack = 64 << 20
 
