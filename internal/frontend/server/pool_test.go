@@ -164,13 +164,20 @@ func testHandler(ctx context.Context, req *Request, stdout, stderr io.Writer) in
 			return 3
 		}
 		return 0
-	case "holdlock": // fetches a blob from a slow registry, holding its cache lock
+	case "holdlock": // fetches a blob from a slow registry, holding its cache lock, until it gets the lock of file N
 		f, err := os.OpenFile(req.Args[1], os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil || syscall.Flock(int(f.Fd()), syscall.LOCK_EX) != nil {
 			return 3
 		}
-		time.Sleep(2 * time.Second)
-		f.Close()
+		defer f.Close()
+		gate, err := os.Open(req.Args[2])
+		if err != nil {
+			return 3
+		}
+		defer gate.Close()
+		if syscall.Flock(int(gate.Fd()), syscall.LOCK_EX) != nil {
+			return 3
+		}
 		return 0
 	case "waitlock": // another fetch of that blob: polls its lock as internal/source/cache does
 		f, err := os.OpenFile(req.Args[1], os.O_RDWR|os.O_CREATE, 0o644)
@@ -912,6 +919,13 @@ func TestPoolGrowth(t *testing.T) {
 // not grow for them, although both generations run past GrowAfter without
 // waiting for a CPU. Without Pool.LockDir it cannot tell and grows, as for
 // two tarpits (TestPoolGrowth).
+//
+// The fetch lasts until the test ends it (a lock the test holds). Without
+// LockDir it ends once the third generation has its result, so that only a
+// third worker can serve it (it lasted 2 s, and a loaded machine can take
+// longer to start a worker). Behind a fetch, it ends after 2 s: a pool that
+// grew for it would have grown a window after GrowAfter (~250 ms); a slower
+// machine can only hide such a bug, never fail a pool without it.
 func TestPoolGrowthWaitsForTheFetchItIsBehind(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -930,18 +944,28 @@ func TestPoolGrowthWaitsForTheFetchItIsBehind(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(locks, "sha256"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			pool := &Pool{Size: 3, Warm: 1, Eager: 2, GrowAfter: 200 * time.Millisecond, Deadline: 10 * time.Second}
+			pool := &Pool{Size: 3, Warm: 1, Eager: 2, GrowAfter: 200 * time.Millisecond, Deadline: time.Minute}
 			if tc.lockDir {
 				pool.LockDir = locks
 			}
 			p := testPool(t, pool)
 			lock := filepath.Join(locks, "sha256", "5735e7fc")
+			gate := filepath.Join(dir, "gate")
+			held, err := os.Create(gate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+				t.Fatal(err)
+			}
+			endFetch := sync.OnceFunc(func() { held.Close() })
+			defer endFetch()
 			var wg sync.WaitGroup
 			for i, cmd := range []string{"holdlock", "waitlock"} {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if res, out := do(p, cmd, lock); res == nil || res.Exit != 0 {
+					if res, out := do(p, cmd, lock, gate); res == nil || res.Exit != 0 {
 						t.Errorf("%s: %+v %+v", cmd, res, out)
 					}
 				}()
@@ -953,11 +977,20 @@ func TestPoolGrowthWaitsForTheFetchItIsBehind(t *testing.T) {
 					waitLocked(t, lock)
 				}
 			}
+			fetching := p.Pids()
+			if tc.lockDir {
+				time.AfterFunc(2*time.Second, endFetch)
+			}
 			start := time.Now()
-			if res, out := do(p, "echo", "third"); res == nil || res.Exit != 0 {
+			res, out := do(p, "echo", "third")
+			if res == nil || res.Exit != 0 {
 				t.Fatalf("third: %+v %+v", res, out)
 			}
 			took := time.Since(start)
+			if grown := !slices.Contains(fetching, out.Worker); grown != (tc.want == 3) {
+				t.Errorf("third served by worker %d; the fetching ones: %v", out.Worker, fetching)
+			}
+			endFetch()
 			wg.Wait()
 			if n := len(p.Pids()); n != tc.want {
 				t.Errorf("%d workers, want %d", n, tc.want)
