@@ -137,7 +137,21 @@ func (r *Resolver) Read(ctx context.Context, cv ocm.ComponentVersion, res *ocm.R
 	return c, nil
 }
 
+// localBlobSizer is a component version that knows a local blob's size
+// before it is read (the layer sizes of its manifest).
+type localBlobSizer interface {
+	LocalBlobSize(acc ocm.Access) (int64, bool)
+}
+
 func (r *Resolver) readLocal(ctx context.Context, cv ocm.ComponentVersion, acc ocm.Access, limit int64) (*Content, error) {
+	// A blob over this read's limit is refused before it is fetched: a
+	// read with a small limit (a document, or looking for an RGD among a
+	// component's blobs) must not download a large blob it cannot use.
+	if s, ok := cv.(localBlobSizer); ok && limit > 0 {
+		if size, ok := s.LocalBlobSize(acc); ok && size > limit {
+			return nil, fmt.Errorf("local blob %s: %w: %d bytes, more than the limit of %d", acc.String("localReference")+acc.String("fileName"), errdef.ErrLimitExceeded, size, limit)
+		}
+	}
 	b, err := cv.OpenLocalBlob(ctx, acc)
 	if err != nil {
 		return nil, err

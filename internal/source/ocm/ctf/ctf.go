@@ -250,6 +250,15 @@ func (c *componentVersion) Descriptor() *ocm.Descriptor { return c.desc }
 func (c *componentVersion) DescriptorDigest() string    { return c.digest }
 func (c *componentVersion) Repository() ocm.Repository  { return c.repo }
 
+// LocalBlobSize is the size of a localBlob as the version's manifest
+// lists it, without reading it.
+func (c *componentVersion) LocalBlobSize(acc ocm.Access) (int64, bool) {
+	if acc.Kind() != ocm.AccessLocalBlob {
+		return 0, false
+	}
+	return c.v.LocalBlobSize(acc.String("localReference"))
+}
+
 func (c *componentVersion) OpenLocalBlob(ctx context.Context, acc ocm.Access) (ocm.Blob, error) {
 	if acc.Kind() != ocm.AccessLocalBlob {
 		return nil, fmt.Errorf("%w: %s is not a local blob of a CTF", errdef.ErrUnsupportedAccess, acc.Type)

@@ -332,6 +332,16 @@ func (cv *componentVersion) Descriptor() *ocm.Descriptor { return cv.desc }
 func (cv *componentVersion) DescriptorDigest() string    { return cv.digest }
 func (cv *componentVersion) Repository() ocm.Repository  { return cv.repo }
 
+// LocalBlobSize is the size of a localBlob as the version's manifest
+// lists it, without a request (see access.Resolver: a read with a lower
+// limit than the client's is refused before anything is fetched).
+func (cv *componentVersion) LocalBlobSize(acc ocm.Access) (int64, bool) {
+	if acc.Kind() != ocm.AccessLocalBlob {
+		return 0, false
+	}
+	return cv.v.LocalBlobSize(acc.String("localReference"))
+}
+
 // OpenLocalBlob opens a localBlob: the manifest layer(s) named by its
 // localReference, through the cache. A blob that is not a layer but has a
 // globalAccess (ociArtifact or ociBlob) is read from there.

@@ -405,6 +405,20 @@ func (v *Version) LocalBlob(localReference string) (layers []ocispec.Descriptor,
 	return nil, &e, nil
 }
 
+// LocalBlobSize is the size of a localBlob stored as layers of the
+// descriptor manifest (their sizes added), known without reading it; ok is
+// false for an artifact local blob or one the manifest does not hold.
+func (v *Version) LocalBlobSize(localReference string) (size int64, ok bool) {
+	layers, artifact, err := v.LocalBlob(localReference)
+	if err != nil || artifact != nil {
+		return 0, false
+	}
+	for _, l := range layers {
+		size += l.Size
+	}
+	return size, true
+}
+
 // Artifact is an OCI artifact local blob: its manifest, verified.
 type Artifact struct {
 	Desc     ocispec.Descriptor
