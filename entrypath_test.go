@@ -1,8 +1,6 @@
 package argocdocm_test
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,26 +22,17 @@ import (
 // overlays, as upstream trees ship.
 func overlayTree(t *testing.T) []byte {
 	t.Helper()
-	files := map[string]string{
-		"base/kustomization.yaml":          "resources: [deploy.yaml]\n",
-		"base/deploy.yaml":                 "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n",
-		"overlays/prod/kustomization.yaml": "resources: [../../base]\nnamePrefix: prod-\n",
-		"overlays/dev/kustomization.yaml":  "resources: [../../base]\nnamePrefix: dev-\n",
+	files := map[string][]byte{
+		"base/kustomization.yaml":          []byte("resources: [deploy.yaml]\n"),
+		"base/deploy.yaml":                 []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n"),
+		"overlays/prod/kustomization.yaml": []byte("resources: [../../base]\nnamePrefix: prod-\n"),
+		"overlays/dev/kustomization.yaml":  []byte("resources: [../../base]\nnamePrefix: dev-\n"),
 	}
-	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	for _, n := range []string{"base/kustomization.yaml", "base/deploy.yaml", "overlays/prod/kustomization.yaml", "overlays/dev/kustomization.yaml"} {
-		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Typeflag: tar.TypeReg, Size: int64(len(files[n]))}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(files[n])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
+	tree, err := ocmbuild.TarFiles(files, false)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return b.Bytes()
+	return tree
 }
 
 // The entry path of a directoryTree: the request's, else the resource's

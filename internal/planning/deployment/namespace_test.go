@@ -1,11 +1,9 @@
 package deployment_test
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -14,27 +12,18 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 )
 
+// tarFiles packs files as a directoryTree blob.
 func tarFiles(t *testing.T, files map[string]string) []byte {
 	t.Helper()
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
+	bs := make(map[string][]byte, len(files))
+	for n, f := range files {
+		bs[n] = []byte(f)
 	}
-	sort.Strings(names)
-	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	for _, n := range names {
-		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Typeflag: tar.TypeReg, Size: int64(len(files[n]))}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(files[n])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
+	b, err := ocmbuild.TarFiles(bs, false)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return b.Bytes()
+	return b
 }
 
 // The destination namespace is not written into kustomize or plain
