@@ -347,25 +347,18 @@ func TestKustomizeFieldOfARender(t *testing.T) {
 	}
 }
 
-// The definition's kustomize field over the Application's own
-// kustomization.yaml (which names the resource as .ocm/manifests): the
-// kustomize CLI's build of testdata/kustomize/gitoverlay/on-top over
-// gitoverlay/app; --explain says that the Application's overlay builds the
-// resource and that the definition's sits on it.
-func TestKustomizeFieldOverApplicationOverlay(t *testing.T) {
+// renderOverApplicationOverlay renders the directoryTree of
+// testdata/kustomize/features/tree from an Application directory that holds
+// gitoverlay/app's kustomization.yaml (naming the resource as .ocm/manifests)
+// and def as def.yaml.
+func renderOverApplicationOverlay(t *testing.T, def string, report func(*explain.Report)) []manifests.Object {
+	t.Helper()
 	kdata := filepath.Join(repoRoot, "testdata", "kustomize")
 	repo := overlayCTF(t, ocmbuild.Resource{Name: "manifests", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, filepath.Join(kdata, "features", "tree"))})
 	app := filepath.Dir(repo)
 	if err := os.CopyFS(app, os.DirFS(filepath.Join(kdata, "gitoverlay", "app"))); err != nil {
 		t.Fatal(err)
 	}
-	def := header + `spec:
-  renders:
-  - resource: {name: manifests}
-    kustomize:
-      images: [{name: ghcr.io/example/web, newName: "registry.internal.example:5000/mirror/web", newTag: "1.0.0"}]
-      secretGenerator: [{name: app-secret, behavior: merge, literals: [PASSWORD=from-the-definition]}]
-`
 	if err := os.WriteFile(filepath.Join(app, "def.yaml"), []byte(def), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -374,13 +367,31 @@ func TestKustomizeFieldOverApplicationOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	var report *explain.Report
-	out, err := renderer(func(r *explain.Report) { report = r }).Render(context.Background(), argocdocm.Request{
+	out, err := renderer(report).Render(context.Background(), argocdocm.Request{
 		Repository: filepath.Base(repo), Dir: app, Root: root, Component: overlayComponent, Version: "1.0.0", DefinitionFile: "def.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifeststest.Equal(t, out.Objects, manifeststest.ReadFile(t, filepath.Join(kdata, "gitoverlay-on-top.golden.yaml")))
+	return out.Objects
+}
+
+// The definition's kustomize field over the Application's own
+// kustomization.yaml (which names the resource as .ocm/manifests): the
+// kustomize CLI's build of testdata/kustomize/gitoverlay/on-top over
+// gitoverlay/app; --explain says that the Application's overlay builds the
+// resource and that the definition's sits on it.
+func TestKustomizeFieldOverApplicationOverlay(t *testing.T) {
+	def := header + `spec:
+  renders:
+  - resource: {name: manifests}
+    kustomize:
+      images: [{name: ghcr.io/example/web, newName: "registry.internal.example:5000/mirror/web", newTag: "1.0.0"}]
+      secretGenerator: [{name: app-secret, behavior: merge, literals: [PASSWORD=from-the-definition]}]
+`
+	var report *explain.Report
+	out := renderOverApplicationOverlay(t, def, func(r *explain.Report) { report = r })
+	kdata := filepath.Join(repoRoot, "testdata", "kustomize")
+	manifeststest.Equal(t, out, manifeststest.ReadFile(t, filepath.Join(kdata, "gitoverlay-on-top.golden.yaml")))
 	rr := report.Renders[0]
 	if !strings.Contains(rr.ApplicationOverlay, ".ocm/manifests") || !strings.Contains(rr.Overlay, "<the Application's kustomization.yaml>") || strings.Contains(rr.Overlay, "from-the-definition") {
 		t.Errorf("--explain: application overlay %q, overlay:\n%s", rr.ApplicationOverlay, rr.Overlay)
@@ -399,29 +410,11 @@ func TestKustomizeFieldOverApplicationOverlay(t *testing.T) {
 // merge (over the Application's own merge of it): new hash suffix, the
 // Deployment following.
 func TestKustomizeConfigMapPatchOverApplicationOverlay(t *testing.T) {
-	kdata := filepath.Join(repoRoot, "testdata", "kustomize")
-	repo := overlayCTF(t, ocmbuild.Resource{Name: "manifests", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar, Data: dirTar(t, filepath.Join(kdata, "features", "tree"))})
-	app := filepath.Dir(repo)
-	if err := os.CopyFS(app, os.DirFS(filepath.Join(kdata, "gitoverlay", "app"))); err != nil {
-		t.Fatal(err)
-	}
 	def := header + "spec:\n  renders:\n  - resource: {name: manifests}\n    patches:\n    - target: {kind: ConfigMap, name: app-config}\n      path: data.LOG_LEVEL\n      value: debug\n"
-	if err := os.WriteFile(filepath.Join(app, "def.yaml"), []byte(def), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	root, err := argocdocm.OpenRoot(app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	out, err := renderer(nil).Render(context.Background(), argocdocm.Request{
-		Repository: filepath.Base(repo), Dir: app, Root: root, Component: overlayComponent, Version: "1.0.0", DefinitionFile: "def.yaml"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := manifeststest.ReadFile(t, filepath.Join(kdata, "gitoverlay.golden.yaml"))
+	out := renderOverApplicationOverlay(t, def, nil)
+	want := manifeststest.ReadFile(t, filepath.Join(repoRoot, "testdata", "kustomize", "gitoverlay.golden.yaml"))
 	var cm, ref, oldName string
-	for _, o := range out.Objects {
+	for _, o := range out {
 		switch o["kind"] {
 		case "ConfigMap":
 			cm = o["metadata"].(map[string]any)["name"].(string)
