@@ -3,7 +3,6 @@ package main
 import (
 	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
@@ -58,46 +57,17 @@ func TestGenerateRefusesThePodsOwnAddresses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
-	as, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tried := 0
-	for _, a := range as {
-		n, ok := a.(*net.IPNet)
-		if !ok || n.IP.IsLoopback() || n.IP.IsLinkLocalUnicast() {
-			continue
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort(n.IP.String(), "0"))
-		if err != nil {
-			continue
-		}
-		var accepted atomic.Int32
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				accepted.Add(1)
-				c.Close()
-			}
-		}()
-		tried++
-		repo := "http://" + l.Addr().String() + "/x"
+	for _, o := range registrytest.OwnAddresses(t) {
+		repo := "http://" + o.Addr + "/x"
 		stdout, stderr, code := cli(t, []string{"generate"}, generateEnv("", repo)...)
 		refused(t, stdout, stderr, code, "connection refused by the sidecar", "local interface address", "ARGOCD_OCM_ALLOW_ADDRESSES")
-		if accepted.Load() != 0 {
-			t.Errorf("%s: %d connections without the operator's allowance", repo, accepted.Load())
+		if n := o.Accepted.Load(); n != 0 {
+			t.Errorf("%s: %d connections without the operator's allowance", repo, n)
 		}
-		stdout, stderr, code = cli(t, []string{"generate"}, append(generateEnv("", repo), "ARGOCD_OCM_ALLOW_ADDRESSES="+n.IP.String())...)
+		stdout, stderr, code = cli(t, []string{"generate"}, append(generateEnv("", repo), "ARGOCD_OCM_ALLOW_ADDRESSES="+o.IP.String())...)
 		refused(t, stdout, stderr, code, "no OCI registry answered")
-		if accepted.Load() == 0 {
+		if o.Accepted.Load() == 0 {
 			t.Errorf("%s: the operator's allowance made no connection", repo)
 		}
-		l.Close()
-	}
-	if tried == 0 {
-		t.Skip("no interface address besides loopback and link-local to listen on")
 	}
 }

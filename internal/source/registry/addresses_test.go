@@ -223,40 +223,9 @@ func TestOwnInterfaceAddressesRefused(t *testing.T) {
 // message whatever listens, and reachable when the operator allows them.
 // The real watcher (netlink) is running.
 func TestOwnAddressesRefusedBeforeConnecting(t *testing.T) {
-	var own []netip.Addr
-	as, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range as {
-		if n, ok := a.(*net.IPNet); ok {
-			if ip, ok := netip.AddrFromSlice(n.IP); ok && specialAddress(ip.Unmap()) == "" {
-				own = append(own, ip.Unmap())
-			}
-		}
-	}
-	if len(own) == 0 {
-		t.Skip("no interface address besides loopback and link-local on this machine")
-	}
 	var msgs []string
-	for _, ip := range own {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
-		if err != nil {
-			t.Logf("%s: cannot listen: %v", ip, err)
-			continue
-		}
-		var accepted atomic.Int32
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				accepted.Add(1)
-				c.Close()
-			}
-		}()
-		host := l.Addr().String()
+	for _, o := range registrytest.OwnAddresses(t) {
+		ip, host := o.IP, o.Addr
 		c, err := NewClient(WithoutDockerConfig(), WithRetries(0), WithSpecialAddressesRefused())
 		if err != nil {
 			t.Fatal(err)
@@ -273,8 +242,7 @@ func TestOwnAddressesRefusedBeforeConnecting(t *testing.T) {
 		if err := resolveVia(t, allowed, host); errors.Is(err, errdef.ErrForbidden) {
 			t.Errorf("%s allowed by the operator: %v", host, err)
 		}
-		l.Close()
-		if n := accepted.Load(); n != 1 {
+		if n := o.Accepted.Load(); n != 1 {
 			t.Errorf("%s: %d connections, want only the allowed one", host, n)
 		}
 		t.Logf("%s refused: %s", ip, msgs[len(msgs)-1])

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,6 +55,46 @@ func Replying(t testing.TB, reply string) string {
 	})
 }
 
+// OwnAddress is a listener on one of the machine's own interface addresses
+// (what a pod's own IP is to the sidecar) that counts the connections it
+// accepts and closes them.
+type OwnAddress struct {
+	IP       netip.Addr
+	Addr     string // host:port
+	Accepted *atomic.Int32
+}
+
+// OwnAddresses listens on each of the machine's interface addresses besides
+// the loopback and link-local ones until the test ends. When there is none
+// to listen on, it skips the test, saying so.
+func OwnAddresses(t testing.TB) []OwnAddress {
+	t.Helper()
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []OwnAddress
+	for _, a := range as {
+		n, ok := a.(*net.IPNet)
+		if !ok || n.IP.IsLoopback() || n.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		ip, _ := netip.AddrFromSlice(n.IP)
+		l, err := net.Listen("tcp", net.JoinHostPort(n.IP.String(), "0"))
+		if err != nil {
+			t.Logf("%s: cannot listen: %v", n.IP, err)
+			continue
+		}
+		o := OwnAddress{IP: ip.Unmap(), Accepted: new(atomic.Int32)}
+		o.Addr = serve(t, l, func(c net.Conn) { o.Accepted.Add(1); c.Close() })
+		own = append(own, o)
+	}
+	if len(own) == 0 {
+		t.Skip("no interface address besides loopback and link-local to listen on")
+	}
+	return own
+}
+
 // serveLoopback listens on the loopback until the test ends and hands every
 // connection to handle; it returns host:port.
 func serveLoopback(t testing.TB, handle func(net.Conn)) string {
@@ -62,6 +103,12 @@ func serveLoopback(t testing.TB, handle func(net.Conn)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serve(t, l, handle)
+}
+
+// serve hands every connection l accepts to handle until the test ends; it
+// returns l's host:port.
+func serve(t testing.TB, l net.Listener, handle func(net.Conn)) string {
 	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
