@@ -26,25 +26,7 @@ func TestGenerateCutsOverlongParameters(t *testing.T) {
 			if tc.resource != "" {
 				params = append(params, map[string]string{"name": "resource", "string": tc.resource})
 			}
-			p, err := json.Marshal(params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stdout, stderr bytes.Buffer
-			code := run([]string{"generate"}, &stdout, &stderr, env(map[string]string{
-				"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": repo, "ARGOCD_APP_PARAMETERS": string(p)}))
-			if code == 0 || stdout.Len() != 0 {
-				t.Fatalf("exit %d, stdout %d bytes: want a failure and nothing on stdout", code, stdout.Len())
-			}
-			msg := stderr.String()
-			if len(msg) > 1024 || strings.Count(msg, "\n") != 1 {
-				t.Fatalf("stderr is %d bytes, %d lines; want one line under 1 KiB: %.300q", len(msg), strings.Count(msg, "\n"), msg)
-			}
-			for _, want := range []string{"application shop", "invalid input", tc.size} {
-				if !strings.Contains(msg, want) {
-					t.Errorf("stderr %q lacks %q", msg, want)
-				}
-			}
+			refusedInOneShortLine(t, repo, params, "invalid input", tc.size)
 		})
 	}
 }
@@ -73,24 +55,35 @@ func TestGenerateCutsOverlongNames(t *testing.T) {
 		{"unknown parameter of 60 KB", []map[string]any{{"name": long("u", 60_000), "string": "1"}}, "(60000 bytes)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := json.Marshal(append(tc.params, map[string]any{"name": "component", "string": "example.com/demo/podinfo"},
-				map[string]any{"name": "version", "string": "1.0.0"}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stdout, stderr bytes.Buffer
-			code := run([]string{"generate"}, &stdout, &stderr, env(map[string]string{
-				"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": repo, "ARGOCD_APP_PARAMETERS": string(p)}))
-			if code == 0 || stdout.Len() != 0 {
-				t.Fatalf("exit %d, stdout %d bytes: want a failure and nothing on stdout", code, stdout.Len())
-			}
-			msg := stderr.String()
-			if len(msg) > 1024 || strings.Count(msg, "\n") != 1 || !utf8.ValidString(msg) {
-				t.Fatalf("stderr is %d bytes, %d lines; want one valid line under 1 KiB: %.300q", len(msg), strings.Count(msg, "\n"), msg)
-			}
-			if !strings.Contains(msg, "application shop") || !strings.Contains(msg, tc.want) {
-				t.Errorf("stderr %q lacks %q", msg, tc.want)
-			}
+			refusedInOneShortLine(t, repo, append(tc.params, map[string]any{"name": "component", "string": "example.com/demo/podinfo"},
+				map[string]any{"name": "version", "string": "1.0.0"}), tc.want)
 		})
+	}
+}
+
+// refusedInOneShortLine runs generate for Application shop with params as
+// ARGOCD_APP_PARAMETERS and checks the refusal: nothing on stdout, one valid
+// UTF-8 line under 1 KiB on stderr that names the Application and holds
+// each of want.
+func refusedInOneShortLine(t *testing.T, repo string, params any, want ...string) {
+	t.Helper()
+	p, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"generate"}, &stdout, &stderr, env(map[string]string{
+		"ARGOCD_APP_NAME": "shop", "ARGOCD_ENV_REPOSITORY": repo, "ARGOCD_APP_PARAMETERS": string(p)}))
+	if code == 0 || stdout.Len() != 0 {
+		t.Fatalf("exit %d, stdout %d bytes: want a failure and nothing on stdout", code, stdout.Len())
+	}
+	msg := stderr.String()
+	if len(msg) > 1024 || strings.Count(msg, "\n") != 1 || !utf8.ValidString(msg) {
+		t.Fatalf("stderr is %d bytes, %d lines; want one valid line under 1 KiB: %.300q", len(msg), strings.Count(msg, "\n"), msg)
+	}
+	for _, w := range append([]string{"application shop"}, want...) {
+		if !strings.Contains(msg, w) {
+			t.Errorf("stderr %q lacks %q", msg, w)
+		}
 	}
 }
