@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/sigstoretest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/testutil"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/signing"
 )
@@ -309,13 +309,13 @@ func TestKeylessHostileBundles(t *testing.T) {
 			d := edit(t, good, value(good), tc.value)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			start, cpu0 := time.Now(), processCPU(t)
-			_, err := signing.VerifySignature(d, "keyless", k)
-			el, cpu := time.Since(start), processCPU(t)-cpu0
+			start := time.Now()
+			var err error
+			cpu := testutil.CPUTime(func() { _, err = signing.VerifySignature(d, "keyless", k) })
+			el := time.Since(start)
 			runtime.ReadMemStats(&after)
 			mustRefuse(t, err, tc.want)
-			// Time: the CPU the refusal used (this process's, the tests of
-			// the package run one at a time), not the wall clock, which a
+			// Time: the CPU the refusal used, not the wall clock, which a
 			// loaded machine stretches.
 			if cpu > 5*time.Second {
 				t.Errorf("refusal used %v of CPU", cpu)
@@ -545,14 +545,4 @@ func FuzzKeylessBundle(f *testing.F) {
 			t.Fatalf("refusal is not one bounded line: %q", err)
 		}
 	})
-}
-
-// processCPU is the CPU time (user and system) this process has used.
-func processCPU(t *testing.T) time.Duration {
-	t.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,6 +1,6 @@
 // Package testutil holds small helpers that tests of several packages
-// share: reading decoded JSON by path, and a buffer goroutines write while
-// the test reads it.
+// share: reading decoded JSON by path, a buffer goroutines write while
+// the test reads it, and the CPU time a piece of work used.
 package testutil
 
 import (

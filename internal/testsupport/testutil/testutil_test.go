@@ -2,9 +2,11 @@ package testutil
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestDig(t *testing.T) {
@@ -41,4 +43,25 @@ func TestSyncBuffer(t *testing.T) {
 	if n := strings.Count(b.String(), "\n"); n != 8 {
 		t.Errorf("%d lines, want 8: %q", n, b.String())
 	}
+}
+
+// CPUTime counts the work of f, not the time f waits: a spin of 50 ms of
+// CPU counts, a sleep of 200 ms does not (on Linux, where it is the
+// thread's CPU time).
+func TestCPUTime(t *testing.T) {
+	spin := CPUTime(func() {
+		for start := threadCPU(); threadCPU()-start < 50*time.Millisecond; {
+		}
+	})
+	if spin < 50*time.Millisecond {
+		t.Errorf("a spin of 50 ms of CPU counted %v", spin)
+	}
+	if runtime.GOOS != "linux" {
+		t.Skipf("%s: the thread's CPU time is not available, CPUTime is the wall time", runtime.GOOS)
+	}
+	slept := CPUTime(func() { time.Sleep(200 * time.Millisecond) })
+	if slept >= 100*time.Millisecond {
+		t.Errorf("a sleep of 200 ms counted %v of CPU", slept)
+	}
+	t.Logf("spin %v, sleep %v", spin, slept)
 }

@@ -1,0 +1,15 @@
+package testutil
+
+import (
+	"syscall"
+	"time"
+)
+
+// threadCPU is the calling thread's CPU time so far.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_THREAD, &ru); err != nil {
+		panic("getrusage(RUSAGE_THREAD): " + err.Error())
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
