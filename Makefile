@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 PKGS      := ./...
 FUZZTIME  ?= 8s
 
-.PHONY: reftools all help build install image manifests release demo test test-unit test-release test-argocd test-argocd-v35 test-argocd-v34 test-argocd-v35-vet test-argocd-v34-vet e2e e2e-fleet e2e-build e2e-deps e2e-ready kro-conformance kro-conformance-build kro-conformance-ready test-short vet fmt-check testdata fuzz bench clean
+.PHONY: reftools all help build install image manifests argocd-manifests release demo test test-unit test-release test-argocd test-argocd-v35 test-argocd-v34 test-argocd-v35-vet test-argocd-v34-vet e2e e2e-fleet e2e-build e2e-deps e2e-ready kro-conformance kro-conformance-build kro-conformance-ready test-short vet fmt-check testdata fuzz bench clean
 
 all: build
 
@@ -27,6 +27,7 @@ help:
 	@echo 'make bench           side-by-side figures against helm template and kustomize build: ~5 min'
 	@echo 'make image           the sidecar image as an OCI layout (IMAGE_REPO=host/repo pushes it): minutes'
 	@echo 'make manifests       the install manifests pinned to your image (IMAGE=host/repo@sha256:...) in bin/manifests'
+	@echo 'make argocd-manifests Argo CD'"'"'s install.yaml for manifests/argocd, from the Go module cache (go.sum-verified)'
 	@echo 'make release         binaries, SBOM, image and pinned manifests in dist/ (VERSION=vX.Y.Z)'
 	@echo 'make install         both binaries on PATH (PREFIX=/usr/local or GOBIN)'
 
@@ -61,16 +62,31 @@ image:
 # copy of manifests/ where every reference to the sidecar image is that
 # digest. Then: kubectl apply -n argocd --server-side -k bin/manifests/argocd
 IMAGE ?=
-manifests:
+manifests: argocd-manifests
 	@test -n "$(IMAGE)" || { echo "make manifests IMAGE=host/repo@sha256:<digest> (what make image IMAGE_REPO=host/repo prints)"; exit 1; }
 	$(GO) run -C hack/release . pin -image $(IMAGE) -out bin/manifests
 
 # A release in dist/: binaries for linux/darwin x amd64/arm64, SHA256SUMS, an
 # SPDX SBOM, the image (dist/image, pushed with IMAGE_REPO) and the install
 # manifests pinned to the image digest (dist/manifests). Signing: docs/release.md.
-release:
+release: argocd-manifests
 	@echo "$(VERSION)" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$' || { echo "make release VERSION=vX.Y.Z (got $(VERSION))"; exit 1; }
 	$(GO) run -C hack/release . dist -version $(VERSION) -out dist $(if $(IMAGE_REPO),-push $(IMAGE_REPO))
+
+# Argo CD's stock install.yaml, which manifests/argocd installs (2 MiB), is
+# not committed: this copies manifests/install.yaml of the Argo CD module the
+# contract tests build against (github.com/argoproj/argo-cd/v3 at the version
+# test/argocd/go.mod requires; go mod download checks the module against the
+# hash test/argocd/go.sum pins) to manifests/argocd/argo-cd-<version>/install.yaml,
+# where the kustomization names it (git-ignored). Offline once the module
+# cache holds it. The targets that read manifests/ depend on it; the contract
+# tests check the copy against the module (test/argocd/manifests_test.go).
+argocd-manifests:
+	@cd test/argocd && $(ARGOCD36_GO) mod download github.com/argoproj/argo-cd/v3 && \
+	version=$$($(ARGOCD36_GO) list -m -f '{{.Version}}' github.com/argoproj/argo-cd/v3) && \
+	dir=$$($(ARGOCD36_GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3) && \
+	install -D -m 0644 "$$dir/manifests/install.yaml" "../../manifests/argocd/argo-cd-$$version/install.yaml" && \
+	echo "manifests/argocd/argo-cd-$$version/install.yaml: Argo CD $$version's manifests/install.yaml (module verified by test/argocd/go.sum)"
 
 # Render the bundled example component (a Helm chart in an offline CTF): no network.
 demo: build
@@ -85,13 +101,13 @@ test: vet fmt-check test-unit test-release fuzz test-argocd
 
 # go test's package lines as they come, then every skipped test with its
 # reason and "N passed, N failed, N skipped" (hack/testsummary).
-test-unit:
+test-unit: argocd-manifests
 	set -o pipefail; $(GO) test -count=1 -json $(PKGS) | $(GO) run ./hack/testsummary
 
 # The release tooling's own module (image assembly and round trip through a
 # loopback registry, signing, SBOM, pinning); its image test links the
 # linux/amd64 binaries only (see hack/release/internal/image).
-test-release:
+test-release: argocd-manifests
 	cd hack/release && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # Argo CD contract tests, one module per supported line. test/argocd is the
@@ -103,7 +119,7 @@ test-release:
 # other (8-15 min cold each, ~1 min warm). test-argocd-vNN-vet compiles a
 # line without running it (CI bounds it in time).
 ARGOCD36_GO := GOTOOLCHAIN=go1.27.4 CGO_ENABLED=0 GOFLAGS="$(GOFLAGS) -trimpath" $(GO)
-test-argocd:
+test-argocd: argocd-manifests
 	cd test/argocd && $(ARGOCD36_GO) vet ./... && $(ARGOCD36_GO) test -count=1 ./...
 
 test-argocd-v35 test-argocd-v34: test-argocd-v%: test-argocd-v%-vet
@@ -208,7 +224,7 @@ kro-conformance-ready:
 	@timeout $(E2E_BUDGET) $(MAKE) --no-print-directory kro-conformance-build >/dev/null 2>&1; \
 	[ $$? != 124 ] || { echo "kro's controller and kube-apiserver did not build within $(E2E_BUDGET) s (a cold build cache)"; exit 1; }
 
-test-short:
+test-short: argocd-manifests
 	$(GO) test -short $(PKGS)
 
 # In groups, with a line per group: a cold vet compiles for minutes.

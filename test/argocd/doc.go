@@ -16,9 +16,11 @@
 //     the plugin environment (ARGOCD_ENV_ prefixing, parameters, KUBE_VERSION)
 //     is built by Argo CD itself;
 //   - manifests_test.go: the install overlay builds with kustomize over Argo
-//     CD's stock install.yaml, the Helm values say the same as the overlay, and
-//     the examples decode strictly into Argo CD's types (ApplicationSets are
-//     expanded by Argo CD's generators).
+//     CD's stock install.yaml (what make argocd-manifests writes, checked
+//     against the module zip go.sum pins), the Helm values say the same as the
+//     overlay, and the examples decode strictly into Argo CD's types
+//     (ApplicationSets are expanded by Argo CD's generators).
 //
-// Run with: make test-argocd (cd test/argocd && GOTOOLCHAIN=go1.27.4 go test ./...)
+// Run with: make test-argocd (make argocd-manifests, then cd test/argocd &&
+// GOTOOLCHAIN=go1.27.4 go test ./...)
 package argocd

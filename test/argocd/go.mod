@@ -51,6 +51,7 @@ require (
 	github.com/argoproj/argo-cd/v3 v3.6.2
 	github.com/grpc-ecosystem/go-grpc-middleware v1.2.2
 	github.com/sirupsen/logrus v1.10.2
+	golang.org/x/mod v0.41.0
 	google.golang.org/grpc v1.84.0
 	k8s.io/api v0.37.0
 	k8s.io/apiextensions-apiserver v0.37.0

@@ -1,10 +1,13 @@
 package argocd
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +23,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/cmpserver/plugin"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	log "github.com/sirupsen/logrus"
+	"golang.org/x/mod/sumdb/dirhash"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,19 +42,52 @@ const (
 )
 
 // argoInstallYAML is Argo CD's stock manifests/install.yaml of the version
-// this module builds against (from the module cache).
+// this module builds against, read from the module's zip in the module cache
+// once the zip hashes to what go.sum pins (the h1: hash the go command
+// checks): the file of that release, whatever the cache's extracted tree
+// holds.
 func argoInstallYAML(t *testing.T) []byte {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/argoproj/argo-cd/v3")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("locating the argo-cd module: %v", err)
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-cd/v3").Output()
+	var mod struct{ Path, Version, Zip, Error string }
+	if jerr := json.Unmarshal(out, &mod); jerr != nil || mod.Error != "" || err != nil {
+		t.Fatalf("go mod download github.com/argoproj/argo-cd/v3: %v %v %s", err, jerr, mod.Error)
 	}
-	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "manifests", "install.yaml"))
+	pinned := goSumHash(t, mod.Path, mod.Version)
+	if got, err := dirhash.HashZip(mod.Zip, dirhash.Hash1); err != nil || got != pinned {
+		t.Fatalf("%s@%s: the module cache's zip hashes to %s (err %v), go.sum pins %s", mod.Path, mod.Version, got, err, pinned)
+	}
+	z, err := zip.OpenReader(mod.Zip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	f, err := z.Open(mod.Path + "@" + mod.Version + "/manifests/install.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// goSumHash is the h1: hash this module's go.sum pins for a module's content.
+func goSumHash(t *testing.T, path, version string) string {
+	t.Helper()
+	b, err := os.ReadFile("go.sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == path && f[1] == version {
+			return f[2]
+		}
+	}
+	t.Fatalf("go.sum pins no hash for %s %s", path, version)
+	return ""
 }
 
 func argoVersion(t *testing.T) string {
@@ -72,8 +109,9 @@ func kustomize(t *testing.T, fs filesys.FileSystem, dir string) resmap.ResMap {
 }
 
 // inMemoryTree copies manifests/ into an in-memory filesystem. manifests/argocd
-// installs a vendored copy of Argo CD's stock install.yaml: it must be the
-// file of the Argo CD version these tests run, byte for byte. The stock file
+// installs Argo CD's stock install.yaml, which is not committed: make
+// argocd-manifests writes it from the Argo CD module these tests build
+// against, and it must be that release's file byte for byte. The stock file
 // is also written as stock-install.yaml for kustomizeStock.
 func inMemoryTree(t *testing.T) filesys.FileSystem {
 	t.Helper()
@@ -93,26 +131,50 @@ func inMemoryTree(t *testing.T) filesys.FileSystem {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := fs.ReadFile("/m/argocd/kustomization.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vendored := regexp.MustCompile(`(?m)^\s*-\s*(argo-cd-(v[0-9.]+)/install\.yaml)\s*$`)
-	m := vendored.FindSubmatch(k)
-	if m == nil {
-		t.Fatal("manifests/argocd does not install a vendored stock Argo CD release (argo-cd-vX.Y.Z/install.yaml)")
-	}
-	if got, want := string(m[2]), argoVersion(t); got != want {
-		t.Errorf("manifests/argocd installs Argo CD %s, the contract tests run %s", got, want)
-	}
-	stock := argoInstallYAML(t)
-	if b, err := fs.ReadFile(filepath.Join("/m/argocd", string(m[1]))); err != nil || !bytes.Equal(b, stock) {
-		t.Errorf("manifests/argocd/%s is not Argo CD's install.yaml of the module (err %v)", m[1], err)
+	rel, stock := generatedArgoInstall(t)
+	if b, err := fs.ReadFile(filepath.Join("/m/argocd", rel)); err != nil {
+		t.Fatalf("manifests/argocd/%s does not exist: make argocd-manifests writes it (%v)", rel, err)
+	} else if !bytes.Equal(b, stock) {
+		t.Errorf("manifests/argocd/%s is not Argo CD's manifests/install.yaml of the module go.sum pins: run make argocd-manifests", rel)
 	}
 	if err := fs.WriteFile("/m/argocd/stock-install.yaml", stock); err != nil {
 		t.Fatal(err)
 	}
 	return fs
+}
+
+// generatedArgoInstall is the stock install.yaml manifests/argocd names,
+// relative to it, and what make argocd-manifests writes there: Argo CD's
+// manifests/install.yaml of the version this module requires.
+func generatedArgoInstall(t *testing.T) (string, []byte) {
+	t.Helper()
+	k, err := os.ReadFile(filepath.Join(repoRoot, "manifests", "argocd", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*-\s*(argo-cd-(v[0-9.]+)/install\.yaml)\s*$`).FindSubmatch(k)
+	if m == nil {
+		t.Fatal("manifests/argocd does not install a stock Argo CD release (argo-cd-vX.Y.Z/install.yaml, which make argocd-manifests writes)")
+	}
+	if got, want := string(m[2]), argoVersion(t); got != want {
+		t.Fatalf("manifests/argocd installs argo-cd-%s/install.yaml; make argocd-manifests writes the release the contract tests run, argo-cd-%s", got, want)
+	}
+	return string(m[1]), argoInstallYAML(t)
+}
+
+// The stock install.yaml is generated, not committed (2 MiB): git ignores it.
+func TestArgoInstallNotCommitted(t *testing.T) {
+	rel, _ := generatedArgoInstall(t)
+	p := "manifests/argocd/" + rel
+	err := exec.Command("git", "-C", repoRoot, "check-ignore", "-q", p).Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		t.Errorf("%s is committed or not git-ignored: make argocd-manifests writes it", p)
+	default:
+		t.Skipf("SKIPPED: not a git checkout, or no git (%v)", err)
+	}
 }
 
 func repoServerDeployment(t *testing.T, m resmap.ResMap) *appsv1.Deployment {

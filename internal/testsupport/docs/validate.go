@@ -34,9 +34,11 @@ func NewValidator(root string) (*Validator, error) {
 	if v.definitionSchema, err = compile("componentdeployment.json", b); err != nil {
 		return nil, err
 	}
+	// Argo CD's install.yaml is not committed: make argocd-manifests writes
+	// it from the Go module cache.
 	installs, _ := filepath.Glob(filepath.Join(root, "manifests", "argocd", "argo-cd-*", "install.yaml"))
 	if len(installs) != 1 {
-		return nil, fmt.Errorf("want one vendored Argo CD install.yaml in manifests/argocd, found %d", len(installs))
+		return nil, fmt.Errorf("want one Argo CD install.yaml in manifests/argocd/argo-cd-*/, found %d: run make argocd-manifests", len(installs))
 	}
 	b, err = os.ReadFile(installs[0])
 	if err != nil {
