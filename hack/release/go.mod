@@ -9,6 +9,7 @@ go 1.26.0
 require (
 	github.com/argocd-ocm-plugin/argocd-ocm-plugin v0.0.0-00010101000000-000000000000
 	github.com/google/go-containerregistry v0.22.1
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -129,7 +130,6 @@ require (
 	gotest.tools/v3 v3.5.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	oras.land/oras-go/v2 v2.7.0 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
 replace github.com/argocd-ocm-plugin/argocd-ocm-plugin => ../..

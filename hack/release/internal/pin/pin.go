@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Image is the image name the repository's manifests use.
@@ -27,10 +29,14 @@ var (
 
 // Manifests copies the tree src to dst (created; must not exist) and pins
 // every reference to Image to repo@digest (repo "" keeps Image). It returns
-// the files it changed, relative to dst.
+// the files it changed, relative to dst. A tree whose kustomizations name a
+// local file that is not there is refused: its copy would not build.
 func Manifests(src, dst, repo, digest string) ([]string, error) {
 	if !regexp.MustCompile(`^sha256:[0-9a-f]{64}$`).MatchString(digest) {
 		return nil, fmt.Errorf("pin: digest %q", digest)
+	}
+	if err := checkKustomizations(src); err != nil {
+		return nil, err
 	}
 	if repo == "" {
 		repo = Image
@@ -65,6 +71,38 @@ func Manifests(src, dst, repo, digest string) ([]string, error) {
 		return os.WriteFile(target, []byte(out), 0o644)
 	})
 	return changed, err
+}
+
+// checkKustomizations fails when a kustomization under src names a local
+// resource or component that does not exist. Argo CD's install.yaml, which
+// manifests/argocd installs, is not committed: make argocd-manifests writes
+// it from the Go module cache.
+func checkKustomizations(src string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (d.Name() != "kustomization.yaml" && d.Name() != "kustomization.yml") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var k struct {
+			Resources  []string `json:"resources"`
+			Components []string `json:"components"`
+		}
+		if err := yaml.Unmarshal(b, &k); err != nil {
+			return fmt.Errorf("pin: %s: %w", p, err)
+		}
+		for _, r := range append(k.Resources, k.Components...) {
+			if strings.Contains(r, "//") || strings.Contains(r, "?") {
+				continue // a URL or a remote git repository
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(p), r)); err != nil {
+				return fmt.Errorf("pin: %s names %s, which does not exist (Argo CD's install.yaml in manifests/argocd: run make argocd-manifests)", p, r)
+			}
+		}
+		return nil
+	})
 }
 
 // Text pins the references in one file's text (repo "" keeps Image).

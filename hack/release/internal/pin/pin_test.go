@@ -91,3 +91,33 @@ func TestManifests(t *testing.T) {
 		t.Error("a tag accepted as digest")
 	}
 }
+
+// A tree whose kustomization names a file that is not there (Argo CD's
+// install.yaml before make argocd-manifests) is refused, not copied.
+func TestManifestsMissingResource(t *testing.T) {
+	src := t.TempDir()
+	k := "resources:\n  - argo-cd-v3.6.2/install.yaml\n  - https://example.com/x.yaml\n  - github.com/org/repo//dir?ref=v1\n" +
+		"images:\n  - name: " + pin.Image + "\n    newTag: unpinned\n"
+	if err := os.MkdirAll(filepath.Join(src, "argocd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "argocd", "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "out")
+	if _, err := pin.Manifests(src, dst, "", digest); err == nil || !strings.Contains(err.Error(), "argo-cd-v3.6.2/install.yaml, which does not exist") {
+		t.Errorf("err %v, want the missing install.yaml named", err)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Errorf("%s written (err %v)", dst, err)
+	}
+	if err := os.MkdirAll(filepath.Join(src, "argocd", "argo-cd-v3.6.2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "argocd", "argo-cd-v3.6.2", "install.yaml"), []byte("kind: List\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pin.Manifests(src, dst, "", digest); err != nil {
+		t.Errorf("with the file: %v", err)
+	}
+}
