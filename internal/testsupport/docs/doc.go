@@ -10,18 +10,20 @@
 // kubectl namespaces used before they are created, `--server-side` without
 // `--force-conflicts`, `-k DIR` that does not build offline (built with the
 // kustomize library; `bin/manifests/X`, what make manifests writes, as its
-// source `manifests/X`), a Helm chart without `helm repo add` and `--version`,
-// `cd` into a directory that does not exist from where the previous blocks
-// left the reader, and the plugin called by a bare name that no step put on
-// PATH (`make build` puts it in bin/).
+// source `manifests/X`) or that installs Argo CD's install.yaml without
+// `make argocd-manifests` before it, a Helm chart without `helm repo add`
+// and `--version`, `cd` into a directory that does not exist from where the
+// previous blocks left the reader, and the plugin called by a bare name that
+// no step put on PATH (`make build` puts it in bin/).
 //
 // YAML blocks (```yaml) are parsed as YAML 1.2, then validated by what they
 // are: a ComponentDeployment by the plugin's strict decoder (internal/planning/deployment)
 // and the published JSON schema (docs/schema), an Argo CD Application,
 // ApplicationSet or AppProject by the openAPIV3Schema of Argo CD's own CRDs
-// (from the vendored manifests/argocd/argo-cd-*/install.yaml), made strict
-// as the API server's field validation is (unknown fields are errors), any
-// other object by having apiVersion and kind.
+// (manifests/argocd/argo-cd-*/install.yaml, which make argocd-manifests
+// writes from the Go module cache), made strict as the API server's field
+// validation is (unknown fields are errors), any other object by having
+// apiVersion and kind.
 //
 // A block that cannot run or is not a whole document says so in an HTML
 // comment on the line before its fence (invisible when rendered):

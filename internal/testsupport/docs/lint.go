@@ -25,6 +25,7 @@ type Page struct {
 	helmRepos  map[string]bool
 	built      bool // bin/argocd-ocm-plugin exists (make build, make demo)
 	installed  bool // the plugin is on PATH (make install)
+	argoCD     bool // Argo CD's install.yaml is in manifests/argocd (make argocd-manifests)
 }
 
 var (
@@ -32,6 +33,8 @@ var (
 	heredocRE    = regexp.MustCompile(`<<-?\s*['"]?([A-Za-z_][A-Za-z0-9_]*)['"]?`)
 	separatorRE  = regexp.MustCompile(`&&|\|\||;|\|`)
 	chartRefRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]*$`)
+	// The resource of manifests/argocd that make argocd-manifests writes.
+	argoInstallRE = regexp.MustCompile(`(?m)^\s*-\s*argo-cd-v[0-9.]+/install\.yaml\s*$`)
 )
 
 const pluginBinary = "argocd-ocm-plugin"
@@ -66,6 +69,9 @@ func (p *Page) Lint(b Block) []error {
 				}
 				if contains(args, "install") {
 					p.installed = true
+				}
+				if p.cwd == "" && !p.lost && contains(args, "argocd-manifests") {
+					p.argoCD = true
 				}
 			case cmd == pluginBinary || cmd == "argocd-ocm-client":
 				if !p.installed {
@@ -142,12 +148,21 @@ func (p *Page) kubectl(args []string, fail func(string, ...any)) {
 	if dir := flagValue(args, "-k", "--kustomize"); dir != "" {
 		// make manifests writes bin/manifests: manifests/ with the image
 		// pinned, nothing else changed. A fresh checkout has only the source.
+		pinned := false
 		if rest, ok := strings.CutPrefix(filepath.ToSlash(filepath.Clean(dir)), "bin/manifests"); ok && (rest == "" || strings.HasPrefix(rest, "/")) {
-			dir = "manifests" + rest
+			dir, pinned = "manifests"+rest, true
 		}
 		if l := p.local(dir); l != "" && p.Kustomize != nil {
 			if err := p.Kustomize(l); err != nil {
 				fail("kubectl -k %s does not build offline: %v", dir, err)
+			}
+		}
+		// Argo CD's install.yaml is not committed (make manifests writes
+		// it with bin/manifests); a checkout builds manifests/argocd after
+		// make argocd-manifests.
+		if l := p.local(dir); l != "" && !pinned && !p.argoCD {
+			if k, err := os.ReadFile(filepath.Join(l, "kustomization.yaml")); err == nil && argoInstallRE.Match(k) {
+				fail("kubectl -k %s installs Argo CD's install.yaml, which a checkout does not have: run make argocd-manifests first", dir)
 			}
 		}
 	}
