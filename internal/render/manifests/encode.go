@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/counting"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/parallel"
 )
@@ -165,26 +166,15 @@ func (s *Stream) WriteTo(w io.Writer) (int64, error) {
 	if g, ok := w.(interface{ Grow(n int) }); ok {
 		g.Grow(s.Len())
 	}
-	cw := &countingWriter{w: w}
+	cw := &counting.Writer{W: w}
 	bw := bufio.NewWriterSize(cw, streamChunk)
 	for _, d := range s.docs {
 		bw.WriteString("---\n")
 		bw.Write(d)
 		if _, err := bw.WriteString(s.suffix); err != nil {
-			return cw.n, err
+			return cw.N, err
 		}
 	}
 	err := bw.Flush()
-	return cw.n, err
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	return cw.N, err
 }
