@@ -17,6 +17,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 )
 
@@ -79,7 +80,7 @@ func Open(r io.Reader, size int64, dir string) (_ *File, err error) {
 func copySetTar(f *os.File, r io.Reader, size int64) error {
 	br := bufio.NewReader(r)
 	var in io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	if magic, _ := br.Peek(2); archive.IsGzip(magic) {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return fmt.Errorf("%w: artifact set: gzip: %v", errdef.ErrInvalidInput, err)

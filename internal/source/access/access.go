@@ -10,6 +10,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/accessmethod"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/artifactset"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
@@ -336,7 +337,7 @@ func ChartArchive(c *Content) ([]byte, error) {
 	switch {
 	case artifactset.IsArtifactSet(c.MediaType):
 		return c.artifactSetChart()
-	case c.MediaType == MediaTypeHelmChart, isGzipMediaType(c.MediaType), c.MediaType == "" && len(c.Data) > 2 && c.Data[0] == 0x1f && c.Data[1] == 0x8b:
+	case c.MediaType == MediaTypeHelmChart, isGzipMediaType(c.MediaType), c.MediaType == "" && archive.IsGzip(c.Data):
 		return c.Data, nil
 	default:
 		return nil, fmt.Errorf("%w: %s is not a Helm chart (want an OCI artifact set or %s)", errdef.ErrUnsupportedMediaType, errdef.Quote(c.MediaType), MediaTypeHelmChart)

@@ -106,7 +106,7 @@ func Extract(src, dir string) error {
 	defer f.Close()
 	br := bufio.NewReader(f)
 	var r io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	if magic, _ := br.Peek(2); archive.IsGzip(magic) {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return fmt.Errorf("%w: CTF %s: gzip: %v", errdef.ErrInvalidInput, src, err)

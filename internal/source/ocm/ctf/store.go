@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/counting"
 )
 
@@ -106,7 +107,7 @@ func openFileStore(f *os.File, o options) (*tarStore, error) {
 		return nil, err
 	}
 	ts := &tarStore{f: f}
-	if n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	if archive.IsGzip(magic[:n]) {
 		if o.unpacker != nil {
 			cached, err := o.unpacker.open(f, o)
 			if !errors.Is(err, errNoUnpacker) {
