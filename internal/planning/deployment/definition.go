@@ -243,6 +243,30 @@ func NormalizeNumbers(v any) any {
 	return v
 }
 
+// WholeNumbers makes whole float64s (and ints) int64, recursively, in
+// place: numbers decoded without UseNumber read as a JSON decoder that
+// keeps integers reads them (the API server's; what expressions expect).
+// A float64 outside int64's range stays as it is.
+func WholeNumbers(v any) any {
+	switch v := v.(type) {
+	case float64:
+		if v == math.Trunc(v) && v >= math.MinInt64 && v < math.MaxInt64 {
+			return int64(v)
+		}
+	case int:
+		return int64(v)
+	case map[string]any:
+		for k, e := range v {
+			v[k] = WholeNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = WholeNumbers(e)
+		}
+	}
+	return v
+}
+
 // Validate checks what decoding alone cannot: kind and version, parameter
 // declarations, unique render names, resource identities, paths, and that
 // every ${…} expression compiles.

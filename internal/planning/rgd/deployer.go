@@ -161,7 +161,7 @@ func argoChart(s *step, rr *explain.RenderReport, n *graph.Node, h map[string]an
 	if hns, _ := h["namespace"].(string); hns != "" {
 		s.Namespace, rr.Namespace = hns, hns
 	}
-	s.ReleaseName, s.Values = release, normalizeJSON(jsonCopy(vals)).(map[string]any)
+	s.ReleaseName, s.Values = release, jsonCopy(vals).(map[string]any)
 	rr.ReleaseName, rr.Values = release, originLeaves(s.Values, origins, n.ID+": spec.source.helm")
 	return nil
 }
@@ -191,7 +191,7 @@ func argoChartValues(n *graph.Node, h map[string]any, where string) (map[string]
 		if err := yaml.Unmarshal([]byte(s), &vals); err != nil {
 			return nil, nil, fmt.Errorf("%w: %s: spec.source.helm.values is not a YAML map: %v", errdef.ErrInvalidInput, where, err)
 		}
-		vals = normalizeJSON(jsonCopy(vals)).(map[string]any)
+		vals = jsonCopy(vals).(map[string]any)
 		origins.record(vals, func(p string) string { return n.ID + ": spec.source.helm.values: " + p }, noExpr)
 	}
 	if vo, ok := h["valuesObject"].(map[string]any); ok {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/deployment"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/expr"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
@@ -202,7 +203,7 @@ func (e *evaluation) resourceVar(cv ocm.ComponentVersion, res *ocm.Resource) map
 	for _, l := range res.Labels {
 		var v any
 		_ = json.Unmarshal(l.Value, &v)
-		labels = append(labels, map[string]any{"name": l.Name, "value": normalizeJSON(v)})
+		labels = append(labels, map[string]any{"name": l.Name, "value": deployment.WholeNumbers(v)})
 	}
 	if labels != nil {
 		m["labels"] = labels
@@ -258,6 +259,7 @@ func identity(v any) (ocm.Identity, error) {
 	return id, nil
 }
 
+// jsonCopy is v through JSON, with whole numbers int64 (WholeNumbers).
 func jsonCopy(v any) any {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -265,24 +267,5 @@ func jsonCopy(v any) any {
 	}
 	var out any
 	_ = json.Unmarshal(b, &out)
-	return normalizeJSON(out)
-}
-
-// normalizeJSON turns float64 integers into int64, as expressions expect.
-func normalizeJSON(v any) any {
-	switch v := v.(type) {
-	case float64:
-		if v == float64(int64(v)) {
-			return int64(v)
-		}
-	case map[string]any:
-		for k, e := range v {
-			v[k] = normalizeJSON(e)
-		}
-	case []any:
-		for i, e := range v {
-			v[i] = normalizeJSON(e)
-		}
-	}
-	return v
+	return deployment.WholeNumbers(out)
 }

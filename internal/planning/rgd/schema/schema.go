@@ -2,7 +2,6 @@ package schema
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -477,7 +476,7 @@ func (in *Instance) Spec(params []explain.ParamValue, given map[string]string) (
 		}
 		// As the API server decodes the instance (JSON): whole numbers are
 		// int64, others float64, whatever the field's type.
-		pv.Value = jsonNumbers(pv.Value)
+		pv.Value = deployment.WholeNumbers(pv.Value)
 		parts := strings.Split(pv.Name, ".")
 		m := spec
 		for _, k := range parts[:len(parts)-1] {
@@ -534,26 +533,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// jsonNumbers makes whole float64s int64 (in place), as the API server's
-// JSON decoding of an instance does.
-func jsonNumbers(v any) any {
-	switch v := v.(type) {
-	case float64:
-		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-			return int64(v)
-		}
-	case int:
-		return int64(v)
-	case map[string]any:
-		for k, e := range v {
-			v[k] = jsonNumbers(e)
-		}
-	case []any:
-		for i, e := range v {
-			v[i] = jsonNumbers(e)
-		}
-	}
-	return v
 }
