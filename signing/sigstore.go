@@ -123,14 +123,7 @@ func NewKeyless(tr *TrustedRoot, id Identity, privateInfrastructure bool) (*Keyl
 	if tr == nil {
 		return nil, fmt.Errorf("%w: keyless verification needs a trusted root", errdef.ErrInvalidInput)
 	}
-	if (id.Subject == "" && id.SubjectRegexp == "") || (id.Issuer == "" && id.IssuerRegexp == "") {
-		return nil, fmt.Errorf("%w: keyless verification needs a certificate identity (or identity regexp) and an OIDC issuer (or issuer regexp): without both, anyone with an account at any issuer could sign", errdef.ErrInvalidInput)
-	}
-	subjectRE, err := anchored("certificate identity regexp", id.SubjectRegexp)
-	if err != nil {
-		return nil, err
-	}
-	issuerRE, err := anchored("certificate OIDC issuer regexp", id.IssuerRegexp)
+	subjectRE, issuerRE, err := id.anchored()
 	if err != nil {
 		return nil, err
 	}
@@ -295,12 +288,19 @@ func shorten(s string) string {
 // Check refuses an identity that cannot verify anything or would accept
 // anyone: both halves are required, regular expressions must compile.
 func (id Identity) Check() error {
-	if (id.Subject == "" && id.SubjectRegexp == "") || (id.Issuer == "" && id.IssuerRegexp == "") {
-		return fmt.Errorf("%w: keyless verification needs a certificate identity (or identity regexp) and an OIDC issuer (or issuer regexp): without both, anyone with an account at any issuer could sign", errdef.ErrInvalidInput)
-	}
-	if _, err := anchored("certificate identity regexp", id.SubjectRegexp); err != nil {
-		return err
-	}
-	_, err := anchored("certificate OIDC issuer regexp", id.IssuerRegexp)
+	_, _, err := id.anchored()
 	return err
+}
+
+// anchored checks id as Check says and returns its regular expressions
+// anchored ("" for none).
+func (id Identity) anchored() (subjectRE, issuerRE string, err error) {
+	if (id.Subject == "" && id.SubjectRegexp == "") || (id.Issuer == "" && id.IssuerRegexp == "") {
+		return "", "", fmt.Errorf("%w: keyless verification needs a certificate identity (or identity regexp) and an OIDC issuer (or issuer regexp): without both, anyone with an account at any issuer could sign", errdef.ErrInvalidInput)
+	}
+	if subjectRE, err = anchored("certificate identity regexp", id.SubjectRegexp); err != nil {
+		return "", "", err
+	}
+	issuerRE, err = anchored("certificate OIDC issuer regexp", id.IssuerRegexp)
+	return subjectRE, issuerRE, err
 }
