@@ -322,13 +322,9 @@ func (e *Engine) chartCheck(rule *policy.Rule, logger *slog.Logger) (oci.ChartCh
 			trust = append(trust, signing.ArtifactTrust{Key: k.(signature.Verifier), KeyName: filepath.Base(c.PublicKey)})
 			continue
 		}
-		r, err := e.parsedFile(c.TrustedRoot, "trusted root", what, func(b []byte) (crypto.PublicKey, error) { return signing.ParseTrustedRoot(b) })
+		k, err := e.keyless(c.Keyless(), what, what)
 		if err != nil {
 			return nil, err
-		}
-		k, err := signing.NewKeyless(r.(*signing.TrustedRoot), c.Keyless().Identity(), c.PrivateInfrastructure)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		trust = append(trust, signing.ArtifactTrust{Keyless: k})
 	}
@@ -411,13 +407,9 @@ func (e *Engine) signatureVerifier(sigs []policy.Signature) (*signing.Verifier, 
 			if s.PublicKey != "" || s.RootCA != "" {
 				return nil, fmt.Errorf("%w: signature %s: a trusted root (keyless) and a public key or root CA cannot verify one signature: configure one", errdef.ErrInvalidInput, s.Name)
 			}
-			r, err := e.parsedFile(s.TrustedRoot, "trusted root", s.Name, func(b []byte) (crypto.PublicKey, error) { return signing.ParseTrustedRoot(b) })
+			k, err := e.keyless(s, s.Name, "signature "+s.Name)
 			if err != nil {
 				return nil, err
-			}
-			k, err := signing.NewKeyless(r.(*signing.TrustedRoot), s.Identity(), s.PrivateInfrastructure)
-			if err != nil {
-				return nil, fmt.Errorf("signature %s: %w", s.Name, err)
 			}
 			v.Keys[s.Name] = k
 			continue
@@ -447,6 +439,22 @@ func (e *Engine) signatureVerifier(sigs []policy.Signature) (*signing.Verifier, 
 		v.Keys[s.Name] = &signing.Trust{Key: key, Roots: r.(*signing.RootCAs)}
 	}
 	return v, nil
+}
+
+// keyless verifies keyless signatures as s says: with its trusted root
+// (parsed again only when the file changed, parsedFile) and the identity
+// that must have signed. name is s in parsedFile's errors, what in the
+// others.
+func (e *Engine) keyless(s policy.Signature, name, what string) (*signing.Keyless, error) {
+	r, err := e.parsedFile(s.TrustedRoot, "trusted root", name, func(b []byte) (crypto.PublicKey, error) { return signing.ParseTrustedRoot(b) })
+	if err != nil {
+		return nil, err
+	}
+	k, err := signing.NewKeyless(r.(*signing.TrustedRoot), s.Identity(), s.PrivateInfrastructure)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return k, nil
 }
 
 // parsedFile reads file and parses it with parse, reusing the last result
