@@ -97,7 +97,7 @@ func (w *watchdog) run() {
 			return
 		case <-poll.C:
 			if n, err := server.PrivateMemory(pid); err == nil && n > w.limit {
-				w.fire(fmt.Sprintf("generation exceeded the memory limit of %d MiB: limit exceeded", w.limit>>20))
+				w.fire(memoryLimitExceeded(w.limit))
 				return
 			}
 		}
@@ -153,7 +153,7 @@ func guard(getenv func(string) string, maxMemory int64) {
 	if f == nil {
 		return
 	}
-	line := fmt.Sprintf("argocd-ocm-plugin: %sgeneration exceeded the memory limit of %d MiB: limit exceeded\n", describeEnv(getenv).Prefix(), maxMemory>>20)
+	line := "argocd-ocm-plugin: " + describeEnv(getenv).Prefix() + memoryLimitExceeded(maxMemory) + "\n"
 	_, err := io.WriteString(f, line)
 	f.Close()
 	if err != nil {
@@ -161,4 +161,10 @@ func guard(getenv func(string) string, maxMemory int64) {
 	}
 	// Without the limit (a system without prlimit), the polled one stays.
 	_, _ = server.LimitOwnMemory(os.Getpid(), maxMemory)
+}
+
+// memoryLimitExceeded is the error of a generation past its memory limit,
+// the same whichever bound ends it (the poll, or the address-space limit).
+func memoryLimitExceeded(limit int64) string {
+	return fmt.Sprintf("generation exceeded the memory limit of %d MiB: limit exceeded", limit>>20)
 }
