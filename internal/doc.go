@@ -29,7 +29,7 @@
 // Layers, from the bottom (the number is the rank; directories relative to
 // the repository, "." is the root package):
 //
-//	0 utilities: errdef internal/util/counting internal/util/bytesize internal/util/parallel internal/util/fieldpath internal/util/suggest internal/util/startheap internal/util/confine internal/util/param internal/util/nesting
+//	0 utilities: errdef internal/util/counting internal/util/lru internal/util/bytesize internal/util/parallel internal/util/fieldpath internal/util/suggest internal/util/startheap internal/util/confine internal/util/param internal/util/nesting
 //	1 formats: internal/format/yamlfile internal/format/imageref internal/format/artifactset internal/format/blob internal/format/archive internal/format/accessmethod ocm signing
 //	2 sources: internal/source/registry policy internal/source/cache internal/source/ocm/ocimapping internal/source/ocm/ctf internal/source/ocm/oci internal/source/ocm/resolve internal/source/access internal/source/verify
 //	3 renderers: internal/render/manifests internal/render/helm internal/render/helm/engine internal/render/kustomize

@@ -14,6 +14,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm/engine"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/lru"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/nesting"
 )
 
@@ -37,9 +38,6 @@ const DefaultChartCacheSize = 64 << 20
 // every tenant after it, and make each hit scan them all (touch).
 const minEntryCost = 4 << 10
 
-// entryCost is what an entry of size bytes counts against a cache's bound.
-func entryCost(size int64) int64 { return max(size, minEntryCost) }
-
 // ChartCache keeps loaded charts, by the SHA-256 of their archive, for as
 // long as it lives (the render server's lifetime), within a bound on the
 // bytes their archives unpack to and their parsed templates hold (each
@@ -59,7 +57,7 @@ func entryCost(size int64) int64 { return max(size, minEntryCost) }
 // template changes: the files' bytes, the Lock, the schema's bytes. A nil
 // *ChartCache loads every time. It is safe for concurrent use.
 type ChartCache struct {
-	lru[*chartEntry]
+	kept *lru.Cache[[32]byte, *chartEntry]
 }
 
 type chartEntry struct {
@@ -84,7 +82,7 @@ func NewChartCache(maxBytes int64) *ChartCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultChartCacheSize
 	}
-	return &ChartCache{newLRU[*chartEntry](maxBytes)}
+	return &ChartCache{lru.New[[32]byte, *chartEntry](maxBytes, minEntryCost)}
 }
 
 // load returns a copy of the chart of archive and the entry it is kept in
@@ -95,18 +93,18 @@ func (cc *ChartCache) load(archive []byte) (*chart.Chart, *chartEntry, error) {
 		return c, nil, err
 	}
 	key := sha256.Sum256(archive)
-	if e, ok := cc.get(key); ok {
+	if e, ok := cc.kept.Get(key); ok {
 		return copyChart(e.chart, nil), e, nil
 	}
 	c, size, err := loadArchive(archive)
 	if err != nil {
 		return nil, nil, err
 	}
-	if size > cc.max {
+	if size > cc.kept.Max() {
 		return c, nil, nil
 	}
-	e := &chartEntry{chart: copyChart(c, nil), templates: engine.NewTemplates(cc.max - size), key: key, unpacked: size}
-	return c, cc.put(key, e, size), nil
+	e := &chartEntry{chart: copyChart(c, nil), templates: engine.NewTemplates(cc.kept.Max() - size), key: key, unpacked: size}
+	return c, cc.kept.Put(key, e, size), nil
 }
 
 // account counts e at what its templates hold now (a render parsed
@@ -120,7 +118,7 @@ func (cc *ChartCache) account(e *chartEntry) {
 	if cc == nil || e == nil {
 		return
 	}
-	cc.resize(e.key, func(kept *chartEntry) (int64, bool) {
+	cc.kept.Resize(e.key, func(kept *chartEntry) (int64, bool) {
 		return e.unpacked + e.templates.Size(), kept == e
 	})
 }

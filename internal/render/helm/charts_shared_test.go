@@ -94,7 +94,7 @@ data:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := cache.m[sha256.Sum256(tgz)]
+	e, _ := cache.kept.Peek(sha256.Sum256(tgz))
 	if e == nil {
 		t.Fatal("the chart is not kept")
 	}

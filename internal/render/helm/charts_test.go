@@ -98,8 +98,8 @@ func TestChartCacheIsolatesRenders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(cache.m) != 1 {
-		t.Fatalf("%d charts kept, want 1", len(cache.m))
+	if cache.kept.Len() != 1 {
+		t.Fatalf("%d charts kept, want 1", cache.kept.Len())
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -180,7 +180,7 @@ func TestChartCacheBound(t *testing.T) {
 		}
 	}
 	for i, held := range []bool{true, false, true, true} {
-		e, ok := cache.m[sha(chartOf(i))]
+		e, ok := cache.kept.Peek(sha(chartOf(i)))
 		if ok != held {
 			t.Errorf("chart %d held: %v, want %v", i, ok, held)
 		}
@@ -188,8 +188,8 @@ func TestChartCacheBound(t *testing.T) {
 			t.Errorf("chart %d: schemas not kept compiled", i)
 		}
 	}
-	if cache.size > cache.max || len(cache.m) != 3 {
-		t.Fatalf("%d charts, %d bytes (bound %d)", len(cache.m), cache.size, cache.max)
+	if cache.kept.Size() > cache.kept.Max() || cache.kept.Len() != 3 {
+		t.Fatalf("%d charts, %d bytes (bound %d)", cache.kept.Len(), cache.kept.Size(), cache.kept.Max())
 	}
 	if _, err := Render(context.Background(), []byte("not a chart"), Options{Charts: cache}); err == nil || !strings.Contains(err.Error(), "loading chart") {
 		t.Fatalf("error %v", err)
@@ -198,8 +198,8 @@ func TestChartCacheBound(t *testing.T) {
 	if _, err := Render(context.Background(), chartOf(0), Options{Charts: small}); err != nil {
 		t.Fatal(err)
 	}
-	if len(cache.m) != 3 || len(small.m) != 0 {
-		t.Fatalf("kept what does not load or is over the bound: %d, %d", len(cache.m), len(small.m))
+	if cache.kept.Len() != 3 || small.kept.Len() != 0 {
+		t.Fatalf("kept what does not load or is over the bound: %d, %d", cache.kept.Len(), small.kept.Len())
 	}
 }
 
@@ -230,10 +230,10 @@ func TestCachesCountEntriesAtLeastMinEntryCost(t *testing.T) {
 			t.Fatalf("chart %d: %d objects, %v", i, len(objs), err)
 		}
 	}
-	if len(charts.m) != 64 || charts.size > charts.max {
-		t.Errorf("chart cache: %d entries, %d bytes counted (bound %d), want 64", len(charts.m), charts.size, charts.max)
+	if charts.kept.Len() != 64 || charts.kept.Size() > charts.kept.Max() {
+		t.Errorf("chart cache: %d entries, %d bytes counted (bound %d), want 64", charts.kept.Len(), charts.kept.Size(), charts.kept.Max())
 	}
-	if len(crds.m) != 16 || crds.size > crds.max {
-		t.Errorf("CRD cache: %d entries, %d bytes counted (bound %d), want 16", len(crds.m), crds.size, crds.max)
+	if crds.kept.Len() != 16 || crds.kept.Size() > crds.kept.Max() {
+		t.Errorf("CRD cache: %d entries, %d bytes counted (bound %d), want 16", crds.kept.Len(), crds.kept.Size(), crds.kept.Max())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/lru"
 )
 
 // Helm never parses a chart's crds/ files: `helm template --include-crds`
@@ -39,7 +40,7 @@ const DefaultCRDCacheSize = 16 << 20
 // schema, not its configuration. A nil *CRDCache decodes every time. It is safe for
 // concurrent use.
 type CRDCache struct {
-	lru[[]manifests.Object] // copies, never handed out
+	kept *lru.Cache[[32]byte, []manifests.Object] // copies, never handed out
 }
 
 // NewCRDCache returns a cache of at most maxBytes of CRD text (<= 0:
@@ -48,7 +49,7 @@ func NewCRDCache(maxBytes int64) *CRDCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultCRDCacheSize
 	}
-	return &CRDCache{newLRU[[]manifests.Object](maxBytes)}
+	return &CRDCache{lru.New[[32]byte, []manifests.Object](maxBytes, minEntryCost)}
 }
 
 // decode returns a copy of the objects of text (a crds/ file as Helm prints
@@ -62,7 +63,7 @@ func (c *CRDCache) decode(name string, text []byte) ([]manifests.Object, error) 
 // nor its structural characters counted again (t.nodes, counted for the
 // release's bound, is the count manifests.Decode's bounds are held to).
 func (c *CRDCache) decodePrinted(name string, t printedText) ([]manifests.Object, error) {
-	if c == nil || t.size > c.max {
+	if c == nil || t.size > c.kept.Max() {
 		return manifests.DecodeCounted(name, t.printed(), t.nodes)
 	}
 	key, ok := t.key, t.keyed
@@ -86,7 +87,7 @@ func (c *CRDCache) decodePrinted(name string, t printedText) ([]manifests.Object
 // Other documents are decoded every time and never kept: they carry an
 // Application's configuration. A nil *CRDCache keeps nothing.
 func (c *CRDCache) document(doc []byte, decode func() ([]manifests.Object, error)) ([]manifests.Object, error) {
-	if c == nil || int64(len(doc)) > c.max || !bytes.Contains(doc, []byte("kind: CustomResourceDefinition")) {
+	if c == nil || int64(len(doc)) > c.kept.Max() || !bytes.Contains(doc, []byte("kind: CustomResourceDefinition")) {
 		return decode()
 	}
 	key := sha256.Sum256(doc)
@@ -108,7 +109,7 @@ func (c *CRDCache) document(doc []byte, decode func() ([]manifests.Object, error
 
 // get returns a copy of the objects kept under key.
 func (c *CRDCache) get(key [32]byte) ([]manifests.Object, bool) {
-	objs, ok := c.lru.get(key)
+	objs, ok := c.kept.Get(key)
 	if !ok {
 		return nil, false
 	}
@@ -117,7 +118,7 @@ func (c *CRDCache) get(key [32]byte) ([]manifests.Object, bool) {
 
 // put keeps a copy of objs under key.
 func (c *CRDCache) put(key [32]byte, objs []manifests.Object, size int64) {
-	c.lru.put(key, cloneObjects(objs), size)
+	c.kept.Put(key, cloneObjects(objs), size)
 }
 
 // crdText is a crds/ file as Helm prints it in the release manifest.

@@ -34,29 +34,29 @@ func TestCRDCacheBound(t *testing.T) {
 	if _, err := c.decode("chart c", text(3)); err != nil { // evicts 1
 		t.Fatal(err)
 	}
-	if len(c.m) != 3 || c.size > c.max {
-		t.Fatalf("%d entries, %d bytes (bound %d)", len(c.m), c.size, c.max)
+	if c.kept.Len() != 3 || c.kept.Size() > c.kept.Max() {
+		t.Fatalf("%d entries, %d bytes (bound %d)", c.kept.Len(), c.kept.Size(), c.kept.Max())
 	}
 	for i, held := range []bool{true, false, true, true} {
 		key := sha(text(i))
-		if _, ok := c.m[key]; ok != held {
+		if _, ok := c.kept.Peek(key); ok != held {
 			t.Errorf("file %d held: %v, want %v", i, ok, held)
 		}
 	}
 	// A file larger than the bound is decoded, never held.
-	big := append(text(9), []byte("# "+strings.Repeat("padding ", int(c.max/8)))...)
+	big := append(text(9), []byte("# "+strings.Repeat("padding ", int(c.kept.Max()/8)))...)
 	if _, err := c.decode("chart c", big); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.m[sha(big)]; ok || c.size > c.max {
-		t.Fatalf("a file over the bound was kept (%d bytes held)", c.size)
+	if _, ok := c.kept.Peek(sha(big)); ok || c.kept.Size() > c.kept.Max() {
+		t.Fatalf("a file over the bound was kept (%d bytes held)", c.kept.Size())
 	}
 	// Decoding errors are returned and nothing is kept.
 	if _, err := c.decode("chart c", []byte("---\nkind: [\n")); err == nil {
 		t.Fatal("no error for invalid YAML")
 	}
-	if len(c.m) != 3 {
-		t.Fatalf("%d entries after an error", len(c.m))
+	if c.kept.Len() != 3 {
+		t.Fatalf("%d entries after an error", c.kept.Len())
 	}
 }
 
@@ -119,10 +119,10 @@ func TestCRDCacheKeepsOnlyCRDDocuments(t *testing.T) {
 		}
 		objs[0]["metadata"].(map[string]any)["name"] = "changed"
 	}
-	if len(c.m) != 1 {
-		t.Fatalf("%d documents kept, want 1 (the CRD alone)", len(c.m))
+	if c.kept.Len() != 1 {
+		t.Fatalf("%d documents kept, want 1 (the CRD alone)", c.kept.Len())
 	}
-	for _, objs := range c.m {
+	for _, objs := range c.kept.Values() {
 		if manifests.Key(objs[0]) != "apiextensions.k8s.io/CustomResourceDefinition//a.example.com" {
 			t.Fatalf("kept %s", manifests.Key(objs[0]))
 		}
@@ -214,8 +214,8 @@ func TestCachedCRDsIsolateRenders(t *testing.T) {
 	// Per chart: the top CRD; the subchart's file as predecoded (under
 	// the subchart's own name, taken by the first alias: the aliases share
 	// the *common.File) and as printed for the second alias.
-	if len(opts.CRDs.m) != 6 {
-		t.Fatalf("%d CRD files kept, want 6", len(opts.CRDs.m))
+	if opts.CRDs.kept.Len() != 6 {
+		t.Fatalf("%d CRD files kept, want 6", opts.CRDs.kept.Len())
 	}
 }
 
@@ -243,7 +243,7 @@ func TestCRDPrintsOfCachedChart(t *testing.T) {
 		if pr.size != int64(len(text)) || pr.size != crdTextSize(k.filename, k.file.Data) || pr.nodes != yamlfile.StructureCount(text) || pr.key != sha(text) {
 			t.Errorf("%s: %+v, want size %d, nodes %d, key of its text", k.filename, pr, len(text), yamlfile.StructureCount(text))
 		}
-		if _, ok := opts.CRDs.m[pr.key]; !ok {
+		if _, ok := opts.CRDs.kept.Peek(pr.key); !ok {
 			t.Errorf("%s: not in the CRD cache under its key", k.filename)
 		}
 	}

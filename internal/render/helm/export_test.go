@@ -51,15 +51,13 @@ var SplitDocs = splitDocs
 
 // CacheSize is what cc counts its entries at.
 func (cc *ChartCache) CacheSize() int64 {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	return cc.size
+	return cc.kept.Size()
 }
 
 // KeptTemplates is the number of template files cc keeps parsed for the
 // chart of archive (-1: the chart is not kept).
 func (cc *ChartCache) KeptTemplates(archive []byte) int {
-	e, ok := cc.get(sha256.Sum256(archive))
+	e, ok := cc.kept.Peek(sha256.Sum256(archive))
 	if !ok {
 		return -1
 	}
@@ -69,11 +67,12 @@ func (cc *ChartCache) KeptTemplates(archive []byte) int {
 // HeldSize is what the entries cc keeps hold now (each at entryCost of its
 // unpacked size and its parsed templates): what CacheSize must count.
 func (cc *ChartCache) HeldSize() int64 {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
 	var n int64
-	for _, e := range cc.m {
+	for _, e := range cc.kept.Values() {
 		n += entryCost(e.unpacked + e.templates.Size())
 	}
 	return n
 }
+
+// entryCost is what an entry of size bytes counts against a cache's bound.
+func entryCost(size int64) int64 { return max(size, minEntryCost) }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/artifactset"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/lru"
 )
 
 // An OCM CLI stores a Helm chart as an OCI artifact set (a tgz of an OCI
@@ -31,15 +32,10 @@ const minSetCost = 1 << 10
 // gets only for the same content, which it would have unpacked to the same
 // bytes. A hit hands out a copy of the layer, so nothing a render does with
 // it reaches the kept bytes. At most maxBytes of layers (each counted at
-// least 1 KiB), the oldest dropped first. A nil *ArtifactSets keeps
-// nothing. Safe for concurrent use.
+// least 1 KiB), the least recently used dropped first. A nil *ArtifactSets
+// keeps nothing. Safe for concurrent use.
 type ArtifactSets struct {
-	max int64
-
-	mu    sync.Mutex
-	m     map[string]*setEntry
-	order []string // oldest first
-	size  int64
+	kept *lru.Cache[string, *setEntry]
 }
 
 // setEntry is what is kept of one artifact set; never changed once kept.
@@ -54,45 +50,26 @@ func NewArtifactSets(maxBytes int64) *ArtifactSets {
 	if maxBytes <= 0 {
 		maxBytes = DefaultArtifactSetsSize
 	}
-	return &ArtifactSets{max: maxBytes, m: map[string]*setEntry{}}
+	return &ArtifactSets{lru.New[string, *setEntry](maxBytes, minSetCost)}
 }
 
 func (s *ArtifactSets) get(digest string) *setEntry {
 	if s == nil || digest == "" {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[digest]
+	e, _ := s.kept.Get(digest)
+	return e
 }
 
 func (s *ArtifactSets) put(digest string, e *setEntry) {
-	cost := max(int64(len(e.chart)), minSetCost)
-	if s == nil || digest == "" || cost > s.max {
+	if s == nil || digest == "" {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.m[digest]; ok {
-		return
-	}
-	s.m[digest] = e
-	s.order = append(s.order, digest)
-	s.size += cost
-	for s.size > s.max {
-		old := s.order[0]
-		s.order = s.order[1:]
-		s.size -= max(int64(len(s.m[old].chart)), minSetCost)
-		delete(s.m, old)
-	}
+	s.kept.Put(digest, e, int64(len(e.chart)))
 }
 
 // Len is the number of artifact sets kept.
-func (s *ArtifactSets) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.m)
-}
+func (s *ArtifactSets) Len() int { return s.kept.Len() }
 
 // contentSet is one Content's artifact set, read at most once for the
 // generation and shared with the ArtifactSets it came with.

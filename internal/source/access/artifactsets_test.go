@@ -97,9 +97,9 @@ func TestArtifactSetsKeptByContent(t *testing.T) {
 	}
 }
 
-// An ArtifactSets keeps at most its bound of chart layers: the oldest go
-// first, a layer larger than the bound is never kept, and what is not
-// kept is read from the set again.
+// An ArtifactSets keeps at most its bound of chart layers: the least
+// recently used go first, a layer larger than the bound is never kept, and
+// what is not kept is read from the set again.
 func TestArtifactSetsBound(t *testing.T) {
 	noise := make([]byte, 8<<10)
 	rand.NewChaCha8([32]byte{1}).Read(noise)
