@@ -78,6 +78,16 @@ type Renderer struct {
 	ctfOptions []ctf.Option
 }
 
+// KnownJSON returns the text manifests.EncodeJSON writes for o (without
+// its "---" line and newline), an object of one of r's Results, when the
+// engine keeps that text already: with WithSharing, a chart's
+// CustomResourceDefinitions, for an object still equal to the one kept. An
+// encoder of the Result may write it instead of encoding o again (the
+// generate command does: megabytes of JSON per render of an operator chart).
+func (r *Renderer) KnownJSON(o map[string]any) ([]byte, bool) {
+	return r.helmCRDs.KnownJSON(o)
+}
+
 func (r *Renderer) log() io.Writer {
 	if r.Log == nil {
 		return io.Discard

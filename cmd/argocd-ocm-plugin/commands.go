@@ -263,7 +263,7 @@ func renderAndPrint(cmd *cobra.Command, p *process, req argocdocm.Request, stdou
 	// Every object is encoded before anything reaches stdout; the stream
 	// is then written from the documents' texts, without joining them
 	// (10 MB of CRDs copied twice).
-	stream, err := manifests.EncodeStream(res.Objects, opts.json)
+	stream, err := manifests.EncodeStreamKnown(res.Objects, opts.json, r.KnownJSON)
 	if err != nil {
 		return errdef.Wrap(err, errdef.Error{Application: req.Application, Component: req.Component, Version: req.Version})
 	}

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"maps"
+	"reflect"
+	"sync"
 	"sync/atomic"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -39,8 +41,36 @@ const DefaultCRDCacheSize = 16 << 20
 // document), so what one Application's render leaves in the cache is a
 // schema, not its configuration. A nil *CRDCache decodes every time. It is safe for
 // concurrent use.
+//
+// Each kept object is also kept as the JSON text the generate command
+// prints for it (manifests.JSONDocument), so that the copies a render did
+// not change are not encoded again (KnownJSON): for an operator chart,
+// megabytes of JSON per render. An entry counts its YAML and its JSON text.
 type CRDCache struct {
-	kept *lru.Cache[[32]byte, []manifests.Object] // copies, never handed out
+	kept *lru.Cache[[32]byte, *crdObjects] // never handed out
+
+	// handed are the copies get handed out whose kept text KnownJSON may
+	// give, by the address of the copy's map; at most the cache's bound of
+	// text, forgotten all at once past that (a copy that is never encoded,
+	// as in a failed render, is then forgotten; one that is encoded is at
+	// once). The address only finds a candidate: the text is given only
+	// when the object is still Equal to the kept one, so an address reused
+	// by another object after a copy was collected gives nothing wrong.
+	handedMu    sync.Mutex
+	handed      map[uintptr]handedCopy
+	handedBytes int64
+}
+
+// crdObjects are the objects of one text, and the JSON text of each (nil
+// for one JSONDocument refuses).
+type crdObjects struct {
+	objs  []manifests.Object
+	texts [][]byte
+}
+
+type handedCopy struct {
+	kept manifests.Object
+	text []byte
 }
 
 // NewCRDCache returns a cache of at most maxBytes of CRD text (<= 0:
@@ -49,7 +79,47 @@ func NewCRDCache(maxBytes int64) *CRDCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultCRDCacheSize
 	}
-	return &CRDCache{lru.New[[32]byte, []manifests.Object](maxBytes, minEntryCost)}
+	return &CRDCache{kept: lru.New[[32]byte, *crdObjects](maxBytes, minEntryCost), handed: map[uintptr]handedCopy{}}
+}
+
+// KnownJSON is a manifests.Known: the JSON text of o when o is a copy get
+// handed out (of this cache, not yet asked for) and still Equal to the
+// object it copies, i.e. when encoding o would give that very text. A nil
+// *CRDCache knows nothing.
+func (c *CRDCache) KnownJSON(o manifests.Object) ([]byte, bool) {
+	if c == nil || o == nil {
+		return nil, false
+	}
+	addr := reflect.ValueOf(o).Pointer()
+	c.handedMu.Lock()
+	h, ok := c.handed[addr]
+	if ok {
+		delete(c.handed, addr)
+		c.handedBytes -= int64(len(h.text))
+	}
+	c.handedMu.Unlock()
+	if !ok || !manifests.Equal(h.kept, o) {
+		return nil, false
+	}
+	return h.text, true
+}
+
+// hand records the copies of kept objects get hands out (see handed).
+func (c *CRDCache) hand(kept *crdObjects, copies []manifests.Object) {
+	c.handedMu.Lock()
+	defer c.handedMu.Unlock()
+	for i, o := range copies {
+		text := kept.texts[i]
+		if text == nil {
+			continue
+		}
+		if c.handedBytes+int64(len(text)) > c.kept.Max() {
+			clear(c.handed)
+			c.handedBytes = 0
+		}
+		c.handed[reflect.ValueOf(o).Pointer()] = handedCopy{kept: kept.objs[i], text: text}
+		c.handedBytes += int64(len(text))
+	}
 }
 
 // decode returns a copy of the objects of text (a crds/ file as Helm prints
@@ -109,16 +179,26 @@ func (c *CRDCache) document(doc []byte, decode func() ([]manifests.Object, error
 
 // get returns a copy of the objects kept under key.
 func (c *CRDCache) get(key [32]byte) ([]manifests.Object, bool) {
-	objs, ok := c.kept.Get(key)
+	kept, ok := c.kept.Get(key)
 	if !ok {
 		return nil, false
 	}
-	return cloneObjects(objs), true
+	objs := cloneObjects(kept.objs)
+	c.hand(kept, objs)
+	return objs, true
 }
 
-// put keeps a copy of objs under key.
+// put keeps a copy of objs under key, and their JSON texts; size is their
+// YAML text's.
 func (c *CRDCache) put(key [32]byte, objs []manifests.Object, size int64) {
-	c.kept.Put(key, cloneObjects(objs), size)
+	kept := &crdObjects{objs: cloneObjects(objs), texts: make([][]byte, len(objs))}
+	for i, o := range kept.objs {
+		if text, err := manifests.JSONDocument(o); err == nil {
+			kept.texts[i] = text
+			size += int64(len(text))
+		}
+	}
+	c.kept.Put(key, kept, size)
 }
 
 // crdText is a crds/ file as Helm prints it in the release manifest.

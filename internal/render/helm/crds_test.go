@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -122,9 +123,9 @@ func TestCRDCacheKeepsOnlyCRDDocuments(t *testing.T) {
 	if c.kept.Len() != 1 {
 		t.Fatalf("%d documents kept, want 1 (the CRD alone)", c.kept.Len())
 	}
-	for _, objs := range c.kept.Values() {
-		if manifests.Key(objs[0]) != "apiextensions.k8s.io/CustomResourceDefinition//a.example.com" {
-			t.Fatalf("kept %s", manifests.Key(objs[0]))
+	for _, kept := range c.kept.Values() {
+		if manifests.Key(kept.objs[0]) != "apiextensions.k8s.io/CustomResourceDefinition//a.example.com" {
+			t.Fatalf("kept %s", manifests.Key(kept.objs[0]))
 		}
 	}
 }
@@ -292,5 +293,79 @@ func TestCRDFileDocumentBound(t *testing.T) {
 				t.Fatalf("%s, render %d, one over the limit: err = %v, want the document bound", mode.name, i+1, err)
 			}
 		}
+	}
+}
+
+// A copy of a kept CRD that a render did not change is known as the JSON
+// text of the kept object, once; a changed copy, an object the cache did
+// not hand out and a nil cache are not.
+func TestCRDCacheKnownJSON(t *testing.T) {
+	stream := []byte("---\n# Source: c/templates/crd.yaml\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: a.example.com\n" +
+		"spec:\n  group: example.com\n  names: {kind: A, plural: as}\n  versions: [{name: v1, served: true, storage: true}]\n" +
+		"---\n# Source: c/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n")
+	c := NewCRDCache(0)
+	decode := func() []manifests.Object {
+		objs, err := manifests.DecodeWith("chart c", stream, c.document)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objs
+	}
+	first := decode()
+	want, err := manifests.JSONDocument(first[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range first {
+		if _, ok := c.KnownJSON(o); ok {
+			t.Fatalf("first render: %s known, though decoded by this render", manifests.Key(o))
+		}
+	}
+	second := decode()
+	if text, ok := c.KnownJSON(second[1]); ok {
+		t.Fatalf("ConfigMap known: %s", text)
+	}
+	text, ok := c.KnownJSON(second[0])
+	if !ok || !bytes.Equal(text, want) {
+		t.Fatalf("unchanged copy: %v %s, want %s", ok, text, want)
+	}
+	if _, ok := c.KnownJSON(second[0]); ok {
+		t.Fatal("a copy is known twice")
+	}
+	third := decode()
+	third[0]["metadata"].(map[string]any)["annotations"] = map[string]any{"argocd.argoproj.io/sync-wave": "-1"}
+	if _, ok := c.KnownJSON(third[0]); ok {
+		t.Fatal("changed copy known")
+	}
+	if text, _ := manifests.JSONDocument(third[0]); bytes.Equal(text, want) {
+		t.Fatal("the change does not show in the encoding")
+	}
+	var nilCache *CRDCache
+	if _, ok := nilCache.KnownJSON(decode()[0]); ok {
+		t.Fatal("nil cache knows an object")
+	}
+}
+
+// The copies waiting to be encoded hold at most the cache's bound of text:
+// past it they are forgotten (encoded again), never kept without bound.
+func TestCRDCacheKnownJSONBound(t *testing.T) {
+	stream := []byte("---\n# Source: c/templates/crd.yaml\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: a.example.com\nspec: {group: example.com}\n")
+	c := NewCRDCache(4 << 10)
+	var copies []manifests.Object
+	for i := 0; i < 100; i++ {
+		objs, err := manifests.DecodeWith("chart c", stream, c.document)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies = append(copies, objs[0])
+	}
+	if c.handedBytes > c.kept.Max() || len(c.handed) == 0 || len(c.handed) >= 99 {
+		t.Fatalf("%d copies, %d bytes of text waiting; bound %d", len(c.handed), c.handedBytes, c.kept.Max())
+	}
+	if _, ok := c.KnownJSON(copies[len(copies)-1]); !ok {
+		t.Fatal("the last copy is not known")
+	}
+	if _, ok := c.KnownJSON(copies[1]); ok {
+		t.Fatal("an early copy is still known past the bound")
 	}
 }

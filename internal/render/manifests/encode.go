@@ -40,6 +40,10 @@ func encodeEach(objs []Object, enc func(o Object) ([]byte, error)) ([][]byte, in
 	return out, -1, nil
 }
 
+// JSONDocument is o as EncodeJSON writes it, without the "---" line before
+// it and the newline after it, with EncodeJSON's errors.
+func JSONDocument(o Object) ([]byte, error) { return jsonDoc(o) }
+
 // jsonDoc is one object as EncodeJSON writes it, without the "---" line and
 // the newline: see EncodeJSON.
 func jsonDoc(o Object) ([]byte, error) {
@@ -133,9 +137,30 @@ type Stream struct {
 // EncodeStream encodes objs as Encode does, or as EncodeJSON does when
 // asJSON, with their errors, and returns the stream to write.
 func EncodeStream(objs []Object, asJSON bool) (*Stream, error) {
+	return EncodeStreamKnown(objs, asJSON, nil)
+}
+
+// Known returns the text JSONDocument gives for o when the caller holds it
+// already (o is a copy of an object kept encoded, and still equal to it),
+// else false.
+type Known func(o Object) ([]byte, bool)
+
+// EncodeStreamKnown is EncodeStream, except that with asJSON the text of an
+// object that known (when set) holds is not encoded again: the stream is
+// the same, without the work. The render server keeps charts' CRDs decoded
+// and encoded, megabytes of JSON per render of an operator chart.
+func EncodeStreamKnown(objs []Object, asJSON bool, known Known) (*Stream, error) {
 	enc, suffix := marshalYAML, ""
 	if asJSON {
 		enc, suffix = jsonDoc, "\n"
+		if known != nil {
+			enc = func(o Object) ([]byte, error) {
+				if doc, ok := known(o); ok {
+					return doc, nil
+				}
+				return jsonDoc(o)
+			}
+		}
 	}
 	docs, i, err := encodeEach(objs, enc)
 	if err != nil {
