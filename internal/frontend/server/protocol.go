@@ -307,12 +307,16 @@ func readJob(r *bufio.Reader) (*Request, jobHeader, error) {
 }
 
 func writeResult(w io.Writer, h header, stdout, stderr []byte) error {
+	return writeResultBuffered(bufio.NewWriterSize(w, 64<<10), h, stdout, stderr)
+}
+
+// writeResultBuffered is writeResult through bw, which it flushes.
+func writeResultBuffered(bw *bufio.Writer, h header, stdout, stderr []byte) error {
 	h.Stdout, h.Stderr = len(stdout), len(stderr)
 	b, err := json.Marshal(h)
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.Write(append(b, '\n'))
 	bw.Write(stdout)
 	bw.Write(stderr)
