@@ -103,19 +103,19 @@ func same(t *testing.T, what string, got, want, want2 outcome) {
 	}
 }
 
-// TestSameAsHelm renders real charts and charts written to reach the
-// engine's corners with Helm's engine and this one (without Templates, with
-// new ones, and again with the ones a render filled), and wants the same
-// files or the same error each time.
-func TestSameAsHelm(t *testing.T) {
-	type tc struct {
-		name  string
-		chart func() *chart.Chart
-		vals  map[string]any
-	}
-	var cases []tc
+// engineCase is a chart and the values a test renders it with.
+type engineCase struct {
+	name  string
+	chart func() *chart.Chart // a chart of its own each call
+	vals  map[string]any
+}
+
+// engineCases are the real-world charts, and the corner charts with each
+// of their values.
+func engineCases(t *testing.T) []engineCase {
+	var cases []engineCase
 	for _, p := range realCharts(t) {
-		cases = append(cases, tc{name: filepath.Base(p), chart: func() *chart.Chart {
+		cases = append(cases, engineCase{name: filepath.Base(p), chart: func() *chart.Chart {
 			c, err := loader.Load(p)
 			if err != nil {
 				t.Fatal(err)
@@ -125,10 +125,18 @@ func TestSameAsHelm(t *testing.T) {
 	}
 	for name, sc := range cornerCharts() {
 		for i, vals := range sc.vals {
-			cases = append(cases, tc{name: fmt.Sprintf("%s/%d", name, i), chart: sc.chart, vals: vals})
+			cases = append(cases, engineCase{name: fmt.Sprintf("%s/%d", name, i), chart: sc.chart, vals: vals})
 		}
 	}
-	for _, c := range cases {
+	return cases
+}
+
+// TestSameAsHelm renders real charts and charts written to reach the
+// engine's corners with Helm's engine and this one (without Templates, with
+// new ones, and again with the ones a render filled), and wants the same
+// files or the same error each time.
+func TestSameAsHelm(t *testing.T) {
+	for _, c := range engineCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			v := func(ch *chart.Chart) common.Values { return renderValues(t, ch, deepCopy(c.vals)) }
 			ch := c.chart()

@@ -9,7 +9,6 @@ import (
 	"text/template/parse"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm/engine"
 )
@@ -181,27 +180,8 @@ func unchanged(t *testing.T, what string, ts *engine.Templates, snap map[string]
 // sequential and concurrent, every kept tree is the same tree, field for
 // field and node for node.
 func TestKeptTreesNeverChanged(t *testing.T) {
-	type job struct {
-		name  string
-		chart func() *chart.Chart
-		vals  map[string]any
-	}
-	var jobs []job
-	for _, p := range realCharts(t) {
-		jobs = append(jobs, job{name: p, chart: func() *chart.Chart {
-			c, err := loader.Load(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}})
-	}
-	for name, cc := range cornerCharts() {
-		for _, v := range cc.vals {
-			jobs = append(jobs, job{name: name, chart: cc.chart, vals: v})
-		}
-	}
-	render := func(ts *engine.Templates, j job) {
+	jobs := engineCases(t)
+	render := func(ts *engine.Templates, j engineCase) {
 		c := j.chart()
 		ourRender(engine.Engine{Templates: ts}, c, renderValues(t, c, deepCopy(j.vals)))
 	}
