@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,55 +17,22 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/plantest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
 
-// fakeCV is a component version whose resources are documents in memory:
-// the planner is tested at its own boundary (input → plan), reading
-// through fakeReader instead of the renderer's access.
-type fakeCV struct {
-	d    *ocm.Descriptor
-	docs map[string]string // resource name → content
-}
-
-func (f *fakeCV) Descriptor() *ocm.Descriptor { return f.d }
-func (f *fakeCV) DescriptorDigest() string    { return "" }
-func (f *fakeCV) Repository() ocm.Repository  { return nil }
-func (f *fakeCV) OpenLocalBlob(context.Context, ocm.Access) (ocm.Blob, error) {
-	return nil, errors.New("fakeCV: no blobs")
-}
-
-// fakeReader reads the documents of a fakeCV, and counts the reads.
-type fakeReader struct{ reads int }
-
-func (r *fakeReader) ReadDocument(_ context.Context, cv ocm.ComponentVersion, res *ocm.Resource, max int64) ([]byte, error) {
-	r.reads++
-	doc, ok := cv.(*fakeCV).docs[res.Name]
-	if !ok {
-		return nil, fmt.Errorf("%w: no document %s", errdef.ErrNotFound, res.Name)
-	}
-	if max > 0 && int64(len(doc)) > max {
-		return nil, errdef.ErrLimitExceeded
-	}
-	return []byte(doc), nil
-}
-
-func (r *fakeReader) ChartValues(context.Context, ocm.ComponentVersion, *ocm.Resource) (map[string]any, error) {
-	return nil, errors.New("fakeReader: no charts")
-}
-
-func (r *fakeReader) ReadTree(context.Context, ocm.ComponentVersion, *ocm.Resource) (plan.Tree, error) {
-	return plan.Tree{}, errors.New("fakeReader: no trees")
-}
-
-// component ships each document as an RGD resource.
-func component(docs map[string]string) *fakeCV {
-	d := &ocm.Descriptor{Name: "acme.org/app", Version: "1.0.0"}
+// component ships each document as an RGD resource of a component version
+// held in memory: the planner is tested at its own boundary (input → plan),
+// reading through plantest.Reader instead of the renderer's access.
+func component(docs map[string]string) *plantest.Component {
+	var res []ocm.Resource
 	for name := range docs {
-		d.Resources = append(d.Resources, ocm.Resource{ElementMeta: ocm.ElementMeta{Name: name, Version: "1.0.0"}, Type: "blob",
+		res = append(res, ocm.Resource{ElementMeta: ocm.ElementMeta{Name: name}, Type: "blob",
 			Access: ocm.Access{Type: "localBlob/v1", Fields: map[string]any{"mediaType": rgd.MediaType, "localReference": "sha256:0"}}})
 	}
-	return &fakeCV{d: d, docs: docs}
+	c := plantest.NewComponent("acme.org/app", "1.0.0", res...)
+	maps.Copy(c.Docs, docs)
+	return c
 }
 
 // planRGD plans one RGD document for an instance (parameters as an
@@ -73,7 +41,7 @@ func planRGD(t *testing.T, doc string, params map[string]string) ([]plan.Step, e
 	t.Helper()
 	cv := component(map[string]string{"rgd": doc})
 	p := rgd.Wrap(&deployment.DefinitionPlanner{})
-	pl, err := p.Plan(context.Background(), cv, plan.Input{Request: application.Request{Application: "demo", Namespace: "apps", Parameters: params}, Reader: &fakeReader{}})
+	pl, err := p.Plan(context.Background(), cv, plan.Input{Request: application.Request{Application: "demo", Namespace: "apps", Parameters: params}, Reader: &plantest.Reader{}})
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +233,7 @@ func TestPlanDefinitionFile(t *testing.T) {
 	p := rgd.Wrap(&deployment.DefinitionPlanner{})
 	root := appDir(t, map[string]string{"my-rgd.yaml": appRGD, "cd.yaml": "apiVersion: deploy.argocd-ocm-plugin.io/v1alpha1\nkind: ComponentDeployment\nspec: {}\n",
 		"bad.yaml": strings.Replace(appRGD, "replicas: ${schema.spec.replicas}", "replicas: ${schema.spec.replicas +}", 1)})
-	in := plan.Input{Request: application.Request{Application: "demo", Namespace: "apps", DefinitionFile: "my-rgd.yaml", Root: root}, Reader: &fakeReader{}}
+	in := plan.Input{Request: application.Request{Application: "demo", Namespace: "apps", DefinitionFile: "my-rgd.yaml", Root: root}, Reader: &plantest.Reader{}}
 	pl, err := p.Plan(context.Background(), cv, in)
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +295,7 @@ func TestPlanRefusesUnusedInputs(t *testing.T) {
 		`path "overlays/prod"`:           {Path: "overlays/prod"},
 		`values: `:                       {Set: []string{"a=b"}},
 	} {
-		in := plan.Input{Request: req, Reader: &fakeReader{}}
+		in := plan.Input{Request: req, Reader: &plantest.Reader{}}
 		_, err := p.Plan(context.Background(), cv, in)
 		if err == nil || !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ResourceGraphDefinition app") {
 			t.Errorf("want a refusal naming %s, got %v", want, err)
