@@ -18,6 +18,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/counting"
 )
 
 // ent describes one tar entry; typ defaults to a regular file.
@@ -334,18 +335,6 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// countingReader counts the bytes ReadTree pulls from its input.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // bombStream streams a tar (gzipped if compress) of files of fileSize zero
 // bytes each through a pipe, so nothing is generated beyond what the reader
 // pulls. The returned done reports the writer's final error.
@@ -402,7 +391,7 @@ func TestGzipBomb(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pr, done := bombStream(t, tt.compress, tt.files, tt.size)
-			in := &countingReader{r: pr}
+			in := &counting.Reader{R: pr} // the bytes ReadTree pulls from its input
 
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
@@ -416,8 +405,8 @@ func TestGzipBomb(t *testing.T) {
 			}
 			// Input consumed: at most the limit plus headers, tar padding and
 			// read-ahead buffers.
-			if in.n > limit+64<<10 {
-				t.Fatalf("read %d input bytes, want at most ~%d", in.n, limit)
+			if in.N > limit+64<<10 {
+				t.Fatalf("read %d input bytes, want at most ~%d", in.N, limit)
 			}
 			// Bounded memory: a few times the limit at most, not the bomb size.
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
