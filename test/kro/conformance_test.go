@@ -58,10 +58,6 @@ const (
 // state (no status of another object, no uid).
 type kroCase struct {
 	name, rgd, instance string
-	// ignore are fields of kro's objects that come from the cluster
-	// (JSON paths "spec.template.spec.containers[0].env[5]"), left out of
-	// the comparison with the reason.
-	ignore map[string]string
 	// rewrite replaces text of the RGD for both kro and the plugin: what
 	// only a cluster knows (schema.metadata.uid) becomes what a render
 	// knows, so that the rest of the RGD is compared.
@@ -231,7 +227,7 @@ func (c *cluster) check(t *testing.T, tc kroCase) {
 	c.apply(t, inst, ns)
 	for _, w := range want {
 		got := c.waitObject(t, w, ns)
-		if diff := compare(w, got.Object, tc.ignore); diff != "" {
+		if diff := compare(w, got.Object); diff != "" {
 			t.Errorf("%s %s: kro and the plugin differ:\n%s", w["kind"], name2(w), diff)
 		}
 	}
@@ -309,7 +305,7 @@ func params(prefix string, spec, fields, types map[string]any) []string {
 // fields the plugin's object has (kro's carries what the API server and
 // kro add: uid, managedFields, kro's labels, defaults), except the plugin's
 // sync-wave annotation; ConfigMap data must match whole.
-func compare(want, got map[string]any, ignore map[string]string) string {
+func compare(want, got map[string]any) string {
 	want = clone(want)
 	if a, ok := dig(want, "metadata", "annotations").(map[string]any); ok {
 		delete(a, "argocd.argoproj.io/sync-wave")
@@ -321,16 +317,11 @@ func compare(want, got map[string]any, ignore map[string]string) string {
 		return fmt.Sprintf("data: plugin %s\n      kro %s", js(want["data"]), js(got["data"]))
 	}
 	var diffs []string
-	project("", norm(want), norm(got), ignore, &diffs)
+	project("", norm(want), norm(got), &diffs)
 	return strings.Join(diffs, "\n")
 }
 
-func project(path string, want, got any, ignore map[string]string, diffs *[]string) {
-	for k := range ignore {
-		if strings.Contains(js(want), k) && strings.Contains(path, "env") {
-			return
-		}
-	}
+func project(path string, want, got any, diffs *[]string) {
 	switch w := want.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
@@ -339,7 +330,7 @@ func project(path string, want, got any, ignore map[string]string, diffs *[]stri
 			return
 		}
 		for k, v := range w {
-			project(path+"."+k, v, g[k], ignore, diffs)
+			project(path+"."+k, v, g[k], diffs)
 		}
 	case []any:
 		g, ok := got.([]any)
@@ -348,7 +339,7 @@ func project(path string, want, got any, ignore map[string]string, diffs *[]stri
 			return
 		}
 		for i := range w {
-			project(fmt.Sprintf("%s[%d]", path, i), w[i], g[i], ignore, diffs)
+			project(fmt.Sprintf("%s[%d]", path, i), w[i], g[i], diffs)
 		}
 	default:
 		if !reflect.DeepEqual(want, got) {
