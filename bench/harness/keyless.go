@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
@@ -68,14 +67,8 @@ func (b *bench) keyless(ctx context.Context) {
 		"without_cpu_ms": round(pc), "with_cpu_ms": round(sc), "added_cpu_ms": round(addedCPU)}
 }
 
-// cpuMS is this process's CPU time (user and system) so far.
-func cpuMS() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
-}
+// cpuMS is this process's CPU time (user and system) so far, in ms.
+func cpuMS() float64 { return float64(processCPU()) / 1e6 }
 
 func mean(xs []float64) float64 {
 	if len(xs) == 0 {
