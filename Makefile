@@ -21,7 +21,7 @@ help:
 	@echo 'make test            vet, gofmt, every test, fuzzing, Argo CD v3.6 contract tests: ~10 min warm, ~40 min cold'
 	@echo 'make test-argocd-v35 Argo CD v3.5.8 contract tests: ~1 min warm, 8-15 min cold'
 	@echo 'make test-argocd-v34 Argo CD v3.4.14 contract tests: ~1 min warm, 8-15 min cold'
-	@echo 'make e2e             the plugin under a real Argo CD v3.6.2 + kube-apiserver (test/e2e, root): ~2 min warm, 20-35 min cold (builds Argo CD)'
+	@echo 'make e2e             the plugin under a real Argo CD v3.6.2 + kube-apiserver (test/e2e, root): 3-8 min warm, 20-35 min cold (builds Argo CD)'
 	@echo 'make e2e-fleet N=500 ROUNDS=4 REPLICAS=1   the fleet scenarios alone, plugin vs native Helm OCI source (docs/scaling.md)'
 	@echo 'make kro-conformance the RGD renderer against kro'"'"'s own controller and a real kube-apiserver (test/kro, root): ~1 min warm, 20-40 min cold'
 	@echo 'make bench           side-by-side figures against helm template and kustomize build: ~5 min'
