@@ -58,6 +58,11 @@ func TestUnusedLargeBlobIsNeverFetched(t *testing.T) {
 	if len(res.Objects) != 1 {
 		t.Fatalf("%d objects", len(res.Objects))
 	}
+	// The render read its blobs from this registry (its cache was empty), so
+	// that none of the requests was for the large one means something.
+	if reg.Count(registrytest.Request.IsBlob) == 0 {
+		t.Fatalf("the render requested no blob at all: %v", reg.Requests())
+	}
 	n := reg.Count(func(r registrytest.Request) bool { return r.IsBlob() && strings.HasSuffix(r.Path, bigDigest) })
 	if n != 0 {
 		t.Fatalf("the unused blob was requested %d times: %v", n, reg.Requests())
