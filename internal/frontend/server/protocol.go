@@ -272,10 +272,18 @@ type jobHeader struct {
 }
 
 // writeJob sends a worker one request: the job header, then the client's
-// request line as it came (not decoded and encoded again).
+// request line as it came (not decoded and encoded again). A request of up
+// to maxJoinedJob bytes (all of argocd-cmp-server's but those with very
+// large parameters) goes with its header in one write, which wakes the
+// worker once; a larger one is not copied.
 func writeJob(w io.Writer, h jobHeader, raw []byte) error {
 	b, err := json.Marshal(h)
 	if err != nil {
+		return err
+	}
+	if len(raw) <= maxJoinedJob {
+		b = append(append(append(b, '\n'), raw...), '\n')
+		_, err = w.Write(b)
 		return err
 	}
 	if _, err := w.Write(append(b, '\n')); err != nil {
@@ -287,6 +295,9 @@ func writeJob(w io.Writer, h jobHeader, raw []byte) error {
 	_, err = w.Write([]byte{'\n'})
 	return err
 }
+
+// maxJoinedJob is the largest request writeJob copies behind its header.
+const maxJoinedJob = 64 << 10
 
 // readJob is the worker's side of writeJob.
 func readJob(r *bufio.Reader) (*Request, jobHeader, error) {

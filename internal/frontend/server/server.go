@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -419,17 +420,37 @@ func (s *Server) giveBack(n int64) {
 
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// streamResult writes a worker's result to the client as it reads it.
+// streamResult writes a worker's result to the client as it reads it. The
+// header goes out with the first part of the output, so that a result of a
+// few KiB is one write and wakes the client once.
 func streamResult(conn net.Conn, exit, no, ne int, body io.Reader) error {
 	_ = conn.SetWriteDeadline(time.Now().Add(deliverTimeout))
 	defer conn.SetWriteDeadline(time.Time{})
-	if err := writeHeader(conn, header{Exit: exit, Stdout: no, Stderr: ne}); err != nil {
+	h, err := json.Marshal(header{Exit: exit, Stdout: no, Stderr: ne})
+	if err != nil {
 		return err
 	}
 	buf := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(buf)
-	_, err := io.CopyBuffer(conn, struct{ io.Reader }{body}, *buf)
-	return err
+	b := append(append((*buf)[:0], h...), '\n')
+	for {
+		n, rerr := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if len(b) == cap(b) || rerr != nil {
+			if len(b) > 0 {
+				if _, err := conn.Write(b); err != nil {
+					return err
+				}
+			}
+			b = b[:0]
+		}
+		switch {
+		case rerr == io.EOF:
+			return nil
+		case rerr != nil:
+			return rerr
+		}
+	}
 }
 
 // limitMessage is the one error line of a generation the pool stopped.

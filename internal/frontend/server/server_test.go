@@ -506,3 +506,72 @@ func TestJobHeaderCompatible(t *testing.T) {
 		}
 	}
 }
+
+// countingWrites records each Write it gets.
+type countingWrites struct {
+	bytes.Buffer
+	writes int
+}
+
+func (c *countingWrites) Write(p []byte) (int, error) {
+	c.writes++
+	return c.Buffer.Write(p)
+}
+
+// A usual request reaches its worker in one write with its header; a
+// large one in three, not copied; the worker reads both the same.
+func TestWriteJobJoined(t *testing.T) {
+	for _, c := range []struct {
+		size, writes int
+	}{{1 << 10, 1}, {maxJoinedJob + 1, 3}} {
+		raw := fmt.Appendf(nil, `{"protocol":2,"args":["generate"],"dir":"/app","env":["ARGOCD_APP_PARAMETERS=%s"]}`, strings.Repeat("x", c.size))
+		var w countingWrites
+		if err := writeJob(&w, jobHeader{Procs: 1}, raw); err != nil {
+			t.Fatal(err)
+		}
+		if w.writes != c.writes {
+			t.Errorf("request of %d bytes: %d writes, want %d", len(raw), w.writes, c.writes)
+		}
+		req, h, err := readJob(bufio.NewReader(&w.Buffer))
+		if err != nil || h.Procs != 1 || req.Dir != "/app" || len(req.Env) != 1 || len(req.Env[0]) != len("ARGOCD_APP_PARAMETERS=")+c.size {
+			t.Fatalf("request of %d bytes read back: %v %+v", len(raw), err, h)
+		}
+	}
+}
+
+// resultConn is a net.Conn that records what streamResult writes.
+type resultConn struct {
+	net.Conn
+	countingWrites
+}
+
+func (c *resultConn) Write(p []byte) (int, error)      { return c.countingWrites.Write(p) }
+func (c *resultConn) SetWriteDeadline(time.Time) error { return nil }
+
+// A small result is one write, header and output; a large one arrives
+// whole, in buffer-sized writes; one cut short ends with the reader's
+// error after what was read, which the client reads as a lost result.
+func TestStreamResult(t *testing.T) {
+	for _, size := range []int{0, 100, 32 << 10, 200 << 10} {
+		out := bytes.Repeat([]byte("y"), size)
+		var c resultConn
+		if err := streamResult(&c, 0, size, 1, &bodyReader{r: bytes.NewReader(append(out, 'e')), left: int64(size) + 1}); err != nil {
+			t.Fatal(err)
+		}
+		if want := 1 + (size+64)/(32<<10); size < 32<<10 && c.writes != 1 || c.writes > want {
+			t.Errorf("result of %d bytes: %d writes", size, c.writes)
+		}
+		res, refused, err := readResult(bufio.NewReader(&c.Buffer))
+		if err != nil || refused != "" || !bytes.Equal(res.Stdout, out) || string(res.Stderr) != "e" {
+			t.Fatalf("result of %d bytes read back: %v %q, %d bytes", size, err, refused, len(res.Stdout))
+		}
+	}
+	var c resultConn
+	cut := &bodyReader{r: strings.NewReader("short"), left: 100}
+	if err := streamResult(&c, 0, 100, 0, cut); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("body cut short: %v", err)
+	}
+	if _, _, err := readResult(bufio.NewReader(&c.Buffer)); err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Fatalf("client reading a cut result: %v", err)
+	}
+}
