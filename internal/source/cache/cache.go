@@ -71,6 +71,14 @@ type Cache struct {
 type Usage struct {
 	total atomic.Int64
 	prune sync.Mutex
+	// writable: a Cache of this directory found it writable (Open's probe
+	// file). The Caches opened after it, one per generation of a render
+	// server, only make sure its directories exist: a probe costs 80 µs of
+	// file creation, a tenth of a small warm generation's own work. A
+	// directory that stops being writable then disables the Cache that
+	// fails to write it (Fetch), with the same warning and fallback as
+	// Open.
+	writable atomic.Bool
 }
 
 // NewUsage is an estimate not known yet: the first Cache that stores
@@ -120,6 +128,12 @@ func (c *Cache) init() error {
 			return err
 		}
 	}
+	if c.o.usage.writable.Load() {
+		return nil
+	}
+	if testHookProbe != nil {
+		testHookProbe()
+	}
 	f, err := os.CreateTemp(filepath.Join(c.root, "tmp"), "probe-*")
 	if err != nil {
 		return err
@@ -130,8 +144,14 @@ func (c *Cache) init() error {
 		err = cerr
 	}
 	os.Remove(name)
+	if err == nil {
+		c.o.usage.writable.Store(true)
+	}
 	return err
 }
+
+// testHookProbe, when set, is called for every probe file (tests).
+var testHookProbe func()
 
 // disable turns caching off for this process, warning once.
 func (c *Cache) disable(cause error) {

@@ -597,3 +597,44 @@ func TestSharedUsageListsTheDirectoryOnce(t *testing.T) {
 		t.Fatalf("shared estimate %d after a store over the cap, want a prune to ≤ %d", total, limit/10*9)
 	}
 }
+
+// Caches opened on one directory with one Usage (a render server's
+// generations) probe it once; the directories are made again by every
+// Open (a cache directory removed between generations comes back). A
+// directory that stops being writable after that degrades the Cache that
+// fails to write it, as Open would have.
+func TestOpenProbesOncePerUsage(t *testing.T) {
+	var probes atomic.Int64
+	testHookProbe = func() { probes.Add(1) }
+	defer func() { testHookProbe = nil }()
+	dir := filepath.Join(t.TempDir(), "cache")
+	u := NewUsage()
+	for i := 0; i < 3; i++ {
+		if c := Open(dir, WithUsage(u)); !c.Enabled() {
+			t.Fatalf("open %d: disabled", i)
+		}
+	}
+	if n := probes.Load(); n != 1 {
+		t.Fatalf("%d probes for 3 opens with one usage, want 1", n)
+	}
+	if c := Open(dir); !c.Enabled() || probes.Load() != 2 {
+		t.Fatalf("another usage: enabled=%v, %d probes in all, want 2", c.Enabled(), probes.Load())
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	log, lb := newLogger()
+	c := Open(dir, WithUsage(u), WithLogger(log))
+	if _, err := os.Stat(filepath.Join(dir, "tmp")); err != nil || !c.Enabled() {
+		t.Fatalf("removed directory not made again: %v, enabled=%v", err, c.Enabled())
+	}
+	testHookWrite = func(*os.File, []byte) (int, error) { return 0, syscall.EROFS }
+	defer func() { testHookWrite = nil }()
+	data, d := randomBlob(t, 1000)
+	if got := readAll(t)(c.Fetch(context.Background(), d, -1, (&source{data: data}).fetch)); !bytes.Equal(got, data) {
+		t.Fatal("content differs")
+	}
+	if c.Enabled() || !strings.Contains(lb.String(), "blob cache disabled") {
+		t.Fatalf("unwritable directory: enabled=%v log=%q", c.Enabled(), lb)
+	}
+}
