@@ -132,5 +132,5 @@ func (s *Set) Layer(mediaTypes ...string) ([]byte, ocispec.Descriptor, error) {
 		have = append(have, l.MediaType)
 	}
 	return nil, ocispec.Descriptor{}, fmt.Errorf("%w: artifact set has no layer of type %s (has: %s)",
-		errdef.ErrUnsupportedMediaType, strings.Join(mediaTypes, " or "), strings.Join(have, ", "))
+		errdef.ErrUnsupportedMediaType, strings.Join(mediaTypes, " or "), errdef.Quote(strings.Join(have, ", ")))
 }
