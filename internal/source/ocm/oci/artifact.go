@@ -158,8 +158,8 @@ func (c *Client) OpenChart(ctx context.Context, ref string) (*Chart, error) {
 		for _, l := range art.Manifest.Layers {
 			mts = append(mts, l.MediaType)
 		}
-		return nil, fmt.Errorf("%w: %s is not a Helm chart (config %s, layers [%s])", errdef.ErrUnsupportedMediaType,
-			art.Reference, art.Manifest.Config.MediaType, strings.Join(mts, ", "))
+		return nil, fmt.Errorf("%w: %s is not a Helm chart (config %s, layers %s)", errdef.ErrUnsupportedMediaType,
+			art.Reference, errdef.Quote(art.Manifest.Config.MediaType), errdef.Quote(strings.Join(mts, ", ")))
 	}
 	if layer.Size > c.o.maxBlob {
 		cancel()

@@ -21,6 +21,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/compose/policyregistry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/blob"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/registrytest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
 )
@@ -329,5 +330,38 @@ func TestRequestCountsUnderAPolicy(t *testing.T) {
 			count("warm, by tag, new process", "1.0.0", 1)
 			count("warm, pinned by digest", "1.0.0@"+pushed[0].ManifestDigest, 0)
 		})
+	}
+}
+
+// An artifact that is no Helm chart is refused with one bounded line: its
+// config and layer media types (the registry's, a tenant's choice) are
+// quoted and cut, however many layers it lists.
+func TestNotAChartRefusalIsBounded(t *testing.T) {
+	reg := registrytest.Start(t)
+	repo := "ocm/notachart"
+	config := reg.PushBlob(t, repo, []byte(`{}`))
+	config.MediaType = "application/vnd.example.config+json"
+	layer := reg.PushBlob(t, repo, []byte("x"))
+	layer.MediaType = "application/vnd.example." + strings.Repeat("x", 200)
+	layers := make([]ocispec.Descriptor, 500)
+	for i := range layers {
+		layers[i] = layer
+	}
+	manifest, err := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
+		Config: config, Layers: layers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.PushManifest(t, repo, "1.0.0", ocispec.MediaTypeImageManifest, manifest)
+	c, err := oci.NewClient(baseOpts("", registry.WithPlainHTTP(reg.Host))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.OpenChart(context.Background(), reg.Host+"/"+repo+":1.0.0")
+	if !errors.Is(err, errdef.ErrUnsupportedMediaType) {
+		t.Fatalf("got %v, want ErrUnsupportedMediaType", err)
+	}
+	if msg := err.Error(); len(msg) > 2*errdef.MaxMessage || !strings.Contains(msg, "application/vnd.example.") {
+		t.Errorf("refusal of %d bytes, want a bounded line naming the media types: %.300s…", len(msg), msg)
 	}
 }
