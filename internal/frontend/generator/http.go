@@ -222,7 +222,7 @@ func (h *Handler) getParams(w http.ResponseWriter, r *http.Request, start time.T
 	if !h.claim(req.ApplicationSetName) {
 		w.Header().Set("Retry-After", h.retryAfter())
 		h.finish(w, req.ApplicationSetName, start, http.StatusServiceUnavailable,
-			fmt.Errorf("%w: ApplicationSet %s already has a request in progress (one at a time per ApplicationSet)", errBusy, errdef.Quote((req.ApplicationSetName))), 0)
+			fmt.Errorf("%w: ApplicationSet %s already has a request in progress (one at a time per ApplicationSet)", errBusy, errdef.Quote(req.ApplicationSetName)), 0)
 		return
 	}
 	defer h.release(req.ApplicationSetName)
@@ -361,7 +361,7 @@ func (h *Handler) authorized(r *http.Request) bool {
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*ServiceRequest, int, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
 		w.Header().Set("Connection", "close") // the body stays unread (see refuse)
-		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content type %s: want application/json", errdef.Quote((ct)))
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content type %s: want application/json", errdef.Quote(ct))
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxBodyBytes))
 	if err != nil {

@@ -66,7 +66,7 @@ func ParseQuery(params map[string]json.RawMessage) (Query, error) {
 	known := []string{ParamRepository, ParamComponent, ParamVersion, ParamLatest, ParamSemverFilter, ParamSignature, ParamReferences, ParamLabels}
 	for k := range params {
 		if !contains(known, k) {
-			return q, invalid("unknown parameter %s (known: %s)", errdef.Quote((k)), strings.Join(known, ", "))
+			return q, invalid("unknown parameter %s (known: %s)", errdef.Quote(k), strings.Join(known, ", "))
 		}
 	}
 	var err error
@@ -140,11 +140,11 @@ func parseComponent(s string) (string, bool, error) {
 	}
 	check := strings.TrimSuffix(s, "/")
 	if check == "" || len(check) > maxComponentNm || strings.ContainsAny(check, "*?[]:@ \\\t\n") {
-		return "", false, invalid("parameter component: %s is not a component name or a prefix pattern like example.org/platform/*", errdef.Quote((s)))
+		return "", false, invalid("parameter component: %s is not a component name or a prefix pattern like example.org/platform/*", errdef.Quote(s))
 	}
 	for _, seg := range strings.Split(check, "/") {
 		if seg == "" || seg == "." || seg == ".." {
-			return "", false, invalid("parameter component: %s has an empty, . or .. segment", errdef.Quote((s)))
+			return "", false, invalid("parameter component: %s has an empty, . or .. segment", errdef.Quote(s))
 		}
 	}
 	return s, prefix, nil
