@@ -23,6 +23,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+	orasErrdef "oras.land/oras-go/v2/errdef"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
@@ -133,7 +134,7 @@ func VerifyArtifact(ctx context.Context, store SignatureStore, subject ocispec.D
 			return signer, nil
 		}
 		why = append(why, fmt.Sprintf("tag %s: %s", tag, err))
-	case errors.Is(err, errdef.ErrNotFound) || strings.Contains(strings.ToLower(err.Error()), "not found"):
+	case errors.Is(err, orasErrdef.ErrNotFound) || errors.Is(err, errdef.ErrNotFound): // no tag-scheme signature
 	default:
 		if ctx.Err() != nil {
 			return "", ctx.Err()
