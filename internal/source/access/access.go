@@ -150,7 +150,7 @@ func (r *Resolver) readLocal(ctx context.Context, cv ocm.ComponentVersion, acc o
 	// component's blobs) must not download a large blob it cannot use.
 	if s, ok := cv.(localBlobSizer); ok && limit > 0 {
 		if size, ok := s.LocalBlobSize(acc); ok && size > limit {
-			return nil, fmt.Errorf("local blob %s: %w: %d bytes, more than the limit of %d", acc.String("localReference")+acc.String("fileName"), errdef.ErrLimitExceeded, size, limit)
+			return nil, fmt.Errorf("%s: %w: %d bytes, more than the limit of %d", localBlob(acc), errdef.ErrLimitExceeded, size, limit)
 		}
 	}
 	b, err := cv.OpenLocalBlob(ctx, acc)
@@ -161,7 +161,7 @@ func (r *Resolver) readLocal(ctx context.Context, cv ocm.ComponentVersion, acc o
 	// The blob reader verifies its digest at EOF; read it all before use.
 	data, err := ReadBlob(b, limit)
 	if err != nil {
-		return nil, fmt.Errorf("local blob %s: %w", acc.String("localReference")+acc.String("fileName"), err)
+		return nil, fmt.Errorf("%s: %w", localBlob(acc), err)
 	}
 	mt := acc.String("mediaType")
 	if mt == "" {
@@ -320,6 +320,12 @@ func checkManifestDigest(md, want string) error {
 
 func isSHA256(alg string) bool {
 	return strings.EqualFold(alg, "SHA-256") || strings.EqualFold(alg, "sha256")
+}
+
+// localBlob names a local blob in messages: its localReference (or
+// fileName), as errdef.Field shows a descriptor's text.
+func localBlob(acc ocm.Access) string {
+	return "local blob " + errdef.Field(acc.String("localReference")+acc.String("fileName"))
 }
 
 func describe(acc ocm.Access) string {

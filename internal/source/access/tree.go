@@ -86,7 +86,7 @@ func (r *Resolver) readTree(ctx context.Context, cv ocm.ComponentVersion, res *o
 		if mt == "" {
 			mt = b.MediaType()
 		}
-		return streamTree(b, "local blob "+acc.String("localReference")+acc.String("fileName"), res, mt, "", limit, opts)
+		return streamTree(b, localBlob(acc), res, mt, "", limit, opts)
 	case accessmethod.Remote:
 		if err := r.remote(acc); err != nil {
 			return nil, err
