@@ -253,3 +253,12 @@ func TestOwnAddressesRefusedBeforeConnecting(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLocalAddrsRead is what one read of the interface addresses
+// costs (localAddrsMaxAge: how often an unwatched set is read again).
+func BenchmarkLocalAddrsRead(b *testing.B) {
+	l := &localAddrs{list: net.InterfaceAddrs}
+	for b.Loop() {
+		l.refresh()
+	}
+}

@@ -34,7 +34,7 @@ type localAddrs struct {
 }
 
 // localAddrsMaxAge bounds how old an unwatched set may be (a read costs
-// about 0.1 ms).
+// 0.02-0.1 ms: BenchmarkLocalAddrsRead, 2 cores under load).
 const localAddrsMaxAge = time.Second
 
 // ownAddresses is the process's set: the kernel's state, one per process.
