@@ -19,3 +19,13 @@ func CPUTime(f func()) time.Duration {
 	f()
 	return threadCPU() - start
 }
+
+// ProcessCPUTime runs f and returns the CPU time (user and system) the whole
+// process used meanwhile: f's work on every goroutine it starts, and
+// whatever else the test binary runs at the time (use it where nothing else
+// does: no parallel tests). Not Linux: the wall time f took.
+func ProcessCPUTime(f func()) time.Duration {
+	start := processCPU()
+	f()
+	return processCPU() - start
+}

@@ -6,6 +6,8 @@ import "time"
 
 var epoch = time.Now()
 
-// threadCPU stands in for the thread's CPU time where it is not available:
-// the wall clock.
+// threadCPU and processCPU stand in for CPU time where it is not
+// available: the wall clock.
 func threadCPU() time.Duration { return time.Since(epoch) }
+
+func processCPU() time.Duration { return time.Since(epoch) }

@@ -65,3 +65,24 @@ func TestCPUTime(t *testing.T) {
 	}
 	t.Logf("spin %v, sleep %v", spin, slept)
 }
+
+// ProcessCPUTime counts the work of the goroutines f starts too.
+func TestProcessCPUTime(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skipf("%s: the process's CPU time is not available, ProcessCPUTime is the wall time", runtime.GOOS)
+	}
+	got := ProcessCPUTime(func() {
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				runtime.LockOSThread()
+				for start := threadCPU(); threadCPU()-start < 50*time.Millisecond; {
+				}
+			})
+		}
+		wg.Wait()
+	})
+	if got < 100*time.Millisecond {
+		t.Errorf("two goroutines spinning 50 ms of CPU each counted %v", got)
+	}
+}
