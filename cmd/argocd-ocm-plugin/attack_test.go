@@ -119,6 +119,32 @@ func children() []int {
 	return pids
 }
 
+// spinningChild waits until one of the test's child processes has used
+// ticks clock ticks of CPU (10 ms each) more than when it was first seen,
+// and returns it.
+func spinningChild(t *testing.T, ticks int64) int {
+	t.Helper()
+	first := map[int]int64{}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, pid := range children() {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+			utime, _ := strconv.ParseInt(f[11], 10, 64)
+			stime, _ := strconv.ParseInt(f[12], 10, 64)
+			if seen, ok := first[pid]; !ok {
+				first[pid] = utime + stime
+			} else if utime+stime-seen >= ticks {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no child process used %d ticks of CPU within a minute", ticks)
+	return 0
+}
+
 func generateVia(socket, dir string, env map[string]string) (*server.Result, error) {
 	environ := os.Environ()
 	for k, v := range env {
@@ -424,10 +450,6 @@ func TestWorkerKilledMidRender(t *testing.T) {
 		"ARGOCD_OCM_CACHE_DIR": t.TempDir(), "DOCKER_CONFIG": t.TempDir()})
 	dir := appDir(t)
 	hostileCTF(t, dir)
-	before := map[int]bool{}
-	for _, pid := range children() {
-		before[pid] = true
-	}
 	type reply struct {
 		res *server.Result
 		err error
@@ -438,24 +460,10 @@ func TestWorkerKilledMidRender(t *testing.T) {
 			"ARGOCD_ENV_COMPONENT": "example.com/hostile/slow", "ARGOCD_ENV_VERSION": "1.0.0"})
 		done <- reply{res, err}
 	}()
-	// The busy worker is the one using the most CPU.
-	time.Sleep(time.Second)
-	var victim int
-	var most int64 = -1
-	for _, pid := range children() {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		if utime > most {
-			victim, most = pid, utime
-		}
-	}
-	if victim == 0 || before[victim] && most <= 0 {
-		t.Fatal("no busy worker")
-	}
+	// The busy worker is the one whose CPU time grows (the slow chart
+	// spins until its deadline), found by watching, not after a fixed wait:
+	// on a loaded machine the render may not have begun a second later.
+	victim := spinningChild(t, 20)
 	syscall.Kill(victim, syscall.SIGKILL)
 	r := <-done
 	if r.err != nil || r.res.Exit == 0 || len(r.res.Stdout) != 0 || !strings.Contains(string(r.res.Stderr), "application victim: component example.com/hostile/slow:1.0.0: render failed: the render worker died during the generation (signal killed)") {
