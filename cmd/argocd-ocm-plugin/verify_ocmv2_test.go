@@ -55,11 +55,6 @@ func TestVerifyOCMCLIv2Signatures(t *testing.T) {
 		t.Run(tc.cv+"/"+tc.sig+tc.trust[0], func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			if code := run(args(tc.cv, tc.sig, tc.trust...), &stdout, &stderr, env(nil)); code != 0 {
-				if strings.HasPrefix(tc.cv, "helm-dir") && !strings.Contains(stderr.String(), "signature") {
-					// Reading index-stored charts is another change; the
-					// signature itself is tested in signing.
-					t.Skipf("SKIPPED: helm-dir resources cannot be read yet: %s", stderr.String())
-				}
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
 			if !strings.Contains(stdout.String(), "verified ocm.example/fixtures/"+tc.cv+" "+tc.want) && !strings.Contains(stdout.String(), tc.want) {
@@ -74,10 +69,7 @@ func TestVerifyOCMCLIv2Signatures(t *testing.T) {
 		"--public-key", filepath.Join(keys, "rsa.pub.pem"), "--public-key", filepath.Join(keys, "rsa.pub.pem"), "--public-key", filepath.Join(keys, "leaf.crt"),
 		"--public-key", filepath.Join(keys, "gpg.pub.asc"), "--root-ca", filepath.Join(keys, "ca.crt"))
 	if code := run(all, &stdout, &stderr, env(nil)); code != 0 {
-		if strings.Contains(stderr.String(), "signature") {
-			t.Fatalf("all four: exit %d: %s", code, stderr.String())
-		}
-		t.Logf("all four: not checked, helm-dir resources cannot be read yet: %s", stderr.String())
+		t.Fatalf("all four: exit %d: %s", code, stderr.String())
 	} else if n := strings.Count(stdout.String(), "verified ocm.example/fixtures/helm-dir:1.0.0 signature "); n != 4 {
 		t.Errorf("all four: %d signatures verified:\n%s", n, stdout.String())
 	}
