@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME="${FUZZTIME:-10s}"
+targets=$( (git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go' | sed 's|^\./||') | grep -v '^test/\|^bench/' | xargs grep -o '^func Fuzz[A-Za-z0-9_]*' | sed 's/func //' | sort || true)
+# None found (no git, a moved tree) would pass having fuzzed nothing: say so and fail.
+[ -n "$targets" ] || { echo "fuzz: no fuzz targets found"; exit 1; }
+echo "fuzz: $(echo "$targets" | wc -l) targets"
 status=0
 while IFS=: read -r file fn; do
   pkg="./$(dirname "$file")"
@@ -24,6 +28,6 @@ while IFS=: read -r file fn; do
     cat /tmp/fuzz.$$.log; status=1
     break
   done
-done < <(git ls-files '*_test.go' 2>/dev/null | grep -v '^test/\|^bench/' | xargs grep -o '^func Fuzz[A-Za-z0-9_]*' | sed 's/func //' | sort)
+done <<<"$targets"
 rm -f /tmp/fuzz.$$.log
 exit $status
