@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -138,6 +139,8 @@ type Pool struct {
 	closed    bool
 	stop      chan struct{}
 	done      chan struct{}
+	wake      chan struct{} // see wakeWatch
+	polls     atomic.Int64  // the watchdog's rounds (tests)
 	stderrMu  sync.Mutex
 }
 
@@ -218,6 +221,7 @@ func (p *Pool) Start() error {
 	p.workers = map[*worker]struct{}{}
 	p.stop = make(chan struct{})
 	p.done = make(chan struct{})
+	p.wake = make(chan struct{}, 1)
 	// The first worker is started synchronously: a binary that cannot run
 	// its worker is an error of the installation, reported at once.
 	w, err := p.spawn()
@@ -569,6 +573,7 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 	}
 	ch := make(chan *worker, 1)
 	p.waiters = append(p.waiters, ch)
+	p.wakeWatch()
 	if p.total < p.Eager && p.starting < len(p.waiters) {
 		p.startAsync()
 	}
@@ -603,6 +608,7 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 // share of the cores; p.mu is held.
 func (p *Pool) takeLocked(w *worker) {
 	w.busy, w.busySince, w.markAt = true, time.Now(), time.Time{}
+	p.wakeWatch()
 	w.procs, w.gc = 0, 0
 	running := 0
 	for o := range p.workers {
@@ -841,11 +847,14 @@ func (p *Pool) copyStderr(w *worker, r io.Reader) {
 	}
 }
 
-// watch polls the workers' memory every Poll, kills those past a limit, and
-// ends workers idle beyond Warm.
+// watch polls the workers' memory every Poll while a generation runs or
+// waits, kills those past a limit, and ends workers idle beyond Warm (a
+// sweep, every second). With nothing running it sleeps until the next
+// sweep, or until a generation starts (p.wake): an idle sidecar wakes once
+// a second, not a hundred times.
 func (p *Pool) watch() {
 	defer close(p.done)
-	t := time.NewTicker(p.Poll)
+	t := time.NewTimer(p.Poll)
 	defer t.Stop()
 	lastSweep := time.Now()
 	for {
@@ -853,7 +862,10 @@ func (p *Pool) watch() {
 		case <-p.stop:
 			return
 		case <-t.C:
+		case <-p.wake:
+			t.Stop() // no stale tick after Stop (Go 1.23 timers)
 		}
+		p.polls.Add(1)
 		p.mu.Lock()
 		sweep := time.Since(lastSweep) >= time.Second
 		p.checkMemoryLocked(sweep)
@@ -862,7 +874,34 @@ func (p *Pool) watch() {
 			lastSweep = time.Now()
 			p.retireIdleLocked()
 		}
+		next := p.Poll
+		if !p.activeLocked() {
+			next = max(next, time.Second-time.Since(lastSweep))
+		}
 		p.mu.Unlock()
+		t.Reset(next)
+	}
+}
+
+// activeLocked reports whether a generation runs or waits, or a worker
+// starts: then the watchdog polls every Poll. p.mu is held.
+func (p *Pool) activeLocked() bool {
+	if len(p.waiters) > 0 || p.starting > 0 {
+		return true
+	}
+	for w := range p.workers {
+		if w.busy && w.killed == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// wakeWatch makes a sleeping watchdog poll now (a generation started).
+func (p *Pool) wakeWatch() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -1253,3 +1253,27 @@ func TestPoolTotalMemorySparesNormalGenerations(t *testing.T) {
 		})
 	}
 }
+
+// An idle pool's watchdog wakes for its sweep only (once a second, not
+// every Poll); a generation wakes it at once, and it polls every Poll
+// while the generation runs: a worker past its memory is still stopped.
+func TestPoolWatchdogSleepsWhenIdle(t *testing.T) {
+	p := testPool(t, &Pool{Size: 1, Warm: 1, Deadline: time.Minute, MaxMemory: 96 << 20, Poll: 10 * time.Millisecond})
+	if res, out := do(p, "echo", "warm"); res == nil || res.Exit != 0 {
+		t.Fatalf("warm-up: %+v %+v", res, out)
+	}
+	time.Sleep(50 * time.Millisecond) // the round after the generation
+	before := p.polls.Load()
+	time.Sleep(500 * time.Millisecond)
+	if n := p.polls.Load() - before; n > 2 {
+		t.Errorf("idle pool: %d watchdog rounds in 500 ms, want at most 2 (a sweep a second)", n)
+	}
+	before = p.polls.Load()
+	res, out := do(p, "grow")
+	if res != nil || out.Cause != CauseMemory {
+		t.Fatalf("grow: result %+v, outcome %+v; want cause %s", res, out, CauseMemory)
+	}
+	if n := p.polls.Load() - before; n < 1 {
+		t.Errorf("%d watchdog rounds while a generation grew past its memory", n)
+	}
+}
