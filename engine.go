@@ -366,9 +366,12 @@ func (e *Engine) verifier(s Signatures) (*signing.Verifier, error) {
 	if len(names) == 0 || (len(keyFiles) == 0 && len(rootFiles) == 0) {
 		return nil, fmt.Errorf("%w: signature verification needs both a signature name and a public key, root CA or trusted root", errdef.ErrInvalidInput)
 	}
-	for what, files := range map[string][]string{"public keys": keyFiles, "root CAs": rootFiles} {
-		if len(files) > 1 && len(files) != len(names) {
-			return nil, fmt.Errorf("%w: %d signature names but %d %s: give one, or one per name", errdef.ErrInvalidInput, len(names), len(files), what)
+	for _, l := range []struct {
+		what  string
+		files []string
+	}{{"public keys", keyFiles}, {"root CAs", rootFiles}} { // in this order: the same error every time
+		if len(l.files) > 1 && len(l.files) != len(names) {
+			return nil, fmt.Errorf("%w: %d signature names but %d %s: give one, or one per name", errdef.ErrInvalidInput, len(names), len(l.files), l.what)
 		}
 	}
 	sigs := make([]policy.Signature, len(names))

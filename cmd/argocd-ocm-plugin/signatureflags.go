@@ -37,17 +37,26 @@ func (s *signatureFlags) register(f *pflag.FlagSet, nameUsage string) {
 // with any keyless flag, every name with all that verifies it.
 func (s *signatureFlags) signatures() (argocdocm.Signatures, error) {
 	plain := argocdocm.Signatures{Names: s.names, PublicKeys: s.keys, RootCAs: s.roots}
-	lists := []struct {
+	type list struct {
 		flag   string
 		values []string
-	}{{"--trusted-root", s.trustedRoots}, {"--certificate-identity", s.identities},
-		{"--certificate-identity-regexp", s.identityRegexps}, {"--certificate-oidc-issuer", s.issuers}, {"--certificate-oidc-issuer-regexp", s.issuerRegexps}}
-	keyless := s.ignoreTlog
-	for _, l := range lists {
-		keyless = keyless || len(l.values) > 0
-		if len(l.values) > 1 && len(l.values) != len(s.names) {
-			return plain, fmt.Errorf("%w: %d signature names but %d %s: give one, or one per name", errdef.ErrInvalidInput, len(s.names), len(l.values), l.flag)
+	}
+	perName := func(lists ...list) error {
+		for _, l := range lists {
+			if len(l.values) > 1 && len(l.values) != len(s.names) {
+				return fmt.Errorf("%w: %d signature names but %d %s: give one, or one per name", errdef.ErrInvalidInput, len(s.names), len(l.values), l.flag)
+			}
 		}
+		return nil
+	}
+	keylessLists := []list{{"--trusted-root", s.trustedRoots}, {"--certificate-identity", s.identities},
+		{"--certificate-identity-regexp", s.identityRegexps}, {"--certificate-oidc-issuer", s.issuers}, {"--certificate-oidc-issuer-regexp", s.issuerRegexps}}
+	if err := perName(keylessLists...); err != nil {
+		return plain, err
+	}
+	keyless := s.ignoreTlog
+	for _, l := range keylessLists {
+		keyless = keyless || len(l.values) > 0
 	}
 	if !keyless {
 		return plain, nil
@@ -55,10 +64,8 @@ func (s *signatureFlags) signatures() (argocdocm.Signatures, error) {
 	if len(s.names) == 0 {
 		return plain, fmt.Errorf("%w: --trusted-root and the certificate flags need a --signature name", errdef.ErrInvalidInput)
 	}
-	for what, files := range map[string][]string{"--public-key": s.keys, "--root-ca": s.roots} {
-		if len(files) > 1 && len(files) != len(s.names) {
-			return plain, fmt.Errorf("%w: %d signature names but %d %s: give one, or one per name", errdef.ErrInvalidInput, len(s.names), len(files), what)
-		}
+	if err := perName(list{"--public-key", s.keys}, list{"--root-ca", s.roots}); err != nil {
+		return plain, err
 	}
 	out := argocdocm.Signatures{Trust: make([]policy.Signature, len(s.names))}
 	for i, n := range s.names {
