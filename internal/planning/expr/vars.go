@@ -93,20 +93,26 @@ func References(expression string) ([]Ref, error) {
 	if err != nil {
 		return nil, err
 	}
-	return references(env, expression)
+	return references(env, expression, nil)
 }
 
 // ReferencesOf is References parsed with the evaluator's environment (its
 // library's macros: a name bound by cel.bind is no variable of it).
 func (e *Evaluator) ReferencesOf(expression string) ([]Ref, error) {
+	return e.Inspect(expression, nil)
+}
+
+// Inspect is ReferencesOf, and check (when not nil) sees the parsed
+// expression too: a caller's own refusals from the same parse.
+func (e *Evaluator) Inspect(expression string, check func(celast.NavigableExpr) error) ([]Ref, error) {
 	env, err := e.environment()
 	if err != nil {
 		return nil, err
 	}
-	return references(env, expression)
+	return references(env, expression, check)
 }
 
-func references(env *cel.Env, expression string) ([]Ref, error) {
+func references(env *cel.Env, expression string, check func(celast.NavigableExpr) error) ([]Ref, error) {
 	if len(expression) > MaxExpressionLength {
 		return nil, fmt.Errorf("the expression is %d characters, more than the limit of %d", len(expression), MaxExpressionLength)
 	}
@@ -115,6 +121,11 @@ func references(env *cel.Env, expression string) ([]Ref, error) {
 		return nil, iss.Err()
 	}
 	nav := celast.NavigateAST(ast.NativeRep())
+	if check != nil {
+		if err := check(nav); err != nil {
+			return nil, err
+		}
+	}
 	seen := map[Ref]bool{}
 	var out []Ref
 	add := func(r Ref) {

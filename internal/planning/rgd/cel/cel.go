@@ -3,10 +3,8 @@ package cel
 import (
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
-	celgo "github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types/ref"
 	krocel "github.com/kubernetes-sigs/kro/pkg/cel"
@@ -57,10 +55,6 @@ func Expressions(s string) ([]string, error) { return expr.Expressions(s) }
 // Ref is a variable an expression reads and the first field it selects.
 type Ref = expr.Ref
 
-// References are the variables an expression reads, parsed in kro's
-// environment (see expr.References).
-func References(expression string) ([]Ref, error) { return parser.ReferencesOf(expression) }
-
 // IsWholeExpression reports whether s is exactly one ${…}.
 func IsWholeExpression(s string) bool {
 	s = strings.TrimSpace(s)
@@ -68,23 +62,15 @@ func IsWholeExpression(s string) bool {
 	return err == nil && len(es) == 1 && s == "${"+es[0]+"}"
 }
 
-// kroEnv parses expressions for Refuse.
-var kroEnv = sync.OnceValues(func() (*celgo.Env, error) { return celgo.NewEnv(krocel.BaseDeclarations()...) })
+// Check returns the variables an expression reads, parsed in kro's
+// environment (see expr.References), and refuses what kro's graph builder
+// refuses in a resource template, includeWhen or forEach expression with
+// its default feature gates: omit() (behind the CELOmitFunction gate, off
+// by default) and the runtime variable (status conditions only). One parse
+// serves both.
+func Check(expression string) ([]Ref, error) { return parser.Inspect(expression, refuse) }
 
-// Refuse reports what kro's graph builder refuses in a resource template,
-// includeWhen or forEach expression with its default feature gates:
-// omit() (behind the CELOmitFunction gate, off by default) and the runtime
-// variable (status conditions only). A parse error is left to evaluation.
-func Refuse(expression string) error {
-	env, err := kroEnv()
-	if err != nil || len(expression) > expr.MaxExpressionLength {
-		return nil
-	}
-	ast, iss := env.Parse(expression)
-	if iss != nil && iss.Err() != nil {
-		return nil
-	}
-	nav := celast.NavigateAST(ast.NativeRep())
+func refuse(nav celast.NavigableExpr) error {
 	for _, c := range celast.MatchDescendants(nav, celast.KindMatcher(celast.CallKind)) {
 		if c.AsCall().FunctionName() == "omit" && !c.AsCall().IsMemberFunction() {
 			return errors.New("omit() requires kro's CELOmitFunction feature gate, which is off by default")

@@ -79,10 +79,7 @@ func (r *RGD) analyzeNode(n *Node, byID map[string]*Node, total *int) error {
 func (r *RGD) templateDeps(n *Node, byID map[string]*Node) (map[string]bool, error) {
 	deps := map[string]bool{}
 	for _, e := range n.Exprs {
-		refs, err := cel.References(e.Expr)
-		if err == nil {
-			err = cel.Refuse(e.Expr)
-		}
+		refs, err := cel.Check(e.Expr)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: node %s: %s: expression ${%s}: %v", errdef.ErrInvalidInput, r.Source, n.ID, e.Path, errdef.Cut(e.Expr), err)
 		}
@@ -126,10 +123,7 @@ func (r *RGD) checkForEach(n *Node, byID map[string]*Node) error {
 	for i, it := range n.Iterators {
 		es, _ := cel.Expressions(it.Expr)
 		for _, x := range es {
-			refs, err := cel.References(x)
-			if err == nil {
-				err = cel.Refuse(x)
-			}
+			refs, err := cel.Check(x)
 			if err != nil {
 				return fmt.Errorf("%w: %s: node %s: forEach[%d] (%s): %v", errdef.ErrInvalidInput, r.Source, n.ID, i, it.Name, err)
 			}
@@ -153,10 +147,7 @@ func (r *RGD) checkIncludeWhen(n *Node, byID map[string]*Node) error {
 			return fmt.Errorf("%w: %s: node %s: includeWhen[%d]: %v", errdef.ErrInvalidInput, r.Source, n.ID, i, err)
 		}
 		for _, x := range es {
-			refs, err := cel.References(x)
-			if err == nil {
-				err = cel.Refuse(x)
-			}
+			refs, err := cel.Check(x)
 			if err != nil {
 				return fmt.Errorf("%w: %s: node %s: includeWhen[%d]: %v", errdef.ErrInvalidInput, r.Source, n.ID, i, err)
 			}
