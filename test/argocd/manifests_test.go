@@ -405,12 +405,43 @@ func readYAML(t *testing.T, rel string, into any) {
 	}
 }
 
+// manifestGeneratePathsKey is the argocd-cmd-params-cm key that makes the
+// repo-server stream an annotated Application's manifest-generate-paths to
+// a plugin instead of its whole repository.
+const manifestGeneratePathsKey = "reposerver.plugin.use.manifest.generate.paths"
+
+// The install turns it on, and Argo CD's own repo-server reads it from there.
+func TestInstallStreamsOnlyAnnotatedPaths(t *testing.T) {
+	m := kustomize(t, inMemoryTree(t), "/m/argocd")
+	var data map[string]string
+	for _, r := range m.Resources() {
+		if r.GetKind() == "ConfigMap" && r.GetName() == "argocd-cmd-params-cm" {
+			data = r.GetDataMap()
+		}
+	}
+	if data[manifestGeneratePathsKey] != "true" {
+		t.Errorf("argocd-cmd-params-cm %s = %q, want \"true\"", manifestGeneratePathsKey, data[manifestGeneratePathsKey])
+	}
+	repo := container(t, repoServerDeployment(t, m).Spec.Template.Spec.Containers, "argocd-repo-server")
+	var wired bool
+	for _, e := range repo.Env {
+		if e.Name == "ARGOCD_REPO_SERVER_PLUGIN_USE_MANIFEST_GENERATE_PATHS" && e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil &&
+			e.ValueFrom.ConfigMapKeyRef.Name == "argocd-cmd-params-cm" && e.ValueFrom.ConfigMapKeyRef.Key == manifestGeneratePathsKey {
+			wired = true
+		}
+	}
+	if !wired {
+		t.Errorf("the repo-server does not read %s from argocd-cmd-params-cm", manifestGeneratePathsKey)
+	}
+}
+
 // manifests/helm/values.yaml says what manifests/install says, in the argo-cd
 // chart's terms.
 func TestHelmValuesMatchOverlay(t *testing.T) {
 	var values struct {
 		Configs struct {
-			CMP struct {
+			Params map[string]any `json:"params"`
+			CMP    struct {
 				Create  bool                      `json:"create"`
 				Plugins map[string]map[string]any `json:"plugins"`
 			} `json:"cmp"`
@@ -424,6 +455,9 @@ func TestHelmValuesMatchOverlay(t *testing.T) {
 	var pluginYAML map[string]any
 	readYAML(t, "manifests/install/plugin.yaml", &pluginYAML)
 
+	if v := values.Configs.Params[manifestGeneratePathsKey]; v != true {
+		t.Errorf("configs.params.%s = %v, want true (as manifests/install/cmd-params.yaml)", manifestGeneratePathsKey, v)
+	}
 	spec, ok := values.Configs.CMP.Plugins[pluginName]
 	if !values.Configs.CMP.Create || !ok {
 		t.Fatalf("configs.cmp: create %v, plugins %v", values.Configs.CMP.Create, values.Configs.CMP.Plugins)
