@@ -148,9 +148,34 @@ func (f *faker) errors() []string {
 	return append([]string(nil), f.errs...)
 }
 
+// call runs an API call of the faker's until it succeeds, meets a conflict
+// (a newer version of the object comes as an event of its own) or the
+// object is gone, or 3 minutes have passed: under load a request can
+// outlast its 10 s, and an object the faker gives up on (a foregroundDeletion
+// finalizer left, a Deployment never Available) would stall its Application
+// for good, as nothing sends that event again.
+func (f *faker) call(what string, do func(context.Context) error) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for wait := time.Second; ; wait = min(2*wait, 15*time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := do(ctx)
+		cancel()
+		if err == nil || conflictOrGone(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.fail("%s: %v", what, err)
+			return
+		}
+		select {
+		case <-f.stopCh:
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
 func (f *faker) handle(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	ri := f.dyn.Resource(gvr).Namespace(u.GetNamespace())
 	if u.GetDeletionTimestamp() != nil {
 		var keep []string
@@ -164,9 +189,10 @@ func (f *faker) handle(gvr schema.GroupVersionResource, u *unstructured.Unstruct
 		}
 		if drop {
 			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": keep, "resourceVersion": u.GetResourceVersion()}})
-			if _, err := ri.Patch(ctx, u.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !conflictOrGone(err) {
-				f.fail("dropping foregroundDeletion of %s: %v", key(u), err)
-			}
+			f.call("dropping foregroundDeletion of "+key(u), func(ctx context.Context) error {
+				_, err := ri.Patch(ctx, u.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+				return err
+			})
 		}
 		return
 	}
@@ -240,9 +266,10 @@ func (f *faker) handle(gvr schema.GroupVersionResource, u *unstructured.Unstruct
 		return
 	}
 	u.Object["status"] = status
-	if _, err := ri.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil && !conflictOrGone(err) {
-		f.fail("status of %s: %v", key(u), err)
-	}
+	f.call("status of "+key(u), func(ctx context.Context) error {
+		_, err := ri.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 func (f *faker) fail(format string, args ...any) {
