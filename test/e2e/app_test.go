@@ -261,9 +261,12 @@ func (c *cluster) served() served {
 }
 
 // metrics reads the render server's Prometheus metrics.
-func (c *cluster) metrics() (map[string]float64, error) {
+func (c *cluster) metrics() (map[string]float64, error) { return readMetrics(sidecarMetrics) }
+
+// readMetrics reads the Prometheus metrics served at addr.
+func readMetrics(addr string) (map[string]float64, error) {
 	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + sidecarMetrics + "/metrics")
+	resp, err := client.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return nil, err
 	}

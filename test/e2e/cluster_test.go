@@ -526,17 +526,23 @@ func (c *cluster) apply(ctx context.Context, doc string) error {
 	return nil
 }
 
+// installedRepoServerEnv is what manifests/install sets in
+// argocd-cmd-params-cm for the repo-server: an Application annotated with
+// argocd.argoproj.io/manifest-generate-paths streams only those paths to
+// the plugin, not its whole repository.
+var installedRepoServerEnv = []string{"ARGOCD_REPO_SERVER_PLUGIN_USE_MANIFEST_GENERATE_PATHS=true"}
+
 // startArgoCD starts Argo CD's repo-server and application-controller, out
 // of cluster: ARGOCD_FAKE_IN_CLUSTER makes https://kubernetes.default.svc the
 // kubeconfig's API server.
 func (c *cluster) startArgoCD() error {
 	t := time.Now()
 	var err error
-	c.repoServer, err = c.start("repo-server", append(c.baseEnv("repo-tmp"),
+	c.repoServer, err = c.start("repo-server", append(append(c.baseEnv("repo-tmp"),
 		"ARGOCD_PLUGINSOCKFILEPATH="+path(c.dir, "plugins"),
 		"ARGOCD_GPG_ENABLED=false",
 		"KUBECONFIG="+path(c.dir, "kubeconfig"),
-	), path(e2eBin, "argocd-repo-server"), "--disable-tls", "--client-ca-path", "",
+	), installedRepoServerEnv...), path(e2eBin, "argocd-repo-server"), "--disable-tls", "--client-ca-path", "",
 		"--redis", redisAddr, "--port", "8091", "--metrics-port", "8084", "--address", "127.0.0.1")
 	if err != nil {
 		return err

@@ -88,7 +88,7 @@ func appSetTemplate(name, label, member, values string) string {
     metadata:
       name: '` + name + `'
       labels: {e2e-fleet-round: ` + label + `}
-      annotations: {argocd-ocm-plugin.io/digest: '{{ .digest }}'}
+      annotations: {argocd-ocm-plugin.io/digest: '{{ .digest }}', argocd.argoproj.io/manifest-generate-paths: .}
     spec:
       project: default
       source:

@@ -215,7 +215,7 @@ func (c *cluster) addReplica(n int) (*replica, error) {
 }
 
 // startReplica starts replica n with repoEnv added to its repo-server's
-// environment (e.g. ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS), outside the
+// installed environment (e.g. ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS), outside the
 // Service.
 func (c *cluster) startReplica(n int, repoEnv []string) (*replica, error) {
 	sfx := fmt.Sprintf("-%d", n)
@@ -247,11 +247,11 @@ func (c *cluster) startReplica(n int, repoEnv []string) (*replica, error) {
 		return nil, err
 	}
 	_, port, _ := net.SplitHostPort(r.addr)
-	r.repoServer, err = c.start("repo-server"+sfx, append(append(c.baseEnv("repo-tmp"+sfx),
+	r.repoServer, err = c.start("repo-server"+sfx, append(append(append(c.baseEnv("repo-tmp"+sfx),
 		"ARGOCD_PLUGINSOCKFILEPATH="+path(c.dir, "plugins"+sfx),
 		"ARGOCD_GPG_ENABLED=false",
 		"KUBECONFIG="+path(c.dir, "kubeconfig"),
-	), repoEnv...), path(e2eBin, "argocd-repo-server"), "--disable-tls", "--client-ca-path", "",
+	), installedRepoServerEnv...), repoEnv...), path(e2eBin, "argocd-repo-server"), "--disable-tls", "--client-ca-path", "",
 		"--redis", redisAddr, "--port", port, "--metrics-port", strconv.Itoa(8083+10*n), "--address", "127.0.0.1")
 	if err != nil {
 		return nil, err
@@ -351,6 +351,58 @@ func treeStat(pid int) procStat {
 	}
 	walk(pid)
 	return st
+}
+
+// treeCPUByCommand splits a process tree's CPU time by command name: a
+// process's own time under its name, the time of the children it waited
+// for under "name>children" (argocd-cmp-server's client processes, the
+// repo-server's git and Helm executions), so a round shows where its
+// generation CPU went.
+func treeCPUByCommand(pid int, into map[string]time.Duration) {
+	entries, _ := os.ReadDir("/proc")
+	children := map[int][]int{}
+	type stat struct {
+		comm       string
+		self, kids time.Duration
+	}
+	stats := map[int]stat{}
+	for _, e := range entries {
+		id, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if i < 0 || j < i {
+			continue
+		}
+		f := strings.Fields(s[j+1:])
+		if len(f) < 15 {
+			continue
+		}
+		tick := func(k int) time.Duration {
+			n, _ := strconv.ParseInt(f[k], 10, 64)
+			return time.Duration(n) * time.Second / clockTicks
+		}
+		stats[id] = stat{comm: s[i+1 : j], self: tick(11) + tick(12), kids: tick(13) + tick(14)}
+		ppid, _ := strconv.Atoi(f[1])
+		children[ppid] = append(children[ppid], id)
+	}
+	var walk func(int)
+	walk = func(id int) {
+		if st, ok := stats[id]; ok {
+			into[st.comm] += st.self
+			into[st.comm+">children"] += st.kids
+		}
+		for _, k := range children[id] {
+			walk(k)
+		}
+	}
+	walk(pid)
 }
 
 // sampler records the peak resident memory of process trees until stopped.

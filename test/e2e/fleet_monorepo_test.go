@@ -61,9 +61,10 @@ func (c *cluster) monorepo() (string, error) {
 // TestFleetMonorepo: Argo CD streams the Application's repository root to
 // the plugin (the whole checkout, .git included) on every generation. One
 // Application in a repository with 10,000 unrelated files, hard-refreshed
-// K times through a dedicated replica configured three ways: as installed,
-// with the tar-stream exclusions of Argo CD 3.6 (doublestar patterns), and
-// with the common root of manifest-generate-paths; the same Application in
+// K times through a dedicated replica (as installed: manifest-generate-paths
+// honoured for CMPs) three ways: not annotated, with the tar-stream
+// exclusions of Argo CD 3.6 (doublestar patterns), and annotated with
+// manifest-generate-paths (its directory alone); the same Application in
 // the small repository as the baseline. Each way must render the same
 // manifests (Synced).
 func TestFleetMonorepo(t *testing.T) {
@@ -79,9 +80,9 @@ func TestFleetMonorepo(t *testing.T) {
 	exclusions := ".git/**;services/**"
 	configs := []config{
 		{name: "small repository", repo: cl.gitURL, path: "fleet"},
-		{name: "monorepo as installed", repo: monoURL, path: "apps/podinfo"},
+		{name: "monorepo, Application not annotated", repo: monoURL, path: "apps/podinfo"},
 		{name: "monorepo, tar exclusions " + exclusions, repo: monoURL, path: "apps/podinfo", env: []string{"ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS=" + exclusions}},
-		{name: "monorepo, manifest-generate-paths", repo: monoURL, path: "apps/podinfo", annotate: true, env: []string{"ARGOCD_REPO_SERVER_PLUGIN_USE_MANIFEST_GENERATE_PATHS=true"}},
+		{name: "monorepo, manifest-generate-paths", repo: monoURL, path: "apps/podinfo", annotate: true},
 	}
 	ctx := context.Background()
 	for i, c := range configs {
@@ -92,8 +93,8 @@ func TestFleetMonorepo(t *testing.T) {
 		app := fleetApp(name, "mono", 900+i, false)
 		must(t, unstructured.SetNestedField(app.Object, c.repo, "spec", "source", "repoURL"))
 		must(t, unstructured.SetNestedField(app.Object, c.path, "spec", "source", "path"))
-		if c.annotate {
-			app.SetAnnotations(map[string]string{"argocd.argoproj.io/manifest-generate-paths": "."})
+		if !c.annotate {
+			app.SetAnnotations(nil)
 		}
 		createApp(t, app)
 		waitApp(t, name, "Synced", 3*time.Minute, func(u *unstructured.Unstructured) bool {

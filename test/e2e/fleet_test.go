@@ -101,7 +101,11 @@ func fleetValues(i int) map[string]any {
 	return map[string]any{"replicaCount": int64(1 + i%3), "ui": map[string]any{"message": fmt.Sprintf("fleet member %d", i)}}
 }
 
-// fleetApp is Application i of a round, through the plugin or natively.
+// fleetApp is Application i of a round, through the plugin or natively,
+// in a namespace of the round's own: Argo CD creates it (CreateNamespace),
+// and a round that found the previous round's namespaces would skip that
+// work (nothing deletes a namespace here: the cluster runs no namespace
+// controller), so the second round of a pair would be the cheaper one.
 func fleetApp(name, round string, i int, native bool) *unstructured.Unstructured {
 	values := fleetValues(i)
 	var source map[string]any
@@ -114,29 +118,41 @@ func fleetApp(name, round string, i int, native bool) *unstructured.Unstructured
 			"plugin": map[string]any{"name": pluginName, "parameters": paramList([]param{
 				{"repository", fleetRepo}, {"component", fleetComponent}, {"version", fleetVersion}, {"values", string(vy)}})}}
 	}
+	meta := map[string]any{"name": name, "namespace": argocdNamespace,
+		"labels":     map[string]any{"e2e-fleet-round": round},
+		"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}}
+	if !native {
+		// As docs/scaling.md recommends: Argo CD streams the plugin only
+		// the Application's directory, not the whole repository.
+		meta["annotations"] = map[string]any{"argocd.argoproj.io/manifest-generate-paths": "."}
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": name, "namespace": argocdNamespace,
-			"labels":     map[string]any{"e2e-fleet-round": round},
-			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
+		"metadata": meta,
 		"spec": map[string]any{"project": "default", "source": source,
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": fmt.Sprintf("fleet-%d", i)},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": fmt.Sprintf("%s-%d", round, i)},
 			"syncPolicy":  map[string]any{"automated": map[string]any{"prune": true}, "syncOptions": []any{"CreateNamespace=true"}}},
 	}}
 }
 
 // roundResult is what one round measured.
 type roundResult struct {
-	mode     string
-	n        int
-	took     time.Duration
-	synced   int
-	errored  []string
-	cpu      map[string]time.Duration
-	mem      map[string]int64
-	requests map[string]int // registry requests by client
-	blobGets map[string]int // blob GETs by digest (the plugin's)
-	load     [2]string
+	mode    string
+	n       int
+	took    time.Duration
+	synced  int
+	errored []string
+	cpu     map[string]time.Duration
+	// byCommand is the generation CPU (repo-server and sidecar) by
+	// "group/command", 0.1 s or more.
+	byCommand map[string]time.Duration
+	// generations the render servers answered (plugin rounds): one per
+	// Application unless Argo CD generated some again.
+	generations, workerStarts float64
+	mem                       map[string]int64
+	requests                  map[string]int // registry requests by client
+	blobGets                  map[string]int // blob GETs by digest (the plugin's)
+	load                      [2]string
 }
 
 func (r roundResult) line() string {
@@ -146,6 +162,62 @@ func (r roundResult) line() string {
 		r.cpu["repo-server"].Seconds(), r.cpu["sidecar"].Seconds(), (r.cpu["repo-server"] + r.cpu["sidecar"]).Seconds(), r.cpu["controller"].Seconds(),
 		mib("repo-server"), mib("sidecar"), mib("controller"),
 		float64(r.requests["plugin"]+r.requests["helm"])/float64(r.n), r.requests["plugin"], r.requests["helm"], r.load[0], r.load[1])
+}
+
+// cpuByCommand is the CPU time of the repo-server and sidecar trees by
+// "group/command" (see treeCPUByCommand).
+func cpuByCommand(groups map[string][]*proc) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, g := range []string{"repo-server", "sidecar"} {
+		m := map[string]time.Duration{}
+		for _, p := range groups[g] {
+			if !p.exited() {
+				treeCPUByCommand(p.cmd.Process.Pid, m)
+			}
+		}
+		for k, d := range m {
+			out[g+"/"+k] += d
+		}
+	}
+	return out
+}
+
+// renderCounts are the generations every replica's render server
+// answered so far and the workers it started.
+type renderCounts struct{ generations, workerStarts float64 }
+
+func (c *cluster) renderCounts() renderCounts {
+	var n renderCounts
+	for _, r := range c.replicas {
+		if m, err := readMetrics(r.metrics); err == nil {
+			for k, v := range m {
+				switch {
+				case strings.HasPrefix(k, "argocd_ocm_generations_total{"):
+					n.generations += v
+				case k == "argocd_ocm_worker_starts_total":
+					n.workerStarts += v
+				}
+			}
+		}
+	}
+	return n
+}
+
+// breakdown is byCommand as one sorted line, largest first.
+func (r roundResult) breakdown() string {
+	keys := make([]string, 0, len(r.byCommand))
+	for k := range r.byCommand {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return r.byCommand[keys[i]] > r.byCommand[keys[j]] })
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %.1f", k, r.byCommand[k].Seconds())
+	}
+	return b.String()
 }
 
 // groups are the process trees a round measures.
@@ -172,6 +244,8 @@ func runRound(t *testing.T, round string, n int, native bool) roundResult {
 	for k, ps := range groups {
 		cpu0[k] = cpuOf(ps)
 	}
+	byCmd0 := cpuByCommand(groups)
+	counts0 := cl.renderCounts()
 	logFrom := cl.registryLogEnd()
 	res.load[0] = loadavg()
 	smp := sample(250*time.Millisecond, groups)
@@ -236,6 +310,14 @@ func runRound(t *testing.T, round string, n int, native bool) roundResult {
 	res.mem = smp.end()
 	for k, ps := range groups {
 		res.cpu[k] = cpuOf(ps) - cpu0[k]
+	}
+	counts := cl.renderCounts()
+	res.generations, res.workerStarts = counts.generations-counts0.generations, counts.workerStarts-counts0.workerStarts
+	res.byCommand = map[string]time.Duration{}
+	for k, d := range cpuByCommand(groups) {
+		if d -= byCmd0[k]; d >= 100*time.Millisecond {
+			res.byCommand[k] = d
+		}
 	}
 	res.load[1] = loadavg()
 	reqs, _ := cl.registryLog(logFrom)
@@ -352,11 +434,26 @@ func runFleet(t *testing.T, prefix string, replicas, rounds int) {
 	note(t, "fleet: N=%d per round, %d rounds, %d repo-server replica(s), load %s", fleetN, rounds, len(cl.replicas), loadavg())
 	results := map[string][]roundResult{}
 	pluginBlobs := map[string]int{}
+	// A warm-up round of each way first, not counted: the first Applications
+	// a fresh Argo CD syncs pay for what it then keeps (the controller's
+	// cluster cache and OpenAPI schemas, the repo-server's Helm chart cache,
+	// the sidecar's blob cache), and without it that cost would fall on
+	// whichever way went first.
+	for _, native := range []bool{false, true} {
+		name := fmt.Sprintf("%sw-%s", prefix, map[bool]string{false: "pl", true: "na"}[native])
+		r := runRound(t, name, min(fleetN, 10), native)
+		note(t, "fleet warm-up (not counted) %s", r.line())
+		deleteRound(t, name)
+		for d, k := range r.blobGets {
+			pluginBlobs[d] += k
+		}
+	}
 	for i := range rounds {
 		native := i%2 == 1
 		name := fmt.Sprintf("%s%d-%s", prefix, i+1, map[bool]string{false: "pl", true: "na"}[native])
 		r := runRound(t, name, fleetN, native)
 		note(t, "fleet round %d %s", i+1, r.line())
+		note(t, "fleet round %d generation CPU s by process: %s; generations per Application: %.2f, render workers started: %.0f", i+1, r.breakdown(), r.generations/float64(r.n), r.workerStarts)
 		deleteRound(t, name)
 		results[r.mode] = append(results[r.mode], r)
 		if len(r.errored) > 0 {
