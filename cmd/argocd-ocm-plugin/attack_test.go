@@ -410,12 +410,13 @@ func TestHeavyGenerationsSpareTheirNeighbours(t *testing.T) {
 		normals.Wait()
 	}
 	t.Logf("%d rounds: %d of %d normal generations failed", rounds, failed.Load(), normal.Load())
-	// The heavy ones met the shared limit (unless the load kept them
-	// apart all along), and only they did.
+	// Only the heavy ones met the shared limit: at most two a round. And
+	// they met it at least once (they start together each round), or the
+	// run never reached what it tests.
 	n := strings.Count(log.String(), "outcome=total-memory")
 	t.Logf("%d heavy generations stopped at the shared limit", n)
 	if n == 0 || n > 2*rounds {
-		t.Errorf("%d generations stopped at the shared limit in %d rounds, want one or two a round (the heavy ones)", n, rounds)
+		t.Errorf("%d generations stopped at the shared limit in %d rounds, want 1 to %d (heavy ones only; none: the run never reached the limit)", n, rounds, 2*rounds)
 	}
 }
 
