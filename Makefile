@@ -229,7 +229,7 @@ test-short: argocd-manifests
 
 # In groups, with a line per group: a cold vet compiles for minutes.
 vet:
-	@pkgs=$$($(GO) list $(PKGS)); total=$$(echo "$$pkgs" | wc -l); done=0; \
+	@pkgs=$$($(GO) list $(PKGS)) || exit 1; total=$$(echo "$$pkgs" | wc -l); done=0; \
 	while read -r group; do \
 		n=$$(echo $$group | wc -w); done=$$((done + n)); \
 		echo "vet: $$done/$$total packages"; \
