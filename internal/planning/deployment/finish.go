@@ -85,16 +85,18 @@ func (l localization) Finish(_ context.Context, objs []manifests.Object) ([]mani
 	return objs, nil
 }
 
-// explanation hands the finished report to DefinitionPlanner.Explain, with the sync
-// order of the output.
-type explanation struct {
-	report  *explain.Report
-	explain func(*explain.Report)
+// Explanation is a plan's last finisher when its report is asked for
+// (DefinitionPlanner.Explain): it hands Report, with the sync order of the
+// output, to Explain once the output is finished. An RGD's plan ends with
+// one too.
+type Explanation struct {
+	Report  *explain.Report
+	Explain func(*explain.Report)
 }
 
-func (e explanation) Finish(_ context.Context, objs []manifests.Object) ([]manifests.Object, error) {
-	e.report.AddOrdering(objs)
-	e.explain(e.report)
+func (e Explanation) Finish(_ context.Context, objs []manifests.Object) ([]manifests.Object, error) {
+	e.Report.AddOrdering(objs)
+	e.Explain(e.Report)
 	return objs, nil
 }
 
@@ -106,7 +108,7 @@ func (rs *resolver) finish() []plan.Finisher {
 		out = append(out, localization{d: rs.cv.Descriptor(), requireAll: rs.requireAll, log: rs.p.Log, report: rs.report})
 	}
 	if rs.p.Explain != nil {
-		out = append(out, explanation{report: rs.report, explain: rs.p.Explain})
+		out = append(out, Explanation{Report: rs.report, Explain: rs.p.Explain})
 	}
 	return out
 }

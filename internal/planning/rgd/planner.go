@@ -19,7 +19,6 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/platform"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/cel"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/planning/rgd/graph"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/ocm"
 )
@@ -669,7 +668,7 @@ func (p *GraphPlanner) Plan(ctx context.Context, cv ocm.ComponentVersion, req pl
 		report.Notes = append(report.Notes, "localize: the RGD's own localisation (its OCM Resource statuses) applies; automatic localisation is not run over an RGD's output")
 	}
 	if p.Config != nil && p.Config.Explain != nil {
-		out.Finish = append(out.Finish, explanation{report: report, explain: p.Config.Explain})
+		out.Finish = append(out.Finish, deployment.Explanation{Report: report, Explain: p.Config.Explain})
 	}
 	return out, nil
 }
@@ -688,16 +687,4 @@ func unusedInputs(r *RGD, req plan.Input) error {
 		return fmt.Errorf("%w: %s: %s renders: %s", errdef.ErrInvalidInput, param.Values, r.Source, why)
 	}
 	return nil
-}
-
-// explanation hands the report to Config.Explain once the output is finished.
-type explanation struct {
-	report  *explain.Report
-	explain func(*explain.Report)
-}
-
-func (x explanation) Finish(_ context.Context, objs []manifests.Object) ([]manifests.Object, error) {
-	x.report.AddOrdering(objs)
-	x.explain(x.report)
-	return objs, nil
 }
