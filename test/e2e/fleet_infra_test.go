@@ -308,48 +308,11 @@ const clockTicks = 100
 
 func treeStat(pid int) procStat {
 	var st procStat
-	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	stats := map[int][]string{}
-	for _, e := range entries {
-		id, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 15 {
-			continue
-		}
-		stats[id] = f
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], id)
-	}
-	var walk func(int)
-	walk = func(id int) {
-		if f, ok := stats[id]; ok {
-			// Fields after the command: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14).
-			var ticks int64
-			for _, k := range []int{11, 12, 13, 14} {
-				n, _ := strconv.ParseInt(f[k], 10, 64)
-				ticks += n
-			}
-			st.cpu += time.Duration(ticks) * time.Second / clockTicks
-			st.rss += rssKB(id) << 10
-		}
-		for _, k := range children[id] {
-			walk(k)
-		}
-	}
-	walk(pid)
+	procs, children := procTable()
+	walkTree(pid, procs, children, func(id int, e procEntry) {
+		st.cpu += e.ticks(11, 12, 13, 14)
+		st.rss += rssKB(id) << 10
+	})
 	return st
 }
 
@@ -359,50 +322,11 @@ func treeStat(pid int) procStat {
 // repo-server's git and Helm executions), so a round shows where its
 // generation CPU went.
 func treeCPUByCommand(pid int, into map[string]time.Duration) {
-	entries, _ := os.ReadDir("/proc")
-	children := map[int][]int{}
-	type stat struct {
-		comm       string
-		self, kids time.Duration
-	}
-	stats := map[int]stat{}
-	for _, e := range entries {
-		id, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if i < 0 || j < i {
-			continue
-		}
-		f := strings.Fields(s[j+1:])
-		if len(f) < 15 {
-			continue
-		}
-		tick := func(k int) time.Duration {
-			n, _ := strconv.ParseInt(f[k], 10, 64)
-			return time.Duration(n) * time.Second / clockTicks
-		}
-		stats[id] = stat{comm: s[i+1 : j], self: tick(11) + tick(12), kids: tick(13) + tick(14)}
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], id)
-	}
-	var walk func(int)
-	walk = func(id int) {
-		if st, ok := stats[id]; ok {
-			into[st.comm] += st.self
-			into[st.comm+">children"] += st.kids
-		}
-		for _, k := range children[id] {
-			walk(k)
-		}
-	}
-	walk(pid)
+	procs, children := procTable()
+	walkTree(pid, procs, children, func(_ int, e procEntry) {
+		into[e.comm] += e.ticks(11, 12)
+		into[e.comm+">children"] += e.ticks(13, 14)
+	})
 }
 
 // sampler records the peak resident memory of process trees until stopped.

@@ -134,11 +134,29 @@ func httpOK(url string) func() bool {
 	}
 }
 
-// memory is a process tree's resident memory (VmRSS summed over the
-// process and its descendants, from /proc), by process.
-func memoryOfTree(pid int) (total int64, parts []string) {
-	children := map[int][]int{}
-	names := map[int]string{}
+// procEntry is a process of /proc/<pid>/stat: its command name and the
+// fields after it (state(0) ppid(1) … utime(11) stime(12) cutime(13)
+// cstime(14)).
+type procEntry struct {
+	comm   string
+	fields []string
+}
+
+// ticks is the sum of the fields at ks, in CPU time (USER_HZ ticks).
+func (e procEntry) ticks(ks ...int) time.Duration {
+	var n int64
+	for _, k := range ks {
+		if k < len(e.fields) {
+			v, _ := strconv.ParseInt(e.fields[k], 10, 64)
+			n += v
+		}
+	}
+	return time.Duration(n) * time.Second / clockTicks
+}
+
+// procTable reads every process of /proc and who its children are.
+func procTable() (procs map[int]procEntry, children map[int][]int) {
+	procs, children = map[int]procEntry{}, map[int][]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		id, err := strconv.Atoi(e.Name())
@@ -151,29 +169,42 @@ func memoryOfTree(pid int) (total int64, parts []string) {
 		}
 		s := string(b)
 		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || close < 0 {
+		if open < 0 || close < open {
 			continue
 		}
-		names[id] = s[open+1 : close]
 		f := strings.Fields(s[close+1:])
-		if len(f) > 1 {
-			ppid, _ := strconv.Atoi(f[1])
-			children[ppid] = append(children[ppid], id)
+		if len(f) < 15 {
+			continue
 		}
+		procs[id] = procEntry{comm: s[open+1 : close], fields: f}
+		ppid, _ := strconv.Atoi(f[1])
+		children[ppid] = append(children[ppid], id)
 	}
-	var walk func(int)
-	walk = func(id int) {
+	return procs, children
+}
+
+// walkTree calls visit for pid and its descendants, children in pid order.
+func walkTree(pid int, procs map[int]procEntry, children map[int][]int, visit func(int, procEntry)) {
+	if e, ok := procs[pid]; ok {
+		visit(pid, e)
+	}
+	kids := children[pid]
+	sort.Ints(kids)
+	for _, k := range kids {
+		walkTree(k, procs, children, visit)
+	}
+}
+
+// memory is a process tree's resident memory (VmRSS summed over the
+// process and its descendants, from /proc), by process.
+func memoryOfTree(pid int) (total int64, parts []string) {
+	procs, children := procTable()
+	walkTree(pid, procs, children, func(id int, e procEntry) {
 		if kb := rssKB(id); kb > 0 {
 			total += kb << 10
-			parts = append(parts, fmt.Sprintf("%s %d MiB", names[id], kb>>10))
+			parts = append(parts, fmt.Sprintf("%s %d MiB", e.comm, kb>>10))
 		}
-		kids := children[id]
-		sort.Ints(kids)
-		for _, k := range kids {
-			walk(k)
-		}
-	}
-	walk(pid)
+	})
 	return total, parts
 }
 
