@@ -173,6 +173,13 @@ type worker struct {
 	// delivering: the generation is done and its result is being copied
 	// to the client; no limit applies any more.
 	delivering bool
+	// held: a Run has w, from acquire until it parks w or is done with it,
+	// and may still read what w sent before it died (its acknowledgement,
+	// its result). The connection is closed once w is reaped and not held
+	// (closeConnLocked): closed at the reap, a read that had not yet taken
+	// the acknowledgement of a worker that then crashed failed with "file
+	// already closed", and the generation it had run was run again.
+	held, connClosed bool
 }
 
 // Start starts the warm workers and the watchdog. The pool runs until Close.
@@ -335,6 +342,7 @@ func (p *Pool) Run(ctx context.Context, raw []byte, arrival time.Time, deliver D
 		out.Worker, out.Procs = w.pid, w.procs
 		h, taken, err := p.await(ctx, w, raw, jobHeader{Deadline: deadline, Procs: w.procs, GC: w.gc})
 		if err != nil && !taken && attempt < maxRedeliveries && p.diedBeforeTaking(w, err) {
+			p.letGo(w)
 			p.Metrics.redelivered()
 			p.Log.Warn("render worker found dead before it took its generation: given to another", "worker", w.pid, "cause", err.Error(), "redelivery", attempt+1)
 			continue
@@ -359,7 +367,8 @@ const maxRedeliveries = 2
 // before w acknowledged its job, without the pool having killed w: w died
 // by itself or was killed from outside (kill -9, the OOM killer), before or
 // while the job was sent. An end of the connection means that every thread
-// of w has closed its files, i.e. w is dead (a zombie at most), and no
+// of w has closed its files, i.e. w is dead (a zombie at most), or that
+// the reaper shut it down; either comes after everything w sent, so no
 // acknowledgement means that the generation did not start in it (see
 // ServeWorker): it may run elsewhere. w is marked crashed; its Wait
 // forgets it. A worker the pool killed (deadline, memory, the client gone)
@@ -378,10 +387,12 @@ func (p *Pool) diedBeforeTaking(w *worker, err error) bool {
 }
 
 // connectionEnded: err says that the peer's end of the connection is
-// closed, or that ours was closed after its process was reaped.
+// closed, or that ours was shut down after its process was reaped. Not
+// os.ErrClosed: a read on a closed file may have lost what the peer sent
+// (see worker.held); the connection of a held worker is never closed.
 func connectionEnded(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
+		errors.Is(err, syscall.EPIPE)
 }
 
 // await sends the job to w and waits for its result's header, killing w
@@ -440,6 +451,7 @@ func (p *Pool) deliverResult(w *worker, h header, deliver Deliver, out *Outcome)
 		// deliver gave up (the client went away): the rest of the
 		// result is still in the connection; the worker is not reused.
 		p.kill(w, "undelivered")
+		p.letGo(w)
 		return true
 	}
 	// body.err: the worker died while sending its result.
@@ -459,6 +471,7 @@ func (p *Pool) lost(w *worker, out *Outcome) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.letGoLocked(w)
 	out.Cause = w.killed
 	if out.Cause == CauseCrashed && w.outOfMemory {
 		// The address-space limit: the runtime ended the worker itself.
@@ -607,7 +620,7 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 // takeLocked marks w busy with a generation and gives that generation its
 // share of the cores; p.mu is held.
 func (p *Pool) takeLocked(w *worker) {
-	w.busy, w.busySince, w.markAt = true, time.Now(), time.Time{}
+	w.busy, w.held, w.busySince, w.markAt = true, true, time.Now(), time.Time{}
 	p.wakeWatch()
 	w.procs, w.gc = 0, 0
 	running := 0
@@ -634,6 +647,7 @@ func (p *Pool) putIdle(w *worker) {
 	p.workers[w] = struct{}{}
 	if p.closed {
 		p.killLocked(w, "shutdown")
+		p.letGoLocked(w)
 		return
 	}
 	if len(p.waiters) > 0 {
@@ -646,6 +660,7 @@ func (p *Pool) putIdle(w *worker) {
 	w.busy = false
 	w.idleSince = time.Now()
 	p.idle = append(p.idle, w)
+	p.letGoLocked(w) // reaped already: acquire drops it
 }
 
 // startAsync starts a worker in the background and parks it; p.mu is held.
@@ -683,7 +698,31 @@ func (p *Pool) release(w *worker) {
 		return
 	}
 	p.killLocked(w, "recycled")
+	p.letGoLocked(w)
 	p.mu.Unlock()
+}
+
+// letGo: the Run that had w is done with it (w is dead or killed; see
+// worker.held).
+func (p *Pool) letGo(w *worker) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.letGoLocked(w)
+}
+
+func (p *Pool) letGoLocked(w *worker) {
+	w.held = false
+	p.closeConnLocked(w)
+}
+
+// closeConnLocked closes w's connection once nobody reads it any more: w
+// is reaped and no Run holds it. p.mu is held.
+func (p *Pool) closeConnLocked(w *worker) {
+	if w.held || w.connClosed || !isClosed(w.exited) {
+		return
+	}
+	w.connClosed = true
+	w.conn.Close()
 }
 
 // remove forgets a dead worker (called once it is reaped) and starts another
@@ -692,6 +731,7 @@ func (p *Pool) remove(w *worker) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.removeLocked(w)
+	p.closeConnLocked(w)
 }
 
 func (p *Pool) removeLocked(w *worker) {
@@ -786,7 +826,10 @@ func (p *Pool) spawn() (*worker, error) {
 		// Its stderr may still be being copied: lost waits for that when
 		// it needs the last lines; the pool's capacity does not.
 		_ = cmd.Wait()
-		conn.Close()
+		// Not closed here (see worker.held): shut down, it still gives a
+		// Run what the worker sent, then the end, also when a process the
+		// worker started keeps the worker's end open.
+		shutdownConn(conn)
 		close(w.exited)
 		p.remove(w)
 	}()
@@ -809,6 +852,15 @@ func (p *Pool) spawn() (*worker, error) {
 		return nil, fmt.Errorf("render worker %d: %v (%s)", w.pid, err, exitDetail(cmd.ProcessState))
 	}
 	return w, nil
+}
+
+// shutdownConn ends both directions of conn: reads return what the peer
+// sent and then io.EOF, writes fail with EPIPE, and a Read or Write waiting
+// on conn returns at once. Unlike Close, it loses nothing that was sent.
+func shutdownConn(conn *os.File) {
+	if rc, err := conn.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+	}
 }
 
 // copyStderr passes a worker's stderr on in whole lines (bounded), so that
