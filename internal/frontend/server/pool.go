@@ -180,6 +180,11 @@ type worker struct {
 	// the acknowledgement of a worker that then crashed failed with "file
 	// already closed", and the generation it had run was run again.
 	held, connClosed bool
+	// forgotten: removeLocked took w out of the pool's count (it was reaped).
+	// A Run that still held w must not park it again: acquire would find it
+	// dead and count the pool down a second time, and the pool could then
+	// start more workers than Size.
+	forgotten bool
 }
 
 // Start starts the warm workers and the watchdog. The pool runs until Close.
@@ -644,6 +649,10 @@ func (p *Pool) takeLocked(w *worker) {
 
 // putIdle hands w to the first waiter or parks it; p.mu is held.
 func (p *Pool) putIdle(w *worker) {
+	if w.forgotten {
+		p.letGoLocked(w)
+		return
+	}
 	p.workers[w] = struct{}{}
 	if p.closed {
 		p.killLocked(w, "shutdown")
@@ -739,6 +748,7 @@ func (p *Pool) removeLocked(w *worker) {
 		return
 	}
 	delete(p.workers, w)
+	w.forgotten = true
 	for i, iw := range p.idle {
 		if iw == w { // died while idle (kill -9, OOM killer)
 			p.idle = append(p.idle[:i], p.idle[i+1:]...)

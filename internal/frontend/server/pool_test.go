@@ -460,6 +460,51 @@ func TestPoolJobTakenIsNotRedelivered(t *testing.T) {
 	}
 }
 
+// A worker that dies after it delivered its result, and is reaped before
+// the Run that had it parks it, is counted out of the pool once: parked
+// again, acquire found it dead and counted the pool down a second time, so
+// the pool believed it had room for a worker more than Size.
+func TestPoolForgetsAWorkerReapedBeforeItsRelease(t *testing.T) {
+	p := testPool(t, &Pool{Size: 2, Warm: 1, Deadline: time.Minute})
+	w, err := p.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(w.pid, syscall.SIGKILL)
+	<-w.exited
+	counted := func() (total, live int) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if _, in := p.workers[w]; !in {
+			return p.total, len(p.workers) + p.starting
+		}
+		return -1, -1
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for total, _ := counted(); total < 0; total, _ = counted() {
+		if time.Now().After(deadline) {
+			t.Fatal("the reaped worker was not forgotten")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.release(w) // the Run that had it is done
+	p.mu.Lock()
+	_, parked := p.workers[w]
+	total, live := p.total, len(p.workers)+p.starting
+	p.mu.Unlock()
+	if parked || total != live {
+		t.Fatalf("after the release of a reaped worker: parked again %v, the pool counts %d workers and has %d", parked, total, live)
+	}
+	for range 3 {
+		if res, out := do(p, "echo"); res == nil || res.Exit != 0 {
+			t.Fatalf("echo after: %+v %+v", res, out)
+		}
+	}
+	if n := len(p.Pids()); n > p.Size {
+		t.Errorf("%d workers, Size %d", n, p.Size)
+	}
+}
+
 // The reaper shuts a dead worker's connection down instead of closing it
 // (worker.held): what the worker sent before it died (its acknowledgement)
 // is still read, then the end; a read waiting on the connection returns
