@@ -25,10 +25,14 @@ import (
 // templates: the same chart version always has the same CRD files, which a
 // CRDCache decodes once.
 
-// DefaultCRDCacheSize is the CRD text a CRDCache keeps decoded by default:
-// the CRDs of a few operator charts (kube-prometheus-stack's are 4 MB),
-// about 64 MiB of objects, within a render worker's memory.
-const DefaultCRDCacheSize = 16 << 20
+// DefaultCRDCacheSize is the CRD text a CRDCache keeps decoded by default,
+// counting each entry's YAML and the JSON text kept beside it: 16 MiB of
+// crds/ files, the CRDs of a few operator charts (kube-prometheus-stack's
+// are 4 MB), about 64 MiB of objects and 16 MiB of JSON, within a render
+// worker's memory. At 16 MiB for both, a chart with 10 MB of CRD files
+// (bench's crds-10mb) no longer fitted once the JSON counted and missed on
+// every render: 87 → 169 ms of render-server CPU per generation.
+const DefaultCRDCacheSize = 32 << 20
 
 // CRDCache keeps the objects decoded from charts' crds/ files, by the
 // SHA-256 of each file's text, for as long as it lives (the render server's
