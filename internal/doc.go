@@ -36,7 +36,7 @@
 //	4 finishing: internal/finish/hooks internal/finish/localize internal/finish/imageguard
 //	5 planning: application internal/planning/plan internal/planning/deployment internal/planning/expr internal/planning/explain internal/planning/deployment/ordering internal/planning/overlay internal/planning/rgd internal/planning/rgd/cel internal/planning/rgd/graph internal/planning/rgd/schema internal/planning/platform
 //	6 orchestration: . internal/compose/policyregistry
-//	7 front ends: internal/frontend/cmp internal/frontend/generator internal/frontend/server internal/frontend/transfer
+//	7 front ends: internal/frontend/cmp internal/frontend/cmpservice internal/frontend/generator internal/frontend/server internal/frontend/transfer
 //	8 commands: cmd/argocd-ocm-plugin cmd/argocd-ocm-client
 //	9 test support: internal/testsupport/examples internal/testsupport/plantest internal/testsupport/ocmbuild internal/testsupport/registrytest internal/testsupport/sigstoretest internal/testsupport/fixtures internal/testsupport/testutil internal/render/manifests/manifeststest internal/testsupport/docs
 //	10 tools: bench/harness bench/procstat bench/profrender hack/attackfixtures hack/exportcount hack/gen-testdata hack/registry hack/testsummary

@@ -87,7 +87,7 @@ func startWorkerServer(t *testing.T, settings map[string]string) (socket string,
 	log = &testutil.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, socket, 0, nil, log, os.Getenv) }()
+	go func() { done <- serve(ctx, serveOptions{socket: socket}, log, os.Getenv) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

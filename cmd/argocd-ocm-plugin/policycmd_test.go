@@ -66,7 +66,7 @@ func TestServeLogsPolicyProblemWithLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	if err := serve(context.Background(), filepath.Join(dir, "r.sock"), 0, []string{"/bin/true"}, &log, env(map[string]string{"ARGOCD_OCM_POLICY": file})); err != nil {
+	if err := serve(context.Background(), serveOptions{socket: filepath.Join(dir, "r.sock"), command: []string{"/bin/true"}}, &log, env(map[string]string{"ARGOCD_OCM_POLICY": file})); err != nil {
 		t.Fatalf("serve: %v", err)
 	}
 	if !strings.Contains(log.String(), "sidecar policy unusable") || !strings.Contains(log.String(), `line 5: unknown field \"repositorys\" in rules[0] (known: name, projects,`) {

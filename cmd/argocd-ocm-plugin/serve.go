@@ -15,6 +15,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmp"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmpservice"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/param"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
@@ -25,10 +26,10 @@ import (
 const DefaultSocket = "/tmp/argocd-ocm-plugin/render.sock"
 
 func newServeCommand(stderr io.Writer, getenv func(string) string) *cobra.Command {
-	var socket string
+	var socket, pluginSocket string
 	var parallelism int
 	c := &cobra.Command{
-		Use:   "serve [--socket PATH] [-- COMMAND [ARG...]]",
+		Use:   "serve [--socket PATH] [--plugin-socket PATH | -- COMMAND [ARG...]]",
 		Short: "Long-lived render server for argocd-ocm-client (the sidecar's entrypoint)",
 		Long: `serve runs generate and parameters for argocd-ocm-client in a pool of warm worker
 processes (this binary, already past its 60-75 ms of package initialisation), one
@@ -49,7 +50,14 @@ Limits (sidecar settings; see docs/render-server.md):
   ARGOCD_OCM_RECYCLE_AFTER  generations after which a worker is replaced (default 1000)
   ARGOCD_OCM_METRICS_ADDR   loopback address for Prometheus metrics, e.g. 127.0.0.1:9464 (default off)
 
-With COMMAND (the sidecar runs: serve -- /var/run/argocd/argocd-cmp-server), serve starts
+With --plugin-socket (the sidecar runs: serve --plugin-socket
+/home/argocd/cmp-server/plugins/argocd-ocm-plugin.sock), serve also answers Argo CD's
+repo-server there itself, as argocd-cmp-server running plugin.yaml would: the repository
+stream is unpacked (only the Application's directory, bounded) and rendered by the same
+workers, with no argocd-cmp-server and no process per generation. The socket's name is the
+plugin's name in Applications (spec.source.plugin.name).
+
+With COMMAND (serve -- /var/run/argocd/argocd-cmp-server), serve starts
 it with ARGOCD_OCM_SERVER_SOCKET set, forwards signals to it, reaps orphaned processes
 when it is PID 1, and ends when COMMAND ends, with its exit status. On SIGTERM or SIGINT
 it forwards the signal (argocd-cmp-server then removes its socket), waits for running
@@ -73,9 +81,18 @@ differs, or a client without a server, renders in a process of its own.`,
 			if err != nil {
 				return fmt.Errorf("%w: --socket %s: %v", errdef.ErrInvalidInput, errdef.Quote(socket), err)
 			}
-			return serve(cmd.Context(), abs, parallelism, args, stderr, getenv)
+			if pluginSocket != "" && len(args) > 0 {
+				return fmt.Errorf("%w: --plugin-socket and a COMMAND both answer Argo CD: give one", errdef.ErrInvalidInput)
+			}
+			if pluginSocket != "" {
+				if pluginSocket, err = filepath.Abs(pluginSocket); err != nil {
+					return fmt.Errorf("%w: --plugin-socket: %v", errdef.ErrInvalidInput, err)
+				}
+			}
+			return serve(cmd.Context(), serveOptions{socket: abs, pluginSocket: pluginSocket, parallelism: parallelism, command: args}, stderr, getenv)
 		},
 	}
+	c.Flags().StringVar(&pluginSocket, "plugin-socket", "", "also answer Argo CD's repo-server (the config management plugin gRPC service) on this unix socket")
 	c.Flags().StringVar(&socket, "socket", "", "unix socket to listen on (default $"+server.EnvSocket+", else "+DefaultSocket+")")
 	c.Flags().IntVar(&parallelism, "parallelism", 0, "with ARGOCD_OCM_WORKERS=0: commands rendering at once in this process (default 2 × GOMAXPROCS)")
 	return c
@@ -108,14 +125,21 @@ func newServeWorkerCommand(stderr io.Writer, getenv func(string) string) *cobra.
 
 const workerCommand = "serve-worker"
 
-func serve(ctx context.Context, socket string, parallelism int, command []string, stderr io.Writer, getenv func(string) string) error {
+type serveOptions struct {
+	socket, pluginSocket string
+	parallelism          int
+	command              []string
+}
+
+func serve(ctx context.Context, o serveOptions, stderr io.Writer, getenv func(string) string) error {
+	socket, command := o.socket, o.command
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	settings, err := readServeSettings(getenv)
 	if err != nil {
 		return err
 	}
 	metrics := server.NewMetrics()
-	srv := &server.Server{Parallelism: parallelism, Log: log, Describe: describeRequest, Metrics: metrics}
+	srv := &server.Server{Parallelism: o.parallelism, Log: log, Describe: describeRequest, Metrics: metrics}
 	if settings.workers == 0 {
 		p, err := newServerProcess(getenv, stderr)
 		if err != nil {
@@ -167,6 +191,22 @@ func serve(ctx context.Context, socket string, parallelism int, command []string
 		log.Info("sidecar policy", "file", p)
 	}
 
+	if o.pluginSocket != "" {
+		pl, err := server.Listen(o.pluginSocket)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer os.Remove(o.pluginSocket)
+		svc := &cmpservice.Service{Runner: srv, Log: log, WorkDir: filepath.Join(os.TempDir(), "argocd-ocm-plugin-streams")}
+		pluginServed := make(chan error, 1)
+		go func() { pluginServed <- svc.Serve(srvCtx, pl) }()
+		defer func() {
+			if err := <-pluginServed; err != nil {
+				log.Warn("plugin service stopped", "cause", err.Error())
+			}
+		}()
+		log.Info("plugin service listening", "socket", o.pluginSocket)
+	}
 	if len(command) == 0 {
 		<-ctx.Done() // SIGTERM or SIGINT (see run)
 		stop()

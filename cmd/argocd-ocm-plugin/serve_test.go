@@ -209,17 +209,17 @@ func TestServeSupervisesCommand(t *testing.T) {
 	defer os.RemoveAll(dir)
 	socket := filepath.Join(dir, "r.sock")
 	var log bytes.Buffer
-	err = serve(context.Background(), socket, 0, []string{"/bin/sh", "-c", `test "$ARGOCD_OCM_SERVER_SOCKET" = "` + socket + `" && test -S "$ARGOCD_OCM_SERVER_SOCKET" && exit 3`}, &log, env(nil))
+	err = serve(context.Background(), serveOptions{socket: socket, command: []string{"/bin/sh", "-c", `test "$ARGOCD_OCM_SERVER_SOCKET" = "` + socket + `" && test -S "$ARGOCD_OCM_SERVER_SOCKET" && exit 3`}}, &log, env(nil))
 	if err == nil || !strings.Contains(err.Error(), "exited with status 3") {
 		t.Fatalf("serve: %v (log: %s)", err, log.String())
 	}
 	if _, err := os.Lstat(socket); !os.IsNotExist(err) {
 		t.Errorf("socket left behind: %v", err)
 	}
-	if err := serve(context.Background(), socket, 0, []string{"/bin/true"}, &log, env(nil)); err != nil {
+	if err := serve(context.Background(), serveOptions{socket: socket, command: []string{"/bin/true"}}, &log, env(nil)); err != nil {
 		t.Errorf("a command exiting 0: %v", err)
 	}
-	err = serve(context.Background(), socket, 0, []string{"/bin/true"}, &log, env(map[string]string{"ARGOCD_OCM_TAG_TTL": "soon"}))
+	err = serve(context.Background(), serveOptions{socket: socket, command: []string{"/bin/true"}}, &log, env(map[string]string{"ARGOCD_OCM_TAG_TTL": "soon"}))
 	if err == nil || !strings.Contains(err.Error(), "ARGOCD_OCM_TAG_TTL") {
 		t.Errorf("a bad ARGOCD_OCM_TAG_TTL: %v", err)
 	}

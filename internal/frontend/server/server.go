@@ -64,11 +64,13 @@ type Server struct {
 	// negative: never.
 	ReleaseMemoryAfter time.Duration
 
-	sem      chan struct{}
-	inflight sync.WaitGroup
-	draining chan struct{}
-	connMu   sync.Mutex
-	conns    map[net.Conn]struct{}
+	once      sync.Once
+	drainOnce sync.Once
+	sem       chan struct{}
+	inflight  sync.WaitGroup
+	draining  chan struct{}
+	connMu    sync.Mutex
+	conns     map[net.Conn]struct{}
 
 	budgetMu   sync.Mutex
 	budgetUsed int64
@@ -117,32 +119,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	if s.Handler == nil && s.Pool == nil {
 		return errors.New("server: no handler")
 	}
-	if s.Describe == nil {
-		s.Describe = func(req *Request) Description {
-			return Description{Application: req.Getenv(func(string) string { return "" })("ARGOCD_APP_NAME")}
-		}
-	}
-	p := s.Parallelism
-	if p <= 0 {
-		p = 2 * runtime.GOMAXPROCS(0)
-	}
-	s.sem = make(chan struct{}, p)
-	s.draining = make(chan struct{})
-	s.conns = map[net.Conn]struct{}{}
-	if s.Fingerprint == "" {
-		s.Fingerprint = Fingerprint(os.Environ())
-	}
-	if s.Log == nil {
-		s.Log = slog.New(slog.DiscardHandler)
-	}
-	if s.RequestBudget <= 0 {
-		s.RequestBudget = MaxRequestBytes
-	}
-	if s.ReleaseMemoryAfter == 0 {
-		s.ReleaseMemoryAfter = 3 * time.Second
-	}
+	s.setDefaults()
 	stop := context.AfterFunc(ctx, func() {
-		close(s.draining)
+		s.stopAdmitting()
 		l.Close()
 	})
 	defer stop()
@@ -170,6 +149,43 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			s.serveConn(ctx, conn)
 		}()
 	}
+}
+
+// setDefaults fills the fields left zero, once: Serve and Run both need
+// them, and either may come first.
+func (s *Server) setDefaults() {
+	s.once.Do(func() {
+		if s.Describe == nil {
+			s.Describe = func(req *Request) Description {
+				return Description{Application: req.Getenv(func(string) string { return "" })("ARGOCD_APP_NAME")}
+			}
+		}
+		p := s.Parallelism
+		if p <= 0 {
+			p = 2 * runtime.GOMAXPROCS(0)
+		}
+		s.sem = make(chan struct{}, p)
+		s.draining = make(chan struct{})
+		s.conns = map[net.Conn]struct{}{}
+		if s.Fingerprint == "" {
+			s.Fingerprint = Fingerprint(os.Environ())
+		}
+		if s.Log == nil {
+			s.Log = slog.New(slog.DiscardHandler)
+		}
+		if s.RequestBudget <= 0 {
+			s.RequestBudget = MaxRequestBytes
+		}
+		if s.ReleaseMemoryAfter == 0 {
+			s.ReleaseMemoryAfter = 3 * time.Second
+		}
+	})
+}
+
+// stopAdmitting refuses every request from now on (Serve's context ended).
+func (s *Server) stopAdmitting() {
+	s.setDefaults()
+	s.drainOnce.Do(func() { close(s.draining) })
 }
 
 func (s *Server) drain() error {
@@ -350,6 +366,34 @@ func (s *Server) execute(ctx context.Context, conn net.Conn, req *Request, raw [
 // finish records the command's outcome in metrics and the log, and writes
 // its result to the client unless the pool streamed it already.
 func (s *Server) finish(conn net.Conn, d Description, command string, res *Result, out Outcome, took time.Duration) {
+	s.record(d, command, res, out, took)
+	if out.Cause == CauseCanceled {
+		return // the client is gone
+	}
+	if out.Started {
+		// The result went (or began to go) to the client: a cut-short one is
+		// the client's error line (ErrLost), never a partial manifest.
+		if out.DeliverErr != nil || out.Cause != "" {
+			s.Log.Warn("result not delivered", "application", d.Application, "cause", fmt.Sprint(out.DeliverErr, " ", out.Cause))
+		}
+		return
+	}
+	if res == nil {
+		res = s.failed(d, out)
+	}
+	if err := writeResult(conn, header{Exit: res.Exit}, res.Stdout, res.Stderr); err != nil {
+		s.Log.Warn("result not delivered", "cause", err.Error())
+	}
+}
+
+// failed is the result of a command the pool gave no result for: one error
+// line.
+func (s *Server) failed(d Description, out Outcome) *Result {
+	return &Result{Exit: 1, Stderr: []byte("argocd-ocm-plugin: " + d.Prefix() + s.limitMessage(out) + "\n")}
+}
+
+// record counts the command's outcome in metrics and logs it.
+func (s *Server) record(d Description, command string, res *Result, out Outcome, took time.Duration) {
 	outcome := out.Cause
 	switch {
 	case outcome == "" && res.Exit == 0:
@@ -365,23 +409,82 @@ func (s *Server) finish(conn net.Conn, d Description, command string, res *Resul
 	s.Log.Info("command done", "command", command, "application", d.Application, "project", d.Project,
 		"component", d.Component, "version", d.Version, "ms", took.Milliseconds(), "queue_ms", out.Queue.Milliseconds(),
 		"worker", out.Worker, "procs", out.Procs, "outcome", outcome, "exit", exit)
-	if out.Cause == CauseCanceled {
-		return // the client is gone
+}
+
+// Run runs a request that comes from this process rather than the socket
+// (the Argo CD plugin service the sidecar serves itself): with the same
+// workers, limits, request budget, metrics and log line as a client's, and
+// without the protocol and environment checks, which only a client process
+// of its own needs. It always returns a result: a request the server could
+// not run, or stopped, is exit status 1 and one error line. ctx ending
+// cancels the command.
+func (s *Server) Run(ctx context.Context, req *Request) *Result {
+	s.setDefaults()
+	arrival := time.Now()
+	d := s.Describe(req)
+	command := ""
+	if len(req.Args) > 0 {
+		command = req.Args[0]
 	}
-	if out.Started {
-		// The result went (or began to go) to the client: a cut-short one is
-		// the client's error line (ErrLost), never a partial manifest.
-		if out.DeliverErr != nil || out.Cause != "" {
-			s.Log.Warn("result not delivered", "application", d.Application, "cause", fmt.Sprint(out.DeliverErr, " ", out.Cause))
+	refuse := func(why string) *Result {
+		return &Result{Exit: 1, Stderr: []byte("argocd-ocm-plugin: " + d.Prefix() + "render failed: " + why + "\n")}
+	}
+	select {
+	case <-s.draining:
+		s.Metrics.refused("draining")
+		return refuse("the render server is shutting down")
+	default:
+	}
+	req.Deadline = time.Time{} // the supervisor's to set
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return refuse(err.Error())
+	}
+	if len(raw) > MaxRequestSize || !s.take(int64(len(raw))) {
+		s.Log.Warn("request refused", "cause", fmt.Sprintf("the server holds %d MiB of requests, its budget", s.RequestBudget>>20))
+		s.Metrics.Generation("request-budget", 0, time.Since(arrival))
+		return refuse(fmt.Sprintf("the render server holds %d MiB of requests at once, the most it may (too many large requests): %v", s.RequestBudget>>20, errLimitText))
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { s.giveBack(int64(len(raw))) }) }
+	defer release()
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	s.busy()
+	defer s.done()
+	var res *Result
+	var out Outcome
+	if s.Pool == nil {
+		res, out = s.inProcess(ctx, req, arrival)
+	} else {
+		out = s.Pool.Run(ctx, raw, arrival, func(exit, no, ne int, body io.Reader) error {
+			release() // the worker has the request
+			if no < 0 || ne < 0 || no > maxOutput || ne > maxOutput {
+				return fmt.Errorf("output sizes %d, %d", no, ne)
+			}
+			r := &Result{Exit: exit, Stdout: make([]byte, no), Stderr: make([]byte, ne)}
+			if _, err := io.ReadFull(body, r.Stdout); err != nil {
+				return err
+			}
+			if _, err := io.ReadFull(body, r.Stderr); err != nil {
+				return err
+			}
+			res = r
+			return nil
+		})
+		if out.Cause == "" && out.DeliverErr != nil {
+			// The worker's result could not be read: it died meanwhile.
+			out.Cause, out.Detail = CauseCrashed, out.DeliverErr.Error()
 		}
-		return
+		if out.Cause != "" {
+			res = nil
+		}
 	}
+	s.record(d, command, res, out, time.Since(arrival))
 	if res == nil {
-		res = &Result{Exit: 1, Stderr: []byte("argocd-ocm-plugin: " + d.Prefix() + s.limitMessage(out) + "\n")}
+		res = s.failed(d, out)
 	}
-	if err := writeResult(conn, header{Exit: res.Exit}, res.Stdout, res.Stderr); err != nil {
-		s.Log.Warn("result not delivered", "cause", err.Error())
-	}
+	return res
 }
 
 // errLimitText ends every limit message, as errdef.ErrLimitExceeded reads.

@@ -1,0 +1,215 @@
+package cmpservice
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
+)
+
+// Runner runs one command of the plugin (generate, parameters) for a
+// request: the render server (server.Server.Run).
+type Runner interface {
+	Run(ctx context.Context, req *server.Request) *server.Result
+}
+
+// Service answers ConfigManagementPluginService for the plugin. Its fields
+// are read by Serve.
+type Service struct {
+	// Runner runs the commands. Required.
+	Runner Runner
+	// WorkDir holds one directory per stream being unpacked, removed when
+	// its request ends. Default: a directory of its own under os.TempDir().
+	WorkDir string
+	// Limits bound each repository stream.
+	Limits Limits
+	// Receivers bounds the streams unpacked at once; the others wait
+	// (within their deadline) before they read their stream. Default 16.
+	Receivers int
+	// Log receives a line per stream refused. Default: discard.
+	Log *slog.Logger
+
+	recv chan struct{}
+}
+
+// MaxMessageSize bounds one message received: the repo-server sends its
+// tgz in chunks of ARGOCD_CMP_CHUNK_SIZE bytes (default 1 KiB).
+const MaxMessageSize = 16 << 20
+
+// Serve answers on l until ctx ends, then stops gracefully: running
+// generations finish.
+func (s *Service) Serve(ctx context.Context, l net.Listener) error {
+	if s.Runner == nil {
+		return fmt.Errorf("cmpservice: no runner")
+	}
+	if s.Log == nil {
+		s.Log = slog.New(slog.DiscardHandler)
+	}
+	if s.Receivers <= 0 {
+		s.Receivers = 16
+	}
+	s.recv = make(chan struct{}, s.Receivers)
+	s.Limits = s.Limits.withDefaults()
+	if s.WorkDir == "" {
+		s.WorkDir = os.TempDir() + "/argocd-ocm-plugin-streams"
+	}
+	if err := os.RemoveAll(s.WorkDir); err != nil {
+		return fmt.Errorf("cmpservice: work directory: %w", err)
+	}
+	if err := os.MkdirAll(s.WorkDir, 0o700); err != nil {
+		return fmt.Errorf("cmpservice: work directory: %w", err)
+	}
+	g := grpc.NewServer(grpc.ForceServerCodec(codec{}), grpc.MaxRecvMsgSize(MaxMessageSize))
+	g.RegisterService(&serviceDesc, s)
+	stop := context.AfterFunc(ctx, g.GracefulStop)
+	defer stop()
+	err := g.Serve(l)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// pluginService is what serviceDesc's HandlerType names.
+type pluginService interface {
+	generate(grpc.ServerStream) error
+}
+
+var serviceDesc = grpc.ServiceDesc{
+	ServiceName: "plugin.ConfigManagementPluginService",
+	HandlerType: (*pluginService)(nil),
+	Methods: []grpc.MethodDesc{{
+		MethodName: "CheckPluginConfiguration",
+		Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			if err := dec(&empty{}); err != nil {
+				return nil, err
+			}
+			// No discovery: the plugin runs for Applications that name it.
+			// No git credentials: it reads nothing from git.
+			return &pluginConfigResponse{}, nil
+		},
+	}},
+	Streams: []grpc.StreamDesc{
+		{StreamName: "GenerateManifest", ClientStreams: true, Handler: func(srv any, st grpc.ServerStream) error {
+			return srv.(*Service).generate(st)
+		}},
+		{StreamName: "MatchRepository", ClientStreams: true, Handler: func(srv any, st grpc.ServerStream) error {
+			return srv.(*Service).matchRepository(st)
+		}},
+		{StreamName: "GetParametersAnnouncement", ClientStreams: true, Handler: func(srv any, st grpc.ServerStream) error {
+			return srv.(*Service).parameters(st)
+		}},
+	},
+	Metadata: "cmpserver/plugin/plugin.proto",
+}
+
+// run receives a stream, runs command in the Application's directory and
+// returns the command's result; err is the stream's own failure.
+func (s *Service) run(st grpc.ServerStream, command string) (*server.Result, error) {
+	ctx := st.Context()
+	select {
+	case s.recv <- struct{}{}:
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	dir, err := os.MkdirTemp(s.WorkDir, "app-")
+	if err != nil {
+		<-s.recv
+		return nil, status.Errorf(codes.Internal, "argocd-ocm-plugin: render failed: no work directory for the repository stream")
+	}
+	defer os.RemoveAll(dir)
+	md, appDir, err := receive(ctx, func(m *streamRequest) error { return st.RecvMsg(m) }, dir, s.Limits)
+	<-s.recv
+	if err != nil {
+		app := ""
+		if md != nil {
+			app = md.AppName
+		}
+		s.Log.Warn("repository stream refused", "application", app, "cause", err.Error())
+		return nil, status.Error(codes.InvalidArgument, "argocd-ocm-plugin: application "+app+": "+strings.ReplaceAll(err.Error(), dir, "")+"\n")
+	}
+	req := &server.Request{Protocol: server.ProtocolVersion, Args: []string{command}, Dir: appDir}
+	for _, e := range md.Env {
+		// What argocd-cmp-server would set for the command; the rest of a
+		// command's environment is the sidecar's.
+		if server.RequestScoped(e.Name) {
+			req.Env = append(req.Env, e.Name+"="+e.Value)
+		}
+	}
+	return s.Runner.Run(ctx, req), nil
+}
+
+// failure is a command's error line as the repo-server shows it.
+func failure(command string, res *server.Result) error {
+	msg := strings.TrimSpace(string(res.Stderr))
+	if msg == "" {
+		msg = fmt.Sprintf("argocd-ocm-plugin %s: exit status %d", command, res.Exit)
+	}
+	return status.Error(codes.Unknown, msg)
+}
+
+func (s *Service) generate(st grpc.ServerStream) error {
+	res, err := s.run(st, "generate")
+	if err != nil {
+		return err
+	}
+	if res.Exit != 0 {
+		return failure("generate", res)
+	}
+	// The manifests as one YAML stream: the repo-server splits every
+	// string it gets into objects (kube.SplitYAML), so one string holding
+	// them all gives the objects argocd-cmp-server's split gives, without
+	// parsing them twice.
+	resp := &manifestResponse{}
+	if out := bytes.TrimSpace(res.Stdout); len(out) > 0 {
+		resp.Manifests = []string{string(out)}
+	}
+	return st.SendMsg(resp)
+}
+
+func (s *Service) parameters(st grpc.ServerStream) error {
+	res, err := s.run(st, "parameters")
+	if err != nil {
+		return err
+	}
+	if res.Exit != 0 {
+		return failure("parameters", res)
+	}
+	var list []announcement
+	if err := json.Unmarshal(res.Stdout, &list); err != nil {
+		return status.Errorf(codes.Internal, "argocd-ocm-plugin: parameters: %v: %v", errdef.ErrInvalidInput, err)
+	}
+	return st.SendMsg(&parametersResponse{Announcements: list})
+}
+
+// matchRepository answers discovery, which the plugin does not configure
+// (CheckPluginConfiguration says so, and the repo-server then never asks):
+// the stream is read to its end, bounded, and dropped.
+func (s *Service) matchRepository(st grpc.ServerStream) error {
+	var n int64
+	for {
+		var m streamRequest
+		if err := st.RecvMsg(&m); err != nil {
+			break
+		}
+		if n += int64(len(m.Chunk)); n > s.Limits.StreamBytes {
+			return status.Error(codes.InvalidArgument, "argocd-ocm-plugin: the repository stream is too large")
+		}
+	}
+	return st.SendMsg(&repositoryResponse{})
+}
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
