@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/util/bytesize"
 )
 
 // Limits bound what one generation's repository stream may cost. The
@@ -119,7 +120,7 @@ func receive(ctx context.Context, recv recvFunc, dir string, lim Limits) (*metad
 			break
 		}
 		if n += int64(len(msg.Chunk)); n > lim.StreamBytes {
-			recvErr = fmt.Errorf("%w: the repository stream is larger than %d MiB%s", errdef.ErrLimitExceeded, lim.StreamBytes>>20, hint)
+			recvErr = fmt.Errorf("%w: the repository stream is larger than %s%s", errdef.ErrLimitExceeded, bytesize.Format(lim.StreamBytes), hint)
 			break
 		}
 		sum.Write(msg.Chunk)
@@ -179,7 +180,7 @@ func unpack(r io.Reader, appDir, rel string, lim Limits) error {
 		}
 		if err != nil {
 			if tarBytes.n < 0 {
-				return fmt.Errorf("%w: the repository stream unpacks to more than %d MiB%s", errdef.ErrLimitExceeded, lim.TarBytes>>20, hint)
+				return fmt.Errorf("%w: the repository stream unpacks to more than %s%s", errdef.ErrLimitExceeded, bytesize.Format(lim.TarBytes), hint)
 			}
 			return fmt.Errorf("%w: the repository stream is not a tar archive: %v", errdef.ErrInvalidInput, err)
 		}
@@ -199,7 +200,7 @@ func unpack(r io.Reader, appDir, rel string, lim Limits) error {
 			err = root.MkdirAll(dst, 0o700)
 		case tar.TypeReg:
 			if bytes += h.Size; bytes > lim.Bytes {
-				return fmt.Errorf("%w: the Application's directory holds more than %d MiB", errdef.ErrLimitExceeded, lim.Bytes>>20)
+				return fmt.Errorf("%w: the Application's directory holds more than %s", errdef.ErrLimitExceeded, bytesize.Format(lim.Bytes))
 			}
 			err = writeFile(root, dst, tr)
 		case tar.TypeSymlink:

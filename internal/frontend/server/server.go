@@ -282,12 +282,8 @@ func (s *Server) readRequest(conn net.Conn, br *bufio.Reader, held *atomic.Int64
 		// would move the load, not bound it).
 		skipLine(br, MaxRequestSize)
 		release()
-		s.Log.Warn("request refused", "cause", fmt.Sprintf("the server holds %d MiB of requests, its budget", s.RequestBudget>>20))
-		s.Metrics.Generation("request-budget", 0, time.Since(arrival))
 		_ = writeHeader(conn, header{Accepted: true})
-		_ = writeResult(conn, header{Exit: 1}, nil, []byte(fmt.Sprintf(
-			"argocd-ocm-plugin: render failed: the render server holds %d MiB of requests at once, the most it may (too many large requests): %v\n",
-			s.RequestBudget>>20, errLimitText)))
+		_ = writeResult(conn, header{Exit: 1}, nil, []byte("argocd-ocm-plugin: render failed: "+s.overBudget(arrival)+"\n"))
 		return nil, nil, false
 	}
 	if err != nil {
@@ -441,9 +437,7 @@ func (s *Server) Run(ctx context.Context, req *Request) *Result {
 		return refuse(err.Error())
 	}
 	if len(raw) > MaxRequestSize || !s.take(int64(len(raw))) {
-		s.Log.Warn("request refused", "cause", fmt.Sprintf("the server holds %d MiB of requests, its budget", s.RequestBudget>>20))
-		s.Metrics.Generation("request-budget", 0, time.Since(arrival))
-		return refuse(fmt.Sprintf("the render server holds %d MiB of requests at once, the most it may (too many large requests): %v", s.RequestBudget>>20, errLimitText))
+		return refuse(s.overBudget(arrival))
 	}
 	var once sync.Once
 	release := func() { once.Do(func() { s.giveBack(int64(len(raw))) }) }
@@ -485,6 +479,14 @@ func (s *Server) Run(ctx context.Context, req *Request) *Result {
 		res = s.failed(d, out)
 	}
 	return res
+}
+
+// overBudget logs and counts a request refused for the request budget, and
+// says why.
+func (s *Server) overBudget(arrival time.Time) string {
+	s.Log.Warn("request refused", "cause", fmt.Sprintf("the server holds %d MiB of requests, its budget", s.RequestBudget>>20))
+	s.Metrics.Generation("request-budget", 0, time.Since(arrival))
+	return fmt.Sprintf("the render server holds %d MiB of requests at once, the most it may (too many large requests): %v", s.RequestBudget>>20, errLimitText)
 }
 
 // errLimitText ends every limit message, as errdef.ErrLimitExceeded reads.
