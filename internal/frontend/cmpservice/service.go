@@ -9,8 +9,10 @@ import (
 	"maps"
 	"net"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -72,15 +74,45 @@ func (s *Service) Serve(ctx context.Context, l net.Listener) error {
 	if err := os.MkdirAll(s.WorkDir, 0o700); err != nil {
 		return fmt.Errorf("cmpservice: work directory: %w", err)
 	}
-	g := grpc.NewServer(grpc.ForceServerCodec(codec{}), grpc.MaxRecvMsgSize(MaxMessageSize))
+	g := grpc.NewServer(grpc.ForceServerCodec(codec{}), grpc.MaxRecvMsgSize(MaxMessageSize),
+		grpc.ChainUnaryInterceptor(s.recoverUnary), grpc.ChainStreamInterceptor(s.recoverStream))
 	g.RegisterService(&serviceDesc, s)
-	stop := context.AfterFunc(ctx, g.GracefulStop)
+	stop := context.AfterFunc(ctx, func() {
+		// Running generations finish (they have their deadline); a stream
+		// nobody ends is cut after the drain timeout.
+		t := time.AfterFunc(drainTimeout, g.Stop)
+		g.GracefulStop()
+		t.Stop()
+	})
 	defer stop()
 	err := g.Serve(l)
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// drainTimeout bounds how long Serve waits for running requests once its
+// context ends, as the render server's drain does.
+const drainTimeout = 10 * time.Second
+
+// recoverUnary and recoverStream turn a panic into the request's error: the
+// service shares its process with every other tenant's generation.
+func (s *Service) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+	defer s.recovered(info.FullMethod, &err)
+	return h(ctx, req)
+}
+
+func (s *Service) recoverStream(srv any, st grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+	defer s.recovered(info.FullMethod, &err)
+	return h(srv, st)
+}
+
+func (s *Service) recovered(method string, err *error) {
+	if p := recover(); p != nil {
+		s.Log.Error("panic in the plugin service", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		*err = status.Error(codes.Internal, "argocd-ocm-plugin: internal error (plugin service)")
+	}
 }
 
 // pluginService is what serviceDesc's HandlerType names.
@@ -136,10 +168,12 @@ func (s *Service) run(st grpc.ServerStream, command string) (*server.Result, err
 	if err != nil {
 		app := ""
 		if md != nil {
-			app = md.AppName
+			app = appName(md.Env)
 		}
 		s.Log.Warn("repository stream refused", "application", app, "cause", err.Error())
-		return nil, status.Error(codes.InvalidArgument, "argocd-ocm-plugin: application "+app+": "+strings.ReplaceAll(err.Error(), dir, "")+"\n")
+		// No message names dir; the replacement keeps it so should one
+		// (an error of the operating system) ever do.
+		return nil, status.Error(codes.InvalidArgument, "argocd-ocm-plugin: application "+app+": "+strings.ReplaceAll(err.Error(), dir, ""))
 	}
 	req := &server.Request{Protocol: server.ProtocolVersion, Args: []string{command}, Dir: appDir}
 	for _, e := range md.Env {
@@ -150,6 +184,17 @@ func (s *Service) run(st grpc.ServerStream, command string) (*server.Result, err
 		}
 	}
 	return s.Runner.Run(ctx, req), nil
+}
+
+// appName is the Application's name (the metadata's appName is its
+// directory's).
+func appName(env []envEntry) string {
+	for _, e := range env {
+		if e.Name == "ARGOCD_APP_NAME" {
+			return e.Value
+		}
+	}
+	return ""
 }
 
 // failure is a command's error line as the repo-server shows it.

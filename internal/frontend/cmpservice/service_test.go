@@ -131,7 +131,7 @@ func TestRefusedStreamNeverRuns(t *testing.T) {
 	}
 	_, err := c.Generate(context.Background(), app, []string{"ARGOCD_APP_NAME=shop"})
 	msg := status.Convert(err).Message()
-	if status.Code(err) != codes.InvalidArgument || !strings.Contains(msg, "application "+filepath.Base(app)+": limit exceeded") ||
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(msg, "application shop: limit exceeded") ||
 		strings.Contains(msg, work) || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
 		t.Fatalf("error %v", err)
 	}
@@ -178,5 +178,21 @@ func TestParametersAnnouncement(t *testing.T) {
 		`{"name":"values","collectionType":"map","map":{"":"x","a":"","b":"2"}},{"name":"files","collectionType":"array","array":["x","","y"]}]`
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// panicky is a Runner that panics: the service answers with an error and
+// keeps serving.
+type panicky struct{}
+
+func (panicky) Run(context.Context, *server.Request) *server.Result { panic("boom") }
+
+func TestPanicIsTheRequestsError(t *testing.T) {
+	c, _ := startService(t, panicky{})
+	for range 2 {
+		_, err := c.Generate(context.Background(), t.TempDir(), nil)
+		if status.Code(err) != codes.Internal || strings.Contains(err.Error(), "boom") {
+			t.Fatalf("error %v", err)
+		}
 	}
 }
