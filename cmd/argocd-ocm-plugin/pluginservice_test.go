@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -57,16 +58,7 @@ func TestPluginServiceMatchesProcess(t *testing.T) {
 	dir := appDir(t)
 	base := map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop-ns", "ARGOCD_ENV_REPOSITORY": "ctf",
 		"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"}
-	with := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range base {
-			m[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
+	with := func(kv ...string) map[string]string { return overlay(base, kv...) }
 	for _, tc := range []struct {
 		name    string
 		command string
@@ -137,4 +129,13 @@ func TestPluginServiceMatchesProcess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// overlay is base with the pairs of kv (name, value, ...) set.
+func overlay(base map[string]string, kv ...string) map[string]string {
+	m := maps.Clone(base)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
 }

@@ -84,16 +84,7 @@ func TestServerMatchesProcess(t *testing.T) {
 	dir := appDir(t)
 	base := map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop-ns", "ARGOCD_ENV_REPOSITORY": "ctf",
 		"ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"}
-	with := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range base {
-			m[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
+	with := func(kv ...string) map[string]string { return overlay(base, kv...) }
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -96,16 +96,7 @@ func TestPlatformChildrenConfined(t *testing.T) {
 	base := map[string]string{"ARGOCD_APP_NAME": "idp", "ARGOCD_APP_NAMESPACE": "argocd", "ARGOCD_APP_PROJECT_NAME": "team-a",
 		"ARGOCD_APP_SOURCE_REPO_URL": "https://git.example.com/idp.git", "ARGOCD_APP_SOURCE_PATH": "envs/prod",
 		"ARGOCD_ENV_REPOSITORY": inAppDir(t, demoRepo), "ARGOCD_ENV_COMPONENT": "example.com/demo/platform", "ARGOCD_ENV_VERSION": "1.0.0"}
-	with := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range base {
-			m[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
+	with := func(kv ...string) map[string]string { return overlay(base, kv...) }
 	for _, tc := range []struct {
 		name string
 		env  map[string]string

@@ -293,34 +293,35 @@ func (r *manifestResponse) decode(b []byte) error {
 }
 
 func (r *repositoryResponse) appendTo(b []byte) []byte {
-	return appendBool(appendBool(b, 1, r.IsSupported), 2, r.IsDiscoveryEnabled)
+	return appendBools(b, r.IsSupported, r.IsDiscoveryEnabled)
 }
 
 func (r *repositoryResponse) decode(b []byte) error {
-	*r = repositoryResponse{}
-	return fields(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
-		switch num {
-		case 1:
-			return boolField(typ, b, &r.IsSupported)
-		case 2:
-			return boolField(typ, b, &r.IsDiscoveryEnabled)
-		}
-		return -1
-	})
+	return decodeBools(b, &r.IsSupported, &r.IsDiscoveryEnabled)
 }
 
 func (r *pluginConfigResponse) appendTo(b []byte) []byte {
-	return appendBool(appendBool(b, 1, r.IsDiscoveryConfigured), 2, r.ProvideGitCreds)
+	return appendBools(b, r.IsDiscoveryConfigured, r.ProvideGitCreds)
 }
 
 func (r *pluginConfigResponse) decode(b []byte) error {
-	*r = pluginConfigResponse{}
+	return decodeBools(b, &r.IsDiscoveryConfigured, &r.ProvideGitCreds)
+}
+
+// appendBools and decodeBools are the two messages of two bools (fields 1
+// and 2).
+func appendBools(b []byte, v1, v2 bool) []byte {
+	return appendBool(appendBool(b, 1, v1), 2, v2)
+}
+
+func decodeBools(b []byte, v1, v2 *bool) error {
+	*v1, *v2 = false, false
 	return fields(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		switch num {
 		case 1:
-			return boolField(typ, b, &r.IsDiscoveryConfigured)
+			return boolField(typ, b, v1)
 		case 2:
-			return boolField(typ, b, &r.ProvideGitCreds)
+			return boolField(typ, b, v2)
 		}
 		return -1
 	})

@@ -289,6 +289,24 @@ func (p *Pool) Close() {
 // copy buffer, not its size.
 type Deliver func(exit, stdoutLen, stderrLen int, body io.Reader) error
 
+// collect is a Deliver that reads the result into *res.
+func collect(res **Result) Deliver {
+	return func(exit, no, ne int, body io.Reader) error {
+		if no < 0 || ne < 0 || no > maxOutput || ne > maxOutput {
+			return fmt.Errorf("output sizes %d, %d", no, ne)
+		}
+		r := &Result{Exit: exit, Stdout: make([]byte, no), Stderr: make([]byte, ne)}
+		if _, err := io.ReadFull(body, r.Stdout); err != nil {
+			return err
+		}
+		if _, err := io.ReadFull(body, r.Stderr); err != nil {
+			return err
+		}
+		*res = r
+		return nil
+	}
+}
+
 // Do runs req in a worker and returns its result, held in memory (tests, and
 // callers that want the bytes). res is nil when the worker gave none;
 // out.Cause then says why. The deadline counts from arrival.
@@ -298,17 +316,7 @@ func (p *Pool) Do(ctx context.Context, req *Request, arrival time.Time) (res *Re
 		out.Cause, out.Detail = CauseNoWorker, err.Error()
 		return nil, out
 	}
-	out = p.Run(ctx, raw, arrival, func(exit, no, ne int, body io.Reader) error {
-		r := &Result{Exit: exit, Stdout: make([]byte, no), Stderr: make([]byte, ne)}
-		if _, err := io.ReadFull(body, r.Stdout); err != nil {
-			return err
-		}
-		if _, err := io.ReadFull(body, r.Stderr); err != nil {
-			return err
-		}
-		res = r
-		return nil
-	})
+	out = p.Run(ctx, raw, arrival, collect(&res))
 	if out.Cause != "" {
 		res = nil
 	}

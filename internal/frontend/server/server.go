@@ -451,20 +451,10 @@ func (s *Server) Run(ctx context.Context, req *Request) *Result {
 	if s.Pool == nil {
 		res, out = s.inProcess(ctx, req, arrival)
 	} else {
+		into := collect(&res)
 		out = s.Pool.Run(ctx, raw, arrival, func(exit, no, ne int, body io.Reader) error {
 			release() // the worker has the request
-			if no < 0 || ne < 0 || no > maxOutput || ne > maxOutput {
-				return fmt.Errorf("output sizes %d, %d", no, ne)
-			}
-			r := &Result{Exit: exit, Stdout: make([]byte, no), Stderr: make([]byte, ne)}
-			if _, err := io.ReadFull(body, r.Stdout); err != nil {
-				return err
-			}
-			if _, err := io.ReadFull(body, r.Stderr); err != nil {
-				return err
-			}
-			res = r
-			return nil
+			return into(exit, no, ne, body)
 		})
 		if out.Cause == "" && out.DeliverErr != nil {
 			// The worker's result could not be read: it died meanwhile.
