@@ -99,7 +99,7 @@ func TestPluginServiceMatchesProcess(t *testing.T) {
 			} else {
 				var ms []string
 				ms, err = c.Generate(context.Background(), dir, streamEnv)
-				got = strings.Join(ms, "\n")
+				got = "---\n" + strings.Join(ms, "\n---\n") + "\n"
 			}
 			switch {
 			case !tc.ok:
@@ -123,7 +123,8 @@ func TestPluginServiceMatchesProcess(t *testing.T) {
 					t.Fatalf("announcement differs:\nservice %s\nprocess %s", got, stdout.String())
 				}
 			default:
-				if got != strings.TrimSpace(stdout.String()) {
+				// One string per document, each as generate printed it.
+				if got != stdout.String() {
 					t.Fatalf("manifests differ: service %d bytes, process %d bytes", len(got), stdout.Len())
 				}
 			}

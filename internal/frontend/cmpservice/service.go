@@ -214,15 +214,36 @@ func (s *Service) generate(st grpc.ServerStream) error {
 	if res.Exit != 0 {
 		return failure("generate", res)
 	}
-	// The manifests as one YAML stream: the repo-server splits every
-	// string it gets into objects (kube.SplitYAML), so one string holding
-	// them all gives the objects argocd-cmp-server's split gives, without
-	// parsing them twice.
-	resp := &manifestResponse{}
-	if out := bytes.TrimSpace(res.Stdout); len(out) > 0 {
-		resp.Manifests = []string{string(out)}
+	return st.SendMsg(&manifestResponse{Manifests: documents(res.Stdout)})
+}
+
+// documents splits a generate command's output into its documents, as
+// argocd-cmp-server splits it (kube.SplitYAMLToString), without parsing
+// them: generate prints one JSON object per document, each after a "---"
+// line, and a JSON text cannot hold a line "---". The repo-server reads each
+// string with kube.SplitYAML, which takes a text starting with "{" as JSON,
+// its fast path. Empty documents are dropped, as there.
+func documents(out []byte) []string {
+	var docs []string
+	start := 0 // of the current document
+	flush := func(end int) {
+		if d := bytes.TrimSpace(out[start:end]); len(d) > 0 {
+			docs = append(docs, string(d))
+		}
 	}
-	return st.SendMsg(resp)
+	for i := 0; i < len(out); {
+		line, next := out[i:], len(out)
+		if j := bytes.IndexByte(line, '\n'); j >= 0 {
+			line, next = line[:j], i+j+1
+		}
+		if string(bytes.TrimRight(line, " \r")) == "---" {
+			flush(i)
+			start = next
+		}
+		i = next
+	}
+	flush(len(out))
+	return docs
 }
 
 func (s *Service) parameters(st grpc.ServerStream) error {

@@ -74,7 +74,7 @@ func startService(t *testing.T, r Runner) (*Client, string) {
 // once the answer is sent; the manifests come back as the command printed
 // them.
 func TestGenerateHandsTheApplicationToTheRunner(t *testing.T) {
-	r := &recorder{res: &server.Result{Stdout: []byte("a: 1\n---\nb: 2\n")}}
+	r := &recorder{res: &server.Result{Stdout: []byte("---\n{\"a\":1}\n---\n{\"b\":2}\n")}}
 	c, work := startService(t, r)
 	app := t.TempDir()
 	if err := os.WriteFile(filepath.Join(app, "values.yaml"), []byte("x: 1"), 0o644); err != nil {
@@ -85,7 +85,7 @@ func TestGenerateHandsTheApplicationToTheRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 1 || ms[0] != "a: 1\n---\nb: 2" {
+	if !slices.Equal(ms, []string{`{"a":1}`, `{"b":2}`}) {
 		t.Fatalf("manifests %q", ms)
 	}
 	req := r.reqs[0]
@@ -193,6 +193,25 @@ func TestPanicIsTheRequestsError(t *testing.T) {
 		_, err := c.Generate(context.Background(), t.TempDir(), nil)
 		if status.Code(err) != codes.Internal || strings.Contains(err.Error(), "boom") {
 			t.Fatalf("error %v", err)
+		}
+	}
+}
+
+// The documents are split as argocd-cmp-server splits them, without
+// parsing: at "---" lines only, trimmed, empty ones dropped.
+func TestDocuments(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		want []string
+	}{
+		{"", nil},
+		{"\n---\n", nil},
+		{"---\n{\"a\":1}\n---\n{\"b\":\"---\"}\n", []string{`{"a":1}`, `{"b":"---"}`}},
+		{"a: 1\n---\n---\nb: |\n  ---\n  x\n--- \r\nc: 3", []string{"a: 1", "b: |\n  ---\n  x", "c: 3"}},
+		{"---x: 1\n----\n", []string{"---x: 1\n----"}},
+	} {
+		if got := documents([]byte(tc.out)); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %q, want %q", tc.out, got, tc.want)
 		}
 	}
 }
