@@ -227,9 +227,17 @@ func Field(s string) string {
 		return Quote(s)
 	}
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == utf8.RuneError || r == '\u2028' || r == '\u2029' {
+		if !Printable(r) {
 			return Quote(s)
 		}
 	}
 	return s
 }
+
+// Printable reports whether Quote shows r as it is (strconv.IsPrint) and
+// r is not utf8.RuneError, which is also what ranging over invalid UTF-8
+// yields. The others (C0 and C1 controls, DEL, U+2028 and U+2029, bidi
+// and other format characters, spaces but ' ') could break or reorder
+// the one line of an error message; foreign text shown unquoted replaces
+// them.
+func Printable(r rune) bool { return r != utf8.RuneError && strconv.IsPrint(r) }

@@ -39,3 +39,19 @@ func TestErrorCutsOverlongFields(t *testing.T) {
 		t.Errorf("short fields: %q", got)
 	}
 }
+
+// A field reads unquoted only when Quote would show it as it is: a line
+// or paragraph separator, NEL, a C1 control or a bidi override in a name
+// would split or reorder the error line in a log viewer.
+func TestFieldQuotesWhatQuoteEscapes(t *testing.T) {
+	for _, s := range []string{"a\nb", "a\x7fb", "a\u0085b", "a\u2028b", "a\u2029b", "a\u009bb", "a\u202eb", "a\ufeffb", "a\xffb"} {
+		if got, want := errdef.Field(s), errdef.Quote(s); got != want {
+			t.Errorf("Field(%q) = %q, want %q", s, got, want)
+		}
+	}
+	for _, s := range []string{"example.com/demo", "1.0.0+build", "café", "a b"} {
+		if got := errdef.Field(s); got != s {
+			t.Errorf("Field(%q) = %q", s, got)
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	orasdef "oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -117,11 +116,12 @@ func Sanitize(msg string) string {
 	return printable(errdef.CutMessage(msg))
 }
 
-// printable replaces control characters of registry text, so that it
-// cannot break the one error line.
+// printable replaces what errdef.Quote would escape in registry text
+// (control characters, Unicode line breaks, bidi overrides), so that it
+// cannot break or reorder the one error line.
 func printable(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+		if !errdef.Printable(r) {
 			return '?'
 		}
 		return r

@@ -200,6 +200,17 @@ func TestSanitizeHostile(t *testing.T) {
 	if len(long) > errdef.MaxMessage+len("…") || strings.ContainsAny(long, "\x1b\n") {
 		t.Errorf("not capped or not cleaned: %d bytes %q", len(long), long[len(long)-10:])
 	}
+	// Unicode line breaks (LS, PS, NEL), C1 controls and bidi overrides
+	// would split or reorder the one error line in a log viewer, as
+	// errdef.Quote escapes them.
+	for _, bad := range []string{"\u2028", "\u2029", "\u0085", "\u009b", "\u202e", "\ufeff", "\xff"} {
+		if out := Sanitize("blob unknown" + bad + "level=error msg=forged"); strings.Contains(out, bad) || !strings.HasPrefix(out, "blob unknown?level=error") {
+			t.Errorf("Sanitize kept %q: %q", bad, out)
+		}
+	}
+	if out := Sanitize("dépôt « inconnu »"); out != "dépôt « inconnu »" {
+		t.Errorf("printable text changed: %q", out)
+	}
 	// A refusal of a long reference quotes it capped.
 	_, err := imageref.Parse("ghcr.io/" + strings.Repeat("A", 3000) + ":t")
 	if err == nil || len(err.Error()) > 3*errdef.MaxQuoted {
