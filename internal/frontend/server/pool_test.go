@@ -373,10 +373,11 @@ func TestPoolWorkerKilledFromOutside(t *testing.T) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		waitDead(t, pid)
 	}
-	for deadline := time.Now().Add(10 * time.Second); slices.ContainsFunc(p.Pids(), func(pid int) bool { return slices.Contains(killed, pid) }); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the pool still lists killed workers 10 s after they died: %v of %v", p.Pids(), killed)
-		}
+	forgotten := func() bool {
+		return !slices.ContainsFunc(p.Pids(), func(pid int) bool { return slices.Contains(killed, pid) })
+	}
+	if !waitUntil(forgotten) {
+		t.Fatalf("the pool still lists killed workers %v after they died: %v of %v", safetyNet, p.Pids(), killed)
 	}
 	for i := range 4 {
 		if res, out := do(p, "echo"); res == nil || res.Exit != 0 {
@@ -480,12 +481,8 @@ func TestPoolForgetsAWorkerReapedBeforeItsRelease(t *testing.T) {
 		}
 		return -1, -1
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for total, _ := counted(); total < 0; total, _ = counted() {
-		if time.Now().After(deadline) {
-			t.Fatal("the reaped worker was not forgotten")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !waitUntil(func() bool { total, _ := counted(); return total >= 0 }) {
+		t.Fatalf("the reaped worker was not forgotten in %v", safetyNet)
 	}
 	p.release(w) // the Run that had it is done
 	p.mu.Lock()
@@ -617,13 +614,9 @@ func (s spinLog) wait(t *testing.T) int {
 
 func waitDead(t *testing.T, pid int) {
 	t.Helper()
-	for range 200 {
-		if !alive(pid) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitUntil(func() bool { return !alive(pid) }) {
+		t.Errorf("process %d still alive after %v", pid, safetyNet)
 	}
-	t.Errorf("process %d still alive", pid)
 }
 
 // The server with a pool: a limit is one error line naming the application,
@@ -665,15 +658,13 @@ func TestServerWithPoolLimitError(t *testing.T) {
 			var text strings.Builder
 			wants := []string{`argocd_ocm_generations_total{outcome="` + tc.outcome + `"} 1`, `argocd_ocm_worker_kills_total{cause="` + tc.outcome + `"} 1`,
 				"argocd_ocm_generation_seconds_count 1", `argocd_ocm_workers{state="busy"} 0`}
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			waitUntil(func() bool {
 				text.Reset()
 				if err := metrics.WriteText(&text); err != nil {
 					t.Fatal(err)
 				}
-				if !slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(text.String(), w) }) || time.Now().After(deadline) {
-					break
-				}
-			}
+				return !slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(text.String(), w) })
+			})
 			for _, want := range wants {
 				if !strings.Contains(text.String(), want) {
 					t.Errorf("metrics lack %s:\n%s", want, text.String())
@@ -747,11 +738,8 @@ func TestSupervisorKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	for range 300 {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitUntil(func() bool { _, err := os.Stat(sock); return err == nil }) {
+		t.Fatalf("the supervisor did not listen within %v", safetyNet)
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -771,8 +759,8 @@ func TestSupervisorKilled(t *testing.T) {
 		if !errors.Is(err, ErrLost) {
 			t.Errorf("client: %v, want ErrLost", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("client still waiting after the supervisor died")
+	case <-time.After(safetyNet):
+		t.Fatalf("client still waiting %v after the supervisor died", safetyNet)
 	}
 	for _, s := range pids {
 		pid, _ := strconv.Atoi(s)
@@ -1208,34 +1196,47 @@ func TestPoolSharesCores(t *testing.T) {
 	})
 }
 
+// safetyNet bounds every wait for a condition of these tests: far beyond
+// what a loaded machine takes, and nothing a passing test waits for.
+const safetyNet = time.Minute
+
+// waitUntil polls cond until it holds, and reports whether it did within
+// safetyNet. The polls start 1 ms apart and back off to 20 ms, so that a
+// wait ends within a few ms of the condition, without a fixed sleep to
+// guess too short on a loaded machine or too long on an idle one.
+func waitUntil(cond func() bool) bool {
+	deadline := time.Now().Add(safetyNet)
+	for poll := time.Millisecond; !cond(); poll = min(2*poll, 20*time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(poll)
+	}
+	return true
+}
+
 // waitLocked waits until another process holds an flock on path.
 func waitLocked(t *testing.T, path string) {
 	t.Helper()
-	for range 500 {
+	locked := func() bool {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		f.Close() // releases a lock taken just now
-		if err == syscall.EWOULDBLOCK {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+		defer f.Close() // releases a lock taken just now
+		return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == syscall.EWOULDBLOCK
 	}
-	t.Fatalf("%s not locked after 5 s", path)
+	if !waitUntil(locked) {
+		t.Fatalf("%s not locked after %v", path, safetyNet)
+	}
 }
 
 // waitRunning waits until n workers render.
 func waitRunning(t *testing.T, p *Pool, n int) {
 	t.Helper()
-	for range 500 {
-		if p.Stats().Busy >= n {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitUntil(func() bool { return p.Stats().Busy >= n }) {
+		t.Fatalf("%d workers busy after %v, want %d", p.Stats().Busy, safetyNet, n)
 	}
-	t.Fatalf("%d workers busy after 5 s, want %d", p.Stats().Busy, n)
 }
 
 func TestProcsFor(t *testing.T) {
@@ -1266,12 +1267,8 @@ func TestPoolIdleWorkerReturnsMemory(t *testing.T) {
 	if got := p.Stats().PrivateBytes; got < 100<<20 {
 		t.Logf("private memory right after the generation: %d MiB (already returned)", got>>20)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for p.Stats().PrivateBytes > 64<<20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("idle worker still counted with %d MiB 10 s after a generation whose 160 MiB were garbage", p.Stats().PrivateBytes>>20)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !waitUntil(func() bool { return p.Stats().PrivateBytes <= 64<<20 }) {
+		t.Fatalf("idle worker still counted with %d MiB %v after a generation whose 160 MiB were garbage", p.Stats().PrivateBytes>>20, safetyNet)
 	}
 }
 
