@@ -129,43 +129,33 @@ func serveHandler(t *testing.T, h *generator.Handler, wrap ...func(http.Handler)
 // (the handler does not read it).
 const callerHeader = "X-Test-Application-Set"
 
-// callAs is call with an ApplicationSet name; it returns the headers too.
-func callAs(t testing.TB, url, appSet string, params map[string]any) (response, http.Header) {
-	t.Helper()
+// callAs is call as ApplicationSet appSet (callerHeader names it for a
+// test's middleware); it returns the headers too. It fails no test, so
+// that an attacker's loop and a test's goroutines can use it: a request
+// that could not be made answers status 0 with the error as its body,
+// which the caller's check of the status shows.
+func callAs(url, appSet string, params map[string]any) (response, http.Header) {
 	b, err := json.Marshal(map[string]any{"applicationSetName": appSet, "input": map[string]any{"parameters": params}})
 	if err != nil {
-		t.Error(err)
-		return response{}, nil
+		return response{0, []byte(err.Error())}, nil
 	}
-	req, _ := http.NewRequest(http.MethodPost, url+generator.PathGetParams, bytes.NewReader(b))
+	req, err := http.NewRequest(http.MethodPost, url+generator.PathGetParams, bytes.NewReader(b))
+	if err != nil {
+		return response{0, []byte(err.Error())}, nil
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	req.Header.Set(callerHeader, appSet)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Error(err)
-		return response{}, nil
+		return response{0, []byte(err.Error())}, nil
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return response{0, []byte(err.Error())}, nil
+	}
 	return response{resp.StatusCode, body}, resp.Header
-}
-
-// attackCall is callAs for an attacker: it returns the status, 0 when the
-// request failed, and fails no test.
-func attackCall(url, appSet string, params map[string]any) int {
-	b, _ := json.Marshal(map[string]any{"applicationSetName": appSet, "input": map[string]any{"parameters": params}})
-	req, _ := http.NewRequest(http.MethodPost, url+generator.PathGetParams, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set(callerHeader, appSet)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
 }
 
 // allocated runs fn and returns the bytes it allocated (the whole process's,
@@ -267,7 +257,7 @@ func TestLookupsStopAtFirstErrorAndDeadline(t *testing.T) {
 		start := time.Now()
 		answered := make(chan response, 1)
 		go func() {
-			r, _ := callAs(t, url, "slow", map[string]any{"repository": reg.URL + "/ocm", "component": slow, "latest": 0})
+			r, _ := callAs(url, "slow", map[string]any{"repository": reg.URL + "/ocm", "component": slow, "latest": 0})
 			answered <- r
 		}()
 		var r response
@@ -328,16 +318,16 @@ func TestOneTurnPerApplicationSet(t *testing.T) {
 	url := serveHandler(t, &generator.Handler{Generator: g, MaxConcurrent: 2, RequestTimeout: 3 * time.Second})
 	hog := map[string]any{"repository": "hog.example.org/ocm", "component": "a/b"}
 	first := make(chan response, 1)
-	go func() { r, _ := callAs(t, url, "hog", hog); first <- r }()
+	go func() { r, _ := callAs(url, "hog", hog); first <- r }()
 	<-hogging
 
 	start := time.Now()
-	r, hdr := callAs(t, url, "hog", hog)
+	r, hdr := callAs(url, "hog", hog)
 	if r.status != http.StatusServiceUnavailable || hdr.Get("Retry-After") != "3" || !strings.Contains(r.message(t), `ApplicationSet "hog" already has a request in progress`) {
 		t.Fatalf("second request of one ApplicationSet: %d %q %s", r.status, hdr.Get("Retry-After"), r.body)
 	}
 	t.Logf("503 after %s", time.Since(start).Round(time.Millisecond))
-	r, _ = callAs(t, url, "shop", map[string]any{"repository": f.repo, "component": podinfo})
+	r, _ = callAs(url, "shop", map[string]any{"repository": f.repo, "component": podinfo})
 	if got := joined(column(r.params(t), "version")); got != "3.0.0" {
 		t.Errorf("another ApplicationSet: %s", got)
 	}
@@ -345,7 +335,7 @@ func TestOneTurnPerApplicationSet(t *testing.T) {
 		t.Errorf("first request: %d %s", r.status, r.body)
 	}
 	// Its turn over, the ApplicationSet is served again.
-	if r, _ := callAs(t, url, "hog", map[string]any{"repository": f.repo, "component": podinfo}); r.status != http.StatusOK {
+	if r, _ := callAs(url, "hog", map[string]any{"repository": f.repo, "component": podinfo}); r.status != http.StatusOK {
 		t.Errorf("after its turn: %d %s", r.status, r.body)
 	}
 }
@@ -539,9 +529,9 @@ func TestNormalRequestUnderAttack(t *testing.T) {
 					// Not asserted, errors included: under load the slow
 					// registry's requests can outlast the server's write
 					// timeout (the connection closes, EOF).
-					status := attackCall(url, name, params)
+					r, _ := callAs(url, name, params)
 					attacks.Add(1)
-					if status == http.StatusServiceUnavailable {
+					if r.status == http.StatusServiceUnavailable {
 						// Pace a refused loop so that it does not just burn the CPU.
 						select {
 						case <-stop:
@@ -578,7 +568,7 @@ func TestNormalRequestUnderAttack(t *testing.T) {
 	overtaken := 0
 	for i := 0; i < 5; i++ {
 		start := time.Now()
-		r, _ := callAs(t, url, "shop", map[string]any{"repository": repo, "component": podinfo, "version": "~2.3"})
+		r, _ := callAs(url, "shop", map[string]any{"repository": repo, "component": podinfo, "version": "~2.3"})
 		took := time.Since(start)
 		if r.status != http.StatusOK {
 			t.Fatalf("normal request %d under attack: %d after %s: %s", i, r.status, took, r.body)

@@ -209,7 +209,7 @@ func TestConcurrencyAndDeadline(t *testing.T) {
 	<-opened
 	// Another ApplicationSet's request waits in line (one of the same
 	// ApplicationSet would be refused at once: TestOneTurnPerApplicationSet).
-	second, hdr := callAs(t, url, "other", p)
+	second, hdr := callAs(url, "other", p)
 	if second.status != http.StatusServiceUnavailable || !strings.Contains(second.message(t), "busy: no turn within") || hdr.Get("Retry-After") != "1" {
 		t.Errorf("second request: %d %s (Retry-After %q)", second.status, second.body, hdr.Get("Retry-After"))
 	}
