@@ -285,7 +285,7 @@ func hog() {
 // Helm template doubling a string peaked at 1,028 MiB against 1 GiB). At the
 // limit the Go runtime ends the plugin with a report and a traceback; the
 // client prints the plugin's one line instead, nothing on stdout, and the
-// plugin's peak stays within the limit and an arena.
+// plugin's peak stays below the limit and two heap arenas.
 func TestFallbackHoldsAHardMemoryLimit(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -305,9 +305,14 @@ func TestFallbackHoldsAHardMemoryLimit(t *testing.T) {
 	if stderr.String() != want {
 		t.Errorf("stderr %q, want the plugin's lines with its limit line instead of the runtime's report", stderr.String())
 	}
-	// The rusage of the client covers its reaped child.
-	if peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10; peak > (128+64+48)<<20 {
-		t.Errorf("peak RSS %d MiB, limit 128 MiB + 64 MiB", peak>>20)
+	// The rusage of the client covers its reaped child. The child may map
+	// its limit + one 64 MiB heap arena past the address space it had
+	// reserved when it set the limit (server.LimitOwnMemory), and that
+	// reservation holds the unused rest of its first arena: the bound
+	// docs/render-server.md gives is the limit + two arenas.
+	const bound = (128 + 2*64) << 20
+	if peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10; peak >= bound {
+		t.Errorf("peak RSS %d MiB, want below the limit of 128 MiB + two 64 MiB heap arenas (%d MiB)", peak>>20, bound>>20)
 	} else {
 		t.Logf("peak RSS %d MiB", peak>>20)
 	}

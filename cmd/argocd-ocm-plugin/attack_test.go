@@ -569,7 +569,7 @@ func TestProcessModeHardLimitWhenSupervised(t *testing.T) {
 	}
 	// The test binary is larger than the plugin; its own pages are shared.
 	if peak > (256+64+64)<<20 {
-		t.Errorf("peak RSS %d MiB, limit 256 MiB + a 64 MiB arena", peak>>20)
+		t.Errorf("peak RSS %d MiB, want at most the limit of 256 MiB + two 64 MiB heap arenas", peak>>20)
 	}
 	t.Logf("ended at the address-space limit, peak RSS %d MiB", peak>>20)
 }
