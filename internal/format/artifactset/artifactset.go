@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
@@ -65,22 +67,8 @@ func Read(data []byte, opts ...archive.Option) (*Set, error) {
 	if err := json.Unmarshal(idxRaw, &idx); err != nil {
 		return nil, fmt.Errorf("%w: artifact set index.json: %v", errdef.ErrInvalidDescriptor, err)
 	}
-	main := idx.Annotations[AnnotationMain]
-	switch {
-	case main != "":
-		found := false
-		for _, m := range idx.Manifests {
-			if m.Digest.String() == main {
-				s.Main, found = m, true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("%w: artifact set main manifest %s is not in index.json", errdef.ErrInvalidDescriptor, main)
-		}
-	case len(idx.Manifests) > 0:
-		s.Main = idx.Manifests[0]
-	default:
-		return nil, fmt.Errorf("%w: artifact set index.json lists no manifests", errdef.ErrInvalidDescriptor)
+	if s.Main, err = mainManifest(idx); err != nil {
+		return nil, err
 	}
 	raw, err := s.Blob(s.Main.Digest.String())
 	if err != nil {
@@ -90,6 +78,34 @@ func Read(data []byte, opts ...archive.Option) (*Set, error) {
 		return nil, fmt.Errorf("%w: artifact set main manifest: %v", errdef.ErrInvalidDescriptor, err)
 	}
 	return s, nil
+}
+
+// mainManifest is the main manifest of an artifact set with index.json
+// idx, where OCM finds it (RetrieveMainArtifactFromIndex, GetMain and
+// GetArtifact of its artifactset package): the manifest idx lists whose
+// digest, or one of whose tags (software.ocm/tags), the software.ocm/main
+// annotation names; without the annotation the only manifest listed. A
+// main manifest idx does not list is not found, even when the set holds
+// its blob. Read and Open both take it from here.
+func mainManifest(idx ocispec.Index) (ocispec.Descriptor, error) {
+	main := idx.Annotations[AnnotationMain]
+	if main == "" {
+		switch len(idx.Manifests) {
+		case 0:
+			return ocispec.Descriptor{}, fmt.Errorf("%w: artifact set index.json lists no manifests", errdef.ErrInvalidDescriptor)
+		case 1:
+			return idx.Manifests[0], nil
+		}
+		return ocispec.Descriptor{}, fmt.Errorf("%w: artifact set index.json lists %d manifests and names none of them main (annotation %s)",
+			errdef.ErrInvalidDescriptor, len(idx.Manifests), AnnotationMain)
+	}
+	byDigest := digest.Digest(main).Validate() == nil
+	for _, m := range idx.Manifests {
+		if byDigest && m.Digest.String() == main || !byDigest && slices.Contains(strings.Split(m.Annotations[AnnotationTags], ","), main) {
+			return m, nil
+		}
+	}
+	return ocispec.Descriptor{}, fmt.Errorf("%w: artifact set main manifest %s is not listed in index.json", errdef.ErrInvalidDescriptor, errdef.Quote(main))
 }
 
 // Blob returns the verified content of the blob with the given digest.

@@ -13,7 +13,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
@@ -136,29 +135,10 @@ func (s *File) findMain() error {
 	if err := json.Unmarshal(raw, &idx); err != nil {
 		return fmt.Errorf("%w: artifact set index.json: %v", errdef.ErrInvalidDescriptor, err)
 	}
-	main := idx.Annotations[AnnotationMain]
-	for _, m := range idx.Manifests {
-		if main == "" || m.Digest.String() == main {
-			s.Main = m
-			s.Tag = m.Annotations[ocispec.AnnotationRefName]
-			break
-		}
+	if s.Main, err = mainManifest(idx); err != nil {
+		return err
 	}
-	if s.Main.Digest == "" {
-		if main == "" {
-			return fmt.Errorf("%w: artifact set index.json names no manifest", errdef.ErrInvalidDescriptor)
-		}
-		// The main artifact need not be listed (older writers): find it by digest.
-		s.Main = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(main), Size: -1}
-		if sz, ok := s.blobSize(main); ok {
-			s.Main.Size = sz
-			if raw, err := s.read(s.blobName(main), 4<<20); err == nil {
-				if mt := ManifestMediaType(raw); mt != "" {
-					s.Main.MediaType = mt
-				}
-			}
-		}
-	}
+	s.Tag = s.Main.Annotations[ocispec.AnnotationRefName]
 	return nil
 }
 
@@ -168,11 +148,6 @@ func (s *File) blobName(d string) string {
 		return "blobs/" + alg + "." + h
 	}
 	return "blobs/" + alg + "/" + h
-}
-
-func (s *File) blobSize(d string) (int64, bool) {
-	e, ok := s.entries[s.blobName(d)]
-	return e[1], ok
 }
 
 func (s *File) read(name string, limit int64) ([]byte, error) {
