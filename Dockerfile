@@ -10,11 +10,12 @@
 #   docker build -t ghcr.io/argocd-ocm-plugin/argocd-ocm-plugin:$(git describe --tags --always) \
 #     --build-arg VERSION=$(git describe --tags --always) .
 #
-# In the pod the command is `argocd-ocm-plugin serve -- argocd-cmp-server`
-# (argocd-cmp-server copied from the Argo CD image into the shared var-files
-# volume, manifests/install): the warm render server, which supervises
-# argocd-cmp-server; that runs argocd-ocm-client from PATH per generation and
-# needs no shell either. It is also the image's default command.
+# In the pod the command is `argocd-ocm-plugin serve --plugin-socket
+# /home/argocd/cmp-server/plugins/argocd-ocm-plugin.sock` (manifests/install):
+# the warm render server answers the repo-server on Argo CD's plugin socket
+# itself. It is also the image's default command. plugin.yaml is for the
+# alternative command, `serve -- /var/run/argocd/argocd-cmp-server`
+# (docs/argocd.md), which runs argocd-ocm-client from PATH per generation.
 
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 ARG TARGETOS
@@ -45,10 +46,10 @@ FROM scratch
 COPY --from=build /rootfs/ /
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/argocd-ocm-plugin /out/argocd-ocm-client /usr/local/bin/
-# uid/gid 999: the user argocd-cmp-server must run as (it shares the socket
-# volume with the repo-server, which runs as 999).
+# uid/gid 999: the repo-server's user, with which the sidecar shares the
+# socket volume.
 USER 999:999
 ENV PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/argocd ARGOCD_OCM_CACHE_DIR=/tmp/argocd-ocm-plugin-cache
 WORKDIR /home/argocd
 ENTRYPOINT ["/usr/local/bin/argocd-ocm-plugin"]
-CMD ["serve", "--", "/var/run/argocd/argocd-cmp-server"]
+CMD ["serve", "--plugin-socket", "/home/argocd/cmp-server/plugins/argocd-ocm-plugin.sock"]

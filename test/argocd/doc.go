@@ -15,6 +15,10 @@
 //     generating an Application's manifests from a local git repository, so
 //     the plugin environment (ARGOCD_ENV_ prefixing, parameters, KUBE_VERSION)
 //     is built by Argo CD itself;
+//   - sidecar_test.go: the sidecar as the install runs it (serve
+//     --plugin-socket), and the alternative command with Argo CD's real
+//     argocd-cmp-server binary, each asked for a generation by Argo CD's
+//     own client;
 //   - manifests_test.go: the install overlay builds with kustomize over Argo
 //     CD's stock install.yaml (what make argocd-manifests writes, checked
 //     against the module zip go.sum pins), the Helm values say the same as the

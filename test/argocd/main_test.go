@@ -21,8 +21,9 @@ import (
 	"google.golang.org/grpc"
 )
 
-// pluginName is metadata.name of manifests/install/plugin.yaml: what
-// Applications put in spec.source.plugin.name.
+// pluginName is what Applications put in spec.source.plugin.name: the
+// installed sidecar's socket is <pluginName>.sock, and it is metadata.name of
+// manifests/install/plugin.yaml (the alternative command's config).
 const pluginName = "argocd-ocm-plugin"
 
 var (

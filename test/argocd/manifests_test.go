@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/applicationset/controllers/template"
 	"github.com/argoproj/argo-cd/v3/applicationset/generators"
 	"github.com/argoproj/argo-cd/v3/applicationset/utils"
-	"github.com/argoproj/argo-cd/v3/cmpserver/plugin"
+	"github.com/argoproj/argo-cd/v3/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	log "github.com/sirupsen/logrus"
 	"golang.org/x/mod/sumdb/dirhash"
@@ -227,13 +228,33 @@ func TestInstallOverlay(t *testing.T) {
 	}
 	repo := container(t, spec.Containers, "argocd-repo-server")
 	side := container(t, spec.Containers, sidecarName)
-	copyutil := container(t, spec.InitContainers, "copyutil")
 
-	// The render server supervises argocd-cmp-server from the shared var-files
-	// volume, where copyutil puts it; both binaries come from the image.
-	wantCmd := []string{"/usr/local/bin/argocd-ocm-plugin", "serve", "--", mountPath(copyutil, "var-files") + "/argocd-cmp-server"}
-	if strings.Join(side.Command, " ") != strings.Join(wantCmd, " ") {
-		t.Errorf("sidecar command %v, want %v (copyutil: %v)", side.Command, wantCmd, copyutil.Command)
+	// The render server answers the repo-server itself, on the socket the
+	// repo-server dials for Applications naming the plugin: <name>.sock in
+	// its plugin socket directory (Argo CD's default, as the repo-server
+	// container does not move it), shared through the plugins volume.
+	sockDir := common.DefaultPluginSockFilePath
+	for _, e := range repo.Env {
+		if e.Name == common.EnvPluginSockFilePath {
+			t.Fatalf("the repo-server sets %s: the sidecar's socket must follow it", e.Name)
+		}
+	}
+	if got := mountPath(repo, "plugins"); got != sockDir {
+		t.Errorf("the repo-server mounts the plugins volume at %q, not at its plugin socket directory %q", got, sockDir)
+	}
+	if got := mountPath(side, "plugins"); got != sockDir {
+		t.Errorf("the sidecar mounts the plugins volume at %q, the repo-server looks in %q", got, sockDir)
+	}
+	wantCmd := []string{"/usr/local/bin/argocd-ocm-plugin", "serve", "--plugin-socket", sockDir + "/" + pluginName + ".sock"}
+	if !slices.Equal(side.Command, wantCmd) {
+		t.Errorf("sidecar command %q, want %q", side.Command, wantCmd)
+	}
+	// Nothing of argocd-cmp-server's way: not its binary (copied by
+	// copyutil into var-files), not a plugin config.
+	for _, m := range side.VolumeMounts {
+		if m.Name == "var-files" || strings.HasPrefix(m.MountPath, "/home/argocd/cmp-server/config") {
+			t.Errorf("the sidecar mounts %s at %s, which only argocd-cmp-server needs", m.Name, m.MountPath)
+		}
 	}
 	dockerfile, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
 	if err != nil {
@@ -242,18 +263,16 @@ func TestInstallOverlay(t *testing.T) {
 	if !strings.Contains(string(dockerfile), "COPY --from=build /out/argocd-ocm-plugin /out/argocd-ocm-client /usr/local/bin/") {
 		t.Error("the Dockerfile does not install argocd-ocm-plugin and argocd-ocm-client in /usr/local/bin")
 	}
-	// plugin.yaml's commands are the thin client, found on PATH.
+	// The image's plugin.yaml (the alternative command, serve --
+	// argocd-cmp-server) serves the same plugin name through the thin
+	// client, found on PATH.
+	if pluginCfg.Metadata.Name != pluginName {
+		t.Errorf("plugin.yaml names the plugin %q, the installed socket %q", pluginCfg.Metadata.Name, pluginName)
+	}
 	for _, c := range [][]string{pluginCfg.Spec.Generate.Command, pluginCfg.Spec.Parameters.Dynamic.Command} {
 		if len(c) != 2 || c[0] != "argocd-ocm-client" {
 			t.Errorf("plugin.yaml command %v, want argocd-ocm-client", c)
 		}
-	}
-	// The socket directory the repo-server scans.
-	if got, want := mountPath(side, "plugins"), mountPath(repo, "plugins"); got == "" || got != want {
-		t.Errorf("plugins volume at %q in the sidecar, %q in the repo-server", got, want)
-	}
-	if got := mountPath(side, "argocd-ocm-plugin-config"); got != "/home/argocd/cmp-server/config/plugin.yaml" {
-		t.Errorf("plugin config mounted at %q", got)
 	}
 	sc := side.SecurityContext
 	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 999 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
@@ -291,7 +310,7 @@ func TestInstallOverlay(t *testing.T) {
 		}
 	}
 	if !writable["/tmp"] {
-		t.Error("argocd-cmp-server needs a writable /tmp (its work directory)")
+		t.Error("the sidecar needs a writable /tmp: each request's repository stream is unpacked there")
 	}
 	env := map[string]string{}
 	for _, e := range side.Env {
@@ -309,34 +328,9 @@ func TestInstallOverlay(t *testing.T) {
 		t.Errorf("DOCKER_CONFIG=%q, secret mounted at %q", env["DOCKER_CONFIG"], mountPath(side, "argocd-ocm-plugin-registry"))
 	}
 
-	// The ConfigMap the config volume names holds manifests/install/plugin.yaml,
-	// and Argo CD accepts it.
-	cmName := vols["argocd-ocm-plugin-config"].ConfigMap.Name
-	var cm *corev1.ConfigMap
-	for _, r := range m.Resources() {
-		if r.GetKind() == "ConfigMap" && r.GetName() == cmName {
-			b, _ := r.MarshalJSON()
-			cm = &corev1.ConfigMap{}
-			if err := json.Unmarshal(b, cm); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if cm == nil {
-		t.Fatalf("no ConfigMap %q (hash suffixed) in the build", cmName)
-	}
-	want, _ := os.ReadFile(filepath.Join(repoRoot, "manifests", "install", "plugin.yaml"))
-	if cm.Data["plugin.yaml"] != string(want) {
-		t.Error("ConfigMap plugin.yaml differs from manifests/install/plugin.yaml")
-	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "plugin.yaml"), cm.Data["plugin.yaml"])
-	if _, err := plugin.ReadPluginConfig(dir); err != nil {
-		t.Errorf("Argo CD rejects the ConfigMap's plugin.yaml: %v", err)
-	}
-
-	// Everything else is Argo CD's install, untouched but for the namespace.
-	// (and the generator's objects, checked by TestGeneratorManifests).
+	// Everything else is Argo CD's install, untouched but for the namespace
+	// (and the generator's objects, checked by TestGeneratorManifests): the
+	// Component adds no object of its own.
 	base := kustomizeStock(t, fs)
 	n := 0
 	for _, r := range m.Resources() {
@@ -344,8 +338,8 @@ func TestInstallOverlay(t *testing.T) {
 			n++
 		}
 	}
-	if got, want := n, len(base.Resources())+1; got != want {
-		t.Errorf("%d objects, want stock %d + the plugin ConfigMap", got, want-1)
+	if got, want := n, len(base.Resources()); got != want {
+		t.Errorf("%d objects, want stock %d", got, want)
 	}
 }
 
@@ -441,10 +435,7 @@ func TestHelmValuesMatchOverlay(t *testing.T) {
 	var values struct {
 		Configs struct {
 			Params map[string]any `json:"params"`
-			CMP    struct {
-				Create  bool                      `json:"create"`
-				Plugins map[string]map[string]any `json:"plugins"`
-			} `json:"cmp"`
+			CMP    map[string]any `json:"cmp"`
 		} `json:"configs"`
 		RepoServer struct {
 			ExtraContainers []corev1.Container `json:"extraContainers"`
@@ -452,56 +443,29 @@ func TestHelmValuesMatchOverlay(t *testing.T) {
 		} `json:"repoServer"`
 	}
 	readYAML(t, "manifests/helm/values.yaml", &values)
-	var pluginYAML map[string]any
-	readYAML(t, "manifests/install/plugin.yaml", &pluginYAML)
 
 	if v := values.Configs.Params[manifestGeneratePathsKey]; v != true {
 		t.Errorf("configs.params.%s = %v, want true (as manifests/install/cmd-params.yaml)", manifestGeneratePathsKey, v)
 	}
-	spec, ok := values.Configs.CMP.Plugins[pluginName]
-	if !values.Configs.CMP.Create || !ok {
-		t.Fatalf("configs.cmp: create %v, plugins %v", values.Configs.CMP.Create, values.Configs.CMP.Plugins)
-	}
-	if !reflect.DeepEqual(toJSONValue(t, spec), toJSONValue(t, pluginYAML["spec"])) {
-		t.Error("configs.cmp.plugins.argocd-ocm-plugin differs from the spec of manifests/install/plugin.yaml")
-	}
-	// The chart writes <name>.yaml into argocd-cmp-cm as a ConfigManagementPlugin.
-	doc, _ := yaml.Marshal(map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "ConfigManagementPlugin",
-		"metadata": map[string]any{"name": pluginName}, "spec": spec})
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "plugin.yaml"), string(doc))
-	if _, err := plugin.ReadPluginConfig(dir); err != nil {
-		t.Errorf("Argo CD rejects the chart's plugin config: %v", err)
+	// The sidecar answers the repo-server itself: no plugin config for
+	// argocd-cmp-server (the chart's argocd-cmp-cm).
+	if values.Configs.CMP != nil {
+		t.Errorf("configs.cmp = %v: the sidecar reads no plugin config", values.Configs.CMP)
 	}
 
 	var patch appsv1.Deployment
 	readYAML(t, "manifests/install/repo-server-sidecar.yaml", &patch)
-	want := container(t, patch.Spec.Template.Spec.Containers, sidecarName).DeepCopy()
+	want := container(t, patch.Spec.Template.Spec.Containers, sidecarName)
 	if len(values.RepoServer.ExtraContainers) != 1 {
 		t.Fatalf("%d extra containers", len(values.RepoServer.ExtraContainers))
 	}
-	got := values.RepoServer.ExtraContainers[0].DeepCopy()
-	// The one difference: where the plugin config comes from.
-	for i, m := range got.VolumeMounts {
-		if m.Name == "argocd-cmp-cm" && m.SubPath == pluginName+".yaml" {
-			got.VolumeMounts[i].Name, got.VolumeMounts[i].SubPath = "argocd-ocm-plugin-config", "plugin.yaml"
-		}
-	}
+	got := &values.RepoServer.ExtraContainers[0]
 	if !reflect.DeepEqual(got, want) {
 		g, _ := yaml.Marshal(got)
 		w, _ := yaml.Marshal(want)
 		t.Errorf("repoServer.extraContainers[0] differs from the overlay's sidecar:\n--- values\n%s--- overlay\n%s", g, w)
 	}
-	vols := func(vs []corev1.Volume, skip string) map[string]any {
-		out := map[string]any{}
-		for _, v := range vs {
-			if v.Name != skip {
-				out[v.Name] = toJSONValue(t, v)
-			}
-		}
-		return out
-	}
-	if !reflect.DeepEqual(vols(values.RepoServer.Volumes, "argocd-cmp-cm"), vols(patch.Spec.Template.Spec.Volumes, "argocd-ocm-plugin-config")) {
+	if !reflect.DeepEqual(toJSONValue(t, values.RepoServer.Volumes), toJSONValue(t, patch.Spec.Template.Spec.Volumes)) {
 		t.Error("repoServer.volumes differ from the overlay's volumes")
 	}
 }

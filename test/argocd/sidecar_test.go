@@ -12,18 +12,91 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/utils/kube"
 	"github.com/argoproj/argo-cd/v3/cmpserver/apiclient"
+	"github.com/argoproj/argo-cd/v3/common"
 	"github.com/argoproj/argo-cd/v3/util/cmp"
 	grpc_retry "github.com/grpc-ecosystem/go-grpc-middleware/retry"
 )
 
-// The sidecar as its container runs it: `argocd-ocm-plugin serve --
-// argocd-cmp-server` (manifests/install), with Argo CD's real
-// argocd-cmp-server binary, not its code in-process. Two things only a real
-// binary shows: argocd-cmp-server sets ARGOCD_LOG_FORMAT and
-// ARGOCD_LOG_LEVEL in its own environment at start-up, which the commands it
-// runs inherit (the render server must still serve them), and it ends only
-// on a second SIGTERM (the sidecar must still end on one).
+// The sidecar as the install runs it: the container's command and
+// environment from the kustomize build of manifests/install, with the
+// directories Kubernetes would mount (the plugins volume shared with the
+// repo-server, /tmp, the cache) replaced by the test's own. The repo-server's
+// own client (Argo CD's cmpserver/apiclient and util/cmp) reaches it on the
+// socket the repo-server dials for Applications naming the plugin; no
+// argocd-cmp-server runs, and no process starts per generation.
+func TestSidecarAsInstalled(t *testing.T) {
+	tmp, err := os.MkdirTemp("", "side") // short: unix socket paths
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	d := repoServerDeployment(t, kustomize(t, inMemoryTree(t), "/m/argocd"))
+	side := container(t, d.Spec.Template.Spec.Containers, sidecarName)
+
+	// Container paths to the test's: the image's binaries, each mount.
+	local := map[string]string{"/usr/local/bin": binDir}
+	for _, m := range side.VolumeMounts {
+		dir := filepath.Join(tmp, m.Name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		local[m.MountPath] = dir
+	}
+	localPath := func(p string) string {
+		for mount, dir := range local {
+			if p == mount || strings.HasPrefix(p, mount+"/") {
+				return dir + p[len(mount):]
+			}
+		}
+		return p
+	}
+	if local[common.DefaultPluginSockFilePath] == "" || local["/tmp"] == "" {
+		t.Fatalf("the sidecar mounts %v: no plugin socket directory or no /tmp", local)
+	}
+	var args []string
+	for _, a := range side.Command {
+		args = append(args, localPath(a))
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "TMPDIR=" + local["/tmp"],
+		// serve's own socket, /tmp/argocd-ocm-plugin/render.sock in the
+		// container, is in the /tmp volume.
+		"ARGOCD_OCM_SERVER_SOCKET=" + filepath.Join(local["/tmp"], "argocd-ocm-plugin", "render.sock")}
+	for _, e := range side.Env {
+		env = append(env, e.Name+"="+localPath(e.Value))
+	}
+	var sidecarLog syncBuffer
+	sidecar := exec.Command(args[0], args[1:]...)
+	sidecar.Env, sidecar.Stdout, sidecar.Stderr = env, &sidecarLog, &sidecarLog
+	if err := sidecar.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- sidecar.Wait() }()
+	defer func() { _ = sidecar.Process.Kill() }()
+
+	sock := filepath.Join(local[common.DefaultPluginSockFilePath], pluginName+".sock")
+	waitForSocket(t, sock, exited, &sidecarLog)
+	generateOnce(t, sock, &sidecarLog)
+	// The Application's directory was unpacked under /tmp and is gone.
+	if left, err := os.ReadDir(filepath.Join(local["/tmp"], "argocd-ocm-plugin-streams")); err != nil || len(left) != 0 {
+		t.Errorf("the streams' work directory in /tmp: %v, entries left %v", err, left)
+	}
+	if strings.Contains(sidecarLog.String(), "argocd-cmp-server") {
+		t.Errorf("the installed sidecar mentions argocd-cmp-server:\n%s", sidecarLog.String())
+	}
+	stopOnSIGTERM(t, sidecar, exited, sock, &sidecarLog)
+}
+
+// The alternative sidecar command (docs/argocd.md, not installed):
+// `argocd-ocm-plugin serve -- argocd-cmp-server` with the image's
+// plugin.yaml, with Argo CD's real argocd-cmp-server binary, not its code
+// in-process. Two things only a real binary shows: argocd-cmp-server sets
+// ARGOCD_LOG_FORMAT and ARGOCD_LOG_LEVEL in its own environment at
+// start-up, which the commands it runs inherit (the render server must still
+// serve them), and it ends only on a second SIGTERM (the sidecar must still
+// end on one).
 func TestSidecarEntrypointWithRealCMPServer(t *testing.T) {
 	tmp, err := os.MkdirTemp("", "side") // short: unix socket paths
 	if err != nil {
@@ -70,13 +143,20 @@ func TestSidecarEntrypointWithRealCMPServer(t *testing.T) {
 
 	cmpSock := filepath.Join(sockDir, filepath.Base(pluginCfg.Address()))
 	waitForSocket(t, cmpSock, exited, &sidecarLog)
+	generateOnce(t, cmpSock, &sidecarLog)
+	stopOnSIGTERM(t, sidecar, exited, cmpSock, &sidecarLog)
+}
 
-	// A generation through the real cmp-server, as the repo-server asks.
+// generateOnce asks the plugin on sock for one generation as the
+// repo-server asks, and checks that the render server answered it.
+func generateOnce(t *testing.T, sock string, sidecarLog *syncBuffer) {
+	t.Helper()
 	root, app := gitCheckout(t)
-	_, client, err := apiclient.NewConfigManagementPluginClientSet(cmpSock).NewConfigManagementPluginClient()
+	closer, client, err := apiclient.NewConfigManagementPluginClientSet(sock).NewConfigManagementPluginClient()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closer.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	st, err := client.GenerateManifest(ctx, grpc_retry.Disable())
@@ -92,14 +172,30 @@ func TestSidecarEntrypointWithRealCMPServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("generate: %v\nsidecar log:\n%s", err, sidecarLog.String())
 	}
-	wantObjects(t, decodeManifests(t, resp.Manifests), "Deployment/shop-podinfo")
+	// As the repo-server reads them (runConfigManagementPluginSidecars):
+	// each string split as YAML, whether argocd-cmp-server's one object per
+	// string or the plugin service's one stream.
+	objs := map[string]object{}
+	for _, m := range resp.Manifests {
+		us, err := kube.SplitYAML([]byte(m))
+		if err != nil {
+			t.Fatalf("the repo-server cannot split the manifests: %v", err)
+		}
+		for _, u := range us {
+			objs[u.GetKind()+"/"+u.GetName()] = object{}
+		}
+	}
+	wantObjects(t, objs, "Deployment/shop-podinfo", "Service/shop-podinfo", "ConfigMap/shop-podinfo")
 	log := sidecarLog.String()
 	if n := strings.Count(log, "command done"); n != 1 || strings.Contains(log, "request refused") {
 		t.Errorf("the render server served %d generations (want 1) and the log says:\n%s", n, log)
 	}
+}
 
-	// One SIGTERM, as the kubelet sends it: the sidecar ends within a few
-	// seconds, with status 0, and argocd-cmp-server's socket is gone.
+// stopOnSIGTERM sends one SIGTERM, as the kubelet does: the sidecar ends
+// within a few seconds, with status 0, and the plugin socket is gone.
+func stopOnSIGTERM(t *testing.T, sidecar *exec.Cmd, exited <-chan error, sock string, sidecarLog *syncBuffer) {
+	t.Helper()
 	sent := time.Now()
 	if err := sidecar.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -117,8 +213,8 @@ func TestSidecarEntrypointWithRealCMPServer(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("sidecar still runs 20 s after SIGTERM\n%s", sidecarLog.String())
 	}
-	if _, err := os.Lstat(cmpSock); !os.IsNotExist(err) {
-		t.Errorf("argocd-cmp-server's socket left behind: %v", err)
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Errorf("the plugin socket left behind: %v", err)
 	}
 }
 

@@ -31,18 +31,20 @@ const (
 	ClientBinary  = BinDir + "/argocd-ocm-client"
 	Home          = "/home/argocd"
 	PluginConfig  = Home + "/cmp-server/config/plugin.yaml"
+	PluginSocket  = Home + "/cmp-server/plugins/argocd-ocm-plugin.sock"
 	CABundle      = "/etc/ssl/certs/ca-certificates.crt"
 	UID           = 999
 	User          = "999:999"
 	DefaultSource = "https://github.com/argocd-ocm-plugin/argocd-ocm-plugin"
 )
 
-// Entrypoint and Cmd: the render server supervising argocd-cmp-server, which
-// the repo-server's copyutil init container puts into the shared var-files
-// volume (manifests/install sets the same as the container's command).
+// Entrypoint and Cmd: the render server answering the repo-server on Argo
+// CD's plugin socket itself (manifests/install sets the same as the
+// container's command). PluginConfig stays in the image for the alternative
+// command, serve -- /var/run/argocd/argocd-cmp-server (docs/argocd.md).
 var (
 	Entrypoint = []string{PluginBinary}
-	Cmd        = []string{"serve", "--", "/var/run/argocd/argocd-cmp-server"}
+	Cmd        = []string{"serve", "--plugin-socket", PluginSocket}
 	Env        = []string{
 		"PATH=" + BinDir + ":/usr/bin:/bin",
 		"HOME=" + Home,

@@ -181,7 +181,7 @@ func TestImageRoundTrip(t *testing.T) {
 		if c.User != "999:999" {
 			t.Errorf("%s: user %q", arch, c.User)
 		}
-		if !slices.Equal(c.Entrypoint, []string{"/usr/local/bin/argocd-ocm-plugin"}) || !slices.Equal(c.Cmd, []string{"serve", "--", "/var/run/argocd/argocd-cmp-server"}) {
+		if !slices.Equal(c.Entrypoint, []string{"/usr/local/bin/argocd-ocm-plugin"}) || !slices.Equal(c.Cmd, []string{"serve", "--plugin-socket", "/home/argocd/cmp-server/plugins/argocd-ocm-plugin.sock"}) {
 			t.Errorf("%s: entrypoint %q cmd %q", arch, c.Entrypoint, c.Cmd)
 		}
 		for _, e := range []string{"HOME=/home/argocd", "PATH=/usr/local/bin:/usr/bin:/bin", "ARGOCD_OCM_CACHE_DIR=/tmp/argocd-ocm-plugin-cache"} {
@@ -385,7 +385,9 @@ func TestCommandMatchesInstallManifest(t *testing.T) {
 	if !strings.Contains(string(b), want) {
 		t.Errorf("manifests/install/repo-server-sidecar.yaml has no %q", want)
 	}
-	if !strings.Contains(string(b), "mountPath: "+image.PluginConfig) {
-		t.Errorf("the install manifest mounts the plugin config elsewhere than %s", image.PluginConfig)
+	// The socket is in the directory the install mounts from the
+	// repo-server's plugins volume.
+	if dir := filepath.Dir(image.PluginSocket); !strings.Contains(string(b), "mountPath: "+dir+"\n") {
+		t.Errorf("the install manifest mounts no volume at %s, where the image's command puts the plugin socket", dir)
 	}
 }
