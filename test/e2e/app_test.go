@@ -213,14 +213,13 @@ func listNames(t *testing.T, gvr schema.GroupVersionResource, ns string) []strin
 
 // --- the render server's view (scenario i) ---
 
-// served is what the sidecar's log says about generations: the
-// generations argocd-cmp-server started ("Generating manifests"), those the
-// render server answered ("command done" for generate, with their ms), and
-// refusals (a client that rendered in a process of its own).
+// served is what the sidecar's log says about generations: those the
+// render server answered ("command done" for generate, with their ms) and
+// refusals (the render server's budget, a repository stream past its limits).
 type served struct {
-	requested, answered, refused int
-	ms, okMs                     []int
-	failedApps                   map[string]int
+	answered, refused int
+	ms, okMs          []int
+	failedApps        map[string]int
 }
 
 var (
@@ -240,8 +239,6 @@ func (c *cluster) served() served {
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case strings.Contains(line, "Generating manifests"):
-			s.requested++
 		case strings.Contains(line, "command done") && strings.Contains(line, "command=generate"):
 			s.answered++
 			if m := msRe.FindStringSubmatch(line); m != nil {
@@ -253,7 +250,7 @@ func (c *cluster) served() served {
 			} else if m := appRe.FindStringSubmatch(line); m != nil {
 				s.failedApps[m[1]]++
 			}
-		case strings.Contains(line, "request refused"):
+		case strings.Contains(line, "request refused"), strings.Contains(line, "repository stream refused"):
 			s.refused++
 		}
 	}
@@ -292,21 +289,18 @@ func readMetrics(addr string) (map[string]float64, error) {
 	return out, nil
 }
 
-// assertAllServed: every generation argocd-cmp-server ran was answered by
-// the render server, none was refused (none rendered in a process of its
-// own). Generations still in flight are waited for (deadline: 70 s, past
-// the generation deadline of 50 s).
-func assertAllServed(t *testing.T) served {
+// renderServerComm is argocd-ocm-plugin as /proc/PID/stat names it (15
+// bytes at most).
+const renderServerComm = "argocd-ocm-plug"
+
+// assertAllServed: the repo-server's generations were answered by the
+// render server itself, none refused, and the sidecar runs nothing but the
+// render server and its warm workers (at most ARGOCD_OCM_WORKERS): no
+// argocd-cmp-server, no process per generation. It returns what the log
+// says and the render workers started so far.
+func assertAllServed(t *testing.T) (served, float64) {
 	t.Helper()
-	var s served
-	deadline := time.Now().Add(70 * time.Second)
-	for {
-		s = cl.served()
-		if s.answered >= s.requested || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	s := cl.served()
 	m, err := cl.metrics()
 	if err != nil {
 		t.Errorf("render server metrics: %v", err)
@@ -317,9 +311,29 @@ func assertAllServed(t *testing.T) served {
 			refusedMetric += v
 		}
 	}
-	if s.requested == 0 || s.answered != s.requested || s.refused != 0 || refusedMetric != 0 {
-		t.Errorf("argocd-cmp-server ran %d generations, the render server answered %d, refused %d (metric: %v)\n%s",
-			s.requested, s.answered, s.refused, refusedMetric, cl.sidecar.tail(30))
+	if s.answered == 0 || s.refused != 0 || refusedMetric != 0 {
+		t.Errorf("the render server answered %d generations, refused %d (metric: %v)\n%s",
+			s.answered, s.refused, refusedMetric, cl.sidecar.tail(30))
 	}
-	return s
+	var tree []string
+	procs, children := procTable()
+	walkTree(cl.sidecar.cmd.Process.Pid, procs, children, func(id int, e procEntry) {
+		if e.fields[0] == "Z" { // a killed worker not yet waited for
+			return
+		}
+		tree = append(tree, fmt.Sprintf("%s[%d]", e.comm, id))
+		if e.comm != renderServerComm {
+			t.Errorf("the sidecar runs %s (pid %d): only the render server and its workers should", e.comm, id)
+		}
+	})
+	if len(tree) == 0 || len(tree) > 1+4 {
+		t.Errorf("the sidecar's processes %v: want the render server and at most 4 workers (ARGOCD_OCM_WORKERS)", tree)
+	}
+	starts := 0.0
+	for k, v := range m {
+		if strings.HasPrefix(k, "argocd_ocm_worker_starts_total") {
+			starts += v
+		}
+	}
+	return s, starts
 }

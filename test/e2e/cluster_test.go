@@ -40,7 +40,7 @@ const (
 	generatorAddr    = "127.0.0.1:8090" // argocd-ocm-plugin generator (scenario f)
 	commitServerAddr = "127.0.0.1:8087" // argocd-commit-server (scenario g)
 	argocdNamespace  = "argocd"
-	pluginName       = "argocd-ocm-plugin" // metadata.name of manifests/install/plugin.yaml
+	pluginName       = "argocd-ocm-plugin" // spec.source.plugin.name: the sidecar's socket is <pluginName>.sock
 )
 
 var appGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
@@ -69,7 +69,7 @@ func newCluster() (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{dir: dir, startup: map[string]time.Duration{}}
-	for _, d := range []string{"home", "plugins", "render", "cmp-config", "cmp-work", "sidecar-tmp", "repo-tmp", "controller-tmp", "cache", "docker", "redis", "certs", "registry"} {
+	for _, d := range []string{"home", "plugins", "policy", "sidecar-tmp", "repo-tmp", "controller-tmp", "cache", "docker", "redis", "certs", "registry"} {
 		if err := os.MkdirAll(path(dir, d), 0o755); err != nil {
 			return c, err
 		}
@@ -138,7 +138,7 @@ func (c *cluster) up() error {
 	if err := c.startArgoCD(); err != nil {
 		return err
 	}
-	if err := c.sidecar.waitFor("argocd-cmp-server's socket", 30*time.Second, dials("unix", c.cmpSocket())); err != nil {
+	if err := c.sidecar.waitFor("the plugin socket", 30*time.Second, dials("unix", c.cmpSocket())); err != nil {
 		return err
 	}
 	c.startup["everything ready"] = time.Since(t1)
@@ -246,40 +246,23 @@ func keylessPolicy() string {
 
 func (c *cluster) cmpSocket() string { return path(c.dir, "plugins", pluginName+".sock") }
 
-// startSidecar runs the sidecar as manifests/install's container does:
-// `argocd-ocm-plugin serve -- argocd-cmp-server`, with plugin.yaml unchanged
-// and the container's environment; the render server's socket and the
-// directories Kubernetes would mount are the run's own, and its metrics are
-// on (ARGOCD_OCM_METRICS_ADDR, loopback).
+// startSidecar runs the sidecar as manifests/install's container does
+// (sidecarCommand: `argocd-ocm-plugin serve --plugin-socket
+// <plugins>/argocd-ocm-plugin.sock` and the container's environment), in the
+// run's directories; its metrics are on (ARGOCD_OCM_METRICS_ADDR, loopback)
+// and its policy trusts the run's loopback registry (keylessPolicy).
 func (c *cluster) startSidecar() error {
-	b, err := os.ReadFile(path(repoRoot, "manifests", "install", "plugin.yaml"))
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path(c.dir, "cmp-config", "plugin.yaml"), b, 0o644); err != nil {
-		return err
-	}
-	pol := path(c.dir, "cmp-config", "policy.yaml")
+	pol := path(c.dir, "policy", "policy.yaml")
 	if err := os.WriteFile(pol, []byte(keylessPolicy()), 0o644); err != nil {
 		return err
 	}
-	env := append(c.baseEnv("sidecar-tmp"),
-		"ARGOCD_OCM_POLICY="+pol,
-		"ARGOCD_PLUGINSOCKFILEPATH="+path(c.dir, "plugins"),
-		"ARGOCD_CMP_WORKDIR="+path(c.dir, "cmp-work"),
-		// manifests/install/repo-server-sidecar.yaml
-		"ARGOCD_OCM_CACHE_DIR="+path(c.dir, "cache"),
-		"DOCKER_CONFIG="+path(c.dir, "docker"),
-		"ARGOCD_OCM_WORKERS=4",
-		"ARGOCD_OCM_MAX_MEMORY=512Mi",
-		"ARGOCD_OCM_TOTAL_MEMORY=768Mi",
-		"ARGOCD_OCM_METRICS_ADDR="+sidecarMetrics,
-		// The run's loopback registry is the policy's (keylessPolicy).
-	)
+	args, env, err := c.sidecarCommand("")
+	if err != nil {
+		return err
+	}
+	env = append(env, "ARGOCD_OCM_POLICY="+pol, "ARGOCD_OCM_METRICS_ADDR="+sidecarMetrics)
 	t := time.Now()
-	c.sidecar, err = c.start("sidecar", env, path(pluginBin, "argocd-ocm-plugin"), "serve",
-		"--socket", path(c.dir, "render", "render.sock"), "--",
-		path(e2eBin, "argocd-cmp-server"), "--config-dir-path", path(c.dir, "cmp-config"))
+	c.sidecar, err = c.start("sidecar", env, args...)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,10 @@
 // Package e2e runs argocd-ocm-plugin under a real Argo CD (issue 29): Argo
-// CD v3.6.1's own argocd-repo-server, argocd-application-controller,
-// argocd-applicationset-controller, argocd-commit-server and argocd-cmp-server
-// binaries, a real kube-apiserver v1.37.0, etcd and redis (Debian's), all on
-// loopback in private network, PID and mount namespaces (unshare; root), the
-// sidecar started as manifests/install starts it. It is a module of its own: Argo
+// CD v3.6.2's own argocd-repo-server, argocd-application-controller,
+// argocd-applicationset-controller and argocd-commit-server binaries, a real
+// kube-apiserver v1.37.0, etcd and redis (Debian's), all on loopback in
+// private network, PID and mount namespaces (unshare; root), the sidecar
+// started with the command and environment of manifests/install's container
+// (sidecar_test.go). It is a module of its own: Argo
 // CD's Kubernetes libraries stay out of the product's go.mod, and Argo CD
 // and kube-apiserver build from this module in one `go build` (the tool
 // directives in go.mod).

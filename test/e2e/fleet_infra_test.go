@@ -219,31 +219,22 @@ func (c *cluster) addReplica(n int) (*replica, error) {
 // Service.
 func (c *cluster) startReplica(n int, repoEnv []string) (*replica, error) {
 	sfx := fmt.Sprintf("-%d", n)
-	for _, d := range []string{"plugins", "render", "cmp-work", "sidecar-tmp", "repo-tmp", "cache"} {
+	for _, d := range []string{"plugins", "sidecar-tmp", "repo-tmp", "cache"} {
 		if err := os.MkdirAll(path(c.dir, d+sfx), 0o755); err != nil {
 			return nil, err
 		}
 	}
 	r := &replica{n: n, addr: fmt.Sprintf("127.0.0.1:%d", 8090+n), metrics: fmt.Sprintf("127.0.0.1:%d", 9463+n), cache: path(c.dir, "cache"+sfx)}
-	env := append(c.baseEnv("sidecar-tmp"+sfx),
-		"ARGOCD_PLUGINSOCKFILEPATH="+path(c.dir, "plugins"+sfx),
-		"ARGOCD_CMP_WORKDIR="+path(c.dir, "cmp-work"+sfx),
-		"ARGOCD_OCM_CACHE_DIR="+r.cache,
-		"DOCKER_CONFIG="+path(c.dir, "docker"),
-		"ARGOCD_OCM_WORKERS=4",
-		"ARGOCD_OCM_MAX_MEMORY=512Mi",
-		"ARGOCD_OCM_TOTAL_MEMORY=768Mi",
-		"ARGOCD_OCM_METRICS_ADDR="+r.metrics,
-		"ARGOCD_OCM_PLAIN_HTTP="+registryAddr,
-	)
-	var err error
-	r.sidecar, err = c.start("sidecar"+sfx, env, path(pluginBin, "argocd-ocm-plugin"), "serve",
-		"--socket", path(c.dir, "render"+sfx, "render.sock"), "--",
-		path(e2eBin, "argocd-cmp-server"), "--config-dir-path", path(c.dir, "cmp-config"))
+	args, env, err := c.sidecarCommand(sfx)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.sidecar.waitFor("argocd-cmp-server's socket", 30*time.Second, dials("unix", path(c.dir, "plugins"+sfx, pluginName+".sock"))); err != nil {
+	env = append(env, "ARGOCD_OCM_METRICS_ADDR="+r.metrics, "ARGOCD_OCM_PLAIN_HTTP="+registryAddr)
+	r.sidecar, err = c.start("sidecar"+sfx, env, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.sidecar.waitFor("the plugin socket", 30*time.Second, dials("unix", path(c.dir, "plugins"+sfx, pluginName+".sock"))); err != nil {
 		return nil, err
 	}
 	_, port, _ := net.SplitHostPort(r.addr)
@@ -318,7 +309,7 @@ func treeStat(pid int) procStat {
 
 // treeCPUByCommand splits a process tree's CPU time by command name: a
 // process's own time under its name, the time of the children it waited
-// for under "name>children" (argocd-cmp-server's client processes, the
+// for under "name>children" (the render server's replaced workers, the
 // repo-server's git and Helm executions), so a round shows where its
 // generation CPU went.
 func treeCPUByCommand(pid int, into map[string]time.Duration) {
