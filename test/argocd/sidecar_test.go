@@ -173,8 +173,7 @@ func generateOnce(t *testing.T, sock string, sidecarLog *syncBuffer) {
 		t.Fatalf("generate: %v\nsidecar log:\n%s", err, sidecarLog.String())
 	}
 	// As the repo-server reads them (runConfigManagementPluginSidecars):
-	// each string split as YAML, whether argocd-cmp-server's one object per
-	// string or the plugin service's one stream.
+	// each string split as YAML.
 	objs := map[string]object{}
 	for _, m := range resp.Manifests {
 		us, err := kube.SplitYAML([]byte(m))

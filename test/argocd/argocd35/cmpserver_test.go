@@ -273,7 +273,8 @@ func TestV3ParametersAnnouncement(t *testing.T) {
 }
 
 // The install Component builds on Argo CD v3's stock install.yaml too, and the
-// sidecar finds the volumes and the argocd-cmp-server copy it relies on.
+// sidecar finds the volumes it mounts and serves its socket where that
+// release's repo-server looks for it.
 func TestV3InstallComponent(t *testing.T) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/argoproj/argo-cd/v3").Output()
 	if err != nil {
@@ -309,11 +310,27 @@ func TestV3InstallComponent(t *testing.T) {
 		for _, v := range d.Spec.Template.Spec.Volumes {
 			vols[v.Name] = true
 		}
-		var copyTarget string
-		for _, c := range d.Spec.Template.Spec.InitContainers {
-			if c.Name == "copyutil" {
-				copyTarget = strings.Join(append(c.Command, c.Args...), " ")
+		// The repo-server's plugin socket directory: its mount of the
+		// plugins volume, Argo CD's default (the stock install does not
+		// move it with ARGOCD_PLUGINSOCKFILEPATH).
+		var sockDir string
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Name != "argocd-repo-server" {
+				continue
 			}
+			for _, vm := range c.VolumeMounts {
+				if vm.Name == "plugins" {
+					sockDir = vm.MountPath
+				}
+			}
+			for _, e := range c.Env {
+				if e.Name == "ARGOCD_PLUGINSOCKFILEPATH" {
+					t.Errorf("the repo-server sets %s", e.Name)
+				}
+			}
+		}
+		if sockDir != "/home/argocd/cmp-server/plugins" {
+			t.Errorf("the repo-server mounts the plugins volume at %q, not at Argo CD's plugin socket directory", sockDir)
 		}
 		for _, c := range d.Spec.Template.Spec.Containers {
 			if c.Name != "argocd-ocm-plugin" {
@@ -324,10 +341,10 @@ func TestV3InstallComponent(t *testing.T) {
 					t.Errorf("sidecar mounts %q, which v3's repo-server does not have", vm.Name)
 				}
 			}
-			// serve -- <argocd-cmp-server, where copyutil puts it>
-			cmpServer := c.Command[len(c.Command)-1]
-			if len(c.Command) != 4 || c.Command[1] != "serve" || c.Command[2] != "--" || !strings.Contains(copyTarget, cmpServer) {
-				t.Errorf("sidecar runs %v; v3's copyutil runs %q", c.Command, copyTarget)
+			// serve --plugin-socket <the repo-server's socket directory>/<plugin name>.sock
+			want := []string{"/usr/local/bin/argocd-ocm-plugin", "serve", "--plugin-socket", sockDir + "/argocd-ocm-plugin.sock"} // the plugin name Applications use
+			if strings.Join(c.Command, " ") != strings.Join(want, " ") {
+				t.Errorf("sidecar runs %v, want %v", c.Command, want)
 			}
 			return
 		}
