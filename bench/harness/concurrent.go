@@ -15,7 +15,7 @@ import (
 
 // concurrent: N Applications of one component generated at once, one
 // shared (initially empty) cache, as an ApplicationSet refresh does: N
-// argocd-ocm-client processes against one render server, and N generate
+// requests at once to one render server's plugin service, and N generate
 // processes. One burst's wall time swings with the machine's other load
 // (1.23–1.75 × the ideal in four runs of one afternoon), so each mode runs
 // -bursts bursts and the goal is on the median of their ratios.
@@ -60,7 +60,7 @@ func (b *bench) concurrent(ctx context.Context) {
 				srv := b.serverFor(cache)
 				srv.resetPeak()
 				cpu0 := srv.cpu()
-				logf("burst %d/%d: %d concurrent argocd-ocm-client processes against one render server, one shared empty cache", r+1, b.cfg.Bursts, n)
+				logf("burst %d/%d: %d concurrent requests to one render server's plugin service, one shared empty cache", r+1, b.cfg.Bursts, n)
 				wall, samples, reqs := b.burst(ctx, cache, n, 0, nil, mode)
 				srvCPU := ms(time.Duration(srv.cpu() - cpu0))
 				_, srvPeak := srv.mem()
@@ -284,7 +284,7 @@ func (b *bench) burstGoals(mode string, n int, cores float64, runs []burstRun, r
 	s := summarizeBursts(runs, ideal)
 	what := "concurrent generate"
 	if mode == "sidecar" {
-		what = "concurrent argocd-ocm-client, one render server"
+		what = "concurrent requests to one render server's plugin service"
 	}
 	b.modeGoal(mode, goal{ID: "G3 100 apps", What: fmt.Sprintf("%d %s, shared empty cache: wall time", n, what), Value: round(s.WallMedian / 1000), Unit: "s",
 		Reference: round(ideal / 1000), RefWhat: fmt.Sprintf("s = %d × %s ms warm ÷ %.0f cores", n, num(round(warm)), cores),
@@ -312,11 +312,9 @@ func (b *bench) burstGoals(mode string, n int, cores float64, runs []burstRun, r
 			total = append(total, r.CPUSumMS+r.ServerCPUMS)
 		}
 		cpu := median(total)
-		b.modeGoal(mode, goal{ID: "info", What: fmt.Sprintf("%d concurrent generations: CPU time of the render server and all clients (vs %d × warm single)", n, n),
+		b.modeGoal(mode, goal{ID: "info", What: fmt.Sprintf("%d concurrent generations: CPU time of the render server (vs %d × warm single)", n, n),
 			Value: round(cpu / 1000), Unit: "s", Reference: round(refCPU / 1000), RefWhat: "s", Ratio: round(cpu / refCPU),
-			Note: fmt.Sprintf("median of %d bursts: server %.2f s, clients %.2f s", s.N, s.ServerCPUMedian/1000, s.CPUSumMedian/1000)})
-		// The clients of a sidecar burst run without procstat (see
-		// cmdSpec.direct): no client RSS to set beside the server's.
+			Note: fmt.Sprintf("median of %d bursts: supervisor and workers; the requests' packing and streaming are the repo-server's (the harness's)", s.N)})
 		b.modeGoal(mode, goal{ID: "info", What: fmt.Sprintf("%d concurrent generations: render server peak RSS (VmHWM)", n), Value: round(s.ServerPeakMax), Unit: "MiB",
 			Note: fmt.Sprintf("largest of %d bursts (median %.1f MiB)", s.N, s.ServerPeakMedian)})
 		return sec

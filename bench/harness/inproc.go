@@ -157,7 +157,7 @@ func (b *bench) inProcess(ctx context.Context) {
 			proj := thin.s.wall() + k.WallMedianMS
 			note := fmt.Sprintf("tiny Go binary %.1f ms + render with a kept client %.1f ms", thin.s.wall(), k.WallMedianMS)
 			if sw := b.sidecarWall[c.label]; sw > 0 {
-				b.addGoal(goal{ID: "info", What: "measured long-lived generate (argocd-ocm-client + serve, warm, registry): " + c.label, Value: round(sw), Unit: "ms",
+				b.addGoal(goal{ID: "info", What: "measured long-lived generate (plugin service, warm, registry): " + c.label, Value: round(sw), Unit: "ms",
 					Reference: round(ref), RefWhat: "ms " + c.cli, Ratio: round(sw / ref),
 					Note: fmt.Sprintf("projected %.1f ms (%s)", proj, note)})
 			} else {

@@ -4,9 +4,10 @@
 // generations sharing one cache, peak memory, unused and large resources,
 // kustomize. It serves the components from an in-process CNCF distribution
 // registry (internal/testsupport/registrytest) and runs every generation twice, with
-// Argo CD's environment, over loopback: as installed in the sidecar
-// (argocd-ocm-client handing generate to a long-lived `argocd-ocm-plugin
-// serve`, see sidecar.go) and as a separate `generate` process.
+// Argo CD's environment, over loopback: as installed in the sidecar (a
+// request to the plugin service of a long-lived `argocd-ocm-plugin serve
+// --plugin-socket`, as Argo CD's repo-server sends it, see sidecar.go) and
+// as a separate `generate` process.
 //
 //	go run ./bench/harness            # full run (make bench)
 //	go run ./bench/harness -quick     # CI smoke: few runs, small sizes
@@ -327,7 +328,7 @@ type result struct {
 // goal is one figure: a measured value against its reference and limit.
 type goal struct {
 	ID string `json:"id"`
-	// Mode is "sidecar" (argocd-ocm-client + serve, the product as
+	// Mode is "sidecar" (serve's plugin service, the product as
 	// installed), "process" (one argocd-ocm-plugin generate process per
 	// generation) or "" (a goal for both modes measured on processes:
 	// G4's memory of one render).

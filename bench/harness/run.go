@@ -13,6 +13,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/grpc/status"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/cmpservice"
 )
 
 // cmdSpec is one process to measure.
@@ -22,9 +26,14 @@ type cmdSpec struct {
 	Args []string // arguments
 	Env  []string // complete environment
 	Dir  string   // working directory ("" inherits)
-	// server is the render server a sidecar-mode command (argocd-ocm-client)
-	// talks to; nil for a process of its own.
+	// server is the render server a sidecar-mode command talks to; nil for
+	// a process of its own.
 	server *renderServer
+	// service: the command is a request to server's plugin service
+	// (ConfigManagementPluginService, as Argo CD's repo-server sends it)
+	// streaming Dir with Env, made from the harness (runService); else
+	// Bin is run (argocd-ocm-client, on the argocd-cmp-server path).
+	service bool
 	// concurrent: runs overlap (a burst), so the server's CPU time per run
 	// is not read (it would be wrong, and reading costs CPU).
 	concurrent bool
@@ -64,6 +73,9 @@ var (
 // runProc runs c to completion through procstat and returns its wall time
 // (exec to exit), CPU time (user+sys) and peak RSS (the child's getrusage).
 func runProc(ctx context.Context, c cmdSpec) sample {
+	if c.service {
+		return runService(ctx, c)
+	}
 	if c.direct {
 		return runDirect(ctx, c)
 	}
@@ -298,5 +310,52 @@ func runDirect(ctx context.Context, c cmdSpec) sample {
 		s.Exit = -1
 		s.Stderr += " (" + err.Error() + ")"
 	}
+	return s
+}
+
+// runService sends c to its server's plugin service as Argo CD's
+// repo-server does (cmpservice.Client: a connection per generation, the
+// directory packed as a tgz and streamed in 1 KiB chunks) and returns the
+// manifests as stdout. Wall time is the request's, packing included; CPU
+// time is the render server's alone (supervisor and workers, from
+// /proc; see renderServer.cpu), including what it does after it answered
+// (a worker's clean-up, a collection: see quietCPU): packing and streaming the directory are the
+// repo-server's work, whichever plugin it calls, and run in the harness
+// here. The manifests, one string per document, are printed as generate
+// prints them (each after a "---" line), so that they compare byte for
+// byte with a generate process's stdout.
+func runService(ctx context.Context, c cmdSpec) sample {
+	c.server.runs.Add(1)
+	var cpu0 int64
+	if !c.concurrent {
+		cpu0 = c.server.cpu()
+	}
+	s := sample{Sidecar: true}
+	t0 := time.Now()
+	cl, err := cmpservice.Dial(c.server.PluginSocket)
+	var manifests []string
+	if err == nil {
+		manifests, err = cl.Generate(ctx, c.Dir, c.Env)
+		cl.Close()
+	}
+	s.Wall = time.Since(t0)
+	c.server.lastRun.Store(time.Now().UnixNano())
+	if !c.concurrent {
+		s.ServerCPU = time.Duration(max(0, c.server.quietCPU()-cpu0))
+	}
+	if err != nil {
+		s.Exit = 1
+		if st, ok := status.FromError(err); ok {
+			s.Stderr = st.Message()
+		} else {
+			s.Stderr = err.Error()
+		}
+		return s
+	}
+	var out strings.Builder
+	for _, m := range manifests {
+		out.WriteString("---\n" + m + "\n")
+	}
+	s.Stdout = []byte(out.String())
 	return s
 }

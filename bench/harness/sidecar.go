@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -18,13 +21,20 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
 )
 
-// The sidecar as installed: argocd-cmp-server runs `argocd-ocm-client
-// generate` (plugin.yaml), which hands the command to the long-lived
-// `argocd-ocm-plugin serve` over a unix socket. The harness starts one
+// The sidecar as installed: `argocd-ocm-plugin serve --plugin-socket PATH`
+// answers Argo CD's repo-server itself (ConfigManagementPluginService): the
+// repo-server streams the Application's directory as a tgz in 1 KiB chunks
+// and the render server's workers run generate on it. The harness plays the
+// repo-server with cmpservice.Client (a connection per generation, as the
+// repo-server dials the plugin's socket per generation) and starts one
 // server per distinct sidecar environment (the environment of a generate
 // process without its request-scoped variables: the cache directory is the
-// one that differs between figures) and runs the client through procstat
-// like every other measured process.
+// one that differs between figures).
+//
+// The earlier path, argocd-cmp-server running `argocd-ocm-client generate`
+// (a process per generation) against `serve --socket`, is what the workers
+// section still measures: the build it compares with may predate the
+// plugin service.
 
 // envPluginBinary is where argocd-ocm-client's fallback finds the plugin.
 // Sidecar-mode commands set it to a path that does not exist, so that a
@@ -35,11 +45,14 @@ const envPluginBinary = "ARGOCD_OCM_PLUGIN_BINARY"
 
 // renderServer is one `argocd-ocm-plugin serve --socket PATH` process.
 type renderServer struct {
-	Name     string `json:"name"`
-	Socket   string `json:"socket"`
-	Log      string `json:"log"`
-	CacheDir string `json:"cache_dir"`
-	PID      int    `json:"pid"`
+	Name   string `json:"name"`
+	Socket string `json:"socket"`
+	// PluginSocket is where the server answers as Argo CD's plugin ("" for
+	// a server of argocd-ocm-client only).
+	PluginSocket string `json:"plugin_socket,omitempty"`
+	Log          string `json:"log"`
+	CacheDir     string `json:"cache_dir"`
+	PID          int    `json:"pid"`
 	// Filled in when the server stops.
 	Commands     int64   `json:"commands"`      // sidecar-mode client runs sent to it
 	CommandLines int     `json:"command_lines"` // "command done" lines in its log
@@ -59,36 +72,61 @@ type renderServer struct {
 	mu          sync.Mutex
 	maxHWM      float64
 	stopped     bool
+	cpuMu       sync.Mutex
+	workerCPU   map[string]int64 // by procStart: the most CPU time read of each worker
 }
 
-// sidecar turns a generate command into the sidecar's: argocd-ocm-client
-// with the same environment plus the socket of the render server for that
-// environment (started on first use).
+// sidecar turns a generate command into the sidecar's: a request to the
+// plugin service of the render server for that environment (started on
+// first use), streaming the Application's directory as the repo-server does
+// (streamDir: the files the command names, not the harness's whole
+// directory) with the command's environment, of which the service keeps
+// the request-scoped variables.
 func (b *bench) sidecar(c cmdSpec) cmdSpec {
-	var side []string
-	for _, kv := range c.Env {
-		if name, _, _ := strings.Cut(kv, "="); !server.RequestScoped(name) {
-			side = append(side, kv)
-		}
-	}
-	side = append(side, envPluginBinary+"=/nonexistent")
-	srv := b.server(side)
+	srv := b.serverWith(b.bins.Plugin, sidecarEnv(c.Env), true)
 	c.Name = "sidecar " + c.Name
-	c.Bin = b.bins.Client
+	c.Bin, c.Args = "", nil
+	c.Dir = b.streamDir(c)
+	c.server = srv
+	c.service = true
+	return c
+}
+
+// sidecarClient turns a generate command into the argocd-cmp-server path's:
+// argocd-ocm-client with the same environment plus the socket of the render
+// server for that environment, plugin a build's plugin (the workers
+// section's before/after comparison: env must then differ from every other
+// server's).
+func (b *bench) sidecarClient(plugin, client string, c cmdSpec) cmdSpec {
+	side := append(sidecarEnv(c.Env), envPluginBinary+"=/nonexistent")
+	srv := b.serverWith(plugin, side, false)
+	c.Bin = client
 	c.Env = append(slices.Clone(c.Env), server.EnvSocket+"="+srv.Socket, envPluginBinary+"=/nonexistent")
 	c.server = srv
 	return c
 }
 
-// server returns the render server whose environment is exactly env,
-// starting it if there is none yet.
-func (b *bench) server(env []string) *renderServer { return b.serverWith(b.bins.Plugin, env) }
+// sidecarEnv is a generate command's environment without its
+// request-scoped variables: the sidecar's own.
+func sidecarEnv(env []string) []string {
+	var side []string
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !server.RequestScoped(name) {
+			side = append(side, kv)
+		}
+	}
+	return side
+}
 
-// serverWith is server for another plugin build (the workers section's
-// before/after comparison): env must then differ from every other
-// server's.
-func (b *bench) serverWith(plugin string, env []string) *renderServer {
+// serverWith returns the render server of plugin whose environment is
+// exactly env, starting it if there is none yet; pluginService says whether
+// it answers as Argo CD's plugin too (serve --plugin-socket), else it
+// serves argocd-ocm-client only, whose fingerprint must match env.
+func (b *bench) serverWith(plugin string, env []string, pluginService bool) *renderServer {
 	fp := server.Fingerprint(env)
+	if pluginService {
+		fp += " plugin-service"
+	}
 	for _, s := range b.servers {
 		if s.fingerprint == fp {
 			return s
@@ -111,6 +149,13 @@ func (b *bench) serverWith(plugin string, env []string) *renderServer {
 	// added by os/exec), so that client and server fingerprints match.
 	s.cmd = exec.Command(plugin, "serve", "--socket", s.Socket)
 	s.cmd.Env = slices.Clone(env)
+	if pluginService {
+		s.PluginSocket = filepath.Join(dir, "plugin.sock")
+		s.cmd.Args = append(s.cmd.Args, "--plugin-socket", s.PluginSocket)
+		// The service unpacks streams under $TMPDIR and clears its
+		// directory there at start-up: one of its own per server.
+		s.cmd.Env = append(s.cmd.Env, "TMPDIR="+b.dir(s.Name, "tmp"))
+	}
 	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = f, f
 	if err := s.cmd.Start(); err != nil {
@@ -124,6 +169,7 @@ func (b *bench) serverWith(plugin string, env []string) *renderServer {
 	b.servers = append(b.servers, s)
 	b.tb.Cleanup(func() { s.stop() }) // also on fatalf
 	t0 := time.Now()
+	accepted := false
 	for {
 		select {
 		case <-s.exited:
@@ -131,9 +177,15 @@ func (b *bench) serverWith(plugin string, env []string) *renderServer {
 		default:
 		}
 		// The probe connection sends nothing: the server logs one "bad
-		// request" (EOF) for it.
-		if c, err := net.DialTimeout("unix", s.Socket, time.Second); err == nil {
-			c.Close()
+		// request" (EOF) for it. The plugin service starts listening after
+		// the render socket and says so in the log.
+		if !accepted {
+			if c, err := net.DialTimeout("unix", s.Socket, time.Second); err == nil {
+				c.Close()
+				accepted = true
+			}
+		}
+		if accepted && (!pluginService || strings.Contains(s.logText(), `msg="plugin service listening"`)) {
 			break
 		}
 		if time.Since(t0) > 30*time.Second {
@@ -142,7 +194,7 @@ func (b *bench) serverWith(plugin string, env []string) *renderServer {
 		time.Sleep(10 * time.Millisecond)
 	}
 	logf("render server %s (pid %d) accepts connections on %s after %.0f ms; cache %s; log %s",
-		s.Name, s.PID, s.Socket, ms(time.Since(t0)), s.CacheDir, s.Log)
+		s.Name, s.PID, cmp.Or(s.PluginSocket, s.Socket), ms(time.Since(t0)), s.CacheDir, s.Log)
 	return s
 }
 
@@ -209,7 +261,7 @@ func (b *bench) checkServers(section string) {
 		}
 		log := s.logText()
 		done, want := strings.Count(log, `msg="command done"`), s.runs.Load()
-		refused := strings.Count(log, `msg="request refused"`)
+		refused := strings.Count(log, `msg="request refused"`) + strings.Count(log, `msg="repository stream refused"`)
 		if int64(done) != want || refused > 0 || strings.Contains(log, "level=ERROR") {
 			fatalf("%s: render server %s logged %d \"command done\" lines and %d refused requests for %d sidecar-mode runs (log %s): %s",
 				section, s.Name, done, refused, want, s.Log, s.logTail())
@@ -346,24 +398,64 @@ func (s *renderServer) resetPeak() float64 {
 // cpu is the CPU time the server's threads and its render workers' have
 // used, in ns: the sum of /proc/PID/task/*/schedstat (nanosecond
 // resolution, unlike the clock ticks of /proc/PID/stat; Go's threads live
-// as long as the process) of the server and its live workers, plus the
-// clock ticks of the workers it has reaped (cutime, cstime).
+// as long as the process) of the server and of every worker seen so far, a
+// live one's as it is now, one that has ended as last read (what it used
+// after that is lost: little, as figures read it before and after each
+// generation). The clock ticks of reaped children (cutime, cstime) are not
+// used: their rounding made a figure negative when a worker ended between
+// its readings.
 func (s *renderServer) cpu() int64 {
-	sum := taskCPU(s.PID)
-	for _, pid := range childPIDs(s.PID) {
-		sum += taskCPU(pid)
+	s.cpuMu.Lock()
+	defer s.cpuMu.Unlock()
+	if s.workerCPU == nil {
+		s.workerCPU = map[string]int64{}
 	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.PID)); err == nil {
-		if i := bytes.LastIndexByte(b, ')'); i > 0 {
-			f := bytes.Fields(b[i+2:])
-			if len(f) > 14 {
-				cu, _ := strconv.ParseInt(string(f[13]), 10, 64)
-				cs, _ := strconv.ParseInt(string(f[14]), 10, 64)
-				sum += (cu + cs) * 10_000_000 // USER_HZ = 100
-			}
+	for _, pid := range childPIDs(s.PID) {
+		if id := procStart(pid); id != "" {
+			s.workerCPU[id] = max(s.workerCPU[id], taskCPU(pid))
 		}
 	}
+	sum := taskCPU(s.PID)
+	for _, n := range s.workerCPU {
+		sum += n
+	}
 	return sum
+}
+
+// procStart names a process by its PID and start time (PIDs are reused),
+// "" when it is gone.
+func procStart(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%s", pid, f[19]) // starttime, field 22
+}
+
+// quietCPU is cpu once the server has gone quiet: a worker's work after
+// it sent its result (returning memory to the system, removing the
+// streamed directory) belongs to the generation that caused it, and would
+// otherwise fall between two figures' readings. Quiet: less than 0.1 ms of
+// CPU in 2 ms, read for at most 250 ms.
+func (s *renderServer) quietCPU() int64 {
+	last := s.cpu()
+	for range 125 {
+		time.Sleep(2 * time.Millisecond)
+		now := s.cpu()
+		if now-last < 100_000 {
+			return now
+		}
+		last = now
+	}
+	return last
 }
 
 func taskCPU(pid int) int64 {
@@ -384,4 +476,102 @@ func taskCPU(pid int) int64 {
 		}
 	}
 	return sum
+}
+
+// streamDir is the Application's directory the repo-server streams for c:
+// what c's request-scoped variables name in the harness's Application
+// directory (values files, a CTF or CTF archive named relatively),
+// hard-linked into a directory per distinct set. A request then streams
+// what an Application's own directory holds, as Argo CD streams it with
+// manifest-generate-paths set (docs/scaling.md), not every fixture of the
+// harness.
+func (b *bench) streamDir(c cmdSpec) string {
+	app := cmp.Or(c.Dir, b.appDir)
+	var names []string
+	add := func(v string) {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p == "" || !filepath.IsLocal(p) {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(app, p)); err == nil {
+				names = append(names, filepath.Clean(p))
+			}
+		}
+	}
+	for _, kv := range c.Env {
+		name, v, _ := strings.Cut(kv, "=")
+		switch {
+		case !server.RequestScoped(name):
+		case name == "ARGOCD_APP_PARAMETERS":
+			var params []struct {
+				String *string  `json:"string"`
+				Array  []string `json:"array"`
+			}
+			if err := json.Unmarshal([]byte(v), &params); err != nil {
+				fatalf("%s: ARGOCD_APP_PARAMETERS: %v", c.Name, err)
+			}
+			for _, p := range params {
+				if p.String != nil {
+					add(*p.String)
+				}
+				for _, a := range p.Array {
+					add(a)
+				}
+			}
+		default:
+			add(v)
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	key := app + "\x00" + strings.Join(names, "\x00")
+	b.streamMu.Lock()
+	defer b.streamMu.Unlock()
+	if d, ok := b.streamDirs[key]; ok {
+		return d
+	}
+	if b.streamDirs == nil {
+		b.streamDirs = map[string]string{}
+	}
+	d := b.dir("streams", strconv.Itoa(len(b.streamDirs)+1))
+	for _, n := range names {
+		if err := linkTree(filepath.Join(app, n), filepath.Join(d, n)); err != nil {
+			fatalf("streamed directory of %s: %v", c.Name, err)
+		}
+	}
+	b.streamDirs[key] = d
+	return d
+}
+
+// linkTree recreates the tree at src under dst: directories made, regular
+// files hard-linked, symbolic links copied.
+func linkTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		case d.Type()&fs.ModeSymlink != 0:
+			t, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				return err
+			}
+			return os.Symlink(t, to)
+		default:
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				return err
+			}
+			return os.Link(p, to)
+		}
+	})
 }

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/frontend/server"
 )
 
 // The workers section (issue 15's "must not regress"): the render server of
@@ -44,18 +42,9 @@ type sidecarBuild struct {
 // build's name is part of the sidecar environment, so each build gets a
 // render server of its own.
 func (b *bench) sidecarOf(bd sidecarBuild, c cmdSpec) cmdSpec {
-	c.Env = append(slices.Clone(c.Env), "ARGOCD_OCM_BENCH_BUILD="+bd.Name, envPluginBinary+"=/nonexistent")
-	var side []string
-	for _, kv := range c.Env {
-		if name, _, _ := strings.Cut(kv, "="); !server.RequestScoped(name) {
-			side = append(side, kv)
-		}
-	}
-	srv := b.serverWith(bd.Plugin, side)
+	c.Env = append(slices.Clone(c.Env), "ARGOCD_OCM_BENCH_BUILD="+bd.Name)
+	c = b.sidecarClient(bd.Plugin, bd.Client, c)
 	c.Name = bd.Name + " sidecar " + c.Name
-	c.Bin = bd.Client
-	c.Env = append(c.Env, "ARGOCD_OCM_SERVER_SOCKET="+srv.Socket)
-	c.server = srv
 	return c
 }
 
