@@ -152,11 +152,11 @@ func appRelPath(p string) (string, error) {
 }
 
 // unpack reads a tgz stream and writes the entries below rel (the
-// Application's directory, "." for all) into appDir: directories and
-// regular files, and symbolic links that stay inside appDir. Nothing else
-// is written: the plugin reads only the Application's directory, through a
-// root that refuses links leaving it, so what it could not read anyway is
-// not unpacked.
+// Application's directory, "." for all) into appDir: directories, regular
+// files and symbolic links (those leaving appDir point nowhere: linkTarget).
+// Nothing else is written: the plugin reads only the Application's
+// directory, through a root that refuses links leaving it, so what it could
+// not read anyway is not unpacked.
 func unpack(r io.Reader, appDir, rel string, lim Limits) error {
 	// Every write goes through the root: a link unpacked earlier cannot
 	// take a later entry outside appDir.
@@ -204,10 +204,8 @@ func unpack(r io.Reader, appDir, rel string, lim Limits) error {
 			}
 			err = writeFile(root, dst, tr)
 		case tar.TypeSymlink:
-			if inside(name, h.Linkname) {
-				if err = root.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
-					err = root.Symlink(h.Linkname, dst)
-				}
+			if err = root.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
+				err = root.Symlink(linkTarget(name, h.Linkname), dst)
 			}
 		}
 		if err != nil {
@@ -231,6 +229,31 @@ func below(entry, rel string) (string, bool) {
 	}
 	rest, ok := strings.CutPrefix(name, rel+"/")
 	return rest, ok
+}
+
+// outside is what a link leaving the Application's directory points to once
+// unpacked: an absolute name, which the plugin's reads (through os.Root)
+// refuse to follow, as they refuse the link argocd-cmp-server unpacks into
+// the rest of the repository, and which names nothing for any reader (no
+// directory is below /dev/null).
+const outside = "/dev/null/outside-the-application-directory"
+
+// linkTarget is the target a link at name (relative to the Application's
+// directory) is unpacked with, as argocd-cmp-server's Untgz has it: an
+// absolute target is taken relative to the link's directory; a target that
+// leaves the Application's directory is outside.
+func linkTarget(name, target string) string {
+	target = path.Clean(target)
+	if path.IsAbs(target) {
+		// Clean leaves no ".." after the root: "/../x" is "/x".
+		if target = strings.TrimLeft(target, "/"); target == "" {
+			target = "."
+		}
+	}
+	if !inside(name, target) {
+		return outside
+	}
+	return target
 }
 
 // inside reports whether a link at name (relative to the Application's

@@ -84,9 +84,9 @@ func receiveInto(t *testing.T, lim Limits, ms []streamRequest) (string, string, 
 	return dir, appDir, err
 }
 
-// Only the Application's directory is unpacked: its files and directories,
-// links that stay inside it; nothing of the rest of the repository, no link
-// that leaves the directory.
+// Only the Application's directory is unpacked: its files, directories and
+// links; nothing of the rest of the repository, and no link that leads out
+// of the directory.
 func TestReceiveUnpacksTheApplicationsDirectoryOnly(t *testing.T) {
 	data := tgz(t,
 		entry{Name: "secret.yaml", Body: "other tenant"},
@@ -112,9 +112,14 @@ func TestReceiveUnpacksTheApplicationsDirectoryOnly(t *testing.T) {
 			t.Errorf("%s: %q, %v", name, b, err)
 		}
 	}
-	for _, name := range []string{"up.yaml", "abs.yaml"} {
-		if _, err := os.Lstat(filepath.Join(appDir, name)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s: a link leaving the directory was unpacked (%v)", name, err)
+	// As argocd-cmp-server's Untgz: an absolute target is taken from the
+	// link's directory; one leaving the directory points nowhere.
+	for name, want := range map[string]string{"up.yaml": outside, "abs.yaml": "etc/passwd"} {
+		if got, err := os.Readlink(filepath.Join(appDir, name)); err != nil || got != want {
+			t.Errorf("%s -> %q (%v), want %q", name, got, err, want)
+		}
+		if _, err := os.Stat(filepath.Join(appDir, name)); err == nil {
+			t.Errorf("%s: a link leaving the directory leads to a file", name)
 		}
 	}
 	for _, name := range []string{"secret.yaml", "apps/shopping"} {
@@ -184,5 +189,58 @@ func TestReceiveRefusals(t *testing.T) {
 				t.Errorf("error %q: want %q, one line, no server path", err, tc.msg)
 			}
 		})
+	}
+}
+
+// Links are unpacked as argocd-cmp-server's Untgz unpacks them (an absolute
+// target is relative to the link's directory), except that one leaving the
+// Application's directory points nowhere: the plugin refuses it as it
+// refuses the link argocd-cmp-server leaves pointing into the rest of the
+// repository, instead of finding no file.
+func TestReceiveLinksAsArgoCD(t *testing.T) {
+	data := tgz(t,
+		entry{Name: "team/secret.yaml", Body: "token: s3cr3t\n"},
+		entry{Name: "team/apps/web/"},
+		entry{Name: "team/apps/web/values.yaml", Body: "replicaCount: 5\n"},
+		entry{Name: "team/apps/web/in.yaml", Link: "values.yaml"},
+		entry{Name: "team/apps/web/conf/up.yaml", Link: "../values.yaml"},
+		entry{Name: "team/apps/web/abs.yaml", Link: "/values.yaml"},
+		entry{Name: "team/apps/web/conf/abs.yaml", Link: "/../../values.yaml"},
+		entry{Name: "team/apps/web/leak.yaml", Link: "../../secret.yaml"},
+		entry{Name: "team/apps/web/far.yaml", Link: "../../../../../../etc/passwd"},
+	)
+	_, appDir, err := receiveInto(t, Limits{}, messages("team/apps/web", data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"in.yaml": "values.yaml", "conf/up.yaml": "../values.yaml", "abs.yaml": "values.yaml",
+		"conf/abs.yaml": "values.yaml", "leak.yaml": outside, "far.yaml": outside,
+	} {
+		if got, err := os.Readlink(filepath.Join(appDir, name)); err != nil || got != want {
+			t.Errorf("%s -> %q (%v), want %q", name, got, err, want)
+		}
+	}
+	root, err := os.OpenRoot(appDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, name := range []string{"in.yaml", "conf/up.yaml", "abs.yaml"} {
+		if b, err := root.ReadFile(name); err != nil || string(b) != "replicaCount: 5\n" {
+			t.Errorf("%s reads %q, %v", name, b, err)
+		}
+	}
+	if _, err := root.Stat("conf/abs.yaml"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("conf/abs.yaml (conf/values.yaml, as Argo CD links it): %v, want not found", err)
+	}
+	for _, name := range []string{"leak.yaml", "far.yaml"} {
+		// Refused as leaving the root, not missing: the plugin says so.
+		if _, err := root.Stat(name); err == nil || errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want refused as leaving the directory", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(appDir, name)); err == nil {
+			t.Errorf("%s resolves to a file", name)
+		}
 	}
 }
