@@ -173,6 +173,7 @@ func unpack(r io.Reader, appDir, rel string, lim Limits) error {
 	tr := tar.NewReader(tarBytes)
 	var files int
 	var bytes int64
+	links := map[string]bool{} // the links unpacked: no entry goes below one
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -194,6 +195,12 @@ func unpack(r io.Reader, appDir, rel string, lim Limits) error {
 		if strings.Count(name, "/") >= lim.Depth {
 			return fmt.Errorf("%w: %s is nested deeper than %d directories", errdef.ErrLimitExceeded, errdef.Quote(name), lim.Depth)
 		}
+		if l := linkAbove(name, links); l != "" {
+			// The repo-server never streams one (it walks the checkout
+			// without following links); argocd-cmp-server refuses it too:
+			// the link's target, checked by name, is not where it leads.
+			return fmt.Errorf("%w: %s is below the symbolic link %s", errdef.ErrInvalidInput, errdef.Quote(name), errdef.Quote(l))
+		}
 		dst := filepath.FromSlash(name)
 		switch h.Typeflag {
 		case tar.TypeDir:
@@ -207,11 +214,22 @@ func unpack(r io.Reader, appDir, rel string, lim Limits) error {
 			if err = root.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
 				err = root.Symlink(linkTarget(name, h.Linkname), dst)
 			}
+			links[name] = true
 		}
 		if err != nil {
 			return fmt.Errorf("unpacking %s: %w", errdef.Quote(name), err)
 		}
 	}
+}
+
+// linkAbove returns the link among links that name is below, if any.
+func linkAbove(name string, links map[string]bool) string {
+	for i := range len(name) {
+		if name[i] == '/' && links[name[:i]] {
+			return name[:i]
+		}
+	}
+	return ""
 }
 
 // below returns an entry's name relative to rel when the entry is inside

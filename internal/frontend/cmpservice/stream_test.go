@@ -244,3 +244,20 @@ func TestReceiveLinksAsArgoCD(t *testing.T) {
 		}
 	}
 }
+
+// An entry below a link unpacked before it is refused, as argocd-cmp-server
+// refuses it: "up/escape.yaml -> ../secret.yaml" under "up -> ." reads as
+// inside by name and leads outside.
+func TestReceiveRefusesEntriesBelowALink(t *testing.T) {
+	for _, below := range []entry{
+		{Name: "up/escape.yaml", Link: "../secret.yaml"},
+		{Name: "up/file.yaml", Body: "x: 1\n"},
+		{Name: "up/dir/"},
+	} {
+		data := tgz(t, entry{Name: "values.yaml", Body: "x: 1\n"}, entry{Name: "up", Link: "."}, below)
+		_, _, err := receiveInto(t, Limits{}, messages(".", data))
+		if !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), `below the symbolic link "up"`) {
+			t.Errorf("%s: %v, want refused", below.Name, err)
+		}
+	}
+}
