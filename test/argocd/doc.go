@@ -19,6 +19,11 @@
 //     --plugin-socket), and the alternative command with Argo CD's real
 //     argocd-cmp-server binary, each asked for a generation by Argo CD's
 //     own client;
+//   - pluginservice_test.go: the sidecar's own plugin service (serve
+//     --plugin-socket), driven by the repo-server's code (GenerateManifests,
+//     GetAppDetails, DetectConfigManagementPlugin) and compared with what the
+//     same code gets through argocd-cmp-server: the same objects,
+//     announcements and plugin error lines;
 //   - manifests_test.go: the install overlay builds with kustomize over Argo
 //     CD's stock install.yaml (what make argocd-manifests writes, checked
 //     against the module zip go.sum pins), the Helm values say the same as the
