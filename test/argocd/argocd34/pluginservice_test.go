@@ -1,0 +1,1 @@
+../argocd35/pluginservice_test.go
