@@ -307,17 +307,47 @@ func treeStat(pid int) procStat {
 	return st
 }
 
-// treeCPUByCommand splits a process tree's CPU time by command name: a
-// process's own time under its name, the time of the children it waited
-// for under "name>children" (the render server's replaced workers, the
-// repo-server's git and Helm executions), so a round shows where its
-// generation CPU went.
+// treeCPUByCommand splits a process tree's CPU time by process role
+// (processRole): a process's own time under its role, the time of the
+// children it waited for under endedRole (the render server's ended
+// workers count as render workers, the repo-server's git and Helm
+// executions as its executions), so a round shows where its generation CPU
+// went.
 func treeCPUByCommand(pid int, into map[string]time.Duration) {
 	procs, children := procTable()
-	walkTree(pid, procs, children, func(_ int, e procEntry) {
-		into[e.comm] += e.ticks(11, 12)
-		into[e.comm+">children"] += e.ticks(13, 14)
+	walkTree(pid, procs, children, func(id int, e procEntry) {
+		role := processRole(e.comm, id == pid)
+		into[role] += e.ticks(11, 12)
+		into[endedRole(role)] += e.ticks(13, 14)
 	})
+}
+
+// processRole names a process of a measured tree by what it is: the
+// sidecar's first process is the render server, the others of its binary
+// its workers; /proc truncates command names to 15 bytes.
+func processRole(comm string, root bool) string {
+	switch {
+	case comm == renderServerComm && root:
+		return "render server"
+	case comm == renderServerComm:
+		return "render workers"
+	case comm == "argocd-repo-ser":
+		return "repo-server"
+	}
+	return comm
+}
+
+// endedRole is what the children a process of role waited for were: a
+// worker that ended keeps counting as a worker, so a round's worker CPU
+// does not move between keys when one is replaced.
+func endedRole(role string) string {
+	switch role {
+	case "render server", "render workers":
+		return "render workers"
+	case "repo-server":
+		return "repo-server's git and helm executions"
+	}
+	return role + ">ended children"
 }
 
 // sampler records the peak resident memory of process trees until stopped.
