@@ -197,7 +197,7 @@ func serve(ctx context.Context, o serveOptions, stderr io.Writer, getenv func(st
 			return fmt.Errorf("serve: %w", err)
 		}
 		defer os.Remove(o.pluginSocket)
-		svc := &cmpservice.Service{Runner: srv, Log: log, WorkDir: filepath.Join(os.TempDir(), "argocd-ocm-plugin-streams")}
+		svc := &cmpservice.Service{Runner: srv, Log: log}
 		pluginServed := make(chan error, 1)
 		go func() { pluginServed <- svc.Serve(srvCtx, pl) }()
 		defer func() {

@@ -80,7 +80,10 @@ func TestSidecarAsInstalled(t *testing.T) {
 	waitForSocket(t, sock, exited, &sidecarLog)
 	generateOnce(t, sock, &sidecarLog)
 	// The Application's directory was unpacked under /tmp and is gone.
-	if left, err := os.ReadDir(filepath.Join(local["/tmp"], "argocd-ocm-plugin-streams")); err != nil || len(left) != 0 {
+	work, err := filepath.Glob(filepath.Join(local["/tmp"], "argocd-ocm-plugin-streams-*"))
+	if err != nil || len(work) != 1 {
+		t.Errorf("the sidecar's streams directory in /tmp: %v %v", work, err)
+	} else if left, err := os.ReadDir(work[0]); err != nil || len(left) != 0 {
 		t.Errorf("the streams' work directory in /tmp: %v, entries left %v", err, left)
 	}
 	if strings.Contains(sidecarLog.String(), "argocd-cmp-server") {

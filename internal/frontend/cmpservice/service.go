@@ -33,8 +33,9 @@ type Runner interface {
 type Service struct {
 	// Runner runs the commands. Required.
 	Runner Runner
-	// WorkDir holds one directory per stream being unpacked, removed when
-	// its request ends. Default: a directory of its own under os.TempDir().
+	// WorkDir is where Serve makes its directory of streams being unpacked,
+	// one directory per stream, removed when its request ends; Serve
+	// removes its own when it returns. Default: os.TempDir().
 	WorkDir string
 	// Limits bound each repository stream.
 	Limits Limits
@@ -44,7 +45,8 @@ type Service struct {
 	// Log receives a line per stream refused. Default: discard.
 	Log *slog.Logger
 
-	recv chan struct{}
+	recv    chan struct{}
+	streams string // Serve's directory under WorkDir
 }
 
 // MaxMessageSize bounds one message received: the repo-server sends its
@@ -66,14 +68,19 @@ func (s *Service) Serve(ctx context.Context, l net.Listener) error {
 	s.recv = make(chan struct{}, s.Receivers)
 	s.Limits = s.Limits.withDefaults()
 	if s.WorkDir == "" {
-		s.WorkDir = os.TempDir() + "/argocd-ocm-plugin-streams"
+		s.WorkDir = os.TempDir()
 	}
-	if err := os.RemoveAll(s.WorkDir); err != nil {
-		return fmt.Errorf("cmpservice: work directory: %w", err)
-	}
+	// A directory of this server's own: another server sharing WorkDir
+	// keeps its streams.
 	if err := os.MkdirAll(s.WorkDir, 0o700); err != nil {
 		return fmt.Errorf("cmpservice: work directory: %w", err)
 	}
+	work, err := os.MkdirTemp(s.WorkDir, "argocd-ocm-plugin-streams-")
+	if err != nil {
+		return fmt.Errorf("cmpservice: work directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	s.streams = work
 	g := grpc.NewServer(grpc.ForceServerCodec(codec{}), grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.ChainUnaryInterceptor(s.recoverUnary), grpc.ChainStreamInterceptor(s.recoverStream))
 	g.RegisterService(&serviceDesc, s)
@@ -85,7 +92,7 @@ func (s *Service) Serve(ctx context.Context, l net.Listener) error {
 		t.Stop()
 	})
 	defer stop()
-	err := g.Serve(l)
+	err = g.Serve(l)
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -157,7 +164,7 @@ func (s *Service) run(st grpc.ServerStream, command string) (*server.Result, err
 	case <-ctx.Done():
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
-	dir, err := os.MkdirTemp(s.WorkDir, "app-")
+	dir, err := os.MkdirTemp(s.streams, "app-")
 	if err != nil {
 		<-s.recv
 		return nil, status.Errorf(codes.Internal, "argocd-ocm-plugin: render failed: no work directory for the repository stream")
@@ -173,7 +180,11 @@ func (s *Service) run(st grpc.ServerStream, command string) (*server.Result, err
 		s.Log.Warn("repository stream refused", "application", app, "cause", err.Error())
 		// No message names dir; the replacement keeps it so should one
 		// (an error of the operating system) ever do.
-		return nil, status.Error(codes.InvalidArgument, "argocd-ocm-plugin: application "+app+": "+strings.ReplaceAll(err.Error(), dir, ""))
+		prefix := "argocd-ocm-plugin: "
+		if app != "" {
+			prefix += "application " + app + ": "
+		}
+		return nil, status.Error(codes.InvalidArgument, prefix+strings.ReplaceAll(err.Error(), dir, ""))
 	}
 	req := &server.Request{Protocol: server.ProtocolVersion, Args: []string{command}, Dir: appDir}
 	for _, e := range md.Env {
