@@ -152,8 +152,8 @@ func (b *bench) serverWith(plugin string, env []string, pluginService bool) *ren
 	if pluginService {
 		s.PluginSocket = filepath.Join(dir, "plugin.sock")
 		s.cmd.Args = append(s.cmd.Args, "--plugin-socket", s.PluginSocket)
-		// The service unpacks streams under $TMPDIR and clears its
-		// directory there at start-up: one of its own per server.
+		// The service unpacks streams under $TMPDIR: one per server, so
+		// that a bench's files stay in its own directory.
 		s.cmd.Env = append(s.cmd.Env, "TMPDIR="+b.dir(s.Name, "tmp"))
 	}
 	s.cmd.Dir = dir
