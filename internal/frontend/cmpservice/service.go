@@ -157,34 +157,29 @@ var serviceDesc = grpc.ServiceDesc{
 
 // run receives a stream, runs command in the Application's directory and
 // returns the command's result; err is the stream's own failure.
-func (s *Service) run(st grpc.ServerStream, command string) (*server.Result, error) {
+func (s *Service) run(st grpc.ServerStream, command string) (res *server.Result, app string, err error) {
 	ctx := st.Context()
 	select {
 	case s.recv <- struct{}{}:
 	case <-ctx.Done():
-		return nil, status.FromContextError(ctx.Err()).Err()
+		return nil, "", status.FromContextError(ctx.Err()).Err()
 	}
 	dir, err := os.MkdirTemp(s.streams, "app-")
 	if err != nil {
 		<-s.recv
-		return nil, status.Errorf(codes.Internal, "argocd-ocm-plugin: render failed: no work directory for the repository stream")
+		return nil, "", status.Errorf(codes.Internal, "argocd-ocm-plugin: render failed: no work directory for the repository stream")
 	}
 	defer os.RemoveAll(dir)
 	md, appDir, err := receive(ctx, func(m *streamRequest) error { return st.RecvMsg(m) }, dir, s.Limits)
 	<-s.recv
+	if md != nil {
+		app = appName(md.Env)
+	}
 	if err != nil {
-		app := ""
-		if md != nil {
-			app = appName(md.Env)
-		}
 		s.Log.Warn("repository stream refused", "application", app, "cause", err.Error())
 		// No message names dir; the replacement keeps it so should one
 		// (an error of the operating system) ever do.
-		prefix := "argocd-ocm-plugin: "
-		if app != "" {
-			prefix += "application " + app + ": "
-		}
-		return nil, status.Error(codes.InvalidArgument, prefix+strings.ReplaceAll(err.Error(), dir, ""))
+		return nil, app, status.Error(codes.InvalidArgument, prefix(app)+strings.ReplaceAll(err.Error(), dir, ""))
 	}
 	req := &server.Request{Protocol: server.ProtocolVersion, Args: []string{command}, Dir: appDir}
 	for _, e := range md.Env {
@@ -194,7 +189,16 @@ func (s *Service) run(st grpc.ServerStream, command string) (*server.Result, err
 			req.Env = append(req.Env, e.Name+"="+e.Value)
 		}
 	}
-	return s.Runner.Run(ctx, req), nil
+	return s.Runner.Run(ctx, req), app, nil
+}
+
+// prefix begins a message of the service: the plugin, and the Application
+// when the stream named it.
+func prefix(app string) string {
+	if app == "" {
+		return "argocd-ocm-plugin: "
+	}
+	return "argocd-ocm-plugin: application " + app + ": "
 }
 
 // appName is the Application's name (the metadata's appName is its
@@ -209,21 +213,21 @@ func appName(env []envEntry) string {
 }
 
 // failure is a command's error line as the repo-server shows it.
-func failure(command string, res *server.Result) error {
+func failure(command, app string, res *server.Result) error {
 	msg := strings.TrimSpace(string(res.Stderr))
 	if msg == "" {
-		msg = fmt.Sprintf("argocd-ocm-plugin %s: exit status %d", command, res.Exit)
+		msg = fmt.Sprintf("%s%s: exit status %d", prefix(app), command, res.Exit)
 	}
 	return status.Error(codes.Unknown, msg)
 }
 
 func (s *Service) generate(st grpc.ServerStream) error {
-	res, err := s.run(st, "generate")
+	res, app, err := s.run(st, "generate")
 	if err != nil {
 		return err
 	}
 	if res.Exit != 0 {
-		return failure("generate", res)
+		return failure("generate", app, res)
 	}
 	return st.SendMsg(&manifestResponse{Manifests: documents(res.Stdout)})
 }
@@ -258,16 +262,16 @@ func documents(out []byte) []string {
 }
 
 func (s *Service) parameters(st grpc.ServerStream) error {
-	res, err := s.run(st, "parameters")
+	res, app, err := s.run(st, "parameters")
 	if err != nil {
 		return err
 	}
 	if res.Exit != 0 {
-		return failure("parameters", res)
+		return failure("parameters", app, res)
 	}
 	var list []announcement
 	if err := json.Unmarshal(res.Stdout, &list); err != nil {
-		return status.Errorf(codes.Internal, "argocd-ocm-plugin: parameters: %v: %v", errdef.ErrInvalidInput, err)
+		return status.Errorf(codes.Internal, "%sparameters: %v: %v", prefix(app), errdef.ErrInvalidInput, err)
 	}
 	return st.SendMsg(&parametersResponse{Announcements: list})
 }
