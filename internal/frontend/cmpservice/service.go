@@ -34,8 +34,9 @@ type Service struct {
 	// Runner runs the commands. Required.
 	Runner Runner
 	// WorkDir is where Serve makes its directory of streams being unpacked,
-	// one directory per stream, removed when its request ends; Serve
-	// removes its own when it returns. Default: os.TempDir().
+	// one directory per stream, emptied when its request ends and kept
+	// for later streams (up to Receivers of them); Serve removes its own
+	// when it returns. Default: os.TempDir().
 	WorkDir string
 	// Limits bound each repository stream.
 	Limits Limits
@@ -45,8 +46,8 @@ type Service struct {
 	// Log receives a line per stream refused. Default: discard.
 	Log *slog.Logger
 
-	recv    chan struct{}
-	streams string // Serve's directory under WorkDir
+	recv chan struct{}
+	dirs streamDirs // under Serve's directory in WorkDir
 }
 
 // MaxMessageSize bounds one message received: the repo-server sends its
@@ -80,7 +81,7 @@ func (s *Service) Serve(ctx context.Context, l net.Listener) error {
 		return fmt.Errorf("cmpservice: work directory: %w", err)
 	}
 	defer os.RemoveAll(work)
-	s.streams = work
+	s.dirs = streamDirs{parent: work, max: s.Receivers}
 	g := grpc.NewServer(grpc.ForceServerCodec(codec{}), grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.ChainUnaryInterceptor(s.recoverUnary), grpc.ChainStreamInterceptor(s.recoverStream))
 	g.RegisterService(&serviceDesc, s)
@@ -164,12 +165,12 @@ func (s *Service) run(st grpc.ServerStream, command string) (res *server.Result,
 	case <-ctx.Done():
 		return nil, "", status.FromContextError(ctx.Err()).Err()
 	}
-	dir, err := os.MkdirTemp(s.streams, "app-")
+	dir, err := s.dirs.get()
 	if err != nil {
 		<-s.recv
 		return nil, "", status.Errorf(codes.Internal, "argocd-ocm-plugin: render failed: no work directory for the repository stream")
 	}
-	defer os.RemoveAll(dir)
+	defer s.dirs.put(dir)
 	md, appDir, err := receive(ctx, func(m *streamRequest) error { return st.RecvMsg(m) }, dir, s.Limits)
 	<-s.recv
 	if md != nil {

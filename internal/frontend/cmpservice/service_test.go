@@ -70,9 +70,9 @@ func startService(t *testing.T, r Runner) (*Client, string) {
 }
 
 // A generation gets the Application's files and its request-scoped
-// variables, never a sidecar setting from the stream; its directory is gone
-// once the answer is sent; the manifests come back as the command printed
-// them.
+// variables, never a sidecar setting from the stream; its directory is
+// empty once the answer is sent; the manifests come back as the command
+// printed them.
 func TestGenerateHandsTheApplicationToTheRunner(t *testing.T) {
 	r := &recorder{res: &server.Result{Stdout: []byte("---\n{\"a\":1}\n---\n{\"b\":2}\n")}}
 	c, work := startService(t, r)
@@ -95,8 +95,45 @@ func TestGenerateHandsTheApplicationToTheRunner(t *testing.T) {
 	if want := []string{"ARGOCD_APP_NAME=shop", "ARGOCD_ENV_COMPONENT=c", "PARAM_X=1", "KUBE_VERSION=1.33"}; !slices.Equal(req.Env, want) {
 		t.Fatalf("env %q, want %q", req.Env, want)
 	}
-	if left, _ := filepath.Glob(filepath.Join(work, "*", "app-*")); len(left) != 0 {
-		t.Fatalf("stream directories left behind: %v", left)
+	if left, _ := filepath.Glob(filepath.Join(work, "*", "app-*", "*")); len(left) != 0 {
+		t.Fatalf("stream files left behind: %v", left)
+	}
+}
+
+// Stream directories are reused, and a stream sees its own files only:
+// nothing another one unpacked (files, directories, links) is left.
+func TestStreamDirectoriesReusedEmpty(t *testing.T) {
+	r := &recorder{res: &server.Result{}}
+	c, work := startService(t, r)
+	first := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(first, "sub", "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"values.yaml": "x: 1", "sub/deep/secret.yaml": "token: a"} {
+		if err := os.WriteFile(filepath.Join(first, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("sub", filepath.Join(first, "link")); err != nil {
+		t.Fatal(err)
+	}
+	second := t.TempDir()
+	if err := os.WriteFile(filepath.Join(second, "other.yaml"), []byte("y: 2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{first, second} {
+		if _, err := c.Generate(context.Background(), dir, []string{"ARGOCD_APP_NAME=shop"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.reqs[0].Dir != r.reqs[1].Dir {
+		t.Fatalf("the second stream got a new directory %s, not the first's %s", r.reqs[1].Dir, r.reqs[0].Dir)
+	}
+	if want := []string{"link", "sub/deep/secret.yaml", "values.yaml", "other.yaml"}; !slices.Equal(r.files, want) {
+		t.Fatalf("files seen %q, want %q", r.files, want)
+	}
+	if dirs, _ := filepath.Glob(filepath.Join(work, "*", "app-*")); len(dirs) != 1 {
+		t.Fatalf("stream directories %v, want one kept", dirs)
 	}
 }
 
