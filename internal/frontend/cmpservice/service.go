@@ -1,7 +1,6 @@
 package cmpservice
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -240,25 +239,27 @@ func (s *Service) generate(st grpc.ServerStream) error {
 // string with kube.SplitYAML, which takes a text starting with "{" as JSON,
 // its fast path. Empty documents are dropped, as there.
 func documents(out []byte) []string {
+	// One copy of the output: the documents are slices of it.
+	text := string(out)
 	var docs []string
 	start := 0 // of the current document
 	flush := func(end int) {
-		if d := bytes.TrimSpace(out[start:end]); len(d) > 0 {
-			docs = append(docs, string(d))
+		if d := strings.TrimSpace(text[start:end]); d != "" {
+			docs = append(docs, d)
 		}
 	}
-	for i := 0; i < len(out); {
-		line, next := out[i:], len(out)
-		if j := bytes.IndexByte(line, '\n'); j >= 0 {
+	for i := 0; i < len(text); {
+		line, next := text[i:], len(text)
+		if j := strings.IndexByte(line, '\n'); j >= 0 {
 			line, next = line[:j], i+j+1
 		}
-		if string(bytes.TrimRight(line, " \r")) == "---" {
+		if strings.TrimRight(line, " \r") == "---" {
 			flush(i)
 			start = next
 		}
 		i = next
 	}
-	flush(len(out))
+	flush(len(text))
 	return docs
 }
 

@@ -3,6 +3,7 @@ package cmpservice
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -267,6 +268,12 @@ func (r *streamRequest) appendTo(b []byte) []byte {
 }
 
 func (r *manifestResponse) appendTo(b []byte) []byte {
+	// Sized once: the manifests can be tens of MiB.
+	n := len(b) + protowire.SizeTag(2) + protowire.SizeBytes(len(r.SourceType))
+	for _, m := range r.Manifests {
+		n += protowire.SizeTag(1) + protowire.SizeBytes(len(m))
+	}
+	b = slices.Grow(b, n-len(b))
 	for _, m := range r.Manifests {
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
 		b = protowire.AppendString(b, m)
