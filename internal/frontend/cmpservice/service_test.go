@@ -38,7 +38,7 @@ func (r *recorder) Run(_ context.Context, req *server.Request) *server.Result {
 	return r.res
 }
 
-func startService(t *testing.T, r Runner) (*Client, string) {
+func startService(t testing.TB, r Runner) (*Client, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "cmps") // short: sun_path is ~108 bytes
 	if err != nil {
