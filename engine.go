@@ -23,6 +23,7 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ctf"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/oci"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/resolve"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/policy"
@@ -54,10 +55,11 @@ type Engine struct {
 	cacheUsage *cache.Usage
 	// of WithPlainHTTP and WithoutDockerConfig, after the rule's
 	regOpts  []registry.Option
-	crds     *helm.CRDCache       // decoded CRDs of charts (WithSharing); nil: decoded per render
-	charts   *helm.ChartCache     // loaded charts (WithSharing); nil: loaded per render
-	sets     *access.ArtifactSets // chart layers of artifact sets (WithSharing); nil: unpacked per generation
-	unpacker *ctf.Unpacker        // CTF tgz archives unpacked into the blob cache, with their indexes
+	crds     *helm.CRDCache          // decoded CRDs of charts (WithSharing); nil: decoded per render
+	charts   *helm.ChartCache        // loaded charts (WithSharing); nil: loaded per render
+	sets     *access.ArtifactSets    // chart layers of artifact sets (WithSharing); nil: unpacked per generation
+	descs    *ocimapping.Descriptors // decoded component descriptors (WithSharing); nil: decoded per lookup
+	unpacker *ctf.Unpacker           // CTF tgz archives unpacked into the blob cache, with their indexes
 
 	archiveOpts []archive.Option // of WithArchiveLimits
 
@@ -77,7 +79,8 @@ type EngineOption func(*Engine)
 // worker, the ApplicationSet generator) share registry connections and
 // tokens, the decoded CRDs of charts (helm.CRDCache), loaded charts by the digest of their archive
 // (helm.ChartCache, helm.DefaultChartCacheSize), the chart layers of OCI artifact sets by the digest of the
-// set (access.ArtifactSets), and a tag's resolution for tagTTL (0 or less: not shared). Default:
+// set (access.ArtifactSets), decoded component descriptors by the digest of their layer
+// (ocimapping.Descriptors), and a tag's resolution for tagTTL (0 or less: not shared). Default:
 // nothing is shared, for a process that renders once.
 func WithSharing(tagTTL time.Duration) EngineOption {
 	return func(e *Engine) {
@@ -85,6 +88,7 @@ func WithSharing(tagTTL time.Duration) EngineOption {
 		e.crds = helm.NewCRDCache(0)
 		e.charts = helm.NewChartCache(0)
 		e.sets = access.NewArtifactSets(0)
+		e.descs = ocimapping.NewDescriptors(0)
 		e.tags = nil
 		if tagTTL > 0 {
 			e.tags = oci.NewTagResolutions(tagTTL)
@@ -242,7 +246,7 @@ func (e *Engine) Renderer(g Generation) (*Renderer, error) {
 		return nil, err
 	}
 	return &Renderer{open: src.Open, access: access.Resolver{Artifacts: src, Sets: e.sets}, Log: g.Notes, archiveOptions: e.archiveOpts,
-		helmCRDs: e.crds, helmCharts: e.charts, ctfOptions: []ctf.Option{ctf.WithUnpacker(e.unpacker), ctf.WithCache(src.Client.Cache())},
+		helmCRDs: e.crds, helmCharts: e.charts, ctfOptions: []ctf.Option{ctf.WithUnpacker(e.unpacker), ctf.WithCache(src.Client.Cache()), ctf.WithDescriptors(e.descs)},
 		rule: rule, signatures: v}, nil
 }
 
@@ -285,7 +289,7 @@ func (e *Engine) source(rule *policy.Rule, g Generation) (*resolve.Source, error
 	if e.shared != nil {
 		ropts = append(ropts, registry.WithShared(e.shared))
 	}
-	oopts := []oci.Option{oci.WithRegistryOptions(ropts...), oci.WithLogger(logger), oci.WithCache(e.blobCache(logger))}
+	oopts := []oci.Option{oci.WithRegistryOptions(ropts...), oci.WithLogger(logger), oci.WithCache(e.blobCache(logger)), oci.WithDescriptors(e.descs)}
 	check, err := e.chartCheck(rule, logger)
 	if err != nil {
 		return nil, err

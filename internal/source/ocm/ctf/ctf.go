@@ -80,7 +80,11 @@ func Open(path string, opts ...Option) (ocm.Repository, error) {
 // inside it are resolved beneath it, links in it are refused. name is how
 // messages call it. OpenDir takes dir over: the repository's Close closes it.
 func OpenDir(dir *os.Root, name string, opts ...Option) (ocm.Repository, error) {
-	return open(dirStore{root: dir}, name)
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return open(dirStore{root: dir}, name, o)
 }
 
 // OpenFile reads a CTF or component archive in tar or tgz form from f, an
@@ -95,14 +99,14 @@ func OpenFile(f *os.File, name string, opts ...Option) (ocm.Repository, error) {
 	if err != nil {
 		return nil, fmt.Errorf("repository %s: %w", name, err)
 	}
-	return open(ts, name)
+	return open(ts, name, o)
 }
 
 // open detects the form by content.
-func open(s store, path string) (ocm.Repository, error) {
+func open(s store, path string, o options) (ocm.Repository, error) {
 	switch {
 	case s.exists(IndexFileName):
-		r := &Repository{path: path, s: s}
+		r := &Repository{path: path, s: s, descs: o.descs}
 		if err := r.readIndex(); err != nil {
 			s.close()
 			return nil, fmt.Errorf("repository %s: %w", path, err)
@@ -127,6 +131,7 @@ type Repository struct {
 	path  string
 	s     store
 	index Index
+	descs *ocimapping.Descriptors // nil: decoded by each lookup
 }
 
 var _ ocm.Repository = (*Repository)(nil)
@@ -221,7 +226,7 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 		return nil, err
 	}
 	mdesc := v.Desc
-	d, err := ocimapping.ReadDescriptor(ctx, r, v.Manifest)
+	d, err := r.descs.Read(ctx, r, v.Manifest)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
 )
 
 // Option configures Open.
@@ -17,6 +18,7 @@ type options struct {
 	cache      *cache.Cache
 	ctx        context.Context
 	origin     string // see WithOrigin
+	descs      *ocimapping.Descriptors
 }
 
 func (o options) context() context.Context {
@@ -45,3 +47,10 @@ func WithMaxEntries(n int) Option { return func(o *options) { o.maxEntries = n }
 
 // WithTempDir sets where a tgz is decompressed (default os.TempDir()).
 func WithTempDir(dir string) Option { return func(o *options) { o.tempDir = dir } }
+
+// WithDescriptors keeps the decoded descriptors of the repository's
+// versions in ds, shared with every repository given ds (see
+// ocimapping.Descriptors: by the verified digest of the descriptor layer,
+// which each lookup still reads). Default: a descriptor is decoded by each
+// lookup.
+func WithDescriptors(ds *ocimapping.Descriptors) Option { return func(o *options) { o.descs = ds } }

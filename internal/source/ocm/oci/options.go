@@ -9,6 +9,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/cache"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/ocm/ocimapping"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/source/registry"
 )
 
@@ -40,6 +41,7 @@ type options struct {
 	logger     *slog.Logger
 	allowPlain []string
 	chartCheck ChartCheck
+	descs      *ocimapping.Descriptors
 }
 
 // SignatureStore is the repository of an artifact, read for the
@@ -81,6 +83,12 @@ func WithPlainHTTP(hosts ...string) Option {
 // every client given r, for r's time to live (see NewTagResolutions). Default:
 // a tag is resolved once per client.
 func WithRecentTags(r *TagResolutions) Option { return func(o *options) { o.recentTags = r } }
+
+// WithDescriptors keeps decoded component descriptors in ds, shared with
+// every client given ds (see ocimapping.Descriptors: by the verified digest
+// of the descriptor layer, which each lookup still fetches). Default: a
+// descriptor is decoded by each lookup.
+func WithDescriptors(ds *ocimapping.Descriptors) Option { return func(o *options) { o.descs = ds } }
 
 // WithCache sets the blob cache. Default: cache.Open(cache.DefaultDir()),
 // which degrades to no cache with a warning when the directory is unusable.

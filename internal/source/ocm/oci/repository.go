@@ -236,7 +236,7 @@ func (r *Repository) LookupComponentVersion(ctx context.Context, component, vers
 	specCtx, specCancel := r.c.op(genCtx)
 	wait := v.Speculate(specCtx, f)
 	go func() { wait(); specCancel() }()
-	d, err := ocimapping.ReadDescriptor(ctx, f, v.Manifest)
+	d, err := r.c.o.descs.Read(ctx, f, v.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}

@@ -89,6 +89,13 @@ func ResolveManifest(ctx context.Context, f Fetcher, desc ocispec.Descriptor) (*
 
 // ReadDescriptor reads the component descriptor of a component version manifest.
 func ReadDescriptor(ctx context.Context, f Fetcher, m *ocispec.Manifest) (*ocm.Descriptor, error) {
+	return (*Descriptors)(nil).Read(ctx, f, m)
+}
+
+// Read is ReadDescriptor, with the descriptor decoded once per descriptor
+// layer and kept (see Descriptors): the config and the layer are still
+// fetched and verified every time.
+func (ds *Descriptors) Read(ctx context.Context, f Fetcher, m *ocispec.Manifest) (*ocm.Descriptor, error) {
 	switch m.Config.MediaType {
 	case MediaTypeComponentConfig, MediaTypeLegacyComponentConfig, MediaTypeLegacyComponentConfig2:
 	default:
@@ -144,11 +151,13 @@ func ReadDescriptor(ctx context.Context, f Fetcher, m *ocispec.Manifest) (*ocm.D
 	if err != nil {
 		return nil, fmt.Errorf("descriptor layer: %w", err)
 	}
-	doc, err := descriptorBytes(layer.MediaType, raw)
-	if err != nil {
-		return nil, err
-	}
-	return ocm.DecodeDescriptor(doc)
+	return ds.decode(layer.Digest, layer.MediaType, raw, func(raw []byte) (*ocm.Descriptor, error) {
+		doc, err := descriptorBytes(layer.MediaType, raw)
+		if err != nil {
+			return nil, err
+		}
+		return ocm.DecodeDescriptor(doc)
+	})
 }
 
 // descriptorLayerGuess is the first layer of m with a descriptor media type.
