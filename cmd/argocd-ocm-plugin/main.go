@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -50,11 +49,5 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 // environ lists the command's variables (unknown ARGOCD_ENV_ names are
 // refused); nil: not checked.
 func execute(ctx context.Context, p *process, args []string, stdout, stderr io.Writer, getenv func(string) string, dir string, environ []string) int {
-	root := newRootCommand(p, stdout, stderr, getenv, dir, environ)
-	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "argocd-ocm-plugin: %v\n", err)
-		return 1
-	}
-	return 0
+	return executeCommand(ctx, newRootCommand(p, stdout, stderr, getenv, dir, environ), args, stderr)
 }

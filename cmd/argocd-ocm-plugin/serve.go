@@ -274,7 +274,7 @@ func requestHandler(p *process) server.Handler {
 			return 2
 		}
 		var errBuf bytes.Buffer
-		code := execute(ctx, p, req.Args, stdout, &errBuf, getenv, req.Dir, req.Env)
+		code := executeCommand(ctx, newServedCommand(req.Args[0], p, stdout, &errBuf, getenv, req.Dir, req.Env), req.Args, &errBuf)
 		// Files of the Application are named as a process in its directory
 		// names them (relative), whatever directory argocd-cmp-server used.
 		msg := bytes.ReplaceAll(errBuf.Bytes(), []byte(req.Dir+string(filepath.Separator)), nil)

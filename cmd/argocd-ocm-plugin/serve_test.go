@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -398,3 +400,66 @@ type syncBuf struct {
 
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// The render server runs a request's command line in a tree of the root
+// command and that one subcommand (newServedCommand): output, errors and
+// exit codes are those of the whole CLI, for help, flags, arguments,
+// variables and renders.
+func TestServedCommandIsTheCLIs(t *testing.T) {
+	repo := inAppDir(t, demoRepo)
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := map[string]string{"ARGOCD_APP_NAME": "shop", "ARGOCD_APP_NAMESPACE": "shop",
+		"ARGOCD_ENV_REPOSITORY": repo, "ARGOCD_ENV_COMPONENT": "example.com/demo/podinfo", "ARGOCD_ENV_VERSION": "1.0.0"}
+	with := func(extra map[string]string) map[string]string {
+		m := maps.Clone(app)
+		maps.Copy(m, extra)
+		return m
+	}
+	p := newProcess()
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"generate"}, app},
+		{[]string{"generate", "-v"}, with(map[string]string{"ARGOCD_ENV_VERSION": "9.9.9"})},
+		{[]string{"generate"}, with(map[string]string{"ARGOCD_ENV_VERSION": "9.9.9"})},
+		{[]string{"generate"}, with(map[string]string{"ARGOCD_ENV_UNKNOWN": "x"})},
+		{[]string{"generate"}, nil},
+		{[]string{"generate", "--help"}, app},
+		{[]string{"generate", "-h"}, app},
+		{[]string{"generate", "--bogus"}, app},
+		{[]string{"generate", "--verbose=maybe"}, app},
+		{[]string{"generate", "extra"}, app},
+		{[]string{"generate", "help"}, app},
+		{[]string{"parameters"}, app},
+		{[]string{"parameters"}, nil},
+		{[]string{"parameters", "--help"}, app},
+		{[]string{"parameters", "--bogus"}, app},
+		{[]string{"parameters", "extra"}, app},
+	} {
+		var environ []string
+		for k, v := range tc.env {
+			environ = append(environ, k+"="+v)
+		}
+		var out, errs [2]bytes.Buffer
+		var code [2]int
+		code[0] = execute(t.Context(), p, tc.args, &out[0], &errs[0], env(tc.env), dir, environ)
+		served := newServedCommand(tc.args[0], p, &out[1], &errs[1], env(tc.env), dir, environ)
+		code[1] = executeCommand(t.Context(), served, tc.args, &errs[1])
+		if code[0] != code[1] || out[0].String() != out[1].String() || dropTimes(errs[0].String()) != dropTimes(errs[1].String()) {
+			t.Errorf("%v (%d variables): the CLI exits %d, writes %d bytes and\n%s\nthe served command exits %d, writes %d bytes and\n%s",
+				tc.args, len(tc.env), code[0], out[0].Len(), errs[0].String(), code[1], out[1].Len(), errs[1].String())
+		}
+		if out[0].Len()+errs[0].Len() == 0 {
+			t.Errorf("%v: no output to compare", tc.args)
+		}
+	}
+}
+
+// dropTimes removes the times and durations of -v's log lines.
+func dropTimes(s string) string {
+	return regexp.MustCompile(`\b(time|ms|elapsed|duration)=\S+`).ReplaceAllString(s, "")
+}
