@@ -1,7 +1,9 @@
 package oci
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -68,11 +70,10 @@ func ParseSpecIn(s string, exists func(name string) bool) (Spec, error) {
 		return Spec{}, fmt.Errorf("%w: empty repository", errdef.ErrInvalidInput)
 	}
 	if strings.HasPrefix(s, "{") || strings.Contains(s, "\n") || strings.HasPrefix(s, "type:") {
-		var sp Spec
-		if err := yaml.Unmarshal([]byte(s), &sp); err != nil {
-			return Spec{}, fmt.Errorf("%w: repository spec: %s", errdef.ErrInvalidInput, errdef.Cut(err.Error()))
+		if sp, ok := parsePlainJSONSpec(s); ok {
+			return sp.normalize()
 		}
-		return sp.normalize()
+		return parseSpecDocument(s)
 	}
 	// (A type has no "/" and no "[": "[fd00::1]:5000/x" is a registry.)
 	if t, rest, ok := strings.Cut(s, "::"); ok && !strings.ContainsAny(t, "/[") {
@@ -98,6 +99,69 @@ func ParseSpecIn(s string, exists func(name string) bool) (Spec, error) {
 		return Spec{Type: TypeCTF, FilePath: s}.normalize()
 	}
 	return Spec{Type: TypeOCIRegistry, BaseURL: s}.normalize()
+}
+
+// parseSpecDocument parses a spec written as a YAML or JSON document.
+func parseSpecDocument(s string) (Spec, error) {
+	var sp Spec
+	if err := yaml.Unmarshal([]byte(s), &sp); err != nil {
+		return Spec{}, fmt.Errorf("%w: repository spec: %s", errdef.ErrInvalidInput, errdef.Cut(err.Error()))
+	}
+	return sp.normalize()
+}
+
+// parsePlainJSONSpec parses, without the YAML decoder, the specs a render
+// makes for its registry (json.Marshal of a Spec; see argocdocm's
+// location.open) and most people write: one JSON object of the Spec's
+// fields, each at most once and spelt as in Spec's tags, with string values
+// of printable ASCII and no escapes. ok is false for anything else, which
+// parseSpecDocument then reads: for what it accepts, the YAML decoder
+// reads the same strings into the same fields (TestPlainJSONSpecIsTheDocuments).
+func parsePlainJSONSpec(s string) (sp Spec, ok bool) {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '\\' {
+			return Spec{}, false
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return Spec{}, false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		k, err := dec.Token()
+		key, isString := k.(string)
+		if err != nil || !isString || seen[key] {
+			return Spec{}, false
+		}
+		seen[key] = true
+		v, err := dec.Token()
+		value, isString := v.(string)
+		if err != nil || !isString {
+			return Spec{}, false
+		}
+		switch key {
+		case "type":
+			sp.Type = value
+		case "baseUrl":
+			sp.BaseURL = value
+		case "subPath":
+			sp.SubPath = value
+		case "componentNameMapping":
+			sp.ComponentNameMapping = value
+		case "filePath":
+			sp.FilePath = value
+		default:
+			return Spec{}, false
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return Spec{}, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Spec{}, false
+	}
+	return sp, true
 }
 
 // RegistryHint says, after a bare name that is not a file, why it was not

@@ -1,11 +1,15 @@
 package oci
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/errdef"
 )
@@ -140,5 +144,69 @@ func TestInvalidRegistryHostIsNamed(t *testing.T) {
 	sp, err := ParseSpec("[fd00::1]:5000/x")
 	if err != nil || sp.Type != TypeOCIRegistry {
 		t.Errorf("[fd00::1]:5000/x: %+v, %v; want a registry", sp, err)
+	}
+}
+
+// What parsePlainJSONSpec accepts, the YAML decoder reads to the same Spec;
+// the rest it leaves to the YAML decoder. Either way ParseSpecIn answers as
+// the YAML decoder alone would, errors included.
+func TestPlainJSONSpecIsTheDocuments(t *testing.T) {
+	explicit, err := json.Marshal(Spec{Type: TypeOCIRegistry, BaseURL: "http://127.0.0.1:5000", SubPath: "a/b<c>&d", ComponentNameMapping: "urlPath"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := []string{
+		`{"type":"OCIRegistry","baseUrl":"http://127.0.0.1:5000/ocm"}`,
+		`{"type":"OCIRegistry","baseUrl":"ghcr.io","subPath":"org/ocm","componentNameMapping":"urlPath"}`,
+		`{ "type" : "CommonTransportFormat/v1" , "filePath" : "./bundle.ctf" }`,
+		`{"type":"ctf","filePath":"a b # c: {d} [e] 'f' & *g !h %i @j` + "`" + `"}`,
+		`{"type":"OCIRegistry","baseUrl":"ghcr.io","componentNameMapping":"sha256-digest"}`,
+		`{"type":"OCIRegistry"}`,
+		`{"type":"OCIRegistry","baseUrl":""}`,
+		`{"type":"","baseUrl":"ghcr.io"}`,
+		`{}`,
+	}
+	other := []string{
+		string(explicit), // json.Marshal escapes <, > and &
+		`{"type":"OCIRegistry","baseUrl":"ghcr.io","type":"CTF"}`,
+		`{"TYPE":"CTF","type":"OCIRegistry","baseUrl":"ghcr.io"}`,
+		`{"Type":"OCIRegistry","BaseURL":"ghcr.io"}`,
+		`{"<<":{"type":"OCIRegistry","baseUrl":"ghcr.io"}}`,
+		`{"type":"OCIRegistry","baseUrl":"gh\u0063r.io"}`,
+		`{"type":"OCIRegistry","baseUrl":"gh\/cr.io"}`,
+		`{"type":"OCIRegistry","baseUrl":"\ud800"}`,
+		"{\"type\":\"OCIRegistry\",\"baseUrl\":\"ghcr.io\xff\"}",
+		"{\"type\":\"OCIRegistry\",\"baseUrl\":\"ghcr.io\u00e9\"}",
+		"{\"type\":\"OCIRegistry\",\t\"baseUrl\":\"ghcr.io\"}",
+		`{"type":"OCIRegistry","baseUrl":null}`,
+		`{"type":"OCIRegistry","baseUrl":5000}`,
+		`{"type":"OCIRegistry","baseUrl":["ghcr.io"]}`,
+		`{"type":"OCIRegistry","baseUrl":{"host":"ghcr.io"}}`,
+		`{"type":"OCIRegistry","baseUrl":"ghcr.io","extra":"x"}`,
+		`{"type":"OCIRegistry","baseUrl":"ghcr.io",}`,
+		`{"type":"OCIRegistry" "baseUrl":"ghcr.io"}`,
+		`{"type":"OCIRegistry","baseUrl":"ghcr.io"}}`,
+		`{"type":"OCIRegistry","baseUrl":"ghcr.io"} {}`,
+		`{"type":"OCIRegistry","baseUrl":"ghcr.io"`,
+		`{type: OCIRegistry, baseUrl: ghcr.io}`,
+		`{"type":'OCIRegistry',"baseUrl":"ghcr.io"}`,
+		`{"type":"OCIRegistry","baseUrl":"ghcr.io" # comment` + "\n}",
+	}
+	for i, s := range append(plain, other...) {
+		sp, ok := parsePlainJSONSpec(s)
+		if ok != (i < len(plain)) {
+			t.Errorf("%s: plain %v, want %v", s, ok, i < len(plain))
+		}
+		if ok {
+			var want Spec
+			if err := yaml.Unmarshal([]byte(s), &want); err != nil || sp != want {
+				t.Errorf("%s: %+v, the YAML decoder's %+v (%v)", s, sp, want, err)
+			}
+		}
+		got, gotErr := ParseSpecIn(s, func(string) bool { return false })
+		want, wantErr := parseSpecDocument(s)
+		if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Errorf("%s: %+v %v, the YAML decoder's %+v %v", s, got, gotErr, want, wantErr)
+		}
 	}
 }
