@@ -83,8 +83,9 @@ func (l location) registry() string {
 // through that handle; only a registry reaches open, as an explicit spec
 // that no later step can take for a path.
 //
-// A CTF or component archive file is opened with opts (an unpack cache:
-// ctf.WithUnpacker, ctf.WithCache) and unpacked within ctx.
+// A CTF or component archive is opened with opts (kept descriptors:
+// ctf.WithDescriptors; for a file, an unpack cache: ctf.WithUnpacker,
+// ctf.WithCache), a file unpacked within ctx.
 // allowLocal, when set, is asked before a CTF or component archive is
 // opened, confined or not (the rule's localArchives): the one place it is.
 func (l location) open(ctx context.Context, open func(context.Context, string) (ocm.Repository, error), allowLocal func() error, opts ...ctf.Option) (ocm.Repository, error) {
@@ -122,7 +123,7 @@ func (l location) open(ctx context.Context, open func(context.Context, string) (
 	}
 	display := errdef.Quote(name)
 	if d != nil {
-		return ctf.OpenDir(d, display)
+		return ctf.OpenDir(d, display, opts...)
 	}
 	// The render server's memo of archives keys this file by where it is in
 	// which Application directory, so that no other Application's file can hit it.

@@ -11,10 +11,10 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 )
 
-// Two tenants commit a CTF tgz of the same name, component and version,
-// whose charts differ by one byte (archives of the same size and
-// modification time), and render through one Engine shared as the render
-// server shares it (its Unpacker, chart and CRD caches, the blob cache):
+// Two tenants commit a CTF tgz (and a CTF directory) of the same name,
+// component and version, whose charts differ by one byte (archives of the
+// same size and modification time), and render through one Engine shared as the render
+// server shares it (its Unpacker, descriptor, chart and CRD caches, the blob cache):
 // every generation renders its own Application's chart, however often and
 // in whichever order. (Identities that collide are simulated in package
 // ctf, TestUnpackMemoIsPerApplicationFile; this holds the pipeline to the
@@ -60,6 +60,11 @@ func TestEngineArchivesStayWithTheirApplication(t *testing.T) {
 		} else {
 			size = fi.Size()
 		}
+		// And as a directory: its descriptors are kept by the engine as
+		// well (by the verified digest of their layer).
+		if err := ocmbuild.WriteCTF(filepath.Join(dir, "ctf"), c); err != nil {
+			t.Fatal(err)
+		}
 		root, err := argocdocm.OpenRoot(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -67,12 +72,18 @@ func TestEngineArchivesStayWithTheirApplication(t *testing.T) {
 		t.Cleanup(func() { root.Close() })
 		apps = append(apps, &app{dir: dir, want: v, root: root})
 	}
-	for i, a := range append(append(apps, apps...), apps[1], apps[0]) {
+	A, B := apps[0], apps[1]
+	for i, g := range []struct {
+		a    *app
+		repo string
+	}{{A, "ctf.tgz"}, {B, "ctf.tgz"}, {A, "ctf.tgz"}, {B, "ctf.tgz"}, {B, "ctf.tgz"}, {A, "ctf.tgz"},
+		{A, "ctf"}, {B, "ctf"}, {B, "ctf"}, {A, "ctf"}, {A, "ctf.tgz"}, {B, "ctf"}} {
+		a, repo := g.a, g.repo
 		r, err := e.Renderer(argocdocm.Generation{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := r.Render(context.Background(), argocdocm.Request{Repository: "ctf.tgz", Dir: a.dir, Root: a.root,
+		res, err := r.Render(context.Background(), argocdocm.Request{Repository: repo, Dir: a.dir, Root: a.root,
 			Component: "example.com/tenant/app", Version: "1.0.0", ReleaseName: "x", Namespace: "x"})
 		if err != nil {
 			t.Fatalf("generation %d of tenant %s: %v", i, a.want, err)
@@ -82,7 +93,7 @@ func TestEngineArchivesStayWithTheirApplication(t *testing.T) {
 		}
 		data, _ := res.Objects[0]["data"].(map[string]any)
 		if got := data["tenant"]; got != a.want {
-			t.Fatalf("generation %d of tenant %s rendered tenant %v's chart", i, a.want, got)
+			t.Fatalf("generation %d of tenant %s (%s) rendered tenant %v's chart", i, a.want, repo, got)
 		}
 	}
 }

@@ -79,6 +79,7 @@ func Open(path string, opts ...Option) (ocm.Repository, error) {
 // OpenDir reads a CTF or component archive directory through dir: names
 // inside it are resolved beneath it, links in it are refused. name is how
 // messages call it. OpenDir takes dir over: the repository's Close closes it.
+// Of opts, WithDescriptors applies (a directory is not unpacked).
 func OpenDir(dir *os.Root, name string, opts ...Option) (ocm.Repository, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
