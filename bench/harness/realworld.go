@@ -287,6 +287,9 @@ func (b *bench) realworld(ctx context.Context) {
 		return !strings.Contains(c.Label, b.cfg.RealWorld)
 	})
 	cache := b.dir("cache-warm")
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	protocol := startProtocolService(pctx, b.dir("protocol"))
 	type caseResult struct {
 		Label   string  `json:"label"`
 		Output  string  `json:"output"`
@@ -296,9 +299,11 @@ func (b *bench) realworld(ctx context.Context) {
 		Render  summary `json:"render_yaml"`
 		// Floor: Helm's engine executing the chart's templates alone
 		// (floor.go); its CPU is the harness's.
-		Floor  summary `json:"templates_only_floor"`
-		Server float64 `json:"server_peak_rss_mib"`
-		Load   float64 `json:"loadavg_1m"`
+		Floor summary `json:"templates_only_floor"`
+		// Protocol: the plugin protocol's round trip alone (protocol.go).
+		Protocol summary `json:"protocol_round_trip"`
+		Server   float64 `json:"server_peak_rss_mib"`
+		Load     float64 `json:"loadavg_1m"`
 	}
 	var all []caseResult
 	for _, c := range cases {
@@ -308,10 +313,11 @@ func (b *bench) realworld(ctx context.Context) {
 		proc := newJob(b.generateCase("generate warm (registry)", c, cache))
 		render := newJob(b.renderCase(c, cache))
 		floor := floorJob(c)
+		proto := protocolJob(protocol, side)
 		srv := side.spec.server
 		srv.resetPeak()
 		load := loadAvg()
-		interleave(ctx, b.cfg.Runs, helm, side, proc, render, floor)
+		interleave(ctx, b.cfg.Runs, helm, side, proc, render, floor, proto)
 		_, peak := srv.mem()
 		for _, j := range []*job{side, proc, render} {
 			sameOutput(c.Label, helm.s, j.s)
@@ -321,9 +327,9 @@ func (b *bench) realworld(ctx context.Context) {
 		b.cliWall[c.Label] = helm.s.wall()
 		b.sidecarWall[c.Label] = side.s.wall()
 		all = append(all, caseResult{Label: c.Label, Output: c.Objects, Helm: helm.s.summary(), Sidecar: side.s.summary(), Process: proc.s.summary(),
-			Render: render.s.summary(), Floor: floor.s.summary(), Server: round(peak), Load: load})
+			Render: render.s.summary(), Floor: floor.s.summary(), Protocol: proto.s.summary(), Server: round(peak), Load: load})
 		what := fmt.Sprintf("%s (%s)", c.Label, strings.SplitN(c.Objects, ":", 2)[0])
-		b.warmGoals(what, strings.HasSuffix(c.Label, "(real)"), helm.s, side.s, proc.s, floor.s)
+		b.warmGoals(what, strings.HasSuffix(c.Label, "(real)"), helm.s, side.s, proc.s, floor.s, proto.s)
 		b.wallGoal("sidecar", "G19 charts", "generate, warm cache: "+what, side.s, helm.s, "ms helm template (v4.3.2)", 0.6)
 		b.wallGoal("process", "G19 charts", "generate, warm cache: "+what, proc.s, helm.s, "ms helm template (v4.3.2)", 1.0)
 		rv, hv := render.s.wall(), helm.s.wall()
@@ -343,7 +349,7 @@ func (b *bench) realworld(ctx context.Context) {
 // generation through the render server) against helm template, the process
 // mode and the templates-only floor, as goals on real charts (info on the
 // synthetic ones).
-func (b *bench) warmGoals(what string, real bool, helm, side, proc, floor *series) {
+func (b *bench) warmGoals(what string, real bool, helm, side, proc, floor, proto *series) {
 	limits := map[string]float64{"helm": 0.5, "process": 0.9, "floor": 1.5}
 	if !real {
 		limits = nil
@@ -361,7 +367,7 @@ func (b *bench) warmGoals(what string, real bool, helm, side, proc, floor *serie
 	add("G40 sidecar/helm", "ms helm template (v4.3.2)", helm, limits["helm"], minNote(side, helm))
 	add("G40 sidecar/process", "ms generate process", proc, limits["process"], minNote(side, proc))
 	add("G40 sidecar/floor", "ms Helm engine, templates only (floor)", floor, limits["floor"],
-		minNote(side, floor)+"; "+floorNote("process", proc, floor)+"; "+floorNote("helm template", helm, floor))
+		minNote(side, floor)+"; "+floorNote("process", proc, floor)+"; "+floorNote("helm template", helm, floor)+"; "+protocolNote(side, proto, floor))
 }
 
 // apiVersionsCount is what Argo CD passes in KUBE_API_VERSIONS on a
