@@ -224,9 +224,12 @@ func DecodeDescriptor(data []byte) (*Descriptor, error) {
 		return nil, fmt.Errorf("%w: descriptor has %d structural characters (',' '[' '{' '-' ':' '?' newline), more than the limit of %d: %w",
 			errdef.ErrInvalidDescriptor, n, MaxDescriptorNodes, errdef.ErrLimitExceeded)
 	}
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errdef.ErrInvalidDescriptor, err)
+	js, plain := plainJSON(data)
+	var err error
+	if !plain {
+		if js, err = yaml.YAMLToJSON(data); err != nil {
+			return nil, fmt.Errorf("%w: %v", errdef.ErrInvalidDescriptor, err)
+		}
 	}
 	if err := nesting.CheckText(js); err != nil {
 		return nil, fmt.Errorf("%w: descriptor %w", errdef.ErrInvalidDescriptor, err)
