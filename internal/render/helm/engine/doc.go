@@ -8,9 +8,12 @@
 //
 // Changes to Helm's files are marked "argocd-ocm-plugin:": the engine of
 // helm template only (not strict, not linting, no DNS lookups, no cluster:
-// lookup returns an empty map, no custom functions), and render adds the
-// kept parse trees of a template instead of parsing it when the Engine has
-// Templates. funcs.go and files.go are unchanged.
+// lookup returns an empty map, no custom functions), render adds the kept
+// parse trees of a template instead of parsing it when the Engine has
+// Templates, and the functions that are the same in every render are
+// registered once per process on an empty set each render clones (only
+// include and tpl are bound per render, see initFunMap). funcs.go and
+// files.go are unchanged.
 //
 // Without Templates a render is Helm's, step for step; with them, the same
 // set of templates is built (see Templates). TestSameAsHelm renders real and

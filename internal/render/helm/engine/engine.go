@@ -29,6 +29,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 
 	ci "helm.sh/helm/v4/pkg/chart"
@@ -163,14 +164,29 @@ func tplFun(parent *template.Template, includedNames map[string]int, strict bool
 // initFunMap creates the Engine's FuncMap and adds context-specific functions.
 //
 // argocd-ocm-plugin: as Helm's for an Engine that is not strict, not linting,
-// without DNS, cluster or custom functions.
+// without DNS, cluster or custom functions, split in two: the functions
+// that are the same in every render are registered once per process
+// (staticFunMap, on the set newTemplateSet clones for each render), and
+// only include and tpl, which close over the render's set, here. Template.Funcs
+// checks and reflects every function it registers: doing that for the 200
+// functions of sprig and Helm in every render cost more than executing a
+// small chart's templates. The set a render gets has the same functions.
 func (e Engine) initFunMap(_ context.Context, t *template.Template) {
-	funcMap := funcMap()
 	includedNames := make(map[string]int)
 
 	// Add the template-rendering functions here so we can close over t.
-	funcMap["include"] = includeFun(t, includedNames)
-	funcMap["tpl"] = tplFun(t, includedNames, false)
+	t.Funcs(template.FuncMap{
+		"include": includeFun(t, includedNames),
+		"tpl":     tplFun(t, includedNames, false),
+	})
+}
+
+// argocd-ocm-plugin: staticFunMap is the FuncMap of Helm's initFunMap but
+// for include and tpl (placeholders, as funcMap has them, until initFunMap
+// binds them): required, fail and getHostByName close over nothing of a
+// render (lint mode and DNS lookups are off).
+func staticFunMap() template.FuncMap {
+	funcMap := funcMap()
 
 	// Add the `required` function here so we can use lintMode
 	funcMap["required"] = func(warn string, val any) (any, error) {
@@ -194,8 +210,30 @@ func (e Engine) initFunMap(_ context.Context, t *template.Template) {
 	funcMap["getHostByName"] = func(_ string) string {
 		return ""
 	}
+	return funcMap
+}
 
-	t.Funcs(funcMap)
+// argocd-ocm-plugin: emptySet is the empty set Helm's render starts from,
+// with the functions of staticFunMap, made once per process and never
+// changed: newTemplateSet clones it.
+var emptySet = sync.OnceValue(func() *template.Template {
+	t := template.New("gotpl")
+	// Not that zero will attempt to add default values for types it knows,
+	// but will still emit <no value> for others. We mitigate that later.
+	t.Option("missingkey=zero")
+	return t.Funcs(staticFunMap())
+})
+
+// argocd-ocm-plugin: newTemplateSet is a render's set as Helm's render
+// makes it (template.New("gotpl"), missingkey=zero) with the functions of
+// staticFunMap: a clone of emptySet, which copies its function maps
+// without checking the functions again (and has no templates to copy).
+func newTemplateSet() *template.Template {
+	t, err := emptySet().Clone()
+	if err != nil {
+		panic(err) // Clone never fails
+	}
+	return t
 }
 
 // render takes a map of templates/values and renders them.
@@ -212,10 +250,9 @@ func (e Engine) render(ctx context.Context, tpls map[string]renderable) (rendere
 			err = fmt.Errorf("rendering template failed: %v", r)
 		}
 	}()
-	t := template.New("gotpl")
-	// Not that zero will attempt to add default values for types it knows,
-	// but will still emit <no value> for others. We mitigate that later.
-	t.Option("missingkey=zero")
+	// argocd-ocm-plugin: template.New("gotpl") with missingkey=zero and the
+	// functions of staticFunMap (see newTemplateSet).
+	t := newTemplateSet()
 
 	e.initFunMap(ctx, t)
 

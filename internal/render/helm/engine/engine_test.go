@@ -214,6 +214,21 @@ func cornerCharts() map[string]cornerChart {
 		"unclosed": {chart: func() *chart.Chart {
 			return tplChart("bad", map[string]string{"templates/bad.yaml": "{{ if .Values.x }}\n"})
 		}, vals: []map[string]any{nil}},
+		// The function map each render gets (sprig's without env and
+		// expandenv, Helm's, the render's include and tpl) as template
+		// files and tpl texts parse and call it, nested tpl included.
+		"functions": {chart: func() *chart.Chart {
+			return tplChart("funcs", map[string]string{
+				"templates/_h.tpl": `{{define "h"}}h-{{.Values.v}}{{end}}`,
+				"templates/f.yaml": "f: {{ tpl .Values.t . }}\ny: {{ toYaml .Values.m | indent 2 }} {{ .Values.m | toJson | fromJson | toToml }} {{ upper \"x\" | quote }} {{ durationSeconds \"1m\" }} {{ include \"h\" . }}\n",
+			})
+		}, vals: []map[string]any{
+			{"t": "{{ env \"HOME\" }}", "v": 1},
+			{"t": "{{ expandenv \"$HOME\" }}", "v": 2},
+			{"t": "{{ required \"need r\" .Values.none }}", "v": 3},
+			{"t": "{{ fail \"failed in tpl\" }}", "v": 4},
+			{"t": "{{ tpl \"{{ include \\\"h\\\" . }}-{{ getHostByName \\\"example.com\\\" }}\" . }} {{ lookup \"v1\" \"Pod\" \"\" \"\" | len }}", "v": 5, "m": map[string]any{"a": []any{1, "b"}}},
+		}},
 		"files": {chart: func() *chart.Chart {
 			c := tplChart("files", map[string]string{
 				"templates/cm.yaml": "data:\n{{ (.Files.Glob \"conf/*\").AsConfig | indent 2 }}\nlines: {{ .Files.Lines \"conf/a.txt\" | len }}\nl: {{ lookup \"v1\" \"Pod\" \"ns\" \"x\" }} {{ getHostByName \"example.com\" }}\n",
