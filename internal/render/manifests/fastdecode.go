@@ -16,16 +16,18 @@ import (
 // false for anything outside the subset, which then takes that path (so
 // errors, too, are always yaml.v2's).
 //
-// The subset: block mappings and sequences (compact "- key: value" items
-// and sequences at their key's indentation included); keys that are plain
-// scalars resolving to strings, or single-line quoted scalars; values that
-// are single-line plain, single- or double-quoted scalars, literal block
-// scalars ("|", "|-", "|+" with detected indentation), "[]" and "{}"; blank
-// and comment lines between them. Anything else is left to yaml.v2: tabs,
-// carriage returns and characters YAML does not allow or reads as line
-// breaks, flow collections, anchors, aliases, tags, folded scalars,
-// multi-line plain and quoted scalars, comments after content, duplicate
-// keys, the merge key, explicit "? " keys, a root scalar.
+// The subset: documents of nothing but blank and comment lines (null);
+// block mappings and sequences (compact "- key: value" items and sequences
+// at their key's indentation included); keys that are plain scalars
+// resolving to strings, or single-line quoted scalars; values that are
+// plain or quoted scalars, literal block scalars ("|", "|-", "|+" with
+// detected indentation), and flow sequences and mappings on one line of
+// quoted and simple plain scalars, "[]" and "{}" (see parseFlowSequence,
+// parseFlowMapping); blank and comment lines between them. Anything else
+// is left to yaml.v2: tabs, carriage returns and characters YAML does not
+// allow or reads as line breaks, other flow collections, anchors, aliases,
+// tags, folded scalars, comments after content, duplicate keys, the merge
+// key, explicit "? " keys, a root scalar.
 //
 // yaml.v2's scanner reads a character at a time through several buffers
 // and builds a token, an event and a node for every scalar before the
@@ -58,7 +60,12 @@ func fastDecode(data []byte) (any, bool) {
 		p.lines = append(p.lines, fastLine{raw: line, indent: len(line) - len(content), content: strings.TrimRight(content, " ")})
 	}
 	l := p.peek()
-	if l == nil || l.indent != 0 {
+	if l == nil {
+		// Nothing but blank and comment lines (a template that rendered
+		// only comments): yaml.v2 reads no value.
+		return nil, true
+	}
+	if l.indent != 0 {
 		return nil, false
 	}
 	v, ok := p.block(0, 0)
@@ -357,7 +364,7 @@ func plainLine(s string) bool {
 }
 
 // parseFlowSequence reads a flow sequence on one line of flow scalars (see
-// flowScalar): ["a", "b/c"], [1, 2], [].
+// flowScalar): ["a", 'b/c'], [1, 2], [].
 func parseFlowSequence(s string) ([]any, bool) {
 	out := []any{}
 	s = strings.TrimLeft(s[1:], " ")
@@ -424,14 +431,15 @@ func parseFlowMapping(s string) (map[string]any, bool) {
 }
 
 // flowScalar reads a scalar at the start of s inside a flow collection: a
-// double-quoted one, or a plain one of letters, digits, '.', '/', '_' and
-// '-' (not first), which reads the same in flow and block context. It
-// returns the value and what follows (without leading spaces).
+// double- or single-quoted one on one line (["a", 'b']: a quoted scalar
+// reads the same in flow and block context), or a plain one of letters,
+// digits, '.', '/', '_' and '-' (not first), which does too. It returns the
+// value and what follows (without leading spaces).
 func flowScalar(s string) (any, string, bool) {
 	if s == "" {
 		return nil, "", false
 	}
-	if s[0] == '"' {
+	if s[0] == '"' || s[0] == '\'' {
 		return parseQuoted(s)
 	}
 	i := 0

@@ -55,6 +55,12 @@ var fastDecodeCorpus = []string{
 	"a: {b: 1, c: x/y, d: \"q\", e: {}, f: []}\n", "a: {b: 1,c: 2}\n", "a: { b: 1 }\n", "a: {b:1}\n", "a: {b: 1, b: 2}\n", "a: {yes: 1}\n", "a: {b: {c: 1}}\n", "a: {b: yes, c: null, d: 1e3}\n",
 	"- {name: tmp, emptyDir: {}}\n- [a, b]\n", "a:\n  {b: c}\n", "a: {b: c} x\n", "a: {b: c\n", "a: {\"b\": c}\n", "a: {b: c,}\n", "a: {<<: x}\n", "a: {b: -1, c: a_b}\n", "a: {b: 'c'}\n",
 	"a: " + strings.Repeat("k", 1100) + "\n", strings.Repeat("k", 1100) + ": 1\n", "a: \"\\N\\_\\L\\P\\0\\a\\b\\v\\f\\r\\ \"\n", "a: 2001-12-14t21:59:43.10-05:00\n", "a: 1e400\n", "a: .nan\n",
+	// Single-quoted scalars in flow collections (podinfo's test Pods).
+	"a: ['x']\n", "a: ['x', 'y z', \"w\"]\n", "a:  ['-addr=x.y:9999']\n", "a: ['it''s', '']\n", "a: ['a, b]', 'c']\n", "a: ['x' , 'y' ]\n", "a: ['x'y]\n", "a: ['x\n", "a: ['x'] # c\n",
+	"a: ['#x', ' #y', 'z: w']\n", "a: ['x': 1]\n", "a: {'b': 'c', d: 'e f'}\n", "a: {'b':c}\n", "a: {b: 'c'd}\n", "a: ['" + strings.Repeat("k", 1100) + "']\n", "a: {'" + strings.Repeat("k", 1100) + "': 1}\n",
+	// Documents of comments only (a template that renders nothing but
+	// comments), and near misses.
+	"# c\n", "# c\n  # d\n\n", "", "\n\n", "# c", "# c\n%x\n", "  # c\nx\n", "#c\n- a\n", "# c\n---\n",
 	// Keys short as values but long as text (yaml.v2 counts the text up
 	// to the ':').
 	"\"" + strings.Repeat(`\x41`, 300) + "\": 1\n", "'" + strings.Repeat(`''`, 600) + "': 1\n", "a: {\"" + strings.Repeat("R", 1100) + "\": c}\n",
@@ -108,6 +114,23 @@ func TestFastDecodeSameAsYAMLv2(t *testing.T) {
 	t.Logf("random: %d of %d; fixtures: %d documents, %d of %d bytes by fastDecode", decoded, total, docs, fastBytes, allBytes)
 	if fastBytes < allBytes*3/4 {
 		t.Fatalf("fastDecode took only %d of %d bytes of the fixtures", fastBytes, allBytes)
+	}
+}
+
+// fastDecode takes documents of real charts' outputs that it once left to
+// yaml.v2 (TestFastDecodeSameAsYAMLv2 checks that it decodes them the same).
+func TestFastDecodeTakes(t *testing.T) {
+	for _, doc := range []string{
+		// podinfo's grpc test Pod.
+		"# Source: podinfo/templates/tests/grpc.yaml\napiVersion: v1\nkind: Pod\nmetadata:\n  name: podinfo-grpc-test-yb9bt\n" +
+			"  annotations:\n    \"helm.sh/hook\": test-success\nspec:\n  containers:\n    - name: grpc-health-probe\n" +
+			"      image: stefanprodan/grpc_health_probe:v0.3.0\n      command: ['grpc_health_probe']\n      args:  ['-addr=podinfo.apps:9999']\n  restartPolicy: Never\n",
+		// ingress-nginx's PodDisruptionBudget template, disabled.
+		"# Source: ingress-nginx/templates/controller-poddisruptionbudget.yaml\n# PDB is not supported for DaemonSets.\n# https://github.com/kubernetes/kubernetes/issues/108124\n",
+	} {
+		if !checkFastDecode(t, []byte(doc)) {
+			t.Errorf("fastDecode declined:\n%s", doc)
+		}
 	}
 }
 
