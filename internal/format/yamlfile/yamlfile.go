@@ -1,6 +1,7 @@
 package yamlfile
 
 import (
+	"bytes"
 	"math"
 	"regexp"
 	"strconv"
@@ -16,19 +17,36 @@ import (
 // factor; it also counts these characters inside strings, which only makes it
 // larger. One pass, no allocation: a cheap guard before a decoder whose memory
 // grows with the node count.
+//
+// It runs over every chart's output (1 MB for a chart that renders its
+// CRDs), so a long text is counted with bytes.Count, one vectorised pass
+// per structural byte: seven of those are about three times faster than a
+// table lookup per byte, which short texts keep.
 func StructureCount(b []byte) int {
 	n := 0
+	if len(b) >= countByPasses {
+		for i := range len(structuralBytes) {
+			n += bytes.Count(b, []byte{structuralBytes[i]})
+		}
+		return n
+	}
 	for _, c := range b {
 		n += int(structural[c])
 	}
 	return n
 }
 
+// countByPasses is the length from which StructureCount counts by passes
+// of bytes.Count (below it, the calls cost more than the bytes).
+const countByPasses = 512
+
+// structuralBytes are the bytes StructureCount counts.
+const structuralBytes = ",[{-:?\n"
+
 // structural is 1 for the bytes StructureCount counts: a table lookup per
-// byte is twice as fast as a switch (it runs several times over every
-// chart's output).
+// byte is twice as fast as a switch.
 var structural = func() (t [256]uint8) {
-	for _, c := range []byte(",[{-:?\n") {
+	for _, c := range []byte(structuralBytes) {
 		t[c] = 1
 	}
 	return t

@@ -1,10 +1,12 @@
 package yamlfile_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -134,7 +136,8 @@ func TestDecodeStrictPositions(t *testing.T) {
 }
 
 // StructureCount counts exactly the seven structural bytes, each byte value
-// checked.
+// checked, in short texts and in long ones (counted another way), and
+// random texts of every length around where the way changes.
 func TestStructureCountEveryByte(t *testing.T) {
 	for c := 0; c < 256; c++ {
 		want := 0
@@ -143,6 +146,33 @@ func TestStructureCountEveryByte(t *testing.T) {
 		}
 		if n := yamlfile.StructureCount([]byte{byte(c), 'x', byte(c), byte(c)}); n != want {
 			t.Errorf("byte %#x: StructureCount = %d, want %d", c, n, want)
+		}
+		long := bytes.Repeat([]byte{byte(c), 'x', byte(c), byte(c)}, 1000)
+		if n := yamlfile.StructureCount(long); n != want*1000 {
+			t.Errorf("byte %#x, 4000 bytes: StructureCount = %d, want %d", c, n, want*1000)
+		}
+	}
+	byByte := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if strings.IndexByte(",[{-:?\n", c) >= 0 {
+				n++
+			}
+		}
+		return n
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for size := 0; size < 2000; size++ {
+		b := make([]byte, size)
+		for i := range b {
+			if r.IntN(3) == 0 {
+				b[i] = ",[{-:?\n"[r.IntN(7)]
+			} else {
+				b[i] = byte(r.IntN(256))
+			}
+		}
+		if got, want := yamlfile.StructureCount(b), byByte(b); got != want {
+			t.Fatalf("%d random bytes: StructureCount = %d, want %d", size, got, want)
 		}
 	}
 }
