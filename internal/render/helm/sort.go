@@ -140,10 +140,12 @@ func splitRelease(files map[string]string) []*manifestDoc {
 func sortedRelease(name string, files map[string]string, crdNodes int, hook manifests.DocumentHook) (*sortedDocs, bool) {
 	docs := splitRelease(files)
 	texts := make([][]byte, len(docs))
+	counts := make([]int, len(docs)) // each text's, which its decode is held to
 	nodes, size := crdNodes, 0
 	for i, d := range docs {
 		texts[i] = fmt.Appendf(nil, "---\n# Source: %s\n%s\n", d.path, d.content)
-		nodes += yamlfile.StructureCount(texts[i])
+		counts[i] = yamlfile.StructureCount(texts[i])
+		nodes += counts[i]
 		size += len(texts[i])
 	}
 	if nodes > manifests.MaxStreamNodes || len(docs) > manifests.MaxObjects {
@@ -154,7 +156,7 @@ func sortedRelease(name string, files map[string]string, crdNodes int, hook mani
 		workers = 1 // starting goroutines would cost more than they save
 	}
 	if parallel.EachInOrder(len(docs), workers, func(i int) error {
-		if !decodeDoc(name, docs[i], texts[i], hook) {
+		if !decodeDoc(name, docs[i], texts[i], counts[i], hook) {
 			return errNotFast
 		}
 		return nil
@@ -192,7 +194,8 @@ func lineAt(s string, i int) string {
 	return s[i:]
 }
 
-// decodeDoc decodes d from text (see sortedRelease) and reads its head.
+// decodeDoc decodes d from text (see sortedRelease; nodes are its
+// structural characters) and reads its head.
 //
 // Decoding documents apart gives the objects a decode of the whole release
 // manifest gives: YAML documents are split at lines (manifests.Decode
@@ -205,9 +208,9 @@ func lineAt(s string, i int) string {
 // same objects but for a document that starts as JSON does (Decode reads it
 // as JSON, not YAML): such a document is marked, and sortDocs gives up if
 // it is a hook.
-func decodeDoc(name string, d *manifestDoc, text []byte, hook manifests.DocumentHook) bool {
+func decodeDoc(name string, d *manifestDoc, text []byte, nodes int, hook manifests.DocumentHook) bool {
 	var calls atomic.Int32
-	objs, err := manifests.DecodeWith(name, text, func(doc []byte, decode func() ([]manifests.Object, error)) ([]manifests.Object, error) {
+	objs, err := manifests.DecodeCountedWith(name, text, nodes, func(doc []byte, decode func() ([]manifests.Object, error)) ([]manifests.Object, error) {
 		calls.Add(1)
 		if hook != nil {
 			return hook(doc, decode)

@@ -12,6 +12,7 @@ import (
 
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/yamlfile"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 )
 
@@ -193,7 +194,8 @@ func TestHeadOf(t *testing.T) {
 		if len(d) != 1 {
 			t.Fatalf("%q: %d documents", doc, len(d))
 		}
-		ok := decodeDoc("chart c", d[0], fmt.Appendf(nil, "---\n# Source: x\n%s\n", d[0].content), nil)
+		text := fmt.Appendf(nil, "---\n# Source: x\n%s\n", d[0].content)
+		ok := decodeDoc("chart c", d[0], text, yamlfile.StructureCount(text), nil)
 		if ok && herr != nil {
 			t.Errorf("%q: read, Helm refuses it: %v", doc, herr)
 		}

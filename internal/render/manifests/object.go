@@ -84,6 +84,12 @@ func DecodeCounted(name string, data []byte, nodes int) ([]Object, error) {
 	return decodeWith(name, data, nil, nodes)
 }
 
+// DecodeCountedWith is DecodeWith of data whose structural characters the
+// caller has counted already (see DecodeCounted).
+func DecodeCountedWith(name string, data []byte, nodes int, hook DocumentHook) ([]Object, error) {
+	return decodeWith(name, data, hook, nodes)
+}
+
 // decodeWith is DecodeWith; n, when not negative, is the StructureCount of
 // data.
 func decodeWith(name string, data []byte, hook DocumentHook, n int) ([]Object, error) {
