@@ -3,7 +3,9 @@ package helm
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"reflect"
 	"sync"
@@ -49,9 +51,13 @@ const DefaultCRDCacheSize = 32 << 20
 // Each kept object is also kept as the JSON text the generate command
 // prints for it (manifests.JSONDocument), so that the copies a render did
 // not change are not encoded again (KnownJSON): for an operator chart,
-// megabytes of JSON per render. An entry counts its YAML and its JSON text.
+// megabytes of JSON per render. An entry counts its YAML and its JSON text
+// (a rendered document's YAML twice: it keeps that text, see document).
 type CRDCache struct {
 	kept *lru.Cache[[32]byte, *crdObjects] // never handed out
+
+	// seed keys rendered documents (see docKey).
+	seed maphash.Seed
 
 	// handed are the copies get handed out whose kept text KnownJSON may
 	// give, by the address of the copy's map; at most the cache's bound of
@@ -66,10 +72,12 @@ type CRDCache struct {
 }
 
 // crdObjects are the objects of one text, and the JSON text of each (nil
-// for one JSONDocument refuses).
+// for one JSONDocument refuses); doc is the text itself for a rendered
+// document (see document), nil for a crds/ file.
 type crdObjects struct {
 	objs  []manifests.Object
 	texts [][]byte
+	doc   []byte
 }
 
 type handedCopy struct {
@@ -83,7 +91,7 @@ func NewCRDCache(maxBytes int64) *CRDCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultCRDCacheSize
 	}
-	return &CRDCache{kept: lru.New[[32]byte, *crdObjects](maxBytes, minEntryCost), handed: map[uintptr]handedCopy{}}
+	return &CRDCache{kept: lru.New[[32]byte, *crdObjects](maxBytes, minEntryCost), seed: maphash.MakeSeed(), handed: map[uintptr]handedCopy{}}
 }
 
 // KnownJSON is a manifests.Known: the JSON text of o when o is a copy get
@@ -144,14 +152,14 @@ func (c *CRDCache) decodePrinted(name string, t printedText) ([]manifests.Object
 	if !ok {
 		key = sha256.Sum256(t.printed())
 	}
-	if objs, ok := c.get(key); ok {
+	if objs, ok := c.get(key, nil); ok {
 		return objs, nil
 	}
 	objs, err := manifests.DecodeCounted(name, t.printed(), t.nodes)
 	if err != nil {
 		return nil, err
 	}
-	c.put(key, objs, t.size)
+	c.put(key, objs, nil, t.size)
 	return objs, nil
 }
 
@@ -160,12 +168,20 @@ func (c *CRDCache) decodePrinted(name string, t printedText) ([]manifests.Object
 // templates, as cert-manager's does) is kept like a crds/ file, by its text.
 // Other documents are decoded every time and never kept: they carry an
 // Application's configuration. A nil *CRDCache keeps nothing.
+//
+// Rendered documents come in every render (cert-manager's CRDs: 1 MB), so
+// they are not keyed by SHA-256 as crds/ files are, whose keys a kept
+// chart learns once: a kept document holds its text, which a document
+// must equal to be given its objects, and is keyed by a hash of it with
+// the cache's random seed (docKey). Several times faster, and no more
+// open to collisions: two texts under one key are two misses, never one
+// text's objects for the other.
 func (c *CRDCache) document(doc []byte, decode func() ([]manifests.Object, error)) ([]manifests.Object, error) {
-	if c == nil || int64(len(doc)) > c.kept.Max() || !bytes.Contains(doc, []byte("kind: CustomResourceDefinition")) {
+	if c == nil || 2*int64(len(doc)) > c.kept.Max() || !bytes.Contains(doc, []byte("kind: CustomResourceDefinition")) {
 		return decode()
 	}
-	key := sha256.Sum256(doc)
-	if objs, ok := c.get(key); ok {
+	key := c.docKey(doc)
+	if objs, ok := c.get(key, doc); ok {
 		return objs, nil
 	}
 	objs, err := decode()
@@ -177,14 +193,27 @@ func (c *CRDCache) document(doc []byte, decode func() ([]manifests.Object, error
 			return objs, nil
 		}
 	}
-	c.put(key, objs, int64(len(doc)))
+	// Counted twice: the text kept, and the objects (about 4 times it).
+	c.put(key, objs, bytes.Clone(doc), 2*int64(len(doc)))
 	return objs, nil
 }
 
-// get returns a copy of the objects kept under key.
-func (c *CRDCache) get(key [32]byte) ([]manifests.Object, bool) {
+// docKey is the key of a rendered document: its hash with the cache's
+// seed and its length, marked so that it is no SHA-256 of a crds/ file's
+// text (a match needs 32 bytes of SHA-256 to equal them).
+func (c *CRDCache) docKey(doc []byte) [32]byte {
+	var key [32]byte
+	copy(key[:8], "rendered")
+	binary.LittleEndian.PutUint64(key[8:], maphash.Bytes(c.seed, doc))
+	binary.LittleEndian.PutUint64(key[16:], uint64(len(doc)))
+	return key
+}
+
+// get returns a copy of the objects kept under key for doc, a rendered
+// document's text (nil: a crds/ file's, keyed by its SHA-256).
+func (c *CRDCache) get(key [32]byte, doc []byte) ([]manifests.Object, bool) {
 	kept, ok := c.kept.Get(key)
-	if !ok {
+	if !ok || (doc == nil) != (kept.doc == nil) || !bytes.Equal(kept.doc, doc) {
 		return nil, false
 	}
 	objs := cloneObjects(kept.objs)
@@ -192,10 +221,10 @@ func (c *CRDCache) get(key [32]byte) ([]manifests.Object, bool) {
 	return objs, true
 }
 
-// put keeps a copy of objs under key, and their JSON texts; size is their
-// YAML text's.
-func (c *CRDCache) put(key [32]byte, objs []manifests.Object, size int64) {
-	kept := &crdObjects{objs: cloneObjects(objs), texts: make([][]byte, len(objs))}
+// put keeps a copy of objs under key, and their JSON texts, and doc (a
+// rendered document's text, or nil); size is what the YAML text counts.
+func (c *CRDCache) put(key [32]byte, objs []manifests.Object, doc []byte, size int64) {
+	kept := &crdObjects{objs: cloneObjects(objs), texts: make([][]byte, len(objs)), doc: doc}
 	for i, o := range kept.objs {
 		if text, err := manifests.JSONDocument(o); err == nil {
 			kept.texts[i] = text

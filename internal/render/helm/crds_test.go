@@ -130,6 +130,44 @@ func TestCRDCacheKeepsOnlyCRDDocuments(t *testing.T) {
 	}
 }
 
+// A kept rendered document gives its objects only to its very text: not to
+// another text under the same key (a collision of the seeded hash, forced
+// here), nor to a crds/ file's lookup under that key, nor the other way
+// round.
+func TestCRDCacheDocumentsNeedTheirText(t *testing.T) {
+	c := NewCRDCache(0)
+	crd := func(name string) []byte {
+		return fmt.Appendf(nil, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: %s\n", name)
+	}
+	a, b := crd("a.example.com"), crd("b.example.com")
+	decodeA := func() ([]manifests.Object, error) { return manifests.Decode("a", a) }
+	if _, err := c.document(a, decodeA); err != nil {
+		t.Fatal(err)
+	}
+	key := c.docKey(a)
+	if objs, ok := c.get(key, a); !ok || manifests.Key(objs[0]) != "apiextensions.k8s.io/CustomResourceDefinition//a.example.com" {
+		t.Fatalf("kept document not found by its text: %v", objs)
+	}
+	if objs, ok := c.get(key, b); ok {
+		t.Fatalf("another text under the same key got %s", manifests.Key(objs[0]))
+	}
+	if _, ok := c.get(key, nil); ok {
+		t.Fatal("a crds/ file's lookup got a rendered document's objects")
+	}
+	fileKey := sha256.Sum256(b)
+	bObjs, err := manifests.Decode("b", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.put(fileKey, bObjs, nil, int64(len(b)))
+	if _, ok := c.get(fileKey, b); ok {
+		t.Fatal("a rendered document got a crds/ file's objects")
+	}
+	if k2 := NewCRDCache(0).docKey(a); k2 == key {
+		t.Error("two caches key a document alike: the hash is not seeded")
+	}
+}
+
 // crdChart is a chart with a CRD of a nested schema in crds/ (named name,
 // its description desc) and the same CRD file in a subchart used under two
 // aliases, so that one file is printed under two names.
