@@ -236,7 +236,21 @@ func (c *CRDCache) put(key [32]byte, objs []manifests.Object, doc []byte, size i
 
 // crdText is a crds/ file as Helm prints it in the release manifest.
 func crdText(filename string, data []byte) []byte {
-	return fmt.Appendf(nil, "---\n# Source: %s\n%s\n", filename, data)
+	return sourceText(filename, data)
+}
+
+// sourceText is a document of file as Helm prints it in the release
+// manifest, "---\n# Source: <file>\n<doc>\n": fmt.Appendf's text, copied
+// once into a buffer of its size (fmt copies it twice, growing its own
+// buffer on the way: 1 MB of cert-manager's CRDs in every render).
+func sourceText[T string | []byte](file string, doc T) []byte {
+	const head, tail = "---\n# Source: ", "\n"
+	b := make([]byte, 0, len(head)+len(file)+1+len(doc)+len(tail))
+	b = append(b, head...)
+	b = append(b, file...)
+	b = append(b, '\n')
+	b = append(b, doc...)
+	return append(b, tail...)
 }
 
 // crdTextSize is len(crdText(filename, data)).

@@ -2,7 +2,6 @@ package helm
 
 import (
 	"errors"
-	"fmt"
 	"log"
 	"path"
 	"runtime"
@@ -143,7 +142,7 @@ func sortedRelease(name string, files map[string]string, crdNodes int, hook mani
 	counts := make([]int, len(docs)) // each text's, which its decode is held to
 	nodes, size := crdNodes, 0
 	for i, d := range docs {
-		texts[i] = fmt.Appendf(nil, "---\n# Source: %s\n%s\n", d.path, d.content)
+		texts[i] = sourceText(d.path, d.content)
 		counts[i] = yamlfile.StructureCount(texts[i])
 		nodes += counts[i]
 		size += len(texts[i])

@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log"
@@ -204,6 +205,22 @@ func TestHeadOf(t *testing.T) {
 		}
 		if _, quick := headOf(d[0].content, d[0].objs); !quick && slices.Contains(wellFormedDocs, doc) && doc != "# only a comment\n" {
 			t.Errorf("%q: head not taken from the objects", doc)
+		}
+	}
+}
+
+// sourceText is the text fmt.Appendf gives with Helm's format, for strings
+// and bytes of any content.
+func TestSourceText(t *testing.T) {
+	for _, file := range []string{"", "c/templates/a.yaml", "%s %d\n", "\xff\xfe"} {
+		for _, doc := range []string{"", "a: 1", "a: 1\n", "%!s(MISSING) %v", "\x00\xff", strings.Repeat("x: y\n", 1000)} {
+			want := fmt.Appendf(nil, "---\n# Source: %s\n%s\n", file, doc)
+			if got := sourceText(file, doc); !bytes.Equal(got, want) || cap(got) != len(got) {
+				t.Errorf("sourceText(%q, %q) = %q (cap %d), want %q", file, doc, got, cap(got), want)
+			}
+			if got := sourceText(file, []byte(doc)); !bytes.Equal(got, want) {
+				t.Errorf("sourceText(%q, []byte(%q)) = %q, want %q", file, doc, got, want)
+			}
 		}
 	}
 }
