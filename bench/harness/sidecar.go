@@ -524,6 +524,12 @@ func (b *bench) streamDir(c cmdSpec) string {
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
+	// A name below another (an ApplicationSet's directory and a file in
+	// it) comes with that one's tree.
+	all := slices.Clone(names)
+	names = slices.DeleteFunc(names, func(n string) bool {
+		return slices.ContainsFunc(all, func(o string) bool { return strings.HasPrefix(n, o+string(filepath.Separator)) })
+	})
 	key := app + "\x00" + strings.Join(names, "\x00")
 	b.streamMu.Lock()
 	defer b.streamMu.Unlock()
