@@ -2,6 +2,10 @@ package cmpservice
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,3 +53,43 @@ func BenchmarkProtocolRoundTrip(b *testing.B) {
 type fixed struct{ res *server.Result }
 
 func (f *fixed) Run(context.Context, *server.Request) *server.Result { return f.res }
+
+// BenchmarkReceiveLargeStream is receiving and unpacking a 38 MiB
+// incompressible file (an offline CTF archive committed beside the
+// Application) in the repo-server's default 1 KiB chunks, without gRPC.
+func BenchmarkReceiveLargeStream(b *testing.B) {
+	src := b.TempDir()
+	data := make([]byte, 38<<20)
+	if _, err := rand.Read(data); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "ctf.tgz"), data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	tgz, err := Tgz(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum := sha256.Sum256(tgz)
+	md := &metadata{AppRelPath: ".", Checksum: hex.EncodeToString(sum[:])}
+	b.SetBytes(int64(len(tgz)))
+	for b.Loop() {
+		i := -1
+		recv := func(m *streamRequest) error {
+			switch {
+			case i < 0:
+				i, *m = 0, streamRequest{Metadata: md}
+			case i >= len(tgz):
+				return io.EOF
+			default:
+				n := min(1<<10, len(tgz)-i)
+				*m = streamRequest{Chunk: tgz[i : i+n], HasChunk: true}
+				i += n
+			}
+			return nil
+		}
+		if _, _, err := receive(context.Background(), recv, b.TempDir(), Limits{}.withDefaults()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

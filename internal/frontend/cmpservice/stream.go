@@ -2,6 +2,7 @@ package cmpservice
 
 import (
 	"archive/tar"
+	"bufio"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -101,6 +102,9 @@ func receive(ctx context.Context, recv recvFunc, dir string, lim Limits) (*metad
 		unpacked <- err
 	}()
 	sum := sha256.New()
+	// The repo-server sends 1 KiB chunks by default: handed to the unpacker
+	// 64 KiB at a time, not one pipe hand-off per chunk.
+	bw := bufio.NewWriterSize(pw, 64<<10)
 	var n int64
 	var recvErr error
 	for {
@@ -124,9 +128,12 @@ func receive(ctx context.Context, recv recvFunc, dir string, lim Limits) (*metad
 			break
 		}
 		sum.Write(msg.Chunk)
-		if _, err := pw.Write(msg.Chunk); err != nil {
+		if _, err := bw.Write(msg.Chunk); err != nil {
 			break // unpack failed: its error says why
 		}
+	}
+	if recvErr == nil {
+		_ = bw.Flush() // an error is unpack's, which it returns
 	}
 	pw.CloseWithError(recvErr) // nil: io.EOF for the reader
 	uerr := <-unpacked
