@@ -102,8 +102,8 @@ func startPluginSidecar(t *testing.T) *pluginSidecar {
 		if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("plugin socket left behind: %v", err)
 		}
-		// Every stream's directory is gone once its request ended, and the
-		// sidecar's directory of streams once it stopped.
+		// Every stream's directory is emptied once its request ended, and the
+		// sidecar's directory of streams is gone once it stopped.
 		if left, err := filepath.Glob(filepath.Join(sc.tmpDir, "argocd-ocm-plugin-streams*")); err != nil || len(left) > 0 {
 			t.Errorf("the streams' work directory left in TMPDIR: %v %v", left, err)
 		}
