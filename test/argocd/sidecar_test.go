@@ -80,12 +80,13 @@ func TestSidecarAsInstalled(t *testing.T) {
 	waitForSocket(t, sock, exited, &sidecarLog)
 	generateOnce(t, sock, &sidecarLog)
 	// The Application's directory was unpacked under /tmp and nothing of it
-	// is left: its stream directory is kept empty for a later stream.
+	// is left: its stream directory is emptied, once the answer is sent,
+	// for a later stream.
 	work, err := filepath.Glob(filepath.Join(local["/tmp"], "argocd-ocm-plugin-streams-*"))
 	if err != nil || len(work) != 1 {
 		t.Errorf("the sidecar's streams directory in /tmp: %v %v", work, err)
-	} else if left, err := filepath.Glob(filepath.Join(work[0], "*", "*")); err != nil || len(left) != 0 {
-		t.Errorf("the streams' work directory in /tmp: %v, files left %v", err, left)
+	} else if left := emptiedSoon(filepath.Join(work[0], "*", "*")); len(left) != 0 {
+		t.Errorf("the streams' work directory in /tmp: files left %v", left)
 	}
 	if strings.Contains(sidecarLog.String(), "argocd-cmp-server") {
 		t.Errorf("the installed sidecar mentions argocd-cmp-server:\n%s", sidecarLog.String())
@@ -235,4 +236,19 @@ func waitForSocket(t *testing.T, path string, exited <-chan error, log fmt.Strin
 		}
 	}
 	t.Fatalf("nobody listens on %s after 30 s\n%s", path, log)
+}
+
+// emptiedSoon is what pattern matches once nothing does, or after 10 s.
+func emptiedSoon(pattern string) []string {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left, err := filepath.Glob(pattern)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

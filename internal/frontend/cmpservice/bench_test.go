@@ -17,9 +17,11 @@ import (
 // BenchmarkProtocolRoundTrip is what Argo CD's plugin protocol costs a
 // generation before the plugin renders anything (issue 40's floor
 // comparison): a connection per generation, as the repo-server makes, the
-// Application's directory (three values files) packed and streamed, unpacked
-// into a stream directory, and five manifests (~6 KB, podinfo's) sent back,
-// by a runner that answers at once. Client and service share this process.
+// Application's directory (three values files: side by side, or two
+// directories deep as the bench's values cases) packed and streamed,
+// unpacked into a stream directory, and five manifests (~6 KB, podinfo's)
+// sent back, by a runner that answers at once. Client and service share
+// this process.
 //
 //	go test -run '^$' -bench ProtocolRoundTrip ./internal/frontend/cmpservice
 func BenchmarkProtocolRoundTrip(b *testing.B) {
@@ -27,25 +29,38 @@ func BenchmarkProtocolRoundTrip(b *testing.B) {
 	for range 5 {
 		out.WriteString("---\n{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"data\":\"" + strings.Repeat("x", 1200) + "\"}\n")
 	}
-	_, work := startService(b, &fixed{res: &server.Result{Stdout: []byte(out.String())}})
-	socket := filepath.Join(filepath.Dir(work), "p.sock")
-	app := b.TempDir()
-	for _, name := range []string{"values.yaml", "values-prod.yaml", "values-dev.yaml"} {
-		if err := os.WriteFile(filepath.Join(app, name), []byte(strings.Repeat("key: value\n", 40)), 0o600); err != nil {
-			b.Fatal(err)
-		}
-	}
-	env := []string{"ARGOCD_APP_NAME=shop", "ARGOCD_ENV_COMPONENT=c"}
-	for b.Loop() {
-		c, err := Dial(socket)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ms, err := c.Generate(context.Background(), app, env)
-		c.Close()
-		if err != nil || len(ms) != 5 {
-			b.Fatalf("%d manifests, %v", len(ms), err)
-		}
+	for _, layout := range []struct {
+		name  string
+		files []string
+	}{
+		{"flat", []string{"values.yaml", "values-prod.yaml", "values-dev.yaml"}},
+		{"nested", []string{"values.yaml", "env/prod/values.yaml", "env/dev/values.yaml"}},
+	} {
+		b.Run(layout.name, func(b *testing.B) {
+			_, work, _ := startService(b, &fixed{res: &server.Result{Stdout: []byte(out.String())}})
+			socket := filepath.Join(filepath.Dir(work), "p.sock")
+			app := b.TempDir()
+			for _, name := range layout.files {
+				if err := os.MkdirAll(filepath.Join(app, filepath.Dir(name)), 0o700); err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(app, name), []byte(strings.Repeat("key: value\n", 40)), 0o600); err != nil {
+					b.Fatal(err)
+				}
+			}
+			env := []string{"ARGOCD_APP_NAME=shop", "ARGOCD_ENV_COMPONENT=c"}
+			for b.Loop() {
+				c, err := Dial(socket)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ms, err := c.Generate(context.Background(), app, env)
+				c.Close()
+				if err != nil || len(ms) != 5 {
+					b.Fatalf("%d manifests, %v", len(ms), err)
+				}
+			}
+		})
 	}
 }
 

@@ -79,8 +79,11 @@ func (s *Service) Serve(ctx context.Context, l net.Listener) error {
 	if err != nil {
 		return fmt.Errorf("cmpservice: work directory: %w", err)
 	}
-	defer os.RemoveAll(work)
 	s.dirs = streamDirs{parent: work, max: s.Receivers}
+	defer func() {
+		s.dirs.wait()
+		os.RemoveAll(work)
+	}()
 	g := grpc.NewServer(grpc.ForceServerCodec(codec{}), grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.ChainUnaryInterceptor(s.recoverUnary), grpc.ChainStreamInterceptor(s.recoverStream))
 	g.RegisterService(&serviceDesc, s)
@@ -169,7 +172,9 @@ func (s *Service) run(st grpc.ServerStream, command string) (res *server.Result,
 		<-s.recv
 		return nil, "", status.Errorf(codes.Internal, "argocd-ocm-plugin: render failed: no work directory for the repository stream")
 	}
-	defer s.dirs.put(dir)
+	// Emptied once the request has ended (its context is cancelled then):
+	// the repo-server does not wait for it.
+	defer s.dirs.release(dir, ctx.Done())
 	md, appDir, err := receive(ctx, func(m *streamRequest) error { return st.RecvMsg(m) }, dir, s.Limits)
 	<-s.recv
 	if md != nil {

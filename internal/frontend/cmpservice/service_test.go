@@ -38,7 +38,9 @@ func (r *recorder) Run(_ context.Context, req *server.Request) *server.Result {
 	return r.res
 }
 
-func startService(t testing.TB, r Runner) (*Client, string) {
+// startService serves r; settle waits until every stream directory
+// released has been emptied.
+func startService(t testing.TB, r Runner) (c *Client, work string, settle func()) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "cmps") // short: sun_path is ~108 bytes
 	if err != nil {
@@ -50,12 +52,12 @@ func startService(t testing.TB, r Runner) (*Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	work := filepath.Join(dir, "streams")
+	work = filepath.Join(dir, "streams")
 	svc := &Service{Runner: r, WorkDir: work}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Serve(ctx, l) }()
-	c, err := Dial(socket)
+	c, err = Dial(socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,16 +68,16 @@ func startService(t testing.TB, r Runner) (*Client, string) {
 			t.Error(err)
 		}
 	})
-	return c, work
+	return c, work, svc.dirs.wait
 }
 
 // A generation gets the Application's files and its request-scoped
 // variables, never a sidecar setting from the stream; its directory is
-// empty once the answer is sent; the manifests come back as the command
+// emptied once the answer is sent; the manifests come back as the command
 // printed them.
 func TestGenerateHandsTheApplicationToTheRunner(t *testing.T) {
 	r := &recorder{res: &server.Result{Stdout: []byte("---\n{\"a\":1}\n---\n{\"b\":2}\n")}}
-	c, work := startService(t, r)
+	c, work, settle := startService(t, r)
 	app := t.TempDir()
 	if err := os.WriteFile(filepath.Join(app, "values.yaml"), []byte("x: 1"), 0o644); err != nil {
 		t.Fatal(err)
@@ -95,6 +97,7 @@ func TestGenerateHandsTheApplicationToTheRunner(t *testing.T) {
 	if want := []string{"ARGOCD_APP_NAME=shop", "ARGOCD_ENV_COMPONENT=c", "PARAM_X=1", "KUBE_VERSION=1.33"}; !slices.Equal(req.Env, want) {
 		t.Fatalf("env %q, want %q", req.Env, want)
 	}
+	settle()
 	if left, _ := filepath.Glob(filepath.Join(work, "*", "app-*", "*")); len(left) != 0 {
 		t.Fatalf("stream files left behind: %v", left)
 	}
@@ -104,7 +107,7 @@ func TestGenerateHandsTheApplicationToTheRunner(t *testing.T) {
 // nothing another one unpacked (files, directories, links) is left.
 func TestStreamDirectoriesReusedEmpty(t *testing.T) {
 	r := &recorder{res: &server.Result{}}
-	c, work := startService(t, r)
+	c, work, settle := startService(t, r)
 	first := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(first, "sub", "deep"), 0o755); err != nil {
 		t.Fatal(err)
@@ -125,6 +128,7 @@ func TestStreamDirectoriesReusedEmpty(t *testing.T) {
 		if _, err := c.Generate(context.Background(), dir, []string{"ARGOCD_APP_NAME=shop"}); err != nil {
 			t.Fatal(err)
 		}
+		settle() // the first's directory is back for the second
 	}
 	if r.reqs[0].Dir != r.reqs[1].Dir {
 		t.Fatalf("the second stream got a new directory %s, not the first's %s", r.reqs[1].Dir, r.reqs[0].Dir)
@@ -141,7 +145,7 @@ func TestStreamDirectoriesReusedEmpty(t *testing.T) {
 // a command that prints nothing gives no manifests (not an empty one).
 func TestGenerateFailureAndEmptyOutput(t *testing.T) {
 	r := &recorder{res: &server.Result{Exit: 1, Stderr: []byte("argocd-ocm-plugin: application shop: invalid input: bad\n")}}
-	c, _ := startService(t, r)
+	c, _, _ := startService(t, r)
 	app := t.TempDir()
 	_, err := c.Generate(context.Background(), app, []string{"ARGOCD_APP_NAME=shop"})
 	if s := status.Convert(err); s.Code() != codes.Unknown || s.Message() != "argocd-ocm-plugin: application shop: invalid input: bad" {
@@ -155,10 +159,11 @@ func TestGenerateFailureAndEmptyOutput(t *testing.T) {
 }
 
 // A refused stream names the Application and the limit, in one line
-// without the sidecar's paths, and the command never runs.
+// without the sidecar's paths, the command never runs, and what it
+// unpacked is removed.
 func TestRefusedStreamNeverRuns(t *testing.T) {
 	r := &recorder{res: &server.Result{}}
-	c, work := startService(t, r)
+	c, work, settle := startService(t, r)
 	app := t.TempDir()
 	for i := range 3 {
 		d := filepath.Join(app, strings.Repeat("d/", 70), string(rune('a'+i)))
@@ -175,12 +180,16 @@ func TestRefusedStreamNeverRuns(t *testing.T) {
 	if len(r.reqs) != 0 {
 		t.Fatal("the command ran")
 	}
+	settle()
+	if left, _ := filepath.Glob(filepath.Join(work, "*", "app-*", "*")); len(left) != 0 {
+		t.Fatalf("what the refused stream unpacked is left: %v", left)
+	}
 }
 
 // The answers argocd-cmp-server gives for plugin.yaml: no discovery, no git
 // credentials; a repository is never claimed.
 func TestDiscoveryAnswers(t *testing.T) {
-	c, _ := startService(t, &recorder{})
+	c, _, _ := startService(t, &recorder{})
 	var cfg pluginConfigResponse
 	if err := c.conn.Invoke(context.Background(), "/plugin.ConfigManagementPluginService/CheckPluginConfiguration", &empty{}, &cfg); err != nil {
 		t.Fatal(err)
@@ -206,7 +215,7 @@ func TestDiscoveryAnswers(t *testing.T) {
 func TestParametersAnnouncement(t *testing.T) {
 	out := `[{"name":"component","title":"Component","tooltip":"t","required":true,"itemType":"string","collectionType":"string","string":"c"},` +
 		`{"name":"values","collectionType":"map","map":{"b":"2","a":"","":"x"}},{"name":"files","collectionType":"array","array":["x","","y"]}]`
-	c, _ := startService(t, &recorder{res: &server.Result{Stdout: []byte(out)}})
+	c, _, _ := startService(t, &recorder{res: &server.Result{Stdout: []byte(out)}})
 	got, err := c.ParametersJSON(context.Background(), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +234,7 @@ type panicky struct{}
 func (panicky) Run(context.Context, *server.Request) *server.Result { panic("boom") }
 
 func TestPanicIsTheRequestsError(t *testing.T) {
-	c, _ := startService(t, panicky{})
+	c, _, _ := startService(t, panicky{})
 	for range 2 {
 		_, err := c.Generate(context.Background(), t.TempDir(), nil)
 		if status.Code(err) != codes.Internal || strings.Contains(err.Error(), "boom") {
