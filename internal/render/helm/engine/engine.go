@@ -74,8 +74,10 @@ func (e Engine) RenderWithContext(ctx context.Context, chrt ci.Charter, values c
 
 // renderable is an object that can be rendered.
 type renderable struct {
-	// tpl is the current template.
-	tpl string
+	// argocd-ocm-plugin: data is the template's text, the chart file's own
+	// bytes (never changed): a string of it is made only to parse it (see
+	// Templates.add), not for every render.
+	data []byte
 	// vals are the values to be supplied to the template.
 	vals common.Values
 	// namespace prefix to the templates of the current chart
@@ -265,12 +267,12 @@ func (e Engine) render(ctx context.Context, tpls map[string]renderable) (rendere
 		// argocd-ocm-plugin: the parse trees Templates keeps, added as
 		// Parse adds them (see Templates).
 		if e.Templates != nil {
-			if err := e.Templates.add(t.New(filename), r.tpl); err != nil {
+			if err := e.Templates.add(t.New(filename), r.data); err != nil {
 				return map[string]string{}, cleanupParseError(filename, err)
 			}
 			continue
 		}
-		if _, err := t.New(filename).Parse(r.tpl); err != nil {
+		if _, err := t.New(filename).Parse(string(r.data)); err != nil {
 			return map[string]string{}, cleanupParseError(filename, err)
 		}
 	}
@@ -555,7 +557,7 @@ func recAllTpls(c ci.Charter, templates map[string]renderable, values common.Val
 			continue
 		}
 		templates[path.Join(newParentID, t.Name)] = renderable{
-			tpl:      string(t.Data),
+			data:     t.Data,
 			vals:     next,
 			basePath: path.Join(newParentID, "templates"),
 		}
