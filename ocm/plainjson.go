@@ -23,7 +23,10 @@ import (
 //     it, JSON pairs it);
 //   - numbers that are integers of at most 15 digits (both decoders read
 //     them exactly; YAMLToJSON writes other numbers in its own way), not -0;
-//   - no key "<<" (YAML's merge key).
+//   - no key "<<" (YAML's merge key);
+//   - keys YAML takes as simple keys: on one line with their colon and at
+//     most maxSimpleKey bytes from their quote to it (YAML refuses a
+//     longer or broken one: "did not find expected ',' or '}'").
 //
 // YAMLToJSON writes the values it read with encoding/json (keys sorted,
 // compact, HTML characters escaped); so does plainJSON. Duplicate keys:
@@ -56,6 +59,7 @@ func plainJSON(data []byte) ([]byte, bool) {
 // strings, and the numbers outside them.
 func plainJSONText(data []byte) bool {
 	inString := false
+	start := 0 // of the string being read
 	for i := 0; i < len(data); i++ {
 		c := data[i]
 		if c == '\n' && !inString {
@@ -67,6 +71,9 @@ func plainJSONText(data []byte) bool {
 		switch {
 		case inString && c == '"':
 			inString = false
+			if !simpleKey(data, start, i+1) {
+				return false
+			}
 		case inString && c == '\\':
 			if i+1 >= len(data) {
 				return false
@@ -89,7 +96,7 @@ func plainJSONText(data []byte) bool {
 			}
 		case inString:
 		case c == '"':
-			inString = true
+			inString, start = true, i
 		case c == '-' || c >= '0' && c <= '9':
 			j := i
 			if c == '-' {
@@ -110,6 +117,29 @@ func plainJSONText(data []byte) bool {
 		}
 	}
 	return !inString
+}
+
+// maxSimpleKey is how far a key's colon may be from its opening quote:
+// YAML's limit is 1024 characters (plain JSON is ASCII: bytes), kept clear.
+const maxSimpleKey = 1000
+
+// simpleKey reports whether the string data[start:end] is not a key, or a
+// key YAML reads as one: the next byte after spaces is not a colon, or it
+// is on the same line and within maxSimpleKey bytes of start.
+func simpleKey(data []byte, start, end int) bool {
+	newline := false
+	for j := end; j < len(data); j++ {
+		switch data[j] {
+		case ' ':
+		case '\n':
+			newline = true
+		case ':':
+			return !newline && j-start <= maxSimpleKey
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // plainValue reports whether v, decoded with UseNumber, has no merge key.

@@ -163,6 +163,12 @@ func TestPlainJSONIsYAMLToJSON(t *testing.T) {
 		{" ", false},
 		{`{"a":1,}`, false},
 		{strings.Repeat("[", 20000) + strings.Repeat("]", 20000), false},
+		// YAML's simple keys: one line, at most 1024 characters to the colon.
+		{`{"` + strings.Repeat("k", 990) + `":1}`, true},
+		{`{"` + strings.Repeat("k", 1100) + `":1}`, false},
+		{`{"a":"` + strings.Repeat("v", 1100) + `"}`, true},
+		{"{\"a\"\n:1}", false},
+		{"{\"a\" :\n1}", true},
 	} {
 		if got := checkPlainJSON(t, []byte(tc.doc)); got != tc.plain {
 			t.Errorf("%.80q: plain %v, want %v", tc.doc, got, tc.plain)
