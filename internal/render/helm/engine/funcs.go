@@ -107,7 +107,7 @@ func funcMap() template.FuncMap {
 //
 // This is designed to be called from a template.
 func toYAML(v any) string {
-	data, err := yaml.Marshal(v)
+	data, err := marshalYAML(v) // argocd-ocm-plugin: yaml.Marshal's bytes
 	if err != nil {
 		// Swallow errors inside of a template.
 		return ""
@@ -121,7 +121,7 @@ func toYAML(v any) string {
 // This is designed to be called from a template when need to ensure that the
 // output YAML is valid.
 func mustToYAML(v any) string {
-	data, err := yaml.Marshal(v)
+	data, err := marshalYAML(v) // argocd-ocm-plugin: yaml.Marshal's bytes
 	if err != nil {
 		panic(err)
 	}
