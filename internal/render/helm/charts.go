@@ -74,6 +74,8 @@ type chartEntry struct {
 	schemas atomic.Pointer[compiledSchemas]
 	// crds is what renders learnt about the chart's crds/ files.
 	crds atomic.Pointer[crdPrints]
+	// valid are values that passed the chart's schemas.
+	valid validValues
 }
 
 // NewChartCache returns a cache of at most maxBytes of unpacked charts
@@ -108,8 +110,8 @@ func (cc *ChartCache) load(archive []byte) (*chart.Chart, *chartEntry, error) {
 }
 
 // account counts e at what its templates hold now (a render parsed
-// templates): the cache's bound covers the parse trees it keeps (10-16
-// times the template text of real charts). The size is read under the
+// templates) and the values it remembers as valid: the cache's bound covers
+// the parse trees it keeps (10-16 times the template text of real charts). The size is read under the
 // cache's lock, so that the last count is of the latest size whatever order
 // concurrent renders end in, and only while e is the entry kept under its
 // key: a render that ends after its entry was dropped and the chart loaded
@@ -119,7 +121,7 @@ func (cc *ChartCache) account(e *chartEntry) {
 		return
 	}
 	cc.kept.Resize(e.key, func(kept *chartEntry) (int64, bool) {
-		return e.unpacked + e.templates.Size(), kept == e
+		return e.unpacked + e.templates.Size() + e.valid.size(), kept == e
 	})
 }
 

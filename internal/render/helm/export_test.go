@@ -65,11 +65,12 @@ func (cc *ChartCache) KeptTemplates(archive []byte) int {
 }
 
 // HeldSize is what the entries cc keeps hold now (each at entryCost of its
-// unpacked size and its parsed templates): what CacheSize must count.
+// unpacked size, its parsed templates and the values it remembers as
+// valid): what CacheSize must count.
 func (cc *ChartCache) HeldSize() int64 {
 	var n int64
 	for _, e := range cc.kept.Values() {
-		n += entryCost(e.unpacked + e.templates.Size())
+		n += entryCost(e.unpacked + e.templates.Size() + e.valid.size())
 	}
 	return n
 }

@@ -199,10 +199,11 @@ func renderChart(ctx context.Context, c *chart.Chart, opts Options, kept *chartE
 	// Helm would only copy their text into the release manifest, which the
 	// plugin would then decode again.
 	var templates *engine.Templates
+	var valid *validValues
 	if kept != nil {
-		templates = kept.templates
+		templates, valid = kept.templates, &kept.valid
 	}
-	files, err := renderTemplates(ctx, c, vals, opts, kv, schemas, templates)
+	files, err := renderTemplates(ctx, c, vals, opts, kv, schemas, templates, valid)
 	if tooMany := (tooManyObjectsError{}); errors.As(err, &tooMany) {
 		return nil, fmt.Errorf("%w: helm chart %s: %w", errdef.ErrRender, c.Name(), err)
 	}

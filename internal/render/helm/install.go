@@ -48,7 +48,7 @@ func installClientOnly(ctx context.Context, c *chart.Chart, vals map[string]any,
 	if !opts.SkipSchemaValidation {
 		schemas, _ = checkSchemas(c) // nil on an error: Helm's validation
 	}
-	files, err := renderTemplates(ctx, c, vals, opts, kv, schemas, nil)
+	files, err := renderTemplates(ctx, c, vals, opts, kv, schemas, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,19 @@ func sortRelease(files map[string]string) (*rendered, error) {
 // (lookup) but does not stop a template that runs on, so the steps before
 // and after the engine give up once ctx is done (a process past its deadline
 // is ended by its watchdog).
-func renderTemplates(ctx context.Context, c *chart.Chart, vals map[string]any, opts Options, kv *common.KubeVersion, schemas compiledSchemas, templates *engine.Templates) (map[string]string, error) {
+func renderTemplates(ctx context.Context, c *chart.Chart, vals map[string]any, opts Options, kv *common.KubeVersion, schemas compiledSchemas, templates *engine.Templates, valid *validValues) (map[string]string, error) {
+	validate := !opts.SkipSchemaValidation && schemas != nil
+	var validKey [32]byte
+	if validate {
+		// Keyed before ProcessDependencies reads them.
+		if k, ok := valid.key(vals); ok && valid.has(k) {
+			validate = false
+		} else if ok {
+			validKey = k
+		} else {
+			valid = nil // no key: nothing to remember
+		}
+	}
 	if err := chartutil.ProcessDependencies(c, vals); err != nil {
 		return nil, err
 	}
@@ -95,12 +107,13 @@ func renderTemplates(ctx context.Context, c *chart.Chart, vals map[string]any, o
 	if err != nil {
 		return nil, err
 	}
-	if !opts.SkipSchemaValidation && schemas != nil {
+	if validate {
 		values, _ := valuesToRender["Values"].(common.Values)
 		if err := validateValues(c, values, schemas); err != nil {
 			// As commonutil.ToRenderValuesWithSchemaValidation words it.
 			return nil, fmt.Errorf("values don't meet the specifications of the schema(s) in the following chart(s):\n%s", err.Error())
 		}
+		valid.add(validKey)
 	}
 
 	// renderResources

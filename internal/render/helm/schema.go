@@ -2,6 +2,8 @@ package helm
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -174,4 +176,68 @@ func compileSchema(schemaJSON []byte) (_ *jsonschema.Schema, err error) {
 		return nil, fmt.Errorf("cannot be compiled: %v", errdef.OneLine(cerr.Error()))
 	}
 	return compiled, nil
+}
+
+// validValues remembers values that passed a chart's schemas, by the
+// SHA-256 of their JSON (json.Marshal: map keys sorted), so that an
+// Application rendered again with the same values is not validated again:
+// validating was 4 % of a warm cert-manager generation. The values a chart
+// is validated with (its defaults coalesced with these, dependencies
+// processed by them) follow from the chart, which the ChartCache entry
+// holding this is, and these values. Only passes are kept (a failure is
+// validated again, for its message), at most maxValidValues, all forgotten
+// at once past that; the entry counts them (size), so that one tenant's
+// many values cannot grow a worker past the cache's bound. A nil
+// *validValues keeps nothing.
+type validValues struct {
+	mu   sync.Mutex
+	seen map[[32]byte]struct{}
+}
+
+const maxValidValues = 64
+
+// validValueCost is what a remembered key is counted at: the key and its
+// map slot.
+const validValueCost = 64
+
+// size is what the remembered keys are counted at.
+func (vv *validValues) size() int64 {
+	vv.mu.Lock()
+	defer vv.mu.Unlock()
+	return int64(len(vv.seen)) * validValueCost
+}
+
+// key is vals' key, ok false when they have none (json.Marshal refuses
+// them: NaN, say); then they are validated every time.
+func (vv *validValues) key(vals map[string]any) (k [32]byte, ok bool) {
+	if vv == nil {
+		return k, false
+	}
+	js, err := json.Marshal(vals)
+	if err != nil {
+		return k, false
+	}
+	return sha256.Sum256(js), true
+}
+
+func (vv *validValues) has(k [32]byte) bool {
+	if vv == nil {
+		return false
+	}
+	vv.mu.Lock()
+	defer vv.mu.Unlock()
+	_, ok := vv.seen[k]
+	return ok
+}
+
+func (vv *validValues) add(k [32]byte) {
+	if vv == nil {
+		return
+	}
+	vv.mu.Lock()
+	defer vv.mu.Unlock()
+	if vv.seen == nil || len(vv.seen) >= maxValidValues {
+		vv.seen = map[[32]byte]struct{}{}
+	}
+	vv.seen[k] = struct{}{}
 }

@@ -166,3 +166,28 @@ func TestLocalSchemaRefsStillValidate(t *testing.T) {
 		}
 	}
 }
+
+// The render server remembers values that passed a kept chart's schemas
+// (by their JSON): the same values again pass without validation, and any
+// other values are validated, every time they fail; a subchart's schema is
+// covered by the same values. Interleaved, as tenants' generations are.
+func TestKeptChartValidatesEveryNewValues(t *testing.T) {
+	schema := `{"type": "object", "properties": {"replicas": {"type": "integer", "minimum": 1}, "x": {"type": "integer"}}}`
+	ctx := context.Background()
+	for _, sub := range []bool{false, true} {
+		archive := schemaChart(t, schema, sub)
+		opts := helm.Options{Charts: helm.NewChartCache(0)}
+		bad := map[string]any{"replicas": 0}
+		if sub {
+			bad = map[string]any{"sub": map[string]any{"x": "one"}}
+		}
+		for i, vals := range []map[string]any{nil, {"replicas": 2}, bad, {"replicas": 2}, bad, nil, {"replicas": int64(3)}, bad} {
+			opts.Values = vals
+			_, err := helm.Render(ctx, archive, opts)
+			wantErr := fmt.Sprint(vals) == fmt.Sprint(bad)
+			if (err != nil) != wantErr || (wantErr && !strings.Contains(err.Error(), "values don't meet the specifications of the schema")) {
+				t.Fatalf("sub %v, render %d with %v: %v", sub, i, vals, err)
+			}
+		}
+	}
+}
