@@ -357,7 +357,9 @@ func TestCMPRenderServerAndFallbackAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, servedErr := cmpGenerate(t, root, app, bad)
-	if n := strings.Count(renderLog.String(), "command done") - before; n != 2 {
+	// The line reaches renderLog through the server's stderr pipe, possibly
+	// after the answer.
+	if n := waitForCount(func() int { return strings.Count(renderLog.String(), "command done") - before }, 2); n != 2 {
 		t.Fatalf("the render server ran %d commands, want 2; its log:\n%s", n, renderLog.String())
 	}
 

@@ -190,8 +190,11 @@ func generateOnce(t *testing.T, sock string, sidecarLog *syncBuffer) {
 		}
 	}
 	wantObjects(t, objs, "Deployment/shop-podinfo", "Service/shop-podinfo", "ConfigMap/shop-podinfo")
-	log := sidecarLog.String()
-	if n := strings.Count(log, "command done"); n != 1 || strings.Contains(log, "request refused") {
+	// The render server logs the generation before it answers, but the line
+	// reaches sidecarLog through the sidecar's stderr pipe, possibly after
+	// the answer.
+	n := waitForCount(func() int { return strings.Count(sidecarLog.String(), "command done") }, 1)
+	if log := sidecarLog.String(); n != 1 || strings.Contains(log, "request refused") {
 		t.Errorf("the render server served %d generations (want 1) and the log says:\n%s", n, log)
 	}
 }
@@ -250,5 +253,16 @@ func emptiedSoon(pattern string) []string {
 			return left
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitForCount returns count() once it is at least want, or after 10 s.
+func waitForCount(count func() int, want int) int {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if n := count(); n >= want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -228,6 +228,12 @@ func TestV3Generate(t *testing.T) {
 			t.Errorf("no %s in %v", want, got)
 		}
 	}
+	// The line reaches renderLog through the server's stderr pipe, possibly
+	// after the answer: waited for, up to 10 s.
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(renderLog.String(), "command done") < before+1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if strings.Count(renderLog.String(), "command done") != before+1 {
 		t.Errorf("generate did not go through the render server; its log:\n%s", renderLog.String())
 	}
