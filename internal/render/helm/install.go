@@ -83,15 +83,10 @@ func sortRelease(files map[string]string) (*rendered, error) {
 func renderTemplates(ctx context.Context, c *chart.Chart, vals map[string]any, opts Options, kv *common.KubeVersion, schemas compiledSchemas, templates *engine.Templates, valid *validValues) (map[string]string, error) {
 	validate := !opts.SkipSchemaValidation && schemas != nil
 	var validKey [32]byte
+	keyed := false
 	if validate {
-		// Keyed before ProcessDependencies reads them.
-		if k, ok := valid.key(vals); ok && valid.has(k) {
-			validate = false
-		} else if ok {
-			validKey = k
-		} else {
-			valid = nil // no key: nothing to remember
-		}
+		validKey, keyed = valid.key(vals) // before ProcessDependencies reads them
+		validate = !(keyed && valid.has(validKey))
 	}
 	if err := chartutil.ProcessDependencies(c, vals); err != nil {
 		return nil, err
@@ -113,7 +108,9 @@ func renderTemplates(ctx context.Context, c *chart.Chart, vals map[string]any, o
 			// As commonutil.ToRenderValuesWithSchemaValidation words it.
 			return nil, fmt.Errorf("values don't meet the specifications of the schema(s) in the following chart(s):\n%s", err.Error())
 		}
-		valid.add(validKey)
+		if keyed {
+			valid.add(validKey)
+		}
 	}
 
 	// renderResources
