@@ -243,26 +243,24 @@ func waitForSocket(t *testing.T, path string, exited <-chan error, log fmt.Strin
 
 // emptiedSoon is what pattern matches once nothing does, or after 10 s.
 func emptiedSoon(pattern string) []string {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left, err := filepath.Glob(pattern)
-		if err != nil {
-			return []string{err.Error()}
-		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(20 * time.Millisecond)
+	eventually(func() bool { left, err := filepath.Glob(pattern); return err == nil && len(left) == 0 })
+	left, err := filepath.Glob(pattern)
+	if err != nil {
+		return []string{err.Error()}
 	}
+	return left
 }
 
 // waitForCount returns count() once it is at least want, or after 10 s.
 func waitForCount(count func() int, want int) int {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if n := count(); n >= want || time.Now().After(deadline) {
-			return n
-		}
+	eventually(func() bool { return count() >= want })
+	return count()
+}
+
+// eventually returns once cond holds, or after 10 s: for what the sidecar
+// does after it answered (its log line through a pipe, a directory emptied).
+func eventually(cond func() bool) {
+	for deadline := time.Now().Add(10 * time.Second); !cond() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
