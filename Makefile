@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 PKGS      := ./...
 FUZZTIME  ?= 8s
 
-.PHONY: reftools all help build install image manifests argocd-manifests release demo test test-unit test-release test-argocd test-argocd-v35 test-argocd-v34 test-argocd-v35-vet test-argocd-v34-vet e2e e2e-fleet e2e-build e2e-deps e2e-ready kro-conformance kro-conformance-build kro-conformance-ready test-short vet fmt-check testdata fuzz bench clean
+.PHONY: reftools reftools-helm test-heldout all help build install image manifests argocd-manifests release demo test test-unit test-release test-argocd test-argocd-v35 test-argocd-v34 test-argocd-v35-vet test-argocd-v34-vet e2e e2e-fleet e2e-build e2e-deps e2e-ready kro-conformance kro-conformance-build kro-conformance-ready test-short vet fmt-check testdata fuzz bench clean
 
 all: build
 
@@ -19,6 +19,7 @@ help:
 	@echo 'make build           bin/argocd-ocm-plugin and bin/argocd-ocm-client: seconds warm, ~4 min cold'
 	@echo 'make test-short      unit tests without re-executions and slow cases: ~2 min warm (the contributor loop)'
 	@echo 'make test            vet, gofmt, every test, fuzzing, Argo CD v3.6 contract tests: ~10 min warm, ~40 min cold'
+	@echo 'make test-heldout    held-out upstream charts (cilium, istio, kyverno, ...) against the helm v4 CLI: ~15 s warm, ~3 min cold'
 	@echo 'make test-argocd-v35 Argo CD v3.5.8 contract tests: ~1 min warm, 8-15 min cold'
 	@echo 'make test-argocd-v34 Argo CD v3.4.14 contract tests: ~1 min warm, 8-15 min cold'
 	@echo 'make e2e             the plugin under a real Argo CD v3.6.2 + kube-apiserver (test/e2e, root): 3-8 min warm, 20-35 min cold (builds Argo CD)'
@@ -97,7 +98,7 @@ demo: build
 # real Helm and kustomize, real OCM CLI fixtures from ../shared), brief fuzzing,
 # and the Argo CD contract tests of the newest line (Argo CD v3.6.2's own
 # cmpserver and repo-server code, in the separate module test/argocd).
-test: vet fmt-check test-unit test-release fuzz test-argocd
+test: vet fmt-check test-unit test-heldout test-release fuzz test-argocd
 
 # go test's package lines as they come, then every skipped test with its
 # reason and "N passed, N failed, N skipped" (hack/testsummary).
@@ -247,9 +248,18 @@ fuzz:
 # The reference CLIs the goldens and make bench compare with, Argo CD v3.6.2's:
 # helm v4.3.2 (bench/tools) and kustomize v5.8.3 (bench/tools/kustomize, Go 1.27),
 # as bin/reftools/helm and bin/reftools/kustomize (hack/realworld-goldens.sh uses them).
-reftools:
-	cd bench/tools && CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$$($(GO) list -m -f '{{.Version}}' helm.sh/helm/v4) -X helm.sh/helm/v4/internal/version.gitTreeState=clean" -o $(CURDIR)/bin/reftools/ helm.sh/helm/v4/cmd/helm
+reftools: reftools-helm
 	cd bench/tools/kustomize && GOTOOLCHAIN=go1.27.4 CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $(CURDIR)/bin/reftools/ sigs.k8s.io/kustomize/kustomize/v5
+
+reftools-helm:
+	cd bench/tools && CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$$($(GO) list -m -f '{{.Version}}' helm.sh/helm/v4) -X helm.sh/helm/v4/internal/version.gitTreeState=clean" -o $(CURDIR)/bin/reftools/ helm.sh/helm/v4/cmd/helm
+
+# Held-out upstream charts (testdata/heldout/cases.txt: cilium, istio, kyverno, gatekeeper, metallb,
+# loki, external-secrets, aws-load-balancer-controller), rendered by the plugin's engine and by the
+# helm v4 CLI, compared object for object and in order. The charts come from the Go modules that
+# ship them (module proxy, ~130 MB once); ~15 s warm.
+test-heldout: reftools-helm
+	HELDOUT_HELM=$(CURDIR)/bin/reftools/helm $(GO) test -count=1 -run '^TestHeldOutCharts$$' ./internal/render/helm/
 
 # Side-by-side figures against helm template and kustomize build (see bench/README.md);
 # the first run builds the reference CLIs (3-7 min), later runs take a few minutes.
