@@ -19,7 +19,7 @@ help:
 	@echo 'make build           bin/argocd-ocm-plugin and bin/argocd-ocm-client: seconds warm, ~4 min cold'
 	@echo 'make test-short      unit tests without re-executions and slow cases: ~2 min warm (the contributor loop)'
 	@echo 'make test            vet, gofmt, every test, fuzzing, Argo CD v3.6 contract tests: ~10 min warm, ~40 min cold'
-	@echo 'make test-heldout    held-out upstream charts (cilium, istio, kyverno, ...) against the helm v4 CLI: ~15 s warm, ~3 min cold'
+	@echo 'make test-heldout    held-out upstream charts and trees (cilium, istio, kyverno, ...) against the helm v4 and kustomize CLIs: ~15 s warm, ~5 min cold'
 	@echo 'make test-argocd-v35 Argo CD v3.5.8 contract tests: ~1 min warm, 8-15 min cold'
 	@echo 'make test-argocd-v34 Argo CD v3.4.14 contract tests: ~1 min warm, 8-15 min cold'
 	@echo 'make e2e             the plugin under a real Argo CD v3.6.2 + kube-apiserver (test/e2e, root): 3-8 min warm, 20-35 min cold (builds Argo CD)'
@@ -254,12 +254,13 @@ reftools: reftools-helm
 reftools-helm:
 	cd bench/tools && CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$$($(GO) list -m -f '{{.Version}}' helm.sh/helm/v4) -X helm.sh/helm/v4/internal/version.gitTreeState=clean" -o $(CURDIR)/bin/reftools/ helm.sh/helm/v4/cmd/helm
 
-# Held-out upstream charts (testdata/heldout/cases.txt: cilium, istio, kyverno, gatekeeper, metallb,
-# loki, external-secrets, aws-load-balancer-controller), rendered by the plugin's engine and by the
-# helm v4 CLI, compared object for object and in order. The charts come from the Go modules that
-# ship them (module proxy, ~130 MB once); ~15 s warm.
-test-heldout: reftools-helm
-	HELDOUT_HELM=$(CURDIR)/bin/reftools/helm $(GO) test -count=1 -run '^TestHeldOutCharts$$' ./internal/render/helm/
+# Held-out upstream charts and kustomize trees (testdata/heldout/cases.txt: cilium, istio, kyverno,
+# gatekeeper, metallb, loki, external-secrets, aws-load-balancer-controller), rendered by the plugin's
+# engines and by the helm v4 and kustomize CLIs, compared object for object and in order. They come
+# from the Go modules that ship them (module proxy, ~130 MB once); ~15 s warm.
+test-heldout: reftools
+	HELDOUT_HELM=$(CURDIR)/bin/reftools/helm HELDOUT_KUSTOMIZE=$(CURDIR)/bin/reftools/kustomize \
+		$(GO) test -count=1 -run '^TestHeldOut(Charts|Trees)$$' ./internal/render/helm/ ./internal/render/kustomize/
 
 # Side-by-side figures against helm template and kustomize build (see bench/README.md);
 # the first run builds the reference CLIs (3-7 min), later runs take a few minutes.

@@ -38,7 +38,7 @@
 //	6 orchestration: . internal/compose/policyregistry
 //	7 front ends: internal/frontend/cmp internal/frontend/cmpservice internal/frontend/generator internal/frontend/server internal/frontend/transfer
 //	8 commands: cmd/argocd-ocm-plugin cmd/argocd-ocm-client
-//	9 test support: internal/testsupport/examples internal/testsupport/plantest internal/testsupport/ocmbuild internal/testsupport/registrytest internal/testsupport/sigstoretest internal/testsupport/fixtures internal/testsupport/testutil internal/render/manifests/manifeststest internal/testsupport/docs
+//	9 test support: internal/testsupport/examples internal/testsupport/plantest internal/testsupport/ocmbuild internal/testsupport/registrytest internal/testsupport/sigstoretest internal/testsupport/fixtures internal/testsupport/heldout internal/testsupport/testutil internal/render/manifests/manifeststest internal/testsupport/docs
 //	10 tools: bench/harness bench/procstat bench/profrender hack/attackfixtures hack/exportcount hack/gen-testdata hack/registry hack/testsummary
 //
 // Test support sits above the product so that no product package can import

@@ -1,15 +1,11 @@
 package helm_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
@@ -20,45 +16,12 @@ import (
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/helm"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/heldout"
 )
 
 // envHeldOutHelm names the helm v4 CLI TestHeldOutCharts compares with
 // (make test-heldout sets it to make reftools' build).
 const envHeldOutHelm = "HELDOUT_HELM"
-
-const heldOutDir = "../../../testdata/heldout"
-
-// heldOutChart is a chart line of testdata/heldout/cases.txt.
-type heldOutChart struct{ module, dir string }
-
-// heldOutCase is a case line: its name and the helm template arguments.
-type heldOutCase struct {
-	name string
-	args []string
-}
-
-func readHeldOut(t *testing.T) (map[string]heldOutChart, []heldOutCase) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(heldOutDir, "cases.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	charts := map[string]heldOutChart{}
-	var cases []heldOutCase
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 0 || strings.HasPrefix(f[0], "#"):
-		case f[0] == "chart" && len(f) == 4:
-			charts[f[1]] = heldOutChart{module: f[2], dir: f[3]}
-		case len(f) > 4 && strings.HasSuffix(f[0], ":") && f[1] == "helm" && f[2] == "template":
-			cases = append(cases, heldOutCase{name: strings.TrimSuffix(f[0], ":"), args: f[3:]})
-		default:
-			t.Fatalf("cases.txt: line not understood: %q", line)
-		}
-	}
-	return charts, cases
-}
 
 // TestHeldOutCharts renders upstream charts the renderer was never tuned
 // on (testdata/heldout/cases.txt: cilium, istio, kyverno, gatekeeper,
@@ -71,30 +34,26 @@ func TestHeldOutCharts(t *testing.T) {
 	if helmBin == "" {
 		t.Skip(envHeldOutHelm + " is unset: make test-heldout builds the helm v4 CLI (make reftools) and runs this comparison with it")
 	}
-	charts, cases := readHeldOut(t)
+	cases := heldout.Read(t)
 	work := t.TempDir()
-	env := append(os.Environ(), "HOME="+work, "HELM_CACHE_HOME="+work+"/helm/cache", "HELM_CONFIG_HOME="+work+"/helm/config", "HELM_DATA_HOME="+work+"/helm/data")
-	mustMkdir(t, filepath.Join(work, "charts"))
-	if err := os.Symlink(mustAbs(t, filepath.Join(heldOutDir, "values")), filepath.Join(work, "values")); err != nil {
+	if err := os.Mkdir(filepath.Join(work, "charts"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	modules := map[string]string{}
-	for label, c := range charts {
-		dir, ok := modules[c.module]
-		if !ok {
-			dir = downloadModule(t, c.module)
-			modules[c.module] = dir
-		}
-		packageChart(t, filepath.Join(dir, filepath.FromSlash(c.dir)), filepath.Join(work, "charts", label+".tgz"))
+	if err := os.Symlink(filepath.Join(heldout.Dir(), "values"), filepath.Join(work, "values")); err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			first := helmTemplate(t, helmBin, work, env, c.args)
-			second := helmTemplate(t, helmBin, work, env, c.args)
+	modules := heldout.Modules{}
+	for label, src := range cases.Charts {
+		packageChart(t, modules.Path(t, src), filepath.Join(work, "charts", label+".tgz"))
+	}
+	for _, c := range cases.Helm {
+		t.Run(c.Name, func(t *testing.T) {
+			first := helmTemplate(t, helmBin, work, c.Args)
+			second := helmTemplate(t, helmBin, work, c.Args)
 			if len(first) != len(second) {
 				t.Fatalf("two runs of helm template gave %d and %d objects", len(first), len(second))
 			}
-			chart, opts := heldOutOptions(t, work, c.args)
+			chart, opts := heldOutOptions(t, work, c.Args)
 			got, err := helm.Render(context.Background(), chart, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -132,30 +91,6 @@ func TestHeldOutCharts(t *testing.T) {
 	}
 }
 
-// downloadModule returns the directory of module@version in the module
-// cache, downloading it from the module proxy when it is not there.
-func downloadModule(t *testing.T, modVersion string) string {
-	t.Helper()
-	cmd := exec.Command(goBin(), "mod", "download", "-json", modVersion)
-	cmd.Dir = t.TempDir() // outside any module: no go.mod is consulted or changed
-	cmd.Env = append(os.Environ(), "GO111MODULE=on", "GOFLAGS=-mod=mod")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var info struct{ Dir, Error string }
-	if jerr := json.Unmarshal(out, &info); err != nil || jerr != nil || info.Dir == "" {
-		t.Fatalf("go mod download %s: %v %s %s", modVersion, err, info.Error, stderr.Bytes())
-	}
-	return info.Dir
-}
-
-func goBin() string {
-	if p := filepath.Join(os.Getenv("GOROOT"), "bin", "go"); os.Getenv("GOROOT") != "" {
-		return p
-	}
-	return "go"
-}
-
 // packageChart writes the chart in dir to the chart archive dest, without
 // the dependencies dir does not vendor (helm package refuses those).
 func packageChart(t *testing.T, dir, dest string) {
@@ -187,17 +122,9 @@ func packageChart(t *testing.T, dir, dest string) {
 }
 
 // helmTemplate runs helm template with args in dir and decodes its output.
-func helmTemplate(t *testing.T, helmBin, dir string, env, args []string) []manifests.Object {
+func helmTemplate(t *testing.T, helmBin, dir string, args []string) []manifests.Object {
 	t.Helper()
-	cmd := exec.Command(helmBin, append([]string{"template"}, args...)...)
-	cmd.Dir, cmd.Env = dir, env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helm template %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
-	}
-	objs, err := manifests.Decode("helm template", out)
+	objs, err := manifests.Decode("helm template", heldout.Run(t, dir, helmBin, append([]string{"template"}, args...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,20 +223,4 @@ func maskPaths(v any, paths map[string]bool, at string) any {
 		}
 	}
 	return v
-}
-
-func mustMkdir(t *testing.T, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustAbs(t *testing.T, p string) string {
-	t.Helper()
-	a, err := filepath.Abs(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
