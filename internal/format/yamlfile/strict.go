@@ -358,11 +358,13 @@ func (c *converter) convert(n *yaml.Node) (any, error) {
 	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
 }
 
-// mapping converts a map node; keys are unique, << merges maps under the
-// keys given explicitly.
+// mapping converts a map node; << merges maps under the keys given
+// explicitly. A key given twice with the same value is read once, as
+// Kubernetes tools read it (they keep the last; kro's own examples repeat
+// keys so); with another value it is refused, not read as the last.
 func (c *converter) mapping(n *yaml.Node) (any, error) {
 	out := map[string]any{}
-	explicit := map[string]bool{}
+	explicit := map[string]int{} // the line of each key given explicitly
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -381,15 +383,22 @@ func (c *converter) mapping(n *yaml.Node) (any, error) {
 				return nil, fmt.Errorf("line %d: key %s is read by Kubernetes tools as %s: quote it (%s)", k.Line, errdef.Field(k.Value), keyAs(jk, ok), errdef.Quote(k.Value))
 			}
 		}
-		if explicit[key] {
-			return nil, fmt.Errorf("line %d: key %s is defined twice in %s", k.Line, errdef.Quote(key), errdef.Quote(orRoot(c.path)))
+		first, twice := explicit[key]
+		if !twice {
+			explicit[key] = k.Line
 		}
-		explicit[key] = true
 		c.path = append(c.path, fieldpath.Elem{Key: key})
 		val, err := c.convert(v)
 		c.path = c.path[:len(c.path)-1]
 		if err != nil {
 			return nil, err
+		}
+		if twice {
+			if !reflect.DeepEqual(out[key], val) {
+				return nil, fmt.Errorf("line %d: key %s is defined twice in %s, with another value than at line %d (Kubernetes tools would take the last): keep one",
+					k.Line, errdef.Quote(key), errdef.Quote(orRoot(c.path)), first)
+			}
+			continue
 		}
 		out[key] = val
 	}

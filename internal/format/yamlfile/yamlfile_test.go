@@ -244,3 +244,39 @@ func allocated(f func()) uint64 {
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
 }
+
+// A key given twice with the same value reads as Kubernetes tools read it
+// (sigs.k8s.io/yaml keeps the last); with another value it is refused,
+// naming both lines.
+func TestStrictRepeatedKeys(t *testing.T) {
+	for _, doc := range []string{
+		"spec:\n  selector:\n    app: dns\n  ports: [53]\n  selector:\n   app: dns\n", // kro's core-dns example
+		"a: 1\nb: x\na: 1\n",
+		"a: {b: [1, {c: d}]}\na:\n  b:\n  - 1\n  - c: d\n",
+		"a: null\na: ~\n",
+	} {
+		got, err := yamlfile.ParseStrict("doc.yaml", []byte(doc))
+		if err != nil {
+			t.Errorf("%q: %v", doc, err)
+			continue
+		}
+		want, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := json.Marshal(got); string(b) != string(want) {
+			t.Errorf("%q: read as %s, sigs.k8s.io/yaml reads %s", doc, b, want)
+		}
+	}
+	for doc, lines := range map[string]string{
+		"a: 1\nb: x\na: 2\n":                     "line 3: key \"a\" is defined twice in \"the document\", with another value than at line 1",
+		"m:\n  a: [1]\n  a: [1, 2]\n":            "line 3: key \"a\" is defined twice in \"m\", with another value than at line 2",
+		"m:\n  a: {b: c}\n  x: 1\n  a: {b: d}\n": "line 4: key \"a\" is defined twice in \"m\", with another value than at line 2",
+		"a: 1\na: \"1\"\n":                       "line 2: key \"a\" is defined twice",
+	} {
+		_, err := yamlfile.ParseStrict("doc.yaml", []byte(doc))
+		if err == nil || !errors.Is(err, errdef.ErrInvalidInput) || !strings.Contains(err.Error(), lines) {
+			t.Errorf("%q: want %q, got %v", doc, lines, err)
+		}
+	}
+}

@@ -34,7 +34,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown mapping field", header + "spec:\n  renders:\n  - resource: {name: c}\n    localization: [{resource: {name: i}, repo: image.repository}]\n", []string{"spec.renders[0].localization[0].repo"}},
 		{"wrong kind of value", header + "spec:\n  renders:\n  - resource: {name: c}\n    releaseName: [a]\n", []string{"spec.renders[0].releaseName", "want a string, got a list"}},
 		{"wrong number", header + "spec:\n  parameters:\n    \"n\": {type: integer, minLength: 1.5}\n  renders: [{resource: {name: c}}]\n", []string{"spec.parameters.n.minLength", "want an integer"}},
-		{"duplicate key", header + "spec:\n  renders: []\n  renders: []\n", []string{"line 6", `"renders"`, "defined twice"}},
+		{"duplicate key", header + "spec:\n  renders: [{resource: {name: c}}]\n  renders: [{resource: {name: d}}]\n", []string{"line 6", `"renders"`, "defined twice", "at line 5", "keep one"}},
 		{"two documents", header + "spec: {renders: [{resource: {name: c}}]}\n---\n" + header, []string{"several YAML documents", "line 5"}},
 		{"not a map", "- a\n", []string{"not a YAML map"}},
 		{"wrong apiVersion", "apiVersion: v1\nkind: ComponentDeployment\nspec: {renders: [{resource: {name: c}}]}\n", []string{"apiVersion", "deploy.argocd-ocm-plugin.io/v1alpha1"}},
