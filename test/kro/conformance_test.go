@@ -75,6 +75,13 @@ func cases() []kroCase {
 		{name: "kro cel-functions", rgd: ex("kubernetes/cel-functions/rg.yaml"), instance: ex("kubernetes/cel-functions/instance.yaml"),
 			// The API server assigns the uid: seeded with the name instead.
 			rewrite: map[string]string{"schema.metadata.uid": "schema.metadata.name"}},
+		{name: "kro additionalPrinterColumns", rgd: ex("kubernetes/additionalPrinterColumns/rg.yaml"), instance: ex("kubernetes/additionalPrinterColumns/instance.yaml")},
+		{name: "kro core-dns", rgd: ex("kubernetes/core-dns/core-dns.yaml"), instance: ex("kubernetes/core-dns/coredns-instance.yaml"),
+			// Its default cluster IP, in the test cluster's service range.
+			rewrite: map[string]string{"10.100.123.45": "10.96.123.45"}},
+		{name: "kro dogsvscats vote-app", rgd: ex("kubernetes/dogsvscats/vote-app/rg.yaml"), instance: ex("kubernetes/dogsvscats/vote-app/instance.yaml")},
+		{name: "kro dogsvscats result-app", rgd: ex("kubernetes/dogsvscats/result-app/rg.yaml"), instance: ex("kubernetes/dogsvscats/result-app/instance.yaml")},
+		{name: "kro dogsvscats worker-app", rgd: ex("kubernetes/dogsvscats/worker-app/rg.yaml"), instance: ex("kubernetes/dogsvscats/worker-app/instance.yaml")},
 		{name: "ocm chained-rgds app", rgd: filepath.Join(repoRoot, "testdata/ocm-examples/chained-rgds/rgd-podinfo.yaml"), instance: "testdata/podinfo-instance.yaml"},
 	}
 }
