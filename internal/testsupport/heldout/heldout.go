@@ -90,7 +90,8 @@ func download(tb testing.TB, modVersion string) string {
 	tb.Helper()
 	cmd := exec.Command("go", "mod", "download", "-json", modVersion)
 	cmd.Dir = tb.TempDir() // outside any module: no go.mod is read or changed
-	cmd.Env = append(os.Environ(), "GO111MODULE=on", "GOFLAGS=-mod=mod")
+	// auto: a module may need a newer Go than this one just to be read
+	cmd.Env = append(os.Environ(), "GO111MODULE=on", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=auto")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
