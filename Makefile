@@ -260,7 +260,7 @@ reftools-helm:
 # from the Go modules that ship them (module proxy, ~130 MB once); ~15 s warm.
 test-heldout: reftools
 	HELDOUT_HELM=$(CURDIR)/bin/reftools/helm HELDOUT_KUSTOMIZE=$(CURDIR)/bin/reftools/kustomize \
-		$(GO) test -count=1 -run '^TestHeldOut(Charts|Trees)$$' ./internal/render/helm/ ./internal/render/kustomize/
+		$(GO) test -count=1 -run '^TestHeldOut(Charts|Trees|ChartsAsComponents)$$' . ./internal/render/helm/ ./internal/render/kustomize/
 
 # Side-by-side figures against helm template and kustomize build (see bench/README.md);
 # the first run builds the reference CLIs (3-7 min), later runs take a few minutes.

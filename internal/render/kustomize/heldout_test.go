@@ -9,14 +9,8 @@ import (
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
-	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/heldout"
 )
-
-// envHeldOutKustomize names the kustomize CLI TestHeldOutTrees compares
-// with (make test-heldout sets it to make reftools' build).
-const envHeldOutKustomize = "HELDOUT_KUSTOMIZE"
 
 // TestHeldOutTrees renders upstream kustomize trees the renderer was never
 // tuned on (testdata/heldout/cases.txt: the kubebuilder-style config trees
@@ -24,9 +18,9 @@ const envHeldOutKustomize = "HELDOUT_KUSTOMIZE"
 // external-secrets), read as the plugin reads a kustomization resource,
 // and compares them with kustomize build, objects and order.
 func TestHeldOutTrees(t *testing.T) {
-	bin := os.Getenv(envHeldOutKustomize)
+	bin := os.Getenv(heldout.EnvKustomize)
 	if bin == "" {
-		t.Skip(envHeldOutKustomize + " is unset: make test-heldout builds the kustomize CLI (make reftools) and runs this comparison with it")
+		t.Skip(heldout.EnvKustomize + " is unset: make test-heldout builds the kustomize CLI (make reftools) and runs this comparison with it")
 	}
 	cases := heldout.Read(t)
 	modules := heldout.Modules{}
@@ -38,11 +32,7 @@ func TestHeldOutTrees(t *testing.T) {
 				t.Fatalf("no tree %s", label)
 			}
 			root := modules.Path(t, src)
-			out := heldout.Run(t, filepath.Join(root, filepath.FromSlash(entry)), bin, "build", ".")
-			want, err := manifests.Decode("kustomize build", out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := heldout.KustomizeBuild(t, bin, filepath.Join(root, filepath.FromSlash(entry)))
 			tree, err := archive.ReadTree(bytes.NewReader(tarOf(t, dirEntries(t, root)...)))
 			if err != nil {
 				t.Fatal(err)
@@ -51,15 +41,7 @@ func TestHeldOutTrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			manifeststest.Equal(t, got, want)
-			if len(got) == len(want) {
-				for i := range got {
-					if gk, wk := manifests.Key(got[i]), manifests.Key(want[i]); gk != wk {
-						t.Errorf("object %d is %s, kustomize build's is %s", i, gk, wk)
-						break
-					}
-				}
-			}
+			want.Check(t, got)
 		})
 	}
 }

@@ -8,12 +8,27 @@ package heldout
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
+)
+
+// The reference CLIs the held-out tests compare with, set by make
+// test-heldout to make reftools' builds; a test skips, saying so, without.
+const (
+	EnvHelm      = "HELDOUT_HELM"
+	EnvKustomize = "HELDOUT_KUSTOMIZE"
 )
 
 // Source is a chart or tree line: a directory of a module version.
@@ -118,4 +133,210 @@ func Run(tb testing.TB, dir, bin string, args ...string) []byte {
 		tb.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.Bytes())
 	}
 	return out
+}
+
+// PrepareCharts packages every chart of c into dir/charts/<label>.tgz and
+// links dir/values to testdata/heldout/values: dir is then where the
+// cases' helm template commands run.
+func (c Cases) PrepareCharts(tb testing.TB, m Modules, dir string) {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(Dir(), "values"), filepath.Join(dir, "values")); err != nil {
+		tb.Fatal(err)
+	}
+	for label, src := range c.Charts {
+		packageChart(tb, m.Path(tb, src), filepath.Join(dir, "charts", label+".tgz"))
+	}
+}
+
+// packageChart writes the chart in dir to the chart archive dest, without
+// the dependencies dir does not vendor (helm package refuses those; every
+// one of the cases is optional and off by default).
+func packageChart(tb testing.TB, dir, dest string) {
+	tb.Helper()
+	c, err := loader.LoadDir(dir)
+	if err != nil {
+		tb.Fatalf("loading %s: %v", dir, err)
+	}
+	have := map[string]bool{}
+	for _, d := range c.Dependencies() {
+		have[d.Name()] = true
+	}
+	kept := c.Metadata.Dependencies[:0]
+	for _, d := range c.Metadata.Dependencies {
+		if have[d.Name] {
+			kept = append(kept, d)
+		}
+	}
+	c.Metadata.Dependencies = kept
+	c.Lock = nil
+	saved, err := chartutil.Save(c, tb.TempDir())
+	if err != nil {
+		tb.Fatalf("packaging %s: %v", dir, err)
+	}
+	if err := os.Rename(saved, dest); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// HelmFlags are the arguments of a case's helm template command.
+type HelmFlags struct {
+	Release, Chart         string // the chart file, relative to the command's directory
+	Namespace, KubeVersion string
+	APIVersions            []string
+	ValueFiles             []string // relative to the command's directory
+	Set                    []string
+}
+
+// ParseHelm reads a case's helm template arguments (release, chart, then
+// --namespace, --kube-version, --include-crds, -f, --set, --api-versions).
+func ParseHelm(tb testing.TB, args []string) HelmFlags {
+	tb.Helper()
+	f := HelmFlags{Release: args[0], Chart: args[1]}
+	for i := 2; i < len(args); i++ {
+		flag := args[i]
+		if flag == "--include-crds" {
+			continue
+		}
+		if i++; i == len(args) {
+			tb.Fatalf("%s without a value", flag)
+		}
+		switch v := args[i]; flag {
+		case "--namespace":
+			f.Namespace = v
+		case "--kube-version":
+			f.KubeVersion = v
+		case "--api-versions":
+			f.APIVersions = append(f.APIVersions, v)
+		case "-f":
+			f.ValueFiles = append(f.ValueFiles, v)
+		case "--set":
+			f.Set = append(f.Set, v)
+		default:
+			tb.Fatalf("flag %s not understood", flag)
+		}
+	}
+	return f
+}
+
+// Oracle is what a reference CLI printed for a case: its objects, and the
+// values that differed between two of its runs (generated certificates,
+// random passwords), by object and path.
+type Oracle struct {
+	Objects []manifests.Object
+	random  map[string]map[string]bool
+}
+
+// HelmTemplate runs helm template with args in dir twice.
+func HelmTemplate(tb testing.TB, helmBin, dir string, args []string) *Oracle {
+	tb.Helper()
+	run := func() []manifests.Object {
+		objs, err := manifests.Decode("helm template", Run(tb, dir, helmBin, append([]string{"template"}, args...)...))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return objs
+	}
+	first, second := run(), run()
+	if len(first) != len(second) {
+		tb.Fatalf("two runs of helm template gave %d and %d objects", len(first), len(second))
+	}
+	o := &Oracle{Objects: first, random: map[string]map[string]bool{}}
+	for i := range first {
+		k := manifests.Key(first[i])
+		if k != manifests.Key(second[i]) {
+			tb.Fatalf("two runs of helm template name object %d %s and %s", i, k, manifests.Key(second[i]))
+		}
+		if r := differing(first[i], second[i], ""); len(r) > 0 {
+			o.random[k] = r
+		}
+	}
+	return o
+}
+
+// KustomizeBuild runs kustomize build in dir.
+func KustomizeBuild(tb testing.TB, bin, dir string) *Oracle {
+	tb.Helper()
+	objs, err := manifests.Decode("kustomize build", Run(tb, dir, bin, "build", "."))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Oracle{Objects: objs}
+}
+
+// Check fails tb unless got holds the oracle's objects in its order, the
+// values that differed between the CLI's runs compared by presence.
+func (o *Oracle) Check(tb testing.TB, got []manifests.Object) {
+	tb.Helper()
+	n := 0
+	for _, objs := range [][]manifests.Object{o.Objects, got} {
+		for _, obj := range objs {
+			if r := o.random[manifests.Key(obj)]; r != nil {
+				mask(obj, r, "")
+				n += len(r)
+			}
+		}
+	}
+	if n > 0 {
+		tb.Logf("%d values differ between two runs of the CLI: compared by presence", n/2)
+	}
+	manifeststest.Equal(tb, got, o.Objects)
+	if len(got) == len(o.Objects) {
+		for i := range got {
+			if gk, wk := manifests.Key(got[i]), manifests.Key(o.Objects[i]); gk != wk {
+				tb.Errorf("object %d is %s, the CLI's is %s", i, gk, wk)
+				break
+			}
+		}
+	}
+}
+
+// differing are the paths of the values a and b (one object of two runs)
+// differ in.
+func differing(a, b any, at string) map[string]bool {
+	out := map[string]bool{}
+	switch av := a.(type) {
+	case map[string]any:
+		if bv, ok := b.(map[string]any); ok && len(av) == len(bv) {
+			for k, e := range av {
+				for p := range differing(e, bv[k], at+"/"+k) {
+					out[p] = true
+				}
+			}
+			return out
+		}
+	case []any:
+		if bv, ok := b.([]any); ok && len(av) == len(bv) {
+			for i, e := range av {
+				for p := range differing(e, bv[i], fmt.Sprintf("%s/%d", at, i)) {
+					out[p] = true
+				}
+			}
+			return out
+		}
+	}
+	if !reflect.DeepEqual(a, b) {
+		out[at] = true
+	}
+	return out
+}
+
+// mask replaces the values at paths in v with a marker.
+func mask(v any, paths map[string]bool, at string) any {
+	if paths[at] {
+		return "<differs between runs of the CLI>"
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = mask(e, paths, at+"/"+k)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = mask(e, paths, fmt.Sprintf("%s/%d", at, i))
+		}
+	}
+	return v
 }

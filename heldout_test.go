@@ -1,0 +1,58 @@
+package argocdocm_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/heldout"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
+)
+
+// TestHeldOutChartsAsComponents renders the held-out charts
+// (testdata/heldout/cases.txt) as the plugin renders an Application: each
+// chart a resource of a component version in a CTF, the case's flags as
+// the request's, through the whole pipeline (resolve, plan, fetch and
+// verify, render, finish). The output is what helm template prints.
+func TestHeldOutChartsAsComponents(t *testing.T) {
+	helmBin := os.Getenv(heldout.EnvHelm)
+	if helmBin == "" {
+		t.Skip(heldout.EnvHelm + " is unset: make test-heldout builds the helm v4 CLI (make reftools) and runs this comparison with it")
+	}
+	cases := heldout.Read(t)
+	work := t.TempDir()
+	cases.PrepareCharts(t, heldout.Modules{}, work)
+	var comps []*ocmbuild.Component
+	for label := range cases.Charts {
+		chart, err := os.ReadFile(filepath.Join(work, "charts", label+".tgz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		comps = append(comps, &ocmbuild.Component{Name: "heldout.example/" + label, Version: "1.0.0", Provider: "heldout.example",
+			Resources: []ocmbuild.Resource{{Name: "chart", Version: "1.0.0", Type: "helmChart", MediaType: ocmbuild.MediaTypeHelmChart, Data: chart}}})
+	}
+	ctf := filepath.Join(work, "ctf")
+	if err := ocmbuild.WriteCTF(ctf, comps...); err != nil {
+		t.Fatal(err)
+	}
+	engine := argocdocm.NewEngine(argocdocm.WithBlobCacheDir(""))
+	for _, c := range cases.Helm {
+		t.Run(c.Name, func(t *testing.T) {
+			want := heldout.HelmTemplate(t, helmBin, work, c.Args)
+			f := heldout.ParseHelm(t, c.Args)
+			label := filepath.Base(f.Chart[:len(f.Chart)-len(filepath.Ext(f.Chart))])
+			res, err := engine.Render(context.Background(), argocdocm.Request{
+				Application: c.Name, Repository: ctf, Dir: work,
+				Component: "heldout.example/" + label, Version: "1.0.0",
+				ReleaseName: f.Release, Namespace: f.Namespace, KubeVersion: f.KubeVersion, APIVersions: f.APIVersions,
+				ValueFiles: f.ValueFiles, Set: f.Set,
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Check(t, res.Objects)
+		})
+	}
+}
