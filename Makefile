@@ -98,7 +98,7 @@ demo: build
 # real Helm and kustomize, real OCM CLI fixtures from ../shared), brief fuzzing,
 # and the Argo CD contract tests of the newest line (Argo CD v3.6.2's own
 # cmpserver and repo-server code, in the separate module test/argocd).
-test: vet fmt-check test-unit test-heldout test-release fuzz test-argocd
+test: vet fmt-check test-heldout test-unit test-release fuzz test-argocd
 
 # go test's package lines as they come, then every skipped test with its
 # reason and "N passed, N failed, N skipped" (hack/testsummary).
@@ -257,7 +257,8 @@ reftools-helm:
 # Held-out upstream charts and kustomize trees (testdata/heldout/cases.txt: cilium, istio, kyverno,
 # gatekeeper, metallb, loki, external-secrets, aws-load-balancer-controller), rendered by the plugin's
 # engines and by the helm v4 and kustomize CLIs, compared object for object and in order. They come
-# from the Go modules that ship them (module proxy, ~130 MB once); ~15 s warm.
+# from the Go modules that ship them (module proxy, ~130 MB once); ~15 s warm. make test runs it before
+# test-unit, so that TestHelmVersionIsTheLiveCLIs finds the CLI it builds.
 test-heldout: reftools
 	HELDOUT_HELM=$(CURDIR)/bin/reftools/helm HELDOUT_KUSTOMIZE=$(CURDIR)/bin/reftools/kustomize \
 		$(GO) test -count=1 -run '^TestHeldOut(Charts|Trees|ChartsAsComponents)$$' . ./internal/render/helm/ ./internal/render/kustomize/

@@ -19,7 +19,7 @@ import (
 func TestHeldOutChartsAsComponents(t *testing.T) {
 	helmBin := os.Getenv(heldout.EnvHelm)
 	if helmBin == "" {
-		t.Skip(heldout.EnvHelm + " is unset: make test-heldout builds the helm v4 CLI (make reftools) and runs this comparison with it")
+		t.Skip(heldout.EnvHelm + " is unset: make test-heldout (part of make test) builds the helm v4 CLI and runs this comparison")
 	}
 	cases := heldout.Read(t)
 	work := t.TempDir()

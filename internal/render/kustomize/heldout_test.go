@@ -20,7 +20,7 @@ import (
 func TestHeldOutTrees(t *testing.T) {
 	bin := os.Getenv(heldout.EnvKustomize)
 	if bin == "" {
-		t.Skip(heldout.EnvKustomize + " is unset: make test-heldout builds the kustomize CLI (make reftools) and runs this comparison with it")
+		t.Skip(heldout.EnvKustomize + " is unset: make test-heldout (part of make test) builds the kustomize CLI and runs this comparison")
 	}
 	cases := heldout.Read(t)
 	modules := heldout.Modules{}
