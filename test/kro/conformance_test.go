@@ -82,6 +82,8 @@ func cases() []kroCase {
 		{name: "kro dogsvscats vote-app", rgd: ex("kubernetes/dogsvscats/vote-app/rg.yaml"), instance: ex("kubernetes/dogsvscats/vote-app/instance.yaml")},
 		{name: "kro dogsvscats result-app", rgd: ex("kubernetes/dogsvscats/result-app/rg.yaml"), instance: ex("kubernetes/dogsvscats/result-app/instance.yaml")},
 		{name: "kro dogsvscats worker-app", rgd: ex("kubernetes/dogsvscats/worker-app/rg.yaml"), instance: ex("kubernetes/dogsvscats/worker-app/instance.yaml")},
+		{name: "kro saas tenant-environment", rgd: ex("kubernetes/saas-multi-tenant/tenant-environment-rgd.yaml"), instance: "testdata/tenant-environment-instance.yaml"},
+		{name: "kro saas tenant-application", rgd: ex("kubernetes/saas-multi-tenant/tenant-application-rgd.yaml"), instance: "testdata/tenant-application-instance.yaml"},
 		{name: "ocm chained-rgds app", rgd: filepath.Join(repoRoot, "testdata/ocm-examples/chained-rgds/rgd-podinfo.yaml"), instance: "testdata/podinfo-instance.yaml"},
 	}
 }
@@ -209,6 +211,25 @@ func (c *cluster) check(t *testing.T, tc kroCase) {
 	rgd := readYAML(t, tc.rgd)
 	inst := readYAML(t, tc.instance)
 	want := c.render(t, tc, rgd, inst)
+	c.activate(t, rgd)
+	ns, _ := inst["metadata"].(map[string]any)["namespace"].(string)
+	if ns == "" {
+		ns = namespace
+		inst["metadata"].(map[string]any)["namespace"] = ns
+	}
+	c.apply(t, inst, ns)
+	for _, w := range want {
+		got := c.waitObject(t, w, ns)
+		if diff := compare(w, got.Object); diff != "" {
+			t.Errorf("%s %s: kro and the plugin differ:\n%s", w["kind"], name2(w), diff)
+		}
+	}
+	t.Logf("%s: %d objects equal to kro's", tc.name, len(want))
+}
+
+// activate applies an RGD and waits until kro serves its kind; it returns
+// the RGD's name.
+func (c *cluster) activate(t *testing.T, rgd map[string]any) string {
 	c.apply(t, rgd, "")
 	name := rgd["metadata"].(map[string]any)["name"].(string)
 	rgdGVR := schema.GroupVersionResource{Group: "kro.run", Version: "v1alpha1", Resource: "resourcegraphdefinitions"}
@@ -226,19 +247,7 @@ func (c *cluster) check(t *testing.T, tc kroCase) {
 		return state == "Active"
 	})
 	c.disco.Invalidate()
-	ns, _ := inst["metadata"].(map[string]any)["namespace"].(string)
-	if ns == "" {
-		ns = namespace
-		inst["metadata"].(map[string]any)["namespace"] = ns
-	}
-	c.apply(t, inst, ns)
-	for _, w := range want {
-		got := c.waitObject(t, w, ns)
-		if diff := compare(w, got.Object); diff != "" {
-			t.Errorf("%s %s: kro and the plugin differ:\n%s", w["kind"], name2(w), diff)
-		}
-	}
-	t.Logf("%s: %d objects equal to kro's", tc.name, len(want))
+	return name
 }
 
 // render runs the plugin on the RGD file for the instance: the
