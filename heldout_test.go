@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin"
@@ -40,7 +41,13 @@ func TestHeldOutChartsAsComponents(t *testing.T) {
 	engine := argocdocm.NewEngine(argocdocm.WithBlobCacheDir(""))
 	for _, c := range cases.Helm {
 		t.Run(c.Name, func(t *testing.T) {
-			want := heldout.HelmTemplate(t, helmBin, work, c.Args)
+			var want *heldout.Oracle
+			var says []string
+			if c.Fails {
+				says = heldout.HelmRefuses(t, helmBin, work, c.Args)
+			} else {
+				want = heldout.HelmTemplate(t, helmBin, work, c.Args)
+			}
 			f := heldout.ParseHelm(t, c.Args)
 			label := filepath.Base(f.Chart[:len(f.Chart)-len(filepath.Ext(f.Chart))])
 			res, err := engine.Render(context.Background(), argocdocm.Request{
@@ -49,6 +56,14 @@ func TestHeldOutChartsAsComponents(t *testing.T) {
 				ReleaseName: f.Release, Namespace: f.Namespace, KubeVersion: f.KubeVersion, APIVersions: f.APIVersions,
 				ValueFiles: f.ValueFiles, Set: f.Set,
 			}, nil)
+			if c.Fails {
+				heldout.CheckRefusal(t, says, err)
+				t.Logf("refused: %v", err)
+				if err != nil && strings.Contains(err.Error(), "\n") {
+					t.Errorf("the message is more than one line: %q", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

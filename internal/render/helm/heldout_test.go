@@ -29,7 +29,13 @@ func TestHeldOutCharts(t *testing.T) {
 	cases.PrepareCharts(t, heldout.Modules{}, work)
 	for _, c := range cases.Helm {
 		t.Run(c.Name, func(t *testing.T) {
-			want := heldout.HelmTemplate(t, helmBin, work, c.Args)
+			var want *heldout.Oracle
+			var says []string
+			if c.Fails {
+				says = heldout.HelmRefuses(t, helmBin, work, c.Args)
+			} else {
+				want = heldout.HelmTemplate(t, helmBin, work, c.Args)
+			}
 			f := heldout.ParseHelm(t, c.Args)
 			chart, err := os.ReadFile(filepath.Join(work, f.Chart))
 			if err != nil {
@@ -53,6 +59,10 @@ func TestHeldOutCharts(t *testing.T) {
 				}
 			}
 			got, err := helm.Render(context.Background(), chart, opts)
+			if c.Fails {
+				heldout.CheckRefusal(t, says, err)
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

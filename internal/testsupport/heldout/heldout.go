@@ -38,10 +38,13 @@ type Source struct {
 }
 
 // Case is a case line: its name and the reference CLI's arguments after
-// the command ("helm template" or "kustomize build").
+// the command ("helm template" or "kustomize build"). Fails marks a case
+// the CLI refuses ("<case>: fails helm template …"): the plugin must
+// refuse it too, with the CLI's message (see Oracle.CheckError).
 type Case struct {
-	Name string
-	Args []string
+	Name  string
+	Args  []string
+	Fails bool
 }
 
 // Cases are the lines of cases.txt.
@@ -74,6 +77,8 @@ func Read(tb testing.TB) Cases {
 				m = c.Trees
 			}
 			m[f[1]] = Source{Module: f[2], Dir: f[3]}
+		case len(f) > 4 && strings.HasSuffix(f[0], ":") && f[1] == "fails" && f[2] == "helm" && f[3] == "template":
+			c.Helm = append(c.Helm, Case{Name: strings.TrimSuffix(f[0], ":"), Args: f[4:], Fails: true})
 		case len(f) > 3 && strings.HasSuffix(f[0], ":") && f[1] == "helm" && f[2] == "template":
 			c.Helm = append(c.Helm, Case{Name: strings.TrimSuffix(f[0], ":"), Args: f[3:]})
 		case len(f) == 4 && strings.HasSuffix(f[0], ":") && f[1] == "kustomize" && f[2] == "build":
@@ -122,17 +127,60 @@ func download(tb testing.TB, modVersion string) string {
 // stderr.
 func Run(tb testing.TB, dir, bin string, args ...string) []byte {
 	tb.Helper()
+	out, stderr, err := run(tb, dir, bin, args...)
+	if err != nil {
+		tb.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr)
+	}
+	return out
+}
+
+func run(tb testing.TB, dir, bin string, args ...string) (stdout, stderr []byte, err error) {
 	home := tb.TempDir()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var eb bytes.Buffer
+	cmd.Stderr = &eb
 	out, err := cmd.Output()
-	if err != nil {
-		tb.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.Bytes())
+	return out, eb.Bytes(), err
+}
+
+// HelmRefuses runs helm template with args in dir, which must fail, and
+// returns what its message says: the lines of its error, without
+// "Error: ", list dashes and trailing colons, and without its hint to use
+// --debug.
+func HelmRefuses(tb testing.TB, helmBin, dir string, args []string) []string {
+	tb.Helper()
+	_, stderr, err := run(tb, dir, helmBin, append([]string{"template"}, args...)...)
+	if err == nil {
+		tb.Fatalf("helm template %s succeeded; the case says it fails", strings.Join(args, " "))
 	}
-	return out
+	var says []string
+	for _, l := range strings.Split(string(stderr), "\n") {
+		l = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(l), "Error: "), "- "), ":")
+		if l != "" && !strings.HasPrefix(l, "Use --debug flag") {
+			says = append(says, l)
+		}
+	}
+	if len(says) == 0 {
+		tb.Fatalf("helm template %s failed without a message", strings.Join(args, " "))
+	}
+	return says
+}
+
+// CheckRefusal fails tb unless err is the plugin refusing what the CLI
+// refused, saying every line of the CLI's message.
+func CheckRefusal(tb testing.TB, says []string, err error) {
+	tb.Helper()
+	if err == nil {
+		tb.Fatalf("rendered; helm template refuses it: %s", strings.Join(says, " / "))
+	}
+	msg := err.Error()
+	for _, l := range says {
+		if !strings.Contains(msg, l) {
+			tb.Errorf("the message does not say %q (helm template's): %s", l, msg)
+		}
+	}
 }
 
 // PrepareCharts packages every chart of c into dir/charts/<label>.tgz and
