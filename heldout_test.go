@@ -54,7 +54,7 @@ func TestHeldOutChartsAsComponents(t *testing.T) {
 				Application: c.Name, Repository: ctf, Dir: work,
 				Component: "heldout.example/" + label, Version: "1.0.0",
 				ReleaseName: f.Release, Namespace: f.Namespace, KubeVersion: f.KubeVersion, APIVersions: f.APIVersions,
-				ValueFiles: f.ValueFiles, Set: f.Set,
+				ValueFiles: f.ValueFiles, Set: f.Set, SetJSON: f.SetJSON, SetString: f.SetString, SetFile: f.SetFile,
 			}, nil)
 			if c.Fails {
 				heldout.CheckRefusal(t, says, err)

@@ -53,8 +53,28 @@ func TestHeldOutCharts(t *testing.T) {
 				}
 				mergeValues(opts.Values, m)
 			}
+			// Helm's order: files, --set-json, --set, --set-string, --set-file.
+			for _, s := range f.SetJSON {
+				if err := strvals.ParseJSON(s, opts.Values); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for _, s := range f.Set {
 				if err := strvals.ParseInto(s, opts.Values); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, s := range f.SetString {
+				if err := strvals.ParseIntoString(s, opts.Values); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, s := range f.SetFile {
+				read := func(p []rune) (any, error) {
+					b, err := os.ReadFile(filepath.Join(work, string(p)))
+					return string(b), err
+				}
+				if err := strvals.ParseIntoFile(s, opts.Values, read); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -235,11 +235,13 @@ type HelmFlags struct {
 	Namespace, KubeVersion string
 	APIVersions            []string
 	ValueFiles             []string // relative to the command's directory
-	Set                    []string
+	Set, SetJSON           []string
+	SetString, SetFile     []string // --set-file paths relative to the command's directory
 }
 
 // ParseHelm reads a case's helm template arguments (release, chart, then
-// --namespace, --kube-version, --include-crds, -f, --set, --api-versions).
+// --namespace, --kube-version, --include-crds, -f, --set, --set-json,
+// --set-string, --set-file, --api-versions).
 func ParseHelm(tb testing.TB, args []string) HelmFlags {
 	tb.Helper()
 	f := HelmFlags{Release: args[0], Chart: args[1]}
@@ -262,6 +264,12 @@ func ParseHelm(tb testing.TB, args []string) HelmFlags {
 			f.ValueFiles = append(f.ValueFiles, v)
 		case "--set":
 			f.Set = append(f.Set, v)
+		case "--set-json":
+			f.SetJSON = append(f.SetJSON, v)
+		case "--set-string":
+			f.SetString = append(f.SetString, v)
+		case "--set-file":
+			f.SetFile = append(f.SetFile, v)
 		default:
 			tb.Fatalf("flag %s not understood", flag)
 		}
