@@ -71,3 +71,41 @@ func TestHeldOutChartsAsComponents(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldOutTreesAsComponents builds the held-out kustomize trees
+// (testdata/heldout/cases.txt) as the plugin renders an Application: each
+// tree a directoryTree resource of a component version in a CTF, the
+// case's entry path the request's. The output is what kustomize build
+// prints.
+func TestHeldOutTreesAsComponents(t *testing.T) {
+	bin := os.Getenv(heldout.EnvKustomize)
+	if bin == "" {
+		t.Skip(heldout.EnvKustomize + " is unset: make test-heldout (part of make test) builds the kustomize CLI and runs this comparison")
+	}
+	cases := heldout.Read(t)
+	modules := heldout.Modules{}
+	var comps []*ocmbuild.Component
+	for label, src := range cases.Trees {
+		comps = append(comps, &ocmbuild.Component{Name: "heldout.example/" + label, Version: "1.0.0", Provider: "heldout.example",
+			Resources: []ocmbuild.Resource{{Name: "tree", Version: "1.0.0", Type: "directoryTree", MediaType: ocmbuild.MediaTypeTar,
+				Data: heldout.TreeTar(t, modules.Path(t, src))}}})
+	}
+	ctf := filepath.Join(t.TempDir(), "ctf")
+	if err := ocmbuild.WriteCTF(ctf, comps...); err != nil {
+		t.Fatal(err)
+	}
+	engine := argocdocm.NewEngine(argocdocm.WithBlobCacheDir(""))
+	for _, c := range cases.Kustomize {
+		t.Run(c.Name, func(t *testing.T) {
+			label, src, entry := cases.Tree(t, c)
+			want := heldout.KustomizeBuild(t, bin, filepath.Join(modules.Path(t, src), filepath.FromSlash(entry)))
+			res, err := engine.Render(context.Background(), argocdocm.Request{
+				Application: c.Name, Repository: ctf, Component: "heldout.example/" + label, Version: "1.0.0", Path: entry,
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Check(t, res.Objects)
+		})
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/format/archive"
@@ -26,14 +25,10 @@ func TestHeldOutTrees(t *testing.T) {
 	modules := heldout.Modules{}
 	for _, c := range cases.Kustomize {
 		t.Run(c.Name, func(t *testing.T) {
-			label, entry, _ := strings.Cut(c.Args[0], "/")
-			src, ok := cases.Trees[label]
-			if !ok {
-				t.Fatalf("no tree %s", label)
-			}
+			_, src, entry := cases.Tree(t, c)
 			root := modules.Path(t, src)
 			want := heldout.KustomizeBuild(t, bin, filepath.Join(root, filepath.FromSlash(entry)))
-			tree, err := archive.ReadTree(bytes.NewReader(tarOf(t, dirEntries(t, root)...)))
+			tree, err := archive.ReadTree(bytes.NewReader(heldout.TreeTar(t, root)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,26 +39,4 @@ func TestHeldOutTrees(t *testing.T) {
 			want.Check(t, got)
 		})
 	}
-}
-
-// dirEntries are the regular files below root, as tar entries.
-func dirEntries(t *testing.T, root string) []entry {
-	t.Helper()
-	var out []entry
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		out = append(out, entry{name: filepath.ToSlash(rel), body: string(b)})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

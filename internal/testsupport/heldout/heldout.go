@@ -22,6 +22,7 @@ import (
 
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests"
 	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/render/manifests/manifeststest"
+	"github.com/argocd-ocm-plugin/argocd-ocm-plugin/internal/testsupport/ocmbuild"
 )
 
 // The reference CLIs the held-out tests compare with, set by make
@@ -395,4 +396,41 @@ func mask(v any, paths map[string]bool, at string) any {
 		}
 	}
 	return v
+}
+
+// TreeTar is a tar of the regular files below root, as a kustomization
+// resource holds a tree.
+func TreeTar(tb testing.TB, root string) []byte {
+	tb.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		files[filepath.ToSlash(rel)], err = os.ReadFile(p)
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := ocmbuild.TarFiles(files, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// Tree is the tree and entry path a kustomize case builds ("<label>/<entry>").
+func (c Cases) Tree(tb testing.TB, k Case) (label string, src Source, entry string) {
+	tb.Helper()
+	label, entry, _ = strings.Cut(k.Args[0], "/")
+	src, ok := c.Trees[label]
+	if !ok {
+		tb.Fatalf("%s: no tree %s", k.Name, label)
+	}
+	return label, src, entry
 }
