@@ -3,7 +3,6 @@ package kustomize
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,11 +16,7 @@ import (
 // external-secrets), read as the plugin reads a kustomization resource,
 // and compares them with kustomize build, objects and order.
 func TestHeldOutTrees(t *testing.T) {
-	bin := os.Getenv(heldout.EnvKustomize)
-	if bin == "" {
-		t.Skip(heldout.EnvKustomize + " is unset: make test-heldout (part of make test) builds the kustomize CLI and runs this comparison")
-	}
-	cases := heldout.Read(t)
+	bin, cases := heldout.KustomizeCases(t)
 	modules := heldout.Modules{}
 	for _, c := range cases.Kustomize {
 		t.Run(c.Name, func(t *testing.T) {

@@ -434,3 +434,57 @@ func (c Cases) Tree(tb testing.TB, k Case) (label string, src Source, entry stri
 	}
 	return label, src, entry
 }
+
+// HelmCases skips tb unless make test-heldout named the helm CLI
+// (EnvHelm); it returns the CLI, the cases, and a directory where their
+// charts are packaged and their commands run (PrepareCharts).
+func HelmCases(tb testing.TB) (helmBin string, c Cases, dir string) {
+	tb.Helper()
+	if helmBin = os.Getenv(EnvHelm); helmBin == "" {
+		tb.Skip(EnvHelm + " is unset: make test-heldout (part of make test) builds the helm v4 CLI and runs this comparison")
+	}
+	c, dir = Read(tb), tb.TempDir()
+	c.PrepareCharts(tb, Modules{}, dir)
+	return helmBin, c, dir
+}
+
+// KustomizeCases skips tb unless make test-heldout named the kustomize CLI
+// (EnvKustomize); it returns the CLI and the cases.
+func KustomizeCases(tb testing.TB) (kustomizeBin string, c Cases) {
+	tb.Helper()
+	if kustomizeBin = os.Getenv(EnvKustomize); kustomizeBin == "" {
+		tb.Skip(EnvKustomize + " is unset: make test-heldout (part of make test) builds the kustomize CLI and runs this comparison")
+	}
+	return kustomizeBin, Read(tb)
+}
+
+// Expected is what a render of a helm case must give: helm template's
+// objects, or its refusal.
+type Expected struct {
+	oracle *Oracle
+	says   []string // the refusal's message, for a case that fails
+}
+
+// HelmExpects runs a helm case's command in dir (HelmTemplate, or
+// HelmRefuses for a case that fails).
+func HelmExpects(tb testing.TB, helmBin, dir string, c Case) *Expected {
+	tb.Helper()
+	if c.Fails {
+		return &Expected{says: HelmRefuses(tb, helmBin, dir, c.Args)}
+	}
+	return &Expected{oracle: HelmTemplate(tb, helmBin, dir, c.Args)}
+}
+
+// Check fails tb unless a render's objects and error are what was
+// expected (Oracle.Check, or CheckRefusal).
+func (e *Expected) Check(tb testing.TB, got []manifests.Object, err error) {
+	tb.Helper()
+	if e.oracle == nil {
+		CheckRefusal(tb, e.says, err)
+		return
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.oracle.Check(tb, got)
+}
