@@ -84,6 +84,10 @@ func cases() []kroCase {
 		{name: "kro dogsvscats worker-app", rgd: ex("kubernetes/dogsvscats/worker-app/rg.yaml"), instance: ex("kubernetes/dogsvscats/worker-app/instance.yaml")},
 		{name: "kro saas tenant-environment", rgd: ex("kubernetes/saas-multi-tenant/tenant-environment-rgd.yaml"), instance: "testdata/tenant-environment-instance.yaml"},
 		{name: "kro saas tenant-application", rgd: ex("kubernetes/saas-multi-tenant/tenant-application-rgd.yaml"), instance: "testdata/tenant-application-instance.yaml"},
+		// kro's ACK examples that create CustomResourceDefinitions (thousands of lines of schema).
+		{name: "kro ack iam-crd-group", rgd: ex("aws/ack-controller/crds/iam-crd-group.yaml"), instance: "testdata/iam-crd-group-instance.yaml"},
+		{name: "kro ack s3-crd-group", rgd: ex("aws/ack-controller/crds/s3-crd-group.yaml"), instance: "testdata/s3-crd-group-instance.yaml"},
+		{name: "kro ack ec2-crd-group", rgd: ex("aws/ack-controller/crds/ec2-crd-group.yaml"), instance: "testdata/ec2-crd-group-instance.yaml"},
 		{name: "ocm chained-rgds app", rgd: filepath.Join(repoRoot, "testdata/ocm-examples/chained-rgds/rgd-podinfo.yaml"), instance: "testdata/podinfo-instance.yaml"},
 	}
 }
