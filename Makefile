@@ -255,7 +255,7 @@ reftools-helm:
 	cd bench/tools && CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$$($(GO) list -m -f '{{.Version}}' helm.sh/helm/v4) -X helm.sh/helm/v4/internal/version.gitTreeState=clean" -o $(CURDIR)/bin/reftools/ helm.sh/helm/v4/cmd/helm
 
 # Held-out upstream charts and kustomize trees (testdata/heldout/cases.txt: cilium, istio, kyverno,
-# gatekeeper, metallb, loki, external-secrets, aws-load-balancer-controller), rendered by the plugin's
+# traefik, dapr, calico, Argo CD's and flux2's installs, ...), rendered by the plugin's
 # engines and by the helm v4 and kustomize CLIs, compared object for object and in order. They come
 # from the Go modules that ship them (module proxy, ~130 MB once); ~15 s warm. make test runs it before
 # test-unit, so that TestHelmVersionIsTheLiveCLIs finds the CLI it builds.

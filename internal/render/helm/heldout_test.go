@@ -14,8 +14,8 @@ import (
 )
 
 // TestHeldOutCharts renders upstream charts the renderer was never tuned
-// on (testdata/heldout/cases.txt: cilium, istio, kyverno, gatekeeper,
-// metallb, loki, external-secrets, aws-load-balancer-controller) with the
+// on (testdata/heldout/cases.txt: cilium, istio, kyverno, traefik, dapr,
+// calico, gpu-operator and more) with the
 // plugin's Helm engine and with the helm v4 CLI, and compares the objects
 // and their order. Values that differ between two runs of the CLI itself
 // (generated certificates, random passwords) are compared by presence only.
