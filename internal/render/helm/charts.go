@@ -110,12 +110,13 @@ func (cc *ChartCache) load(archive []byte) (*chart.Chart, *chartEntry, error) {
 }
 
 // account counts e at what its templates hold now (a render parsed
-// templates) and the values it remembers as valid: the cache's bound covers
-// the parse trees it keeps (10-16 times the template text of real charts). The size is read under the
-// cache's lock, so that the last count is of the latest size whatever order
-// concurrent renders end in, and only while e is the entry kept under its
-// key: a render that ends after its entry was dropped and the chart loaded
-// again must not count the new entry at the old one's size.
+// templates) and the values it remembers as valid: the cache's bound
+// covers the parse trees it keeps (10-16 times the template text of real
+// charts). The size is read under the cache's lock, so that the last count
+// is of the latest size whatever order concurrent renders end in, and only
+// while e is the entry kept under its key: a render that ends after its
+// entry was dropped and the chart loaded again must not count the new
+// entry at the old one's size.
 func (cc *ChartCache) account(e *chartEntry) {
 	if cc == nil || e == nil {
 		return

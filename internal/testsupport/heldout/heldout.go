@@ -28,8 +28,8 @@ import (
 // The reference CLIs the held-out tests compare with, set by make
 // test-heldout to make reftools' builds; a test skips, saying so, without.
 const (
-	EnvHelm      = "HELDOUT_HELM"
-	EnvKustomize = "HELDOUT_KUSTOMIZE"
+	envHelm      = "HELDOUT_HELM"
+	envKustomize = "HELDOUT_KUSTOMIZE"
 )
 
 // Source is a chart or tree line: a directory of a module version.
@@ -41,7 +41,7 @@ type Source struct {
 // Case is a case line: its name and the reference CLI's arguments after
 // the command ("helm template" or "kustomize build"). Fails marks a case
 // the CLI refuses ("<case>: fails helm template …"): the plugin must
-// refuse it too, with the CLI's message (see Oracle.CheckError).
+// refuse it too, with the CLI's message (see Expected.Check).
 type Case struct {
 	Name  string
 	Args  []string
@@ -54,16 +54,16 @@ type Cases struct {
 	Helm, Kustomize []Case
 }
 
-// Dir is testdata/heldout, as an absolute path.
-func Dir() string {
+// casesDir is testdata/heldout, as an absolute path.
+func casesDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "heldout")
 }
 
-// Read parses Dir()/cases.txt; a line it does not understand fails tb.
-func Read(tb testing.TB) Cases {
+// read parses casesDir()/cases.txt; a line it does not understand fails tb.
+func read(tb testing.TB) Cases {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(Dir(), "cases.txt"))
+	b, err := os.ReadFile(filepath.Join(casesDir(), "cases.txt"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -123,10 +123,10 @@ func download(tb testing.TB, modVersion string) string {
 	return info.Dir
 }
 
-// Run runs a reference CLI with args in dir, with HOME and Helm's homes in
+// mustRun runs a reference CLI with args in dir, with HOME and Helm's homes in
 // a directory of tb, and returns its stdout; a failure fails tb with its
 // stderr.
-func Run(tb testing.TB, dir, bin string, args ...string) []byte {
+func mustRun(tb testing.TB, dir, bin string, args ...string) []byte {
 	tb.Helper()
 	out, stderr, err := run(tb, dir, bin, args...)
 	if err != nil {
@@ -146,11 +146,11 @@ func run(tb testing.TB, dir, bin string, args ...string) (stdout, stderr []byte,
 	return out, eb.Bytes(), err
 }
 
-// HelmRefuses runs helm template with args in dir, which must fail, and
+// helmRefuses runs helm template with args in dir, which must fail, and
 // returns what its message says: the lines of its error, without
 // "Error: ", list dashes and trailing colons, and without its hint to use
 // --debug.
-func HelmRefuses(tb testing.TB, helmBin, dir string, args []string) []string {
+func helmRefuses(tb testing.TB, helmBin, dir string, args []string) []string {
 	tb.Helper()
 	_, stderr, err := run(tb, dir, helmBin, append([]string{"template"}, args...)...)
 	if err == nil {
@@ -169,9 +169,9 @@ func HelmRefuses(tb testing.TB, helmBin, dir string, args []string) []string {
 	return says
 }
 
-// CheckRefusal fails tb unless err is the plugin refusing what the CLI
+// checkRefusal fails tb unless err is the plugin refusing what the CLI
 // refused, saying every line of the CLI's message.
-func CheckRefusal(tb testing.TB, says []string, err error) {
+func checkRefusal(tb testing.TB, says []string, err error) {
 	tb.Helper()
 	if err == nil {
 		tb.Fatalf("rendered; helm template refuses it: %s", strings.Join(says, " / "))
@@ -184,15 +184,15 @@ func CheckRefusal(tb testing.TB, says []string, err error) {
 	}
 }
 
-// PrepareCharts packages every chart of c into dir/charts/<label>.tgz and
+// prepareCharts packages every chart of c into dir/charts/<label>.tgz and
 // links dir/values to testdata/heldout/values: dir is then where the
 // cases' helm template commands run.
-func (c Cases) PrepareCharts(tb testing.TB, m Modules, dir string) {
+func (c Cases) prepareCharts(tb testing.TB, m Modules, dir string) {
 	tb.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(Dir(), "values"), filepath.Join(dir, "values")); err != nil {
+	if err := os.Symlink(filepath.Join(casesDir(), "values"), filepath.Join(dir, "values")); err != nil {
 		tb.Fatal(err)
 	}
 	for label, src := range c.Charts {
@@ -286,11 +286,11 @@ type Oracle struct {
 	random  map[string]map[string]bool
 }
 
-// HelmTemplate runs helm template with args in dir twice.
-func HelmTemplate(tb testing.TB, helmBin, dir string, args []string) *Oracle {
+// helmTemplate runs helm template with args in dir twice.
+func helmTemplate(tb testing.TB, helmBin, dir string, args []string) *Oracle {
 	tb.Helper()
 	run := func() []manifests.Object {
-		objs, err := manifests.Decode("helm template", Run(tb, dir, helmBin, append([]string{"template"}, args...)...))
+		objs, err := manifests.Decode("helm template", mustRun(tb, dir, helmBin, append([]string{"template"}, args...)...))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -316,7 +316,7 @@ func HelmTemplate(tb testing.TB, helmBin, dir string, args []string) *Oracle {
 // KustomizeBuild runs kustomize build in dir.
 func KustomizeBuild(tb testing.TB, bin, dir string) *Oracle {
 	tb.Helper()
-	objs, err := manifests.Decode("kustomize build", Run(tb, dir, bin, "build", "."))
+	objs, err := manifests.Decode("kustomize build", mustRun(tb, dir, bin, "build", "."))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -436,26 +436,26 @@ func (c Cases) Tree(tb testing.TB, k Case) (label string, src Source, entry stri
 }
 
 // HelmCases skips tb unless make test-heldout named the helm CLI
-// (EnvHelm); it returns the CLI, the cases, and a directory where their
-// charts are packaged and their commands run (PrepareCharts).
+// (envHelm); it returns the CLI, the cases, and a directory where their
+// charts are packaged and their commands run (prepareCharts).
 func HelmCases(tb testing.TB) (helmBin string, c Cases, dir string) {
 	tb.Helper()
-	if helmBin = os.Getenv(EnvHelm); helmBin == "" {
-		tb.Skip(EnvHelm + " is unset: make test-heldout (part of make test) builds the helm v4 CLI and runs this comparison")
+	if helmBin = os.Getenv(envHelm); helmBin == "" {
+		tb.Skip(envHelm + " is unset: make test-heldout (part of make test) builds the helm v4 CLI and runs this comparison")
 	}
-	c, dir = Read(tb), tb.TempDir()
-	c.PrepareCharts(tb, Modules{}, dir)
+	c, dir = read(tb), tb.TempDir()
+	c.prepareCharts(tb, Modules{}, dir)
 	return helmBin, c, dir
 }
 
 // KustomizeCases skips tb unless make test-heldout named the kustomize CLI
-// (EnvKustomize); it returns the CLI and the cases.
+// (envKustomize); it returns the CLI and the cases.
 func KustomizeCases(tb testing.TB) (kustomizeBin string, c Cases) {
 	tb.Helper()
-	if kustomizeBin = os.Getenv(EnvKustomize); kustomizeBin == "" {
-		tb.Skip(EnvKustomize + " is unset: make test-heldout (part of make test) builds the kustomize CLI and runs this comparison")
+	if kustomizeBin = os.Getenv(envKustomize); kustomizeBin == "" {
+		tb.Skip(envKustomize + " is unset: make test-heldout (part of make test) builds the kustomize CLI and runs this comparison")
 	}
-	return kustomizeBin, Read(tb)
+	return kustomizeBin, read(tb)
 }
 
 // Expected is what a render of a helm case must give: helm template's
@@ -465,22 +465,22 @@ type Expected struct {
 	says   []string // the refusal's message, for a case that fails
 }
 
-// HelmExpects runs a helm case's command in dir (HelmTemplate, or
-// HelmRefuses for a case that fails).
+// HelmExpects runs a helm case's command in dir (helmTemplate, or
+// helmRefuses for a case that fails).
 func HelmExpects(tb testing.TB, helmBin, dir string, c Case) *Expected {
 	tb.Helper()
 	if c.Fails {
-		return &Expected{says: HelmRefuses(tb, helmBin, dir, c.Args)}
+		return &Expected{says: helmRefuses(tb, helmBin, dir, c.Args)}
 	}
-	return &Expected{oracle: HelmTemplate(tb, helmBin, dir, c.Args)}
+	return &Expected{oracle: helmTemplate(tb, helmBin, dir, c.Args)}
 }
 
 // Check fails tb unless a render's objects and error are what was
-// expected (Oracle.Check, or CheckRefusal).
+// expected (Oracle.Check, or checkRefusal).
 func (e *Expected) Check(tb testing.TB, got []manifests.Object, err error) {
 	tb.Helper()
 	if e.oracle == nil {
-		CheckRefusal(tb, e.says, err)
+		checkRefusal(tb, e.says, err)
 		return
 	}
 	if err != nil {
